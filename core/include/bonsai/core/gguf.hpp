@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -16,11 +17,27 @@
 namespace bonsai::gguf {
 
 enum class ValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5,
-  FLOAT32 = 6, BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
   FLOAT64 = 12,
 };
+// "uint8", "string", "array", ...; "unknown" for ids outside the enum.
 std::string_view value_type_name(ValueType t);
+bool is_known_value_type(uint32_t id);
+
+// Arrays may nest (array of arrays) at most this deep; deeper files are
+// rejected so a hostile file cannot exhaust the stack.
+inline constexpr int kMaxArrayDepth = 8;
 
 struct Value;
 struct Array {
@@ -33,6 +50,23 @@ struct Array {
 struct Value {
   ValueType type = ValueType::UINT8;
   std::variant<uint64_t, int64_t, double, bool, std::string, Array> data;
+
+  // Factories that pair the declared type with the right payload.
+  static Value u8(uint8_t v) { return {ValueType::UINT8, uint64_t{v}}; }
+  static Value i8(int8_t v) { return {ValueType::INT8, int64_t{v}}; }
+  static Value u16(uint16_t v) { return {ValueType::UINT16, uint64_t{v}}; }
+  static Value i16(int16_t v) { return {ValueType::INT16, int64_t{v}}; }
+  static Value u32(uint32_t v) { return {ValueType::UINT32, uint64_t{v}}; }
+  static Value i32(int32_t v) { return {ValueType::INT32, int64_t{v}}; }
+  static Value u64(uint64_t v) { return {ValueType::UINT64, v}; }
+  static Value i64(int64_t v) { return {ValueType::INT64, v}; }
+  static Value f32(float v) { return {ValueType::FLOAT32, double{v}}; }
+  static Value f64(double v) { return {ValueType::FLOAT64, v}; }
+  static Value boolean(bool v) { return {ValueType::BOOL, v}; }
+  static Value string(std::string v) { return {ValueType::STRING, std::move(v)}; }
+  static Value array(ValueType element_type, std::vector<Value> items) {
+    return {ValueType::ARRAY, Array{element_type, std::move(items)}};
+  }
 
   bool is_integer() const;
   bool is_float() const;
@@ -48,14 +82,14 @@ struct Value {
 
 struct TensorInfo {
   std::string name;
-  std::vector<int64_t> dims; // ne0 (contiguous) first
-  uint32_t type_id = 0;       // ggml type id (known: validated on open)
-  uint64_t offset = 0;        // relative to the start of the data section
+  std::vector<int64_t> dims;     // ne0 (contiguous) first
+  uint32_t type_id = 0;          // ggml type id (known: validated on open)
+  uint64_t offset = 0;           // relative to the start of the data section
   const uint8_t *data = nullptr; // into the mapping
   size_t nbytes = 0;
 
   GgmlType type() const { return static_cast<GgmlType>(type_id); }
-  int64_t n_elements() const;
+  int64_t n_elements() const; // fits in int64 (validated on open)
 };
 
 // A read-only memory-mapped GGUF file. Opening validates the whole structure
@@ -77,6 +111,8 @@ public:
   uint64_t alignment() const { return alignment_; }
   size_t file_size() const { return bytes_.size(); }
   std::span<const uint8_t> bytes() const { return bytes_; }
+  // Offset of the tensor data section from the start of the file.
+  uint64_t data_offset() const { return data_offset_; }
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, Value>> &metadata() const { return kv_; }
@@ -88,49 +124,83 @@ public:
   double get_f64(std::string_view key) const;
 
   const std::vector<TensorInfo> &tensors() const { return tensors_; }
-  const TensorInfo *find_tensor(std::string_view name) const;
+  const TensorInfo *find_tensor(std::string_view name) const; // nullptr if absent
 
 private:
   File() = default;
+  friend class Parser;
   struct Mapping;
   std::unique_ptr<Mapping> mapping_;
   std::span<const uint8_t> bytes_;
   std::string name_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, Value>> kv_;
   std::map<std::string, size_t, std::less<>> kv_index_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
 };
 
+// Fills a tensor's bytes at write time (the span is exactly the tensor's size
+// and must be filled completely). Lets tools stream multi-GB models without
+// holding every tensor in memory.
+using TensorFiller = std::function<void(std::span<uint8_t>)>;
+
 // Builds a GGUF v3 file. Tensor data is aligned to general.alignment (32 unless
-// set in the metadata before write).
+// set in the metadata before write). Every input is validated when added, so
+// the writer never produces a file the reader rejects.
 class Writer {
 public:
-  void set(std::string key, Value value); // replaces an existing key
+  void set(std::string key, Value value); // replaces an existing key in place
   void set_string(std::string key, std::string v);
   void set_u32(std::string key, uint32_t v);
+  void set_i32(std::string key, int32_t v);
+  void set_u64(std::string key, uint64_t v);
   void set_f32(std::string key, float v);
+  void set_f64(std::string key, double v);
   void set_bool(std::string key, bool v);
   void set_array(std::string key, Array v);
-  // Copies `bytes` (must be row_bytes(type, dims[0]) * rows long).
+
+  // `bytes` must be row_bytes(type, dims[0]) * rows long. Three ways to hand
+  // over the data: copied, moved in (no copy), or borrowed (the caller keeps
+  // the bytes alive until the last write/serialize, e.g. views into a File).
   void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
                   std::span<const uint8_t> bytes);
-  // Writes the file (to a temp file, then renamed). Throws on I/O errors.
+  void add_tensor(std::string name, GgmlType type, std::vector<int64_t> dims,
+                  std::vector<uint8_t> &&bytes);
+  void add_tensor_borrowed(std::string name, GgmlType type, std::vector<int64_t> dims,
+                           std::span<const uint8_t> bytes);
+  // Data produced at write time by `fill`.
+  void add_tensor_filled(std::string name, GgmlType type, std::vector<int64_t> dims,
+                         TensorFiller fill);
+
+  // Writes the file (to a temp file in the same folder, then renamed, so no
+  // reader ever sees a half-written file). Throws bonsai::Error on I/O errors.
   void write(const std::filesystem::path &path) const;
   // The serialized image, for tests that craft files in memory.
   std::vector<uint8_t> serialize() const;
 
 private:
-  std::vector<std::pair<std::string, Value>> kv_;
   struct PendingTensor {
     std::string name;
     GgmlType type;
     std::vector<int64_t> dims;
-    std::vector<uint8_t> bytes;
+    size_t nbytes = 0;
+    std::vector<uint8_t> owned;        // used when copied or moved in
+    std::span<const uint8_t> borrowed; // used when borrowed
+    TensorFiller fill;                 // used when filled at write time
   };
+  struct Layout;
+  Layout layout() const;
+  void check_new_tensor(const std::string &name, GgmlType type, const std::vector<int64_t> &dims,
+                        size_t *nbytes) const;
+  void push_tensor(PendingTensor tensor);
+  void produce(const PendingTensor &t, std::span<uint8_t> dst) const;
+
+  std::vector<std::pair<std::string, Value>> kv_;
   std::vector<PendingTensor> tensors_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;
 };
 
 } // namespace bonsai::gguf
