@@ -40,13 +40,17 @@ std::string_view value_type_name(ValueType t) {
   return "unknown";
 }
 
-bool is_known_value_type(uint32_t id) { return id <= static_cast<uint32_t>(ValueType::FLOAT64); }
+bool is_known_value_type(uint32_t id) {
+  return id <= static_cast<uint32_t>(ValueType::FLOAT64);
+}
 
 bool Value::is_integer() const {
   return std::holds_alternative<uint64_t>(data) || std::holds_alternative<int64_t>(data);
 }
 
-bool Value::is_float() const { return std::holds_alternative<double>(data); }
+bool Value::is_float() const {
+  return std::holds_alternative<double>(data);
+}
 
 namespace {
 

@@ -184,7 +184,7 @@ public:
 private:
   struct PendingTensor {
     std::string name;
-    GgmlType type;
+    GgmlType type = GgmlType::F32;
     std::vector<int64_t> dims;
     size_t nbytes = 0;
     std::vector<uint8_t> owned;        // used when copied or moved in

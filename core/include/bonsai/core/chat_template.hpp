@@ -1,0 +1,45 @@
+#pragma once
+// Renders a conversation into the prompt text a Qwen3 model was trained on.
+// No Jinja engine: the template embedded in the GGUF is only inspected to pick
+// one of the renderers implemented here.
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace bonsai {
+
+struct ChatMessage {
+  std::string role; // "system", "user", "assistant" or "tool"
+  std::string content;
+};
+
+enum class ChatTemplateKind {
+  Qwen3ChatML,    // Qwen3's template: ChatML plus <think> handling
+  ChatMLFallback, // plain ChatML, for templates not recognised
+};
+
+struct ChatOptions {
+  bool add_generation_prompt = true; // end with the opening of an assistant turn
+  bool enable_thinking = true;       // false: pre-fill an empty <think></think> block
+};
+
+// Receives one human-readable warning line; core has no logging of its own.
+using ChatWarningSink = std::function<void(std::string_view)>;
+
+// Qwen3 is recognised by the ChatML markers together with the <think> markers.
+// Anything else (including an empty template) selects ChatMLFallback and
+// reports why through `warn` (if set).
+ChatTemplateKind detect_chat_template(std::string_view template_text,
+                                      const ChatWarningSink &warn = {});
+
+// Qwen3ChatML reproduces Qwen3's Jinja template for plain messages (no tool
+// definitions): a leading system message, `<think>` reasoning stripped from
+// assistant turns before the last user query, consecutive tool results grouped
+// into one user turn. Roles other than system/user/assistant/tool throw
+// bonsai::Error. ChatMLFallback writes `<|im_start|>role\ncontent<|im_end|>\n`
+// for every message and ignores enable_thinking.
+std::string apply_chat_template(ChatTemplateKind kind, std::span<const ChatMessage> messages,
+                                const ChatOptions &options = {});
+
+} // namespace bonsai

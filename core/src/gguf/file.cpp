@@ -1,0 +1,122 @@
+// gguf::File: opening (read-only mmap) and the accessors over parsed data.
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bonsai/core/error.hpp"
+#include "bonsai/core/gguf.hpp"
+#include "parser.hpp"
+
+namespace bonsai::gguf {
+
+struct File::Mapping {
+  void *addr = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (addr)
+      ::munmap(addr, size);
+  }
+};
+
+namespace {
+
+// Closes the descriptor on every path out of open(); the mapping stays valid.
+struct FdGuard {
+  int fd;
+  ~FdGuard() { ::close(fd); }
+};
+
+} // namespace
+
+File::File(File &&) noexcept = default;
+File &File::operator=(File &&) noexcept = default;
+File::~File() = default;
+
+File File::open(const std::filesystem::path &path) {
+  const std::string name = path.string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw Error(name + ": cannot open: " + std::strerror(errno));
+  FdGuard guard{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    throw Error(name + ": cannot stat: " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    throw Error(name + ": is a directory, not a GGUF file");
+  if (!S_ISREG(st.st_mode))
+    throw Error(name + ": not a regular file");
+  if (st.st_size == 0)
+    throw Error(name + ": empty file (0 bytes), not a GGUF file");
+
+  auto mapping = std::make_unique<Mapping>();
+  const auto size = static_cast<size_t>(st.st_size);
+  void *addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (addr == MAP_FAILED)
+    throw Error(name + ": cannot map " + std::to_string(size) + " bytes: " + std::strerror(errno));
+  mapping->addr = addr;
+  mapping->size = size;
+
+  File file;
+  file.name_ = name;
+  file.bytes_ = std::span<const uint8_t>(static_cast<const uint8_t *>(addr), size);
+  file.mapping_ = std::move(mapping);
+  parse_into(file);
+  return file;
+}
+
+File File::parse(std::span<const uint8_t> bytes, std::string name) {
+  File file;
+  file.name_ = std::move(name);
+  file.bytes_ = bytes;
+  parse_into(file);
+  return file;
+}
+
+const Value *File::find(std::string_view key) const {
+  const auto it = kv_index_.find(key);
+  return it == kv_index_.end() ? nullptr : &kv_[it->second].second;
+}
+
+const Value &File::at(std::string_view key) const {
+  if (const Value *v = find(key))
+    return *v;
+  throw Error(name_ + ": missing metadata key '" + std::string(key) + "'");
+}
+
+namespace {
+
+std::string describe(const std::string &file, std::string_view key) {
+  return file + ": metadata key '" + std::string(key) + "'";
+}
+
+} // namespace
+
+std::string File::get_string(std::string_view key) const {
+  return at(key).as_string(describe(name_, key));
+}
+
+uint64_t File::get_u64(std::string_view key) const {
+  return at(key).as_u64(describe(name_, key));
+}
+
+double File::get_f64(std::string_view key) const {
+  return at(key).as_f64(describe(name_, key));
+}
+
+const TensorInfo *File::find_tensor(std::string_view name) const {
+  const auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+int64_t TensorInfo::n_elements() const {
+  int64_t n = 1;
+  for (int64_t ne : dims)
+    n *= ne;
+  return n;
+}
+
+} // namespace bonsai::gguf

@@ -1,0 +1,141 @@
+// ModelSpec::from_gguf: find every Qwen3 weight, check its shape and type.
+#include <string>
+
+#include "bonsai/core/error.hpp"
+#include "bonsai/core/model_spec.hpp"
+#include "hparams.hpp"
+
+namespace bonsai {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t> &dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// The expected shape and its meaning, e.g. {512, 256} "[n_embd, n_kv * head_dim]".
+struct Shape {
+  std::vector<int64_t> dims;
+  const char *meaning;
+};
+
+enum class Role { Matrix, Norm };
+
+class TensorLoader {
+public:
+  explicit TensorLoader(const gguf::File &file) : file_(file) {}
+
+  [[noreturn]] void fail(const std::string &what) const { throw Error(file_.path() + ": " + what); }
+
+  TensorView load(const std::string &name, const Shape &shape, Role role) const {
+    const gguf::TensorInfo *t = file_.find_tensor(name);
+    if (!t)
+      fail("missing tensor '" + name + "' (expected shape " + shape_text(shape.dims) + " " +
+           shape.meaning + ")");
+    return check(*t, shape, role);
+  }
+
+  std::optional<TensorView> load_optional(const std::string &name, const Shape &shape,
+                                          Role role) const {
+    const gguf::TensorInfo *t = file_.find_tensor(name);
+    if (!t)
+      return std::nullopt;
+    return check(*t, shape, role);
+  }
+
+private:
+  TensorView check(const gguf::TensorInfo &t, const Shape &shape, Role role) const {
+    if (t.dims != shape.dims)
+      fail("tensor '" + t.name + "' has shape " + shape_text(t.dims) + ", expected " +
+           shape_text(shape.dims) + " " + shape.meaning);
+    // Norm weights multiply activations elementwise: they must be plain floats.
+    const GgmlType type = t.type();
+    if (role == Role::Norm && type != GgmlType::F32 && type != GgmlType::F16 &&
+        type != GgmlType::BF16)
+      fail("norm tensor '" + t.name + "' has type " + std::string(type_name(t.type_id)) +
+           ", expected f32, f16 or bf16");
+    return TensorView{t.name, type, t.dims, t.data, t.nbytes};
+  }
+
+  const gguf::File &file_;
+};
+
+LayerWeights load_layer(const TensorLoader &loader, const Qwen3Hparams &h, int64_t layer) {
+  const int64_t q_dim = h.n_head * h.head_dim;
+  const int64_t kv_dim = h.n_head_kv * h.head_dim;
+  const std::string prefix = "blk." + std::to_string(layer) + ".";
+  const auto load = [&](const char *name, Shape shape, Role role) {
+    return loader.load(prefix + name + ".weight", shape, role);
+  };
+  LayerWeights w;
+  w.attn_norm = load("attn_norm", {{h.n_embd}, "[n_embd]"}, Role::Norm);
+  w.attn_q = load("attn_q", {{h.n_embd, q_dim}, "[n_embd, n_head * head_dim]"}, Role::Matrix);
+  w.attn_k = load("attn_k", {{h.n_embd, kv_dim}, "[n_embd, n_head_kv * head_dim]"}, Role::Matrix);
+  w.attn_v = load("attn_v", {{h.n_embd, kv_dim}, "[n_embd, n_head_kv * head_dim]"}, Role::Matrix);
+  w.attn_q_norm = load("attn_q_norm", {{h.head_dim}, "[head_dim]"}, Role::Norm);
+  w.attn_k_norm = load("attn_k_norm", {{h.head_dim}, "[head_dim]"}, Role::Norm);
+  w.attn_output =
+      load("attn_output", {{q_dim, h.n_embd}, "[n_head * head_dim, n_embd]"}, Role::Matrix);
+  w.ffn_norm = load("ffn_norm", {{h.n_embd}, "[n_embd]"}, Role::Norm);
+  w.ffn_gate = load("ffn_gate", {{h.n_embd, h.n_ff}, "[n_embd, n_ff]"}, Role::Matrix);
+  w.ffn_up = load("ffn_up", {{h.n_embd, h.n_ff}, "[n_embd, n_ff]"}, Role::Matrix);
+  w.ffn_down = load("ffn_down", {{h.n_ff, h.n_embd}, "[n_ff, n_embd]"}, Role::Matrix);
+  return w;
+}
+
+} // namespace
+
+ModelSpec ModelSpec::from_gguf(const gguf::File &file) {
+  ModelSpec spec;
+  spec.hparams = read_qwen3_hparams(file);
+  const Qwen3Hparams &h = spec.hparams;
+  const TensorLoader loader(file);
+  spec.token_embd =
+      loader.load("token_embd.weight", {{h.n_embd, h.n_vocab}, "[n_embd, n_vocab]"}, Role::Matrix);
+  spec.layers.reserve(static_cast<size_t>(h.n_layer));
+  for (int64_t i = 0; i < h.n_layer; ++i)
+    spec.layers.push_back(load_layer(loader, h, i));
+  spec.output_norm = loader.load("output_norm.weight", {{h.n_embd}, "[n_embd]"}, Role::Norm);
+  spec.output = loader.load_optional("output.weight", {{h.n_embd, h.n_vocab}, "[n_embd, n_vocab]"},
+                                     Role::Matrix);
+  return spec;
+}
+
+std::vector<const TensorView *> ModelSpec::all_tensors() const {
+  std::vector<const TensorView *> all{&token_embd};
+  for (const LayerWeights &l : layers)
+    for (const TensorView *t :
+         {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_q_norm, &l.attn_k_norm,
+          &l.attn_output, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+      all.push_back(t);
+  all.push_back(&output_norm);
+  if (output)
+    all.push_back(&*output);
+  return all;
+}
+
+int64_t ModelSpec::n_params() const {
+  int64_t n = 0;
+  for (const TensorView *t : all_tensors())
+    n += t->n_elements();
+  return n;
+}
+
+size_t ModelSpec::weight_bytes() const {
+  size_t n = 0;
+  for (const TensorView *t : all_tensors())
+    n += t->nbytes;
+  return n;
+}
+
+int64_t TensorView::rows() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < dims.size(); ++i)
+    n *= dims[i];
+  return n;
+}
+
+} // namespace bonsai

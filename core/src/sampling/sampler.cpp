@@ -1,0 +1,82 @@
+// Sampler state (seeded generator, window of accepted tokens) and the step
+// pipeline. The candidate filters live in candidates.cpp.
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "bonsai/core/error.hpp"
+#include "bonsai/core/sampling.hpp"
+
+namespace bonsai {
+
+Sampler::Sampler(SamplerParams params) : params_(params), rng_(params.seed) {
+  params_.validate();
+}
+
+void Sampler::accept(int32_t token) {
+  if (token < 0)
+    throw Error("sampler: cannot accept the negative token id " + std::to_string(token));
+  if (params_.repeat_last_n <= 0)
+    return;
+  // The window is short (tens of ids): erasing at the front is cheap.
+  if (recent_.size() == static_cast<size_t>(params_.repeat_last_n))
+    recent_.erase(recent_.begin());
+  recent_.push_back(token);
+}
+
+void Sampler::reset() {
+  recent_.clear();
+  rng_.seed(params_.seed);
+}
+
+double Sampler::next_uniform() {
+  // Top 53 bits of one 64-bit draw, scaled to [0, 1): exact and portable.
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+std::span<const float> Sampler::with_penalties(std::span<const float> logits) {
+  if (!params_.penalties_enabled() || recent_.empty())
+    return logits;
+  penalized_.assign(logits.begin(), logits.end());
+  bonsai::apply_penalties(params_, recent_, penalized_);
+  return penalized_;
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  if (logits.empty())
+    throw Error("sampler: the logits are empty");
+  if (logits.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw Error("sampler: " + std::to_string(logits.size()) +
+                " logits do not fit in an int32 token id");
+  const std::span<const float> scores = with_penalties(logits);
+  if (params_.greedy())
+    return argmax(scores);
+  select_candidates(scores);
+  softmax();
+  if (params_.top_p < 1.0f)
+    keep_nucleus();
+  if (params_.min_p > 0.0f)
+    keep_above_min_p();
+  return draw();
+}
+
+int32_t Sampler::draw() {
+  double total = 0.0;
+  for (const Candidate &c : candidates_)
+    total += c.prob;
+  const double target = next_uniform() * total;
+  double cumulative = 0.0;
+  int32_t last_possible = -1;
+  for (const Candidate &c : candidates_) {
+    if (c.prob <= 0.0f)
+      continue; // a zero-probability token is never drawn
+    cumulative += c.prob;
+    last_possible = c.id;
+    if (target < cumulative)
+      return c.id;
+  }
+  // Only reachable through rounding of the running sum.
+  return last_possible;
+}
+
+} // namespace bonsai

@@ -1,0 +1,152 @@
+#include "bonsai/core/chat_template.hpp"
+
+#include "bonsai/core/error.hpp"
+
+namespace bonsai {
+
+namespace {
+
+constexpr std::string_view kImStart = "<|im_start|>";
+constexpr std::string_view kImEnd = "<|im_end|>";
+constexpr std::string_view kThinkOpen = "<think>";
+constexpr std::string_view kThinkClose = "</think>";
+
+bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+std::string_view lstrip_newlines(std::string_view s) {
+  const size_t first = s.find_first_not_of('\n');
+  return first == std::string_view::npos ? std::string_view{} : s.substr(first);
+}
+
+std::string_view rstrip_newlines(std::string_view s) {
+  const size_t last = s.find_last_not_of('\n');
+  return last == std::string_view::npos ? std::string_view{} : s.substr(0, last + 1);
+}
+
+void append_turn(std::string &out, std::string_view role, std::string_view content) {
+  out.append(kImStart).append(role).append("\n").append(content).append(kImEnd).append("\n");
+}
+
+// A user message that only carries tool output does not count as a query.
+bool is_tool_response(const ChatMessage &m) {
+  std::string_view c = m.content;
+  return c.starts_with("<tool_response>") && c.ends_with("</tool_response>");
+}
+
+// Index of the last real user query; assistant turns after it keep their
+// reasoning. With no such query, the template uses the last index.
+size_t last_query_index(std::span<const ChatMessage> messages) {
+  for (size_t i = messages.size(); i-- > 0;)
+    if (messages[i].role == "user" && !is_tool_response(messages[i]))
+      return i;
+  return messages.empty() ? 0 : messages.size() - 1;
+}
+
+struct AssistantParts {
+  std::string_view reasoning;
+  std::string_view content;
+};
+
+// Splits "<think>r</think>c" the way the template does with Python's split():
+// content follows the last </think>, reasoning sits between the last <think>
+// before the first </think> and that </think>.
+AssistantParts split_reasoning(std::string_view text) {
+  const size_t first_close = text.find(kThinkClose);
+  if (first_close == std::string_view::npos)
+    return {{}, text};
+  const size_t last_close = text.rfind(kThinkClose);
+  AssistantParts parts;
+  parts.content = lstrip_newlines(text.substr(last_close + kThinkClose.size()));
+  std::string_view before = rstrip_newlines(text.substr(0, first_close));
+  if (const size_t open = before.rfind(kThinkOpen); open != std::string_view::npos)
+    before = before.substr(open + kThinkOpen.size());
+  parts.reasoning = lstrip_newlines(before);
+  return parts;
+}
+
+void append_assistant(std::string &out, const ChatMessage &m, bool keep_reasoning, bool is_last) {
+  const AssistantParts parts = split_reasoning(m.content);
+  out.append(kImStart).append("assistant\n");
+  if (keep_reasoning && (is_last || !parts.reasoning.empty())) {
+    out.append(kThinkOpen).append("\n");
+    out.append(rstrip_newlines(lstrip_newlines(parts.reasoning)));
+    out.append("\n").append(kThinkClose).append("\n\n");
+    out.append(lstrip_newlines(parts.content));
+  } else {
+    out.append(parts.content); // history before the last query: reasoning dropped
+  }
+  out.append(kImEnd).append("\n");
+}
+
+std::string render_qwen3(std::span<const ChatMessage> messages, const ChatOptions &options) {
+  std::string out;
+  const size_t last_query = last_query_index(messages);
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage &m = messages[i];
+    if (m.role == "system" || m.role == "user") {
+      append_turn(out, m.role, m.content);
+    } else if (m.role == "assistant") {
+      append_assistant(out, m, i > last_query, i + 1 == messages.size());
+    } else if (m.role == "tool") {
+      // Consecutive tool results share one user turn.
+      if (i == 0 || messages[i - 1].role != "tool")
+        out.append(kImStart).append("user");
+      out.append("\n<tool_response>\n").append(m.content).append("\n</tool_response>");
+      if (i + 1 == messages.size() || messages[i + 1].role != "tool")
+        out.append(kImEnd).append("\n");
+    } else {
+      throw Error("chat template: unsupported message role '" + m.role +
+                  "' (Qwen3 knows system, user, assistant and tool)");
+    }
+  }
+  if (options.add_generation_prompt) {
+    out.append(kImStart).append("assistant\n");
+    if (!options.enable_thinking)
+      out.append(kThinkOpen).append("\n\n").append(kThinkClose).append("\n\n");
+  }
+  return out;
+}
+
+std::string render_chatml(std::span<const ChatMessage> messages, const ChatOptions &options) {
+  std::string out;
+  for (const ChatMessage &m : messages)
+    append_turn(out, m.role, m.content);
+  if (options.add_generation_prompt)
+    out.append(kImStart).append("assistant\n");
+  return out;
+}
+
+} // namespace
+
+ChatTemplateKind detect_chat_template(std::string_view text, const ChatWarningSink &warn) {
+  const auto fallback = [&](std::string_view why) {
+    if (warn)
+      warn(std::string(why) + "; formatting prompts as plain ChatML, which may not match what "
+                              "the model was trained on");
+    return ChatTemplateKind::ChatMLFallback;
+  };
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return fallback("the model has no chat template (tokenizer.chat_template)");
+  const bool chatml = contains(text, kImStart) && contains(text, kImEnd);
+  const bool thinking = contains(text, kThinkOpen) || contains(text, kThinkClose);
+  if (chatml && thinking)
+    return ChatTemplateKind::Qwen3ChatML;
+  if (chatml)
+    return fallback("the chat template is ChatML without Qwen3's <think> handling");
+  return fallback("the chat template is not a ChatML template this runtime recognises");
+}
+
+std::string apply_chat_template(ChatTemplateKind kind, std::span<const ChatMessage> messages,
+                                const ChatOptions &options) {
+  switch (kind) {
+  case ChatTemplateKind::Qwen3ChatML:
+    return render_qwen3(messages, options);
+  case ChatTemplateKind::ChatMLFallback:
+    return render_chatml(messages, options);
+  }
+  throw Error("chat template: unknown template kind");
+}
+
+} // namespace bonsai

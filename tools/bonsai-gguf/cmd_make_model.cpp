@@ -1,0 +1,298 @@
+// bonsai-gguf make-model: a synthetic Qwen3 GGUF of a real Bonsai shape with
+// random 1-bit or ternary weights and a real tokenizer, for benchmarks and
+// end-to-end tests (same bytes moved and same work as the real model).
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bonsai/core/error.hpp"
+#include "bonsai/core/formats.hpp"
+#include "bonsai/core/gguf.hpp"
+#include "command.hpp"
+#include "make_model_vocab.hpp"
+#include "make_model_weights.hpp"
+
+namespace po = boost::program_options;
+
+namespace bonsai::tools {
+namespace {
+
+constexpr int64_t kQwen3PaddedVocab = 151936;
+constexpr int64_t kDefaultContext = 40960; // Qwen3 max_position_embeddings
+constexpr float kRopeFreqBase = 1e6f;
+constexpr float kRmsEps = 1e-6f;
+
+struct ModelShape {
+  int64_t hidden = 0;
+  int64_t layers = 0;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;
+  int64_t ffn = 0;
+  int64_t head_dim = 128;
+  int64_t vocab = kQwen3PaddedVocab;
+  int64_t context = kDefaultContext;
+  bool tied = false;
+};
+
+// ARCHITECTURE.md §1; tiny matches the golden test models.
+const std::map<std::string, ModelShape> &presets() {
+  static const std::map<std::string, ModelShape> all = {
+      {"1.7b", {2048, 28, 16, 8, 6144, 128, kQwen3PaddedVocab, kDefaultContext, true}},
+      {"4b", {2560, 36, 32, 8, 9728, 128, kQwen3PaddedVocab, kDefaultContext, true}},
+      {"8b", {4096, 36, 32, 8, 12288, 128, kQwen3PaddedVocab, kDefaultContext, false}},
+      {"tiny", {512, 4, 4, 2, 1536, 128, kQwen3PaddedVocab, 4096, false}},
+  };
+  return all;
+}
+
+// Q1_0 and Q2_0 as llama.cpp's file-type ids for "mostly" that type (what
+// the golden models carry in general.file_type).
+uint32_t file_type_of(GgmlType type) {
+  return type == GgmlType::Q1_0 ? 40 : 41;
+}
+
+void require(bool ok, const std::string &message) {
+  if (!ok)
+    throw Error(message);
+}
+
+void validate(const ModelShape &s, GgmlType type) {
+  const std::string block = std::to_string(traits_of(type).block_elements);
+  require(s.hidden > 0 && s.layers > 0 && s.heads > 0 && s.kv_heads > 0 && s.ffn > 0 &&
+              s.head_dim > 0 && s.vocab > 0 && s.context > 0,
+          "every dimension must be positive");
+  require(s.hidden % traits_of(type).block_elements == 0,
+          "--hidden " + std::to_string(s.hidden) + " must be a multiple of " + block);
+  require(s.ffn % traits_of(type).block_elements == 0,
+          "--ffn " + std::to_string(s.ffn) + " must be a multiple of " + block);
+  require((s.heads * s.head_dim) % traits_of(type).block_elements == 0,
+          "--heads x --head-dim must be a multiple of " + block);
+  require(s.head_dim % 2 == 0, "--head-dim must be even (RoPE rotates pairs)");
+  require(s.heads % s.kv_heads == 0, "--heads " + std::to_string(s.heads) +
+                                         " must be a multiple of --kv-heads " +
+                                         std::to_string(s.kv_heads));
+  const int64_t limit = std::numeric_limits<int32_t>::max();
+  require(s.hidden <= limit && s.ffn <= limit && s.vocab <= limit && s.layers <= 100000 &&
+              s.heads * s.head_dim <= limit && s.context <= limit,
+          "a dimension is too large for a GGUF model");
+}
+
+struct PlannedTensor {
+  std::string name;
+  std::vector<int64_t> dims; // ne0 first
+  bool is_norm = false;
+};
+
+std::vector<PlannedTensor> plan_tensors(const ModelShape &s) {
+  const int64_t q_width = s.heads * s.head_dim;
+  const int64_t kv_width = s.kv_heads * s.head_dim;
+  std::vector<PlannedTensor> t;
+  t.push_back({"token_embd.weight", {s.hidden, s.vocab}});
+  for (int64_t i = 0; i < s.layers; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    t.push_back({p + "attn_norm.weight", {s.hidden}, true});
+    t.push_back({p + "attn_q.weight", {s.hidden, q_width}});
+    t.push_back({p + "attn_k.weight", {s.hidden, kv_width}});
+    t.push_back({p + "attn_v.weight", {s.hidden, kv_width}});
+    t.push_back({p + "attn_output.weight", {q_width, s.hidden}});
+    t.push_back({p + "attn_q_norm.weight", {s.head_dim}, true});
+    t.push_back({p + "attn_k_norm.weight", {s.head_dim}, true});
+    t.push_back({p + "ffn_norm.weight", {s.hidden}, true});
+    t.push_back({p + "ffn_gate.weight", {s.hidden, s.ffn}});
+    t.push_back({p + "ffn_up.weight", {s.hidden, s.ffn}});
+    t.push_back({p + "ffn_down.weight", {s.ffn, s.hidden}});
+  }
+  t.push_back({"output_norm.weight", {s.hidden}, true});
+  if (!s.tied)
+    t.push_back({"output.weight", {s.hidden, s.vocab}});
+  return t;
+}
+
+void set_hyperparameters(gguf::Writer &w, const ModelShape &s, GgmlType type,
+                         const std::string &name) {
+  const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+  w.set_string("general.architecture", "qwen3");
+  w.set_string("general.name", name);
+  w.set_u32("qwen3.block_count", u32(s.layers));
+  w.set_u32("qwen3.context_length", u32(s.context));
+  w.set_u32("qwen3.embedding_length", u32(s.hidden));
+  w.set_u32("qwen3.feed_forward_length", u32(s.ffn));
+  w.set_u32("qwen3.attention.head_count", u32(s.heads));
+  w.set_u32("qwen3.attention.head_count_kv", u32(s.kv_heads));
+  w.set_u32("qwen3.attention.key_length", u32(s.head_dim));
+  w.set_u32("qwen3.attention.value_length", u32(s.head_dim));
+  w.set_f32("qwen3.rope.freq_base", kRopeFreqBase);
+  w.set_f32("qwen3.attention.layer_norm_rms_epsilon", kRmsEps);
+  w.set_u32("general.file_type", file_type_of(type));
+}
+
+struct Options {
+  ModelShape shape;
+  GgmlType type = GgmlType::Q1_0;
+  std::string vocab_path;
+  std::string output;
+  std::string name;
+  uint64_t seed = 1;
+};
+
+const char *kUsage =
+    "usage: bonsai-gguf make-model --vocab VOCAB.gguf -o OUT.gguf [--preset 1.7b|4b|8b|tiny]\n"
+    "                              [shape options] [--type q1_0|q2_0] [--seed N]\n"
+    "Writes a Qwen3 GGUF with random weights of the given shape. Without --preset,\n"
+    "--hidden --layers --heads --kv-heads --ffn are required; with one, they override it.\n"
+    "Every matrix (embedding and LM head included) is in --type; norms are f32 in\n"
+    "[0.8, 1.2). The tokenizer.* keys are copied from --vocab and the token list is\n"
+    "padded with [PAD{id}] (or cut, keeping control tokens) to --vocab-size rows";
+
+Options parse(const std::vector<std::string> &args, bool &help) {
+  po::options_description desc(kUsage);
+  // clang-format off
+  desc.add_options()
+    ("help,h", "show this help")
+    ("vocab", po::value<std::string>(), "GGUF file whose tokenizer.* keys are copied (required)")
+    ("output,o", po::value<std::string>(), "output GGUF path (required)")
+    ("preset", po::value<std::string>(), "1.7b, 4b, 8b (real Bonsai shapes) or tiny")
+    ("type", po::value<std::string>()->default_value("q1_0"), "q1_0 or q2_0")
+    ("hidden", po::value<int64_t>(), "embedding length")
+    ("layers", po::value<int64_t>(), "block count")
+    ("heads", po::value<int64_t>(), "query heads")
+    ("kv-heads", po::value<int64_t>(), "key/value heads")
+    ("ffn", po::value<int64_t>(), "feed-forward length")
+    ("head-dim", po::value<int64_t>(), "head dimension (default 128)")
+    ("vocab-size", po::value<int64_t>(), "rows of the embedding (default 151936)")
+    ("context-length", po::value<int64_t>(), "qwen3.context_length (default 40960)")
+    ("tied", po::bool_switch(), "LM head shares token_embd (1.7b and 4b default)")
+    ("untied", po::bool_switch(), "separate output.weight (8b, tiny and custom default)")
+    ("seed", po::value<uint64_t>()->default_value(1), "random seed")
+    ("name", po::value<std::string>(), "general.name");
+  // clang-format on
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  help = vm.count("help") > 0;
+  Options o;
+  if (help) {
+    std::cout << desc << "\n";
+    return o;
+  }
+  require(vm.count("vocab"), "--vocab VOCAB.gguf is required (e.g. tests/data/qwen3-vocab.gguf)");
+  require(vm.count("output"), "-o OUT.gguf is required");
+  o.vocab_path = vm["vocab"].as<std::string>();
+  o.output = vm["output"].as<std::string>();
+  o.seed = vm["seed"].as<uint64_t>();
+
+  const std::string type = vm["type"].as<std::string>();
+  const auto parsed_type = type_from_name(type);
+  require(parsed_type == GgmlType::Q1_0 || parsed_type == GgmlType::Q2_0,
+          "--type must be q1_0 or q2_0, not '" + type + "'");
+  o.type = *parsed_type;
+
+  std::string shape_name = "custom";
+  if (vm.count("preset")) {
+    shape_name = vm["preset"].as<std::string>();
+    const auto it = presets().find(shape_name);
+    require(it != presets().end(),
+            "unknown --preset '" + shape_name + "' (known: 1.7b, 4b, 8b, tiny)");
+    o.shape = it->second;
+  } else {
+    for (const char *key : {"hidden", "layers", "heads", "kv-heads", "ffn"})
+      require(vm.count(key), std::string("--") + key + " is required without --preset");
+  }
+  const std::pair<const char *, int64_t *> dims[] = {
+      {"hidden", &o.shape.hidden},    {"layers", &o.shape.layers},
+      {"heads", &o.shape.heads},      {"kv-heads", &o.shape.kv_heads},
+      {"ffn", &o.shape.ffn},          {"head-dim", &o.shape.head_dim},
+      {"vocab-size", &o.shape.vocab}, {"context-length", &o.shape.context}};
+  for (const auto &[key, field] : dims)
+    if (vm.count(key))
+      *field = vm[key].as<int64_t>();
+  const bool tied = vm["tied"].as<bool>();
+  const bool untied = vm["untied"].as<bool>();
+  require(!(tied && untied), "--tied and --untied exclude each other");
+  if (tied || untied)
+    o.shape.tied = tied;
+  validate(o.shape, o.type);
+  o.name = vm.count("name") ? vm["name"].as<std::string>()
+                            : "bonsai-" + shape_name + "-" + type + "-synthetic";
+  return o;
+}
+
+void add_weights(gguf::Writer &w, const Options &o, int64_t &n_params) {
+  for (PlannedTensor &t : plan_tensors(o.shape)) {
+    int64_t elements = 1;
+    for (int64_t d : t.dims)
+      elements *= d;
+    n_params += elements;
+    const uint64_t seed = tensor_seed(o.seed, t.name);
+    if (t.is_norm) {
+      w.add_tensor_filled(t.name, GgmlType::F32, std::move(t.dims),
+                          [seed](std::span<uint8_t> out) { fill_random_norm(seed, out); });
+    } else {
+      const RandomMatrixSpec spec{o.type, t.dims[0], seed};
+      w.add_tensor_filled(t.name, o.type, std::move(t.dims),
+                          [spec](std::span<uint8_t> out) { fill_random_matrix(spec, out); });
+    }
+  }
+}
+
+int run_make_model(const std::vector<std::string> &args) {
+  bool help = false;
+  const Options o = parse(args, help);
+  if (help)
+    return 0;
+  const auto start = std::chrono::steady_clock::now();
+
+  const gguf::File vocab = gguf::File::open(o.vocab_path);
+  const FittedVocab fitted = fit_vocabulary(vocab, o.shape.vocab);
+
+  gguf::Writer w;
+  set_hyperparameters(w, o.shape, o.type, o.name);
+  for (const auto &[key, value] : fitted.keys)
+    w.set(key, value);
+  int64_t n_params = 0;
+  add_weights(w, o, n_params);
+  w.write(o.output);
+
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto bytes = std::filesystem::file_size(o.output);
+  const ModelShape &s = o.shape;
+  std::printf("wrote %s\n", o.output.c_str());
+  std::printf("  qwen3: hidden %lld, layers %lld, heads %lld/%lld (head dim %lld), ffn %lld, "
+              "context %lld, LM head %s\n",
+              static_cast<long long>(s.hidden), static_cast<long long>(s.layers),
+              static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads),
+              static_cast<long long>(s.head_dim), static_cast<long long>(s.ffn),
+              static_cast<long long>(s.context), s.tied ? "tied" : "untied");
+  std::printf("  vocab: %lld rows (%lld tokens in %s", static_cast<long long>(s.vocab),
+              static_cast<long long>(fitted.source_tokens), o.vocab_path.c_str());
+  if (fitted.padded_tokens > 0)
+    std::printf(", %lld padding", static_cast<long long>(fitted.padded_tokens));
+  if (fitted.dropped_tokens > 0)
+    std::printf(
+        ", %lld cut, %lld of %lld merges kept", static_cast<long long>(fitted.dropped_tokens),
+        static_cast<long long>(fitted.kept_merges), static_cast<long long>(fitted.source_merges));
+  std::printf(")\n");
+  for (const std::string &key : fitted.dropped_keys)
+    std::printf("  note: %s dropped (its token was cut)\n", key.c_str());
+  std::printf("  weights: %lld parameters, matrices %s, norms f32, seed %llu\n",
+              static_cast<long long>(n_params),
+              std::string(type_name(static_cast<uint32_t>(o.type))).c_str(),
+              static_cast<unsigned long long>(o.seed));
+  std::printf("  size: %llu bytes (%.1f MiB) in %.2f s\n", static_cast<unsigned long long>(bytes),
+              static_cast<double>(bytes) / (1024.0 * 1024.0), seconds);
+  return 0;
+}
+
+const bool registered = register_command(
+    {"make-model", "write a synthetic Qwen3 model with random Q1_0/Q2_0 weights", &run_make_model});
+
+} // namespace
+} // namespace bonsai::tools

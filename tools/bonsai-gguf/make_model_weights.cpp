@@ -1,0 +1,139 @@
+#include "make_model_weights.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "bonsai/core/error.hpp"
+
+namespace bonsai::tools {
+namespace {
+
+uint64_t splitmix64(uint64_t &state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
+
+// The 81 bytes whose four 2-bit codes are all in {0, 1, 2}.
+std::array<uint8_t, 81> ternary_bytes() {
+  std::array<uint8_t, 81> table{};
+  for (int i = 0; i < 81; ++i) {
+    int rest = i;
+    uint8_t byte = 0;
+    for (int slot = 0; slot < 4; ++slot) {
+      byte = static_cast<uint8_t>(byte | ((rest % 3) << (2 * slot)));
+      rest /= 3;
+    }
+    table[static_cast<size_t>(i)] = byte;
+  }
+  return table;
+}
+
+uint16_t random_scale(FastRng &rng, float scale) {
+  return f32_to_fp16(scale * (0.5f + rng.uniform()));
+}
+
+void fill_q1_blocks(FastRng &rng, float scale, std::span<uint8_t> out) {
+  for (size_t at = 0; at < out.size(); at += sizeof(BlockQ1_0)) {
+    BlockQ1_0 block;
+    block.d = random_scale(rng, scale);
+    const uint64_t bits[2] = {rng.next(), rng.next()};
+    std::memcpy(block.signs, bits, sizeof block.signs);
+    std::memcpy(out.data() + at, &block, sizeof block);
+  }
+}
+
+void fill_q2_blocks(FastRng &rng, float scale, std::span<uint8_t> out) {
+  static const std::array<uint8_t, 81> table = ternary_bytes();
+  for (size_t at = 0; at < out.size(); at += sizeof(BlockQ2_0)) {
+    BlockQ2_0 block;
+    block.d = random_scale(rng, scale);
+    for (size_t i = 0; i < sizeof block.codes; i += 4) {
+      const uint64_t r = rng.next();
+      // Each 16-bit slice picks one of 81 bytes (bias < 81/65536, irrelevant here).
+      for (size_t k = 0; k < 4; ++k) {
+        const uint64_t slice = (r >> (16 * k)) & 0xFFFF;
+        block.codes[i + k] = table[static_cast<size_t>((slice * 81) >> 16)];
+      }
+    }
+    std::memcpy(out.data() + at, &block, sizeof block);
+  }
+}
+
+} // namespace
+
+FastRng::FastRng(uint64_t seed) {
+  uint64_t state = seed;
+  for (uint64_t &word : s_)
+    word = splitmix64(state);
+}
+
+uint64_t FastRng::next() {
+  const uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+float FastRng::uniform() {
+  return static_cast<float>(next() >> 40) * 0x1.0p-24f;
+}
+
+uint64_t tensor_seed(uint64_t model_seed, std::string_view tensor_name) {
+  // FNV-1a of the name, mixed with the model seed.
+  uint64_t hash = 0xCBF29CE484222325ull;
+  for (char c : tensor_name) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001B3ull;
+  }
+  uint64_t state = model_seed ^ hash;
+  return splitmix64(state);
+}
+
+void fill_random_matrix(const RandomMatrixSpec &spec, std::span<uint8_t> out) {
+  if (spec.in_features <= 0)
+    throw Error("random weights need a positive input width, got " +
+                std::to_string(spec.in_features));
+  FastRng rng(spec.seed);
+  const float inv_sqrt_in = 1.0f / std::sqrt(static_cast<float>(spec.in_features));
+  switch (spec.type) {
+  case GgmlType::Q1_0:
+    if (out.size() % sizeof(BlockQ1_0) != 0)
+      break;
+    return fill_q1_blocks(rng, inv_sqrt_in, out);
+  case GgmlType::Q2_0:
+    if (out.size() % sizeof(BlockQ2_0) != 0)
+      break;
+    return fill_q2_blocks(rng, std::sqrt(1.5f) * inv_sqrt_in, out);
+  default:
+    throw Error("random weights can only be made as q1_0 or q2_0, not " +
+                std::string(type_name(static_cast<uint32_t>(spec.type))));
+  }
+  throw Error("random weights: " + std::to_string(out.size()) + " bytes is not a whole number of " +
+              std::string(type_name(static_cast<uint32_t>(spec.type))) + " blocks");
+}
+
+void fill_random_norm(uint64_t seed, std::span<uint8_t> out) {
+  if (out.size() % sizeof(float) != 0)
+    throw Error("random norm weights: " + std::to_string(out.size()) +
+                " bytes is not a whole number of f32 values");
+  FastRng rng(seed);
+  for (size_t at = 0; at < out.size(); at += sizeof(float)) {
+    const float value = 0.8f + 0.4f * rng.uniform();
+    std::memcpy(out.data() + at, &value, sizeof value);
+  }
+}
+
+} // namespace bonsai::tools
