@@ -191,7 +191,11 @@ typedef struct bonsai_model_desc {
   const bonsai_weight *token_embd;  /* n_vocab rows of n_embd */
   const bonsai_weight *output_norm; /* final RMSNorm, n_embd */
   const bonsai_weight *lm_head;     /* n_vocab rows of n_embd; == token_embd when tied */
-  const bonsai_layer_weights *layers; /* n_layer entries; copied by bind_model */
+  /* n_layer entries; copied by bind_model. Every entry's struct_size must be
+   * the same, and the reader steps through the array by layers[0].struct_size
+   * bytes (not its own sizeof), so a host built with a later minor version
+   * (larger entries) still works with an older plugin. */
+  const bonsai_layer_weights *layers;
 } bonsai_model_desc;
 
 /* One step: n_tokens tokens appended to the sequence. */
@@ -304,11 +308,12 @@ typedef struct bonsai_backend_api {
 
   /* --- group 6: KV cache --- */
 
-  /* Empties the KV cache (length 0). */
+  /* Empties the KV cache (length 0). Discards a step left open (begun but
+   * never ended, e.g. abandoned on cancel), as kv_truncate does. */
   bonsai_status (*kv_reset)(bonsai_context *ctx);
 
   /* Keeps the first n_keep positions (0 <= n_keep <= length), forgets the
-   * rest: the next step continues at position n_keep. */
+   * rest: the next step continues at position n_keep. Discards an open step. */
   bonsai_status (*kv_truncate)(bonsai_context *ctx, int32_t n_keep);
 
   /* Writes the number of positions in the KV cache to *length. */

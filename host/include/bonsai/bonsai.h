@@ -1,0 +1,139 @@
+/*
+ * bonsai C API (C99): a thin layer over the C++ Engine/Session API of
+ * libbonsai_host for use from C and other languages.
+ *
+ * Error handling: functions that can fail return NULL or a negative value and
+ * store a message retrievable with bonsai_last_error() on the calling thread.
+ *
+ * Ownership: handles are created by *_open / *_create and released by the
+ * matching *_close / *_destroy. Strings passed in are borrowed for the call.
+ * A session keeps its engine's model loaded, so an engine may be closed
+ * before its sessions.
+ *
+ * Threading: an engine may be used from several threads; a session from one
+ * thread at a time, except bonsai_session_cancel(), callable from any thread.
+ */
+#ifndef BONSAI_H
+#define BONSAI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define BONSAI_API
+#else
+#define BONSAI_API __attribute__((visibility("default")))
+#endif
+
+typedef struct bonsai_engine bonsai_engine;
+typedef struct bonsai_session bonsai_session;
+
+/* Options of bonsai_engine_open(). Initialize with
+ * bonsai_engine_options_default(), then change fields. */
+typedef struct bonsai_engine_options {
+  uint32_t struct_size;       /* sizeof(bonsai_engine_options) of the caller */
+  const char *backend;        /* "auto", a name ("cpu"), a .so path or a comma list */
+  int32_t n_threads;          /* 0 = plugin's choice */
+  int32_t n_ctx;              /* context window; 0 = model's training context */
+  int32_t n_batch;            /* most tokens per step */
+  const char *plugin_options; /* "key=value;..." or NULL */
+} bonsai_engine_options;
+
+BONSAI_API bonsai_engine_options bonsai_engine_options_default(void);
+
+/* Opens a GGUF model. NULL on failure (see bonsai_last_error()). */
+BONSAI_API bonsai_engine *bonsai_engine_open(const char *model_path,
+                                             const bonsai_engine_options *options);
+/* Releases the engine; NULL is a no-op. */
+BONSAI_API void bonsai_engine_close(bonsai_engine *engine);
+/* The selected backend's name ("cpu"); valid while the engine is open. */
+BONSAI_API const char *bonsai_engine_backend_name(const bonsai_engine *engine);
+
+/* A new session (own KV cache). NULL on failure. */
+BONSAI_API bonsai_session *bonsai_session_create(bonsai_engine *engine);
+/* Releases the session; NULL is a no-op. */
+BONSAI_API void bonsai_session_destroy(bonsai_session *session);
+/* Asks a running bonsai_generate() on this session to stop. Any thread. */
+BONSAI_API void bonsai_session_cancel(bonsai_session *session);
+/* Empties the session's KV cache. */
+BONSAI_API void bonsai_session_reset(bonsai_session *session);
+
+/* Why generation stopped. */
+typedef enum bonsai_stop_reason {
+  BONSAI_STOP_LENGTH = 0,
+  BONSAI_STOP_TOKEN = 1,
+  BONSAI_STOP_STRING = 2,
+  BONSAI_STOP_CANCELLED = 3,
+  BONSAI_STOP_CONTEXT_FULL = 4
+} bonsai_stop_reason;
+
+/* Receives each piece of generated text (complete UTF-8, not NUL-terminated,
+ * borrowed for the call). Return non-zero to continue, 0 to stop. */
+typedef int (*bonsai_text_fn)(void *user_data, const char *piece, size_t length);
+
+/* Parameters of bonsai_generate(). Initialize with
+ * bonsai_generate_params_default(). */
+typedef struct bonsai_generate_params {
+  uint32_t struct_size;         /* sizeof(bonsai_generate_params) of the caller */
+  const char *prompt;           /* prompt text (used when n_prompt_tokens == 0) */
+  const int32_t *prompt_tokens; /* or prompt token ids */
+  size_t n_prompt_tokens;
+  int32_t chat;                    /* non-zero: wrap `prompt` in the chat template */
+  int32_t n_predict;               /* max tokens; -1 = until stop or context full */
+  float temperature;               /* <= 0: greedy */
+  int32_t top_k;                   /* <= 0: off */
+  float top_p;                     /* >= 1: off */
+  float min_p;                     /* <= 0: off */
+  float repeat_penalty;            /* 1: off */
+  uint64_t seed;                   /* used when has_seed != 0 */
+  int32_t has_seed;                /* 0: random seed */
+  const char *const *stop_strings; /* n_stop_strings strings */
+  size_t n_stop_strings;
+} bonsai_generate_params;
+
+BONSAI_API bonsai_generate_params bonsai_generate_params_default(void);
+
+/* Result of bonsai_generate(). `text` and `tokens` are owned by the result:
+ * release them with bonsai_generate_result_free(). */
+typedef struct bonsai_generate_result {
+  char *text;      /* NUL-terminated generated text */
+  int32_t *tokens; /* generated ids */
+  size_t n_tokens;
+  bonsai_stop_reason stop_reason;
+  double load_ms;
+  int32_t prompt_tokens;
+  double prompt_ms;
+  double prompt_tps;
+  int32_t gen_tokens;
+  double gen_ms;
+  double gen_tps;
+} bonsai_generate_result;
+
+/* Generates; streams through on_text (may be NULL). Returns 0 on success and
+ * fills *result (may be NULL if not wanted); -1 on failure. The session starts
+ * over for each call, reusing the longest cached prefix. */
+BONSAI_API int bonsai_generate(bonsai_session *session, const bonsai_generate_params *params,
+                               bonsai_text_fn on_text, void *user_data,
+                               bonsai_generate_result *result);
+/* Frees what a result owns and zeroes it; NULL is a no-op. */
+BONSAI_API void bonsai_generate_result_free(bonsai_generate_result *result);
+
+/* Tokenizes `text` into `out` (capacity `max_tokens`). Returns the number of
+ * tokens (which may exceed max_tokens: then only the first max_tokens were
+ * written), or -1 on failure. */
+BONSAI_API int32_t bonsai_tokenize(const bonsai_engine *engine, const char *text, int32_t *out,
+                                   int32_t max_tokens);
+
+/* The last error message of the calling thread ("" if none). Valid until the
+ * next failing call on this thread. */
+BONSAI_API const char *bonsai_last_error(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* BONSAI_H */

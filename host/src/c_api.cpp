@@ -1,0 +1,250 @@
+// The C API (bonsai.h): handles wrap the C++ objects; every entry point
+// catches everything so no exception crosses into C.
+#include "bonsai/bonsai.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "bonsai/engine.hpp"
+
+struct bonsai_engine {
+  bonsai::Engine engine;
+};
+
+struct bonsai_session {
+  bonsai::Session session;
+};
+
+namespace {
+
+thread_local std::string last_error_text;
+
+void set_error(const char *text) {
+  last_error_text = text != nullptr ? text : "unknown error";
+}
+
+// Runs `body`, storing any exception's message; returns `failed` then.
+template <typename Body, typename Result> Result guarded(Body &&body, Result failed) {
+  try {
+    return body();
+  } catch (const std::exception &error) {
+    set_error(error.what());
+  } catch (...) {
+    set_error("unknown error");
+  }
+  return failed;
+}
+
+bonsai_stop_reason to_c(bonsai::StopReason reason) {
+  switch (reason) {
+  case bonsai::StopReason::length:
+    return BONSAI_STOP_LENGTH;
+  case bonsai::StopReason::stop_token:
+    return BONSAI_STOP_TOKEN;
+  case bonsai::StopReason::stop_string:
+    return BONSAI_STOP_STRING;
+  case bonsai::StopReason::cancelled:
+    return BONSAI_STOP_CANCELLED;
+  case bonsai::StopReason::context_full:
+    return BONSAI_STOP_CONTEXT_FULL;
+  }
+  return BONSAI_STOP_CANCELLED;
+}
+
+} // namespace
+
+extern "C" {
+
+bonsai_engine_options bonsai_engine_options_default(void) {
+  const bonsai::EngineOptions defaults;
+  bonsai_engine_options options{};
+  options.struct_size = sizeof options;
+  options.backend = "auto";
+  options.n_threads = defaults.n_threads;
+  options.n_ctx = defaults.n_ctx;
+  options.n_batch = defaults.n_batch;
+  options.plugin_options = nullptr;
+  return options;
+}
+
+bonsai_engine *bonsai_engine_open(const char *model_path, const bonsai_engine_options *options) {
+  return guarded(
+      [&]() -> bonsai_engine * {
+        if (model_path == nullptr)
+          throw bonsai::InvalidArgument("bonsai_engine_open: model_path is NULL");
+        bonsai_engine_options c_options = bonsai_engine_options_default();
+        if (options != nullptr) {
+          if (options->struct_size < sizeof(uint32_t) ||
+              options->struct_size > sizeof(bonsai_engine_options) + 4096)
+            throw bonsai::InvalidArgument("bonsai_engine_open: options->struct_size is not set");
+          std::memcpy(&c_options, options,
+                      std::min<size_t>(options->struct_size, sizeof c_options));
+        }
+        bonsai::EngineOptions cpp;
+        if (c_options.backend != nullptr)
+          cpp.backend = c_options.backend;
+        cpp.n_threads = c_options.n_threads;
+        cpp.n_ctx = c_options.n_ctx;
+        cpp.n_batch = c_options.n_batch;
+        if (c_options.plugin_options != nullptr)
+          cpp.plugin_options = c_options.plugin_options;
+        return new bonsai_engine{bonsai::Engine::open(model_path, cpp)};
+      },
+      static_cast<bonsai_engine *>(nullptr));
+}
+
+void bonsai_engine_close(bonsai_engine *engine) {
+  delete engine;
+}
+
+const char *bonsai_engine_backend_name(const bonsai_engine *engine) {
+  return engine != nullptr ? engine->engine.backend().name.c_str() : "";
+}
+
+bonsai_session *bonsai_session_create(bonsai_engine *engine) {
+  return guarded(
+      [&]() -> bonsai_session * {
+        if (engine == nullptr)
+          throw bonsai::InvalidArgument("bonsai_session_create: engine is NULL");
+        return new bonsai_session{engine->engine.create_session()};
+      },
+      static_cast<bonsai_session *>(nullptr));
+}
+
+void bonsai_session_destroy(bonsai_session *session) {
+  delete session;
+}
+
+void bonsai_session_cancel(bonsai_session *session) {
+  if (session != nullptr)
+    session->session.cancel();
+}
+
+void bonsai_session_reset(bonsai_session *session) {
+  if (session != nullptr)
+    guarded(
+        [&] {
+          session->session.reset();
+          return 0;
+        },
+        -1);
+}
+
+bonsai_generate_params bonsai_generate_params_default(void) {
+  const bonsai::SamplingParams sampling;
+  bonsai_generate_params params{};
+  params.struct_size = sizeof params;
+  params.n_predict = bonsai::GenerateRequest{}.n_predict;
+  params.temperature = sampling.temperature;
+  params.top_k = sampling.top_k;
+  params.top_p = sampling.top_p;
+  params.min_p = sampling.min_p;
+  params.repeat_penalty = sampling.repeat_penalty;
+  return params;
+}
+
+int bonsai_generate(bonsai_session *session, const bonsai_generate_params *params,
+                    bonsai_text_fn on_text, void *user_data, bonsai_generate_result *result) {
+  if (result != nullptr)
+    *result = bonsai_generate_result{};
+  return guarded(
+      [&] {
+        if (session == nullptr || params == nullptr)
+          throw bonsai::InvalidArgument("bonsai_generate: session or params is NULL");
+        bonsai_generate_params p = bonsai_generate_params_default();
+        if (params->struct_size < sizeof(uint32_t) ||
+            params->struct_size > sizeof(bonsai_generate_params) + 4096)
+          throw bonsai::InvalidArgument("bonsai_generate: params->struct_size is not set");
+        std::memcpy(&p, params, std::min<size_t>(params->struct_size, sizeof p));
+
+        bonsai::GenerateRequest request;
+        if (p.n_prompt_tokens > 0) {
+          if (p.prompt_tokens == nullptr)
+            throw bonsai::InvalidArgument("bonsai_generate: prompt_tokens is NULL");
+          request.prompt_tokens.assign(p.prompt_tokens, p.prompt_tokens + p.n_prompt_tokens);
+        } else if (p.prompt != nullptr) {
+          request.prompt = p.prompt;
+        }
+        request.chat = p.chat != 0;
+        request.n_predict = p.n_predict;
+        request.sampling.temperature = p.temperature;
+        request.sampling.top_k = p.top_k;
+        request.sampling.top_p = p.top_p;
+        request.sampling.min_p = p.min_p;
+        request.sampling.repeat_penalty = p.repeat_penalty;
+        if (p.has_seed != 0)
+          request.sampling.seed = p.seed;
+        for (size_t i = 0; i < p.n_stop_strings; ++i)
+          if (p.stop_strings != nullptr && p.stop_strings[i] != nullptr)
+            request.stop_strings.emplace_back(p.stop_strings[i]);
+
+        bonsai::TextCallback callback;
+        if (on_text != nullptr)
+          callback = [&](std::string_view piece) {
+            return on_text(user_data, piece.data(), piece.size()) != 0;
+          };
+        bonsai::GenerateResult generated = session->session.generate(request, callback);
+        if (result != nullptr) {
+          bonsai_generate_result out{};
+          out.text = static_cast<char *>(std::malloc(generated.text.size() + 1));
+          out.tokens = static_cast<int32_t *>(
+              std::malloc(std::max<size_t>(1, generated.tokens.size()) * sizeof(int32_t)));
+          if (out.text == nullptr || out.tokens == nullptr) {
+            std::free(out.text);
+            std::free(out.tokens);
+            throw std::bad_alloc();
+          }
+          std::memcpy(out.text, generated.text.data(), generated.text.size());
+          out.text[generated.text.size()] = '\0';
+          if (!generated.tokens.empty())
+            std::memcpy(out.tokens, generated.tokens.data(),
+                        generated.tokens.size() * sizeof(int32_t));
+          out.n_tokens = generated.tokens.size();
+          out.stop_reason = to_c(generated.stop_reason);
+          const auto &stats = generated.stats;
+          out.load_ms = stats.load_ms;
+          out.prompt_tokens = stats.prompt_tokens;
+          out.prompt_ms = stats.prompt_ms;
+          out.prompt_tps = stats.prompt_tps;
+          out.gen_tokens = stats.gen_tokens;
+          out.gen_ms = stats.gen_ms;
+          out.gen_tps = stats.gen_tps;
+          *result = out;
+        }
+        return 0;
+      },
+      -1);
+}
+
+void bonsai_generate_result_free(bonsai_generate_result *result) {
+  if (result == nullptr)
+    return;
+  std::free(result->text);
+  std::free(result->tokens);
+  *result = bonsai_generate_result{};
+}
+
+int32_t bonsai_tokenize(const bonsai_engine *engine, const char *text, int32_t *out,
+                        int32_t max_tokens) {
+  return guarded(
+      [&]() -> int32_t {
+        if (engine == nullptr || text == nullptr || (out == nullptr && max_tokens > 0))
+          throw bonsai::InvalidArgument("bonsai_tokenize: NULL argument");
+        const auto tokens = engine->engine.tokenize(text);
+        const auto n = static_cast<int32_t>(std::min<size_t>(tokens.size(), INT32_MAX));
+        for (int32_t i = 0; i < std::min(n, max_tokens); ++i)
+          out[i] = tokens[static_cast<size_t>(i)];
+        return n;
+      },
+      int32_t{-1});
+}
+
+const char *bonsai_last_error(void) {
+  return last_error_text.c_str();
+}
+
+} // extern "C"

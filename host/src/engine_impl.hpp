@@ -1,0 +1,45 @@
+#pragma once
+// What an Engine holds: the mapped model, its spec and tokenizer, and the
+// selected plugin. Immutable after Engine::open, shared by every session.
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "bonsai/core/chat_template.hpp"
+#include "bonsai/core/gguf.hpp"
+#include "bonsai/core/model_spec.hpp"
+#include "bonsai/core/tokenizer.hpp"
+#include "bonsai/engine.hpp"
+#include "plugin_catalog.hpp"
+
+namespace bonsai {
+
+struct Engine::Impl {
+  EngineOptions options; // effective values (n_ctx, n_batch clamped)
+  // The mapping must outlive `spec` (views into it) and every session's
+  // uploaded weights (uploaded with BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT);
+  // sessions hold a shared_ptr to this Impl, which guarantees both.
+  std::unique_ptr<gguf::File> file;
+  ModelSpec spec;
+  Tokenizer tokenizer;
+  ChatTemplateKind chat_template = ChatTemplateKind::ChatMLFallback;
+  // Why the template fell back to plain ChatML ("" if it did not); logged
+  // once, when a template is first applied, not on every open.
+  std::string chat_template_warning;
+  mutable std::once_flag chat_template_warned;
+  ModelInfo model;
+  host::SelectedPlugin plugin;
+  double load_ms = 0;
+
+  Impl(std::unique_ptr<gguf::File> file, ModelSpec spec, Tokenizer tokenizer)
+      : file(std::move(file)), spec(std::move(spec)), tokenizer(std::move(tokenizer)) {}
+
+  int32_t n_vocab() const { return static_cast<int32_t>(spec.hparams.n_vocab); }
+  // Formats `messages` with the model's template; InvalidArgument for an
+  // unknown role.
+  std::string format_chat(std::span<const ChatMessage> messages, const ChatOptions &options) const;
+  // Throws InvalidArgument for ids outside [0, n_vocab).
+  void check_tokens(std::span<const int32_t> tokens, const char *what) const;
+};
+
+} // namespace bonsai

@@ -1,0 +1,259 @@
+// Session::generate: prompt preparation, prefix reuse, the sampling loop,
+// streaming with stop strings, and statistics.
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "bonsai/core/sampling.hpp"
+#include "bonsai/core/tokenizer.hpp"
+#include "session_impl.hpp"
+#include "stop_string_filter.hpp"
+
+namespace bonsai {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+double per_second(int32_t count, double ms) {
+  return ms > 0 ? count * 1000.0 / ms : 0.0;
+}
+
+std::vector<int32_t> prompt_tokens(const Engine::Impl &engine, const GenerateRequest &request) {
+  if (!request.prompt_tokens.empty())
+    return request.prompt_tokens;
+  ChatOptions chat;
+  chat.enable_thinking = request.enable_thinking;
+  std::string text;
+  try {
+    if (!request.messages.empty()) {
+      text = engine.format_chat(request.messages, chat);
+    } else if (request.chat) {
+      std::vector<ChatMessage> messages;
+      if (!request.system_prompt.empty())
+        messages.push_back({"system", request.system_prompt});
+      messages.push_back({"user", request.prompt});
+      text = engine.format_chat(messages, chat);
+    } else {
+      text = request.prompt;
+    }
+    return engine.tokenizer.encode(text, request.parse_special);
+  } catch (const Error &error) {
+    throw InvalidArgument(fmt::format("generate: {}", error.what()));
+  }
+}
+
+SamplerParams to_sampler_params(const SamplingParams &sampling) {
+  SamplerParams params;
+  params.temperature = sampling.temperature;
+  params.top_k = sampling.top_k;
+  params.top_p = sampling.top_p;
+  params.min_p = sampling.min_p;
+  params.repeat_penalty = sampling.repeat_penalty;
+  params.repeat_last_n = sampling.repeat_last_n;
+  params.presence_penalty = sampling.presence_penalty;
+  params.frequency_penalty = sampling.frequency_penalty;
+  params.seed = sampling.seed ? *sampling.seed : std::random_device{}();
+  try {
+    params.validate();
+  } catch (const Error &error) {
+    throw InvalidArgument(fmt::format("generate: {}", error.what()));
+  }
+  return params;
+}
+
+// Turns accepted tokens into released text: UTF-8 assembly (core's stream
+// decoder), then the stop-string filter. Ids past the tokenizer's vocabulary
+// (padding rows of the embedding) decode to nothing.
+class TextStream {
+public:
+  TextStream(const Tokenizer &tokenizer, std::vector<std::string> stop_strings)
+      : tokenizer_(tokenizer), decoder_(tokenizer), filter_(std::move(stop_strings)) {}
+
+  // Released text for one token; sets `stopped` when a stop string completed.
+  std::string push(int32_t token, bool &stopped) {
+    if (token >= tokenizer_.n_vocab())
+      return {};
+    auto result = filter_.push(decoder_.push(token));
+    stopped = result.stopped;
+    return std::move(result.released);
+  }
+  // End of generation: what the decoder and the filter still hold.
+  std::string finish(bool &stopped) {
+    auto result = filter_.push(decoder_.flush());
+    stopped = result.stopped;
+    return result.released + filter_.finish();
+  }
+
+private:
+  const Tokenizer &tokenizer_;
+  StreamDecoder decoder_;
+  host::StopStringFilter filter_;
+};
+
+} // namespace
+
+std::string_view to_string(StopReason reason) {
+  switch (reason) {
+  case StopReason::length:
+    return "length";
+  case StopReason::stop_token:
+    return "stop token";
+  case StopReason::stop_string:
+    return "stop string";
+  case StopReason::cancelled:
+    return "cancelled";
+  case StopReason::context_full:
+    return "context full";
+  }
+  return "unknown";
+}
+
+GenerateResult Session::generate(const GenerateRequest &request, const TextCallback &on_text) {
+  struct CancelConsumer {
+    std::atomic<bool> &flag;
+    ~CancelConsumer() { flag.store(false); }
+  } consume{impl_->cancel_requested};
+  Impl &s = *impl_;
+  const Engine::Impl &engine = *s.engine;
+
+  // ---- validate everything before touching the session ----
+  const std::vector<int32_t> prompt = prompt_tokens(engine, request);
+  if (prompt.empty() && !(request.continue_session && s.pending))
+    throw InvalidArgument("generate: the prompt is empty");
+  engine.check_tokens(prompt, "generate: prompt");
+  if (request.n_predict < -1)
+    throw InvalidArgument(fmt::format("generate: n_predict must be >= 0 or -1 (no limit), got {}",
+                                      request.n_predict));
+  for (const auto &stop : request.stop_strings)
+    if (stop.empty())
+      throw InvalidArgument("generate: a stop string is empty");
+  const bool device_greedy = request.sampling.is_greedy();
+  const SamplerParams sampler_params = to_sampler_params(request.sampling);
+  const std::vector<int32_t> stop_tokens =
+      request.stop_tokens ? *request.stop_tokens : engine.tokenizer.stop_ids();
+
+  // What stays in the KV cache and what must be evaluated.
+  int32_t keep = 0;
+  std::vector<int32_t> to_eval;
+  if (request.continue_session) {
+    keep = static_cast<int32_t>(s.history.size());
+    if (s.pending)
+      to_eval.push_back(*s.pending);
+    to_eval.insert(to_eval.end(), prompt.begin(), prompt.end());
+  } else {
+    const auto mismatch =
+        std::mismatch(s.history.begin(), s.history.end(), prompt.begin(), prompt.end());
+    // Re-evaluate at least the last prompt token: its logits are needed.
+    keep = static_cast<int32_t>(
+        std::min<size_t>(mismatch.first - s.history.begin(), prompt.size() - 1));
+    to_eval.assign(prompt.begin() + keep, prompt.end());
+  }
+  if (keep + static_cast<int64_t>(to_eval.size()) > s.n_ctx())
+    throw ContextFullError(fmt::format(
+        "generate: the prompt of {} tokens{} does not fit the context window of {} tokens",
+        to_eval.size(), keep > 0 ? fmt::format(" after {} cached", keep) : std::string(),
+        s.n_ctx()));
+  if (request.n_predict > 0 &&
+      keep + static_cast<int64_t>(to_eval.size()) + request.n_predict > s.n_ctx())
+    throw ContextFullError(fmt::format(
+        "generate: {} prompt tokens{} + n_predict {} exceed the context window of {} tokens",
+        to_eval.size(), keep > 0 ? fmt::format(" after {} cached", keep) : std::string(),
+        request.n_predict, s.n_ctx()));
+
+  // ---- prompt ----
+  GenerateResult result;
+  result.stats.load_ms = engine.load_ms + s.upload_ms;
+  result.stats.reused_tokens = keep;
+  s.truncate_to(keep);
+
+  std::optional<Sampler> sampler;
+  if (!device_greedy) {
+    sampler.emplace(sampler_params);
+    for (int32_t token : s.history)
+      sampler->accept(token);
+    for (int32_t token : to_eval)
+      sampler->accept(token);
+  }
+  const auto prompt_start = Clock::now();
+  int32_t next = -1;
+  const bool prompt_done =
+      device_greedy ? s.run_tokens(to_eval, Impl::Want::last_argmax, nullptr, &next)
+                    : s.run_tokens(to_eval, Impl::Want::last_logits, &s.scratch_logits, nullptr);
+  const auto prompt_end = Clock::now();
+  result.stats.prompt_tokens = static_cast<int32_t>(to_eval.size());
+  result.stats.prompt_ms = ms_between(prompt_start, prompt_end);
+  result.stats.prompt_tps = per_second(result.stats.prompt_tokens, result.stats.prompt_ms);
+  if (!prompt_done) {
+    result.stop_reason = StopReason::cancelled;
+    return result;
+  }
+
+  // ---- generation loop ----
+  TextStream stream(engine.tokenizer, request.stop_strings);
+  bool callback_stopped = false;
+  auto release = [&](const std::string &text) {
+    if (text.empty())
+      return;
+    result.text += text;
+    if (on_text && !callback_stopped && !on_text(text))
+      callback_stopped = true;
+  };
+
+  std::optional<StopReason> stop;
+  if (request.n_predict == 0)
+    stop = StopReason::length;
+  while (!stop) {
+    if (!device_greedy)
+      next = sampler->sample(s.scratch_logits);
+    ++result.stats.gen_tokens;
+    if (std::find(stop_tokens.begin(), stop_tokens.end(), next) != stop_tokens.end()) {
+      s.pending = next; // the turn's end belongs in the history of a chat
+      stop = StopReason::stop_token;
+      break;
+    }
+    result.tokens.push_back(next);
+    bool string_stopped = false;
+    release(stream.push(next, string_stopped));
+    s.pending = next;
+    if (string_stopped) {
+      stop = StopReason::stop_string;
+    } else if (callback_stopped || s.cancel_requested.load()) {
+      stop = StopReason::cancelled;
+    } else if (request.n_predict >= 0 &&
+               static_cast<int32_t>(result.tokens.size()) >= request.n_predict) {
+      stop = StopReason::length;
+    } else if (static_cast<int32_t>(s.history.size()) + 1 > s.n_ctx()) {
+      stop = StopReason::context_full;
+    } else {
+      const int32_t one[1] = {next};
+      if (sampler)
+        sampler->accept(next);
+      const bool stepped =
+          device_greedy ? s.run_tokens(one, Impl::Want::last_argmax, nullptr, &next)
+                        : s.run_tokens(one, Impl::Want::last_logits, &s.scratch_logits, nullptr);
+      if (!stepped) {
+        s.pending = one[0];
+        stop = StopReason::cancelled;
+      }
+    }
+  }
+  if (*stop != StopReason::stop_string) {
+    bool string_stopped = false;
+    release(stream.finish(string_stopped));
+    if (string_stopped)
+      stop = StopReason::stop_string;
+  }
+  const auto gen_end = Clock::now();
+  result.stop_reason = *stop;
+  result.stats.gen_ms = ms_between(prompt_end, gen_end);
+  result.stats.gen_tps = per_second(result.stats.gen_tokens, result.stats.gen_ms);
+  return result;
+}
+
+} // namespace bonsai

@@ -1,0 +1,60 @@
+#pragma once
+// The fallback path for plugins that only multiply matrices (bind_model
+// returned UNSUPPORTED): the host runs every Qwen3 layer itself in f32 with
+// its own KV cache (ARCHITECTURE.md §1) and calls the plugin's matmul() for
+// each projection and the LM head. Embedding rows are dequantized on the
+// host with core's reference code, straight from the mapped file.
+#include <vector>
+
+#include "bonsai/core/model_spec.hpp"
+#include "forward_runner.hpp"
+#include "model_upload.hpp"
+#include "plugin_context.hpp"
+
+namespace bonsai::host {
+
+struct MatmulRunnerConfig {
+  int32_t n_ctx = 0;   // KV capacity
+  int32_t n_batch = 0; // most tokens per step
+};
+
+class MatmulLayerRunner final : public ForwardRunner {
+public:
+  // `context`, `spec` and `weights` outlive this. Allocates the KV cache
+  // (n_layer x n_ctx x n_head_kv x head_dim, keys and values, f32).
+  MatmulLayerRunner(const PluginContext &context, const ModelSpec &spec,
+                    const UploadedModel &weights, const MatmulRunnerConfig &config);
+
+  bool run_step(std::span<const int32_t> tokens, const StepOutputs &outputs,
+                const std::atomic<bool> &cancel) override;
+  void truncate(int32_t n_keep) override { length_ = n_keep; }
+  int32_t kv_length() const override { return length_; }
+
+private:
+  struct LayerNorms {
+    std::vector<float> attn, q, k, ffn;
+  };
+  // y (n x weight rows) = W x (n x weight cols) through the plugin.
+  void matmul(const bonsai_weight *weight, int32_t n_tokens, const float *x, float *y) const;
+  void embed(std::span<const int32_t> tokens);
+  void run_layer(int32_t layer, int32_t n_tokens);
+  void attention(int32_t layer, int32_t n_tokens);
+  void lm_head(const StepOutputs &outputs);
+
+  const PluginContext &context_;
+  const ModelSpec &spec_;
+  const UploadedModel &weights_;
+  MatmulRunnerConfig config_;
+  int32_t n_embd_, n_head_, n_head_kv_, head_dim_, n_ff_, n_vocab_;
+  int32_t q_dim_, kv_dim_; // n_head * head_dim, n_head_kv * head_dim
+  float eps_;
+  std::vector<float> inv_freq_; // head_dim / 2 RoPE frequencies
+  std::vector<LayerNorms> norms_;
+  std::vector<float> output_norm_;
+  std::vector<float> k_cache_, v_cache_; // [layer][position][kv_dim]
+  int32_t length_ = 0;
+  // Scratch sized for n_batch tokens.
+  std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, gate_, up_, scores_, logits_;
+};
+
+} // namespace bonsai::host

@@ -1,0 +1,28 @@
+#pragma once
+// Finding plugin files and choosing one for an engine (ARCHITECTURE.md §4).
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plugin_library.hpp"
+
+namespace bonsai::host {
+
+// A plugin chosen for an engine: loaded, probed OK.
+struct SelectedPlugin {
+  std::shared_ptr<const PluginLibrary> library;
+  PluginInfo info;
+};
+
+// Resolves one backend spec ("auto", "NAME", a path, or a comma list of
+// those) and returns the first usable plugin. A single NAME or path fails
+// with its own PluginError; a list (or "auto") logs each skipped candidate at
+// info level and fails with every reason when none is usable.
+SelectedPlugin select_plugin(const std::string &spec,
+                             const std::vector<std::filesystem::path> &dirs);
+
+// True for a spec that names a file rather than a backend.
+bool spec_is_path(const std::string &spec);
+
+} // namespace bonsai::host

@@ -1,0 +1,179 @@
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "log_internal.hpp"
+#include "matmul_layer_runner.hpp"
+#include "plugin_layer_runner.hpp"
+#include "session_impl.hpp"
+
+namespace bonsai {
+namespace {
+
+// Clears a pending cancel() when the call it applied to returns.
+struct CancelConsumer {
+  std::atomic<bool> &flag;
+  ~CancelConsumer() { flag.store(false); }
+};
+
+} // namespace
+
+Session Engine::create_session() const {
+  return create_session(SessionOptions{});
+}
+
+Session Engine::create_session(const SessionOptions &options) const {
+  const auto start = std::chrono::steady_clock::now();
+  const Impl &engine = *impl_;
+  auto session = std::make_unique<Session::Impl>();
+  session->engine = impl_;
+
+  host::ContextConfig config;
+  config.device_index = engine.options.device_index;
+  config.max_context = engine.options.n_ctx;
+  config.max_batch = engine.options.n_batch;
+  config.n_threads = engine.options.n_threads;
+  config.options = engine.options.plugin_options;
+  session->context = std::make_unique<host::PluginContext>(engine.plugin.library, config);
+  const host::PluginContext &context = *session->context;
+
+  const ProgressFn &progress =
+      options.on_progress ? options.on_progress : engine.options.on_progress;
+  host::upload_model(context, engine.spec, progress, session->weights);
+
+  const auto &api = context.api();
+  const bonsai_status bind = api.bind_model != nullptr
+                                 ? api.bind_model(context.get(), &session->weights.desc)
+                                 : BONSAI_ERR_UNSUPPORTED;
+  if (bind == BONSAI_OK) {
+    session->runner = std::make_unique<host::PluginLayerRunner>(
+        context, static_cast<int32_t>(engine.spec.hparams.n_layer));
+    session->plugin_layers = true;
+  } else if (bind == BONSAI_ERR_UNSUPPORTED) {
+    host::logger().info("plugin {} does not run whole layers; the host runs them through its "
+                        "matmul (slower)",
+                        engine.plugin.info.name);
+    session->runner = std::make_unique<host::MatmulLayerRunner>(
+        context, engine.spec, session->weights,
+        host::MatmulRunnerConfig{engine.options.n_ctx, engine.options.n_batch});
+  } else {
+    context.check(bind, "bind_model");
+  }
+  session->upload_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return Session(std::move(session));
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session &&) noexcept = default;
+Session &Session::operator=(Session &&) noexcept = default;
+Session::~Session() = default;
+
+void Session::Impl::check_fits(int64_t position, int64_t extra, const char *what) const {
+  if (position + extra > n_ctx())
+    throw ContextFullError(
+        fmt::format("{}: {} tokens at position {} do not fit the context window of {} tokens", what,
+                    extra, position, n_ctx()));
+}
+
+void Session::Impl::truncate_to(int32_t n) {
+  if (n < static_cast<int32_t>(history.size())) {
+    runner->truncate(n);
+    history.resize(static_cast<size_t>(n));
+  }
+  pending.reset();
+}
+
+bool Session::Impl::run_tokens(std::span<const int32_t> tokens, Want want,
+                               std::vector<float> *logits, int32_t *argmax) {
+  const int32_t n_vocab = engine->n_vocab();
+  const auto total = static_cast<int32_t>(tokens.size());
+  if (logits != nullptr) {
+    const size_t rows = want == Want::all_logits ? tokens.size() : 1;
+    logits->resize(rows * static_cast<size_t>(n_vocab));
+  }
+  pending.reset();
+  for (int32_t done = 0; done < total;) {
+    const int32_t n = std::min(n_batch(), total - done);
+    const bool last_step = done + n == total;
+    host::StepOutputs outputs;
+    if (want == Want::all_logits) {
+      outputs = {0, n, logits->data() + static_cast<size_t>(done) * n_vocab, nullptr};
+    } else if (last_step && want == Want::last_logits) {
+      outputs = {n - 1, 1, logits->data(), nullptr};
+    } else if (last_step && want == Want::last_argmax) {
+      outputs = {n - 1, 1, nullptr, argmax};
+    }
+    const auto step = tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(n));
+    if (!runner->run_step(step, outputs, cancel_requested))
+      return false;
+    history.insert(history.end(), step.begin(), step.end());
+    done += n;
+  }
+  return true;
+}
+
+EvalResult Session::eval(std::span<const int32_t> tokens, const EvalOptions &options) {
+  CancelConsumer consume{impl_->cancel_requested};
+  if (tokens.empty())
+    throw InvalidArgument("eval: no tokens given");
+  impl_->engine->check_tokens(tokens, "eval");
+  impl_->check_fits(position(), static_cast<int64_t>(tokens.size()), "eval");
+  EvalResult result;
+  result.n_vocab = impl_->engine->n_vocab();
+  const auto want = options.all_logits ? Impl::Want::all_logits : Impl::Want::last_logits;
+  if (!impl_->run_tokens(tokens, want, &result.logits, nullptr))
+    throw CancelledError("eval was cancelled");
+  result.n_outputs = options.all_logits ? static_cast<int32_t>(tokens.size()) : 1;
+  return result;
+}
+
+int32_t Session::eval_argmax(std::span<const int32_t> tokens) {
+  CancelConsumer consume{impl_->cancel_requested};
+  if (tokens.empty())
+    throw InvalidArgument("eval_argmax: no tokens given");
+  impl_->engine->check_tokens(tokens, "eval_argmax");
+  impl_->check_fits(position(), static_cast<int64_t>(tokens.size()), "eval_argmax");
+  int32_t best = -1;
+  if (!impl_->run_tokens(tokens, Impl::Want::last_argmax, nullptr, &best))
+    throw CancelledError("eval was cancelled");
+  return best;
+}
+
+std::vector<float> Session::decode_step(int32_t token) {
+  const int32_t one[1] = {token};
+  return std::move(eval(one).logits);
+}
+
+void Session::cancel() {
+  impl_->cancel_requested.store(true);
+}
+
+void Session::reset() {
+  impl_->truncate_to(0);
+}
+
+void Session::truncate(int32_t n) {
+  if (n < 0 || n > position())
+    throw InvalidArgument(
+        fmt::format("truncate: {} is outside [0, {}] (the current position)", n, position()));
+  impl_->truncate_to(n);
+}
+
+int32_t Session::position() const {
+  return static_cast<int32_t>(impl_->history.size());
+}
+const std::vector<int32_t> &Session::tokens() const {
+  return impl_->history;
+}
+int32_t Session::n_ctx() const {
+  return impl_->n_ctx();
+}
+bool Session::plugin_runs_layers() const {
+  return impl_->plugin_layers;
+}
+double Session::upload_ms() const {
+  return impl_->upload_ms;
+}
+
+} // namespace bonsai

@@ -1,0 +1,234 @@
+// A minimal bonsai backend for the host's tests, built once per variant
+// (FAKE_VARIANT) to produce each way a plugin can be broken. The working
+// variants implement only matmul (a plain scalar GEMM over core's reference
+// dequantize) and answer UNSUPPORTED to bind_model, so the host runs the
+// layers itself.
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "bonsai/bonsai_backend.h"
+#include "bonsai/core/formats.hpp"
+
+#define FAKE_WORKING 0        // matmul only; bind_model UNSUPPORTED
+#define FAKE_ABI_TWO 1        // table says ABI 2.0
+#define FAKE_NO_ENTRY 2       // exports another symbol, not the entry point
+#define FAKE_NULL_ENTRY 3     // entry point returns NULL
+#define FAKE_NO_DEVICE 4      // probe says NO_DEVICE
+#define FAKE_CONTEXT_FAILS 5  // create_context fails with a reason
+#define FAKE_SHORT_TABLE 6    // struct_size ends before bind_model (ABI 1.0 "older" table)
+#define FAKE_MISSING_MATMUL 7 // matmul is NULL
+
+#ifndef FAKE_VARIANT
+#error "FAKE_VARIANT must be defined"
+#endif
+
+struct bonsai_weight {
+  uint32_t type = 0;
+  int64_t cols = 0;
+  int64_t rows = 0;
+  std::vector<float> values; // rows x cols, dequantized once at upload
+};
+
+struct bonsai_context {
+  int32_t max_batch = 0;
+  std::vector<std::unique_ptr<bonsai_weight>> weights;
+  std::string error;
+};
+
+namespace {
+
+bonsai_status fail(bonsai_context *ctx, bonsai_status status, const std::string &message) {
+  ctx->error = message;
+  return status;
+}
+
+void copy_text(char *dst, size_t size, const char *text) {
+  if (dst == nullptr || size == 0)
+    return;
+  std::snprintf(dst, size, "%s", text);
+}
+
+bonsai_status fake_probe(bonsai_device_info *info) {
+  if (info == nullptr)
+    return BONSAI_ERR_INVALID_ARGUMENT;
+#if FAKE_VARIANT == FAKE_NO_DEVICE
+  info->device_count = 0;
+  copy_text(info->detail, sizeof info->detail, "fake: no accelerator in this test");
+  return BONSAI_ERR_NO_DEVICE;
+#else
+  info->device_count = 1;
+  copy_text(info->name, sizeof info->name, "fake scalar device");
+  info->total_memory_bytes = 1u << 30;
+  copy_text(info->detail, sizeof info->detail, "scalar matmul only");
+  return BONSAI_OK;
+#endif
+}
+
+bonsai_status fake_create_context(const bonsai_context_desc *desc, bonsai_context **out,
+                                  char *error_text, size_t error_text_size) {
+  if (out == nullptr)
+    return BONSAI_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+#if FAKE_VARIANT == FAKE_CONTEXT_FAILS
+  (void)desc;
+  copy_text(error_text, error_text_size, "fake: device memory exhausted");
+  return BONSAI_ERR_OUT_OF_MEMORY;
+#else
+  if (desc == nullptr || desc->max_batch < 1 || desc->max_context < 1) {
+    copy_text(error_text, error_text_size, "fake: bad context description");
+    return BONSAI_ERR_INVALID_ARGUMENT;
+  }
+  auto *ctx = new (std::nothrow) bonsai_context();
+  if (ctx == nullptr)
+    return BONSAI_ERR_OUT_OF_MEMORY;
+  ctx->max_batch = desc->max_batch;
+  if (desc->log != nullptr && desc->log_level <= BONSAI_LOG_INFO)
+    desc->log(desc->log_user_data, BONSAI_LOG_INFO, "fake context created");
+  *out = ctx;
+  return BONSAI_OK;
+#endif
+}
+
+void fake_destroy_context(bonsai_context *ctx) {
+  delete ctx;
+}
+
+const char *fake_last_error(const bonsai_context *ctx) {
+  return ctx != nullptr ? ctx->error.c_str() : "";
+}
+
+bonsai_status fake_supports_type(const bonsai_context *, uint32_t type) {
+  return bonsai::type_traits(type) ? BONSAI_OK : BONSAI_ERR_UNSUPPORTED;
+}
+
+bonsai_status fake_upload_weight(bonsai_context *ctx, const bonsai_weight_desc *desc,
+                                 bonsai_weight **out) {
+  if (ctx == nullptr || desc == nullptr || out == nullptr)
+    return BONSAI_ERR_INVALID_ARGUMENT;
+  try {
+    auto weight = std::make_unique<bonsai_weight>();
+    weight->type = desc->type;
+    weight->cols = desc->cols;
+    weight->rows = desc->rows;
+    const auto type = static_cast<bonsai::GgmlType>(desc->type);
+    const size_t row_bytes = bonsai::row_bytes(type, desc->cols);
+    if (desc->rows < 1 || desc->nbytes != row_bytes * static_cast<uint64_t>(desc->rows))
+      return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: nbytes does not match the shape");
+    // Dequantizing up front keeps matmul a plain dot product; the host's
+    // bytes are therefore never kept, whatever the flags say.
+    weight->values.resize(static_cast<size_t>(desc->rows * desc->cols));
+    const auto *bytes = static_cast<const uint8_t *>(desc->data);
+    for (int64_t r = 0; r < desc->rows; ++r)
+      bonsai::dequantize_row(type, bytes + static_cast<size_t>(r) * row_bytes,
+                             weight->values.data() + static_cast<size_t>(r * desc->cols),
+                             desc->cols);
+    *out = weight.get();
+    ctx->weights.push_back(std::move(weight));
+    return BONSAI_OK;
+  } catch (const std::exception &error) {
+    return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, error.what());
+  }
+}
+
+bonsai_status fake_free_weight(bonsai_context *ctx, bonsai_weight *weight) {
+  if (ctx == nullptr)
+    return BONSAI_ERR_INVALID_ARGUMENT;
+  for (auto it = ctx->weights.begin(); it != ctx->weights.end(); ++it)
+    if (it->get() == weight) {
+      ctx->weights.erase(it);
+      return BONSAI_OK;
+    }
+  return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: unknown weight");
+}
+
+// y[t][r] = sum_c W[r][c] x[t][c], accumulated in double.
+bonsai_status fake_matmul(bonsai_context *ctx, const bonsai_matmul_desc *desc) {
+  if (ctx == nullptr || desc == nullptr || desc->weight == nullptr || desc->x == nullptr ||
+      desc->y == nullptr)
+    return BONSAI_ERR_INVALID_ARGUMENT;
+  if (desc->n_tokens < 1 || desc->n_tokens > ctx->max_batch)
+    return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: n_tokens outside 1..max_batch");
+  const bonsai_weight &w = *desc->weight;
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const float *row = w.values.data() + static_cast<size_t>(r * w.cols);
+    for (int32_t t = 0; t < desc->n_tokens; ++t) {
+      const float *x = desc->x + static_cast<size_t>(t) * w.cols;
+      double sum = 0.0;
+      for (int64_t c = 0; c < w.cols; ++c)
+        sum += static_cast<double>(row[c]) * x[c];
+      desc->y[static_cast<size_t>(t) * w.rows + r] = static_cast<float>(sum);
+    }
+  }
+  return BONSAI_OK;
+}
+
+bonsai_status fake_bind_model(bonsai_context *ctx, const bonsai_model_desc *) {
+  return fail(ctx, BONSAI_ERR_UNSUPPORTED, "fake: no layer encoder, use matmul");
+}
+
+[[maybe_unused]] bonsai_backend_api make_table() {
+  bonsai_backend_api api{};
+  api.struct_size = sizeof(bonsai_backend_api);
+  api.abi_major = BONSAI_ABI_MAJOR;
+  api.abi_minor = BONSAI_ABI_MINOR;
+  api.name = FAKE_NAME;
+  api.version = "9.9.9";
+  api.description = "fake plugin for host tests";
+  api.probe = fake_probe;
+  api.create_context = fake_create_context;
+  api.destroy_context = fake_destroy_context;
+  api.last_error = fake_last_error;
+  api.supports_type = fake_supports_type;
+  api.upload_weight = fake_upload_weight;
+  api.free_weight = fake_free_weight;
+  api.matmul = fake_matmul;
+  api.bind_model = fake_bind_model;
+#if FAKE_VARIANT == FAKE_ABI_TWO
+  api.abi_major = 2;
+#elif FAKE_VARIANT == FAKE_SHORT_TABLE
+  // A table that ends right before bind_model; a trap sits behind it so a
+  // host that reads past struct_size calls something that fails loudly.
+  api.struct_size = offsetof(bonsai_backend_api, bind_model);
+#elif FAKE_VARIANT == FAKE_MISSING_MATMUL
+  api.matmul = nullptr;
+#endif
+  return api;
+}
+
+#if FAKE_VARIANT == FAKE_SHORT_TABLE
+bonsai_status trap_bind_model(bonsai_context *ctx, const bonsai_model_desc *) {
+  return fail(ctx, BONSAI_ERR_INTERNAL, "fake: bind_model past struct_size was called");
+}
+#endif
+
+} // namespace
+
+#if FAKE_VARIANT == FAKE_NO_ENTRY
+extern "C" BONSAI_PLUGIN_EXPORT int bonsai_fake_not_the_entry(void) {
+  return 42;
+}
+#else
+extern "C" BONSAI_PLUGIN_EXPORT const bonsai_backend_api *bonsai_backend_get_api(uint32_t major,
+                                                                                 uint32_t) {
+#if FAKE_VARIANT == FAKE_NULL_ENTRY
+  (void)major;
+  return nullptr;
+#else
+  (void)major;
+  static const bonsai_backend_api table = [] {
+    bonsai_backend_api api = make_table();
+#if FAKE_VARIANT == FAKE_SHORT_TABLE
+    api.bind_model = trap_bind_model; // present in memory, outside struct_size
+#endif
+    return api;
+  }();
+  return &table;
+#endif
+}
+#endif

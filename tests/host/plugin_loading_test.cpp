@@ -1,0 +1,216 @@
+// Plugin discovery and loading: every broken plugin gives a clear error that
+// names its file; lists of candidates fall back to the next usable one.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "bonsai/engine.hpp"
+#include "host_test_support.hpp"
+
+namespace {
+
+using namespace host_test;
+using ::testing::HasSubstr;
+
+// Engine::open with `backend`; returns the PluginError message ("" if none).
+std::string open_error(const std::string &backend) {
+  bonsai::EngineOptions options;
+  options.backend = backend;
+  options.n_ctx = 64;
+  try {
+    bonsai::Engine::open(tiny_q1(), options);
+  } catch (const bonsai::PluginError &error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(PluginLoading, TextFileNamedSoIsNotASharedLibrary) {
+  const std::string file = fake_plugin("text");
+  const std::string message = open_error(file);
+  EXPECT_THAT(message, HasSubstr(file));
+  EXPECT_THAT(message, HasSubstr("not a shared library"));
+}
+
+TEST(PluginLoading, MissingEntrySymbolIsNamed) {
+  const std::string file = fake_plugin("noentry");
+  const std::string message = open_error(file);
+  EXPECT_THAT(message, HasSubstr(file));
+  EXPECT_THAT(message, HasSubstr("bonsai_backend_get_api"));
+}
+
+TEST(PluginLoading, EntryReturningNullIsReported) {
+  const std::string file = fake_plugin("nullentry");
+  const std::string message = open_error(file);
+  EXPECT_THAT(message, HasSubstr(file));
+  EXPECT_THAT(message, HasSubstr("returned NULL"));
+}
+
+TEST(PluginLoading, AbiMajorMismatchNamesBothVersions) {
+  const std::string file = fake_plugin("abitwo");
+  const std::string message = open_error(file);
+  EXPECT_THAT(message, HasSubstr(file));
+  EXPECT_THAT(message, HasSubstr("built for ABI 2.x"));
+  EXPECT_THAT(message, HasSubstr("this host speaks 1.x"));
+}
+
+TEST(PluginLoading, ProbeNoDeviceIsAnErrorWhenChosenExplicitly) {
+  const std::string file = fake_plugin("nodevice");
+  const std::string message = open_error(file);
+  EXPECT_THAT(message, HasSubstr(file));
+  EXPECT_THAT(message, HasSubstr("no device"));
+  EXPECT_THAT(message, HasSubstr("fake: no accelerator in this test"));
+}
+
+TEST(PluginLoading, MissingRequiredFunctionIsNamed) {
+  const std::string file = fake_plugin("nomatmul");
+  const std::string message = open_error(file);
+  EXPECT_THAT(message, HasSubstr(file));
+  EXPECT_THAT(message, HasSubstr("'matmul'"));
+}
+
+TEST(PluginLoading, MissingFileIsNamed) {
+  const std::string file = fake_dir() + "/libbonsai_absent.so";
+  const std::string message = open_error(file);
+  EXPECT_THAT(message, HasSubstr(file));
+  EXPECT_THAT(message, HasSubstr("no such file"));
+}
+
+TEST(PluginLoading, CreateContextFailureCarriesThePluginsReason) {
+  bonsai::EngineOptions options;
+  options.backend = fake_plugin("noctx");
+  options.n_ctx = 64;
+  // Loading and probing succeed; the failure comes with the first context.
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  try {
+    (void)engine.create_session();
+    FAIL() << "create_session should have thrown";
+  } catch (const bonsai::PluginError &error) {
+    EXPECT_THAT(std::string(error.what()), HasSubstr(fake_plugin("noctx")));
+    EXPECT_THAT(std::string(error.what()), HasSubstr("create_context"));
+    EXPECT_THAT(std::string(error.what()), HasSubstr("fake: device memory exhausted"));
+  }
+}
+
+TEST(PluginLoading, UnknownNameListsTheSearchedFolders) {
+  ScopedEnv env("BONSAI_PLUGIN_PATH", fake_dir());
+  const std::string message = open_error("doesnotexist");
+  EXPECT_THAT(message, HasSubstr("libbonsai_doesnotexist.so"));
+  EXPECT_THAT(message, HasSubstr(fake_dir()));
+}
+
+TEST(PluginLoading, NameIsResolvedThroughPluginPathFirst) {
+  ScopedEnv env("BONSAI_PLUGIN_PATH", "/nonexistent-dir:" + fake_dir());
+  bonsai::EngineOptions options;
+  options.backend = "fake";
+  options.n_ctx = 64;
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  EXPECT_EQ(engine.backend().path, fake_plugin("fake"));
+  EXPECT_EQ(engine.backend().name, "fake");
+  EXPECT_EQ(engine.backend().version, "9.9.9");
+}
+
+TEST(PluginLoading, CandidateListSkipsUnusablePluginsInOrder) {
+  ScopedEnv env("BONSAI_PLUGIN_PATH", fake_dir());
+  bonsai::EngineOptions options;
+  options.backend = "text,noentry,nullentry,abitwo,nodevice,absent,fake,nomatmul";
+  options.n_ctx = 64;
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  EXPECT_EQ(engine.backend().path, fake_plugin("fake"));
+}
+
+TEST(PluginLoading, CandidateListOfPathsFallsBackToo) {
+  bonsai::EngineOptions options;
+  options.backend = fake_plugin("nodevice") + "," + fake_plugin("fake");
+  options.n_ctx = 64;
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  EXPECT_EQ(engine.backend().path, fake_plugin("fake"));
+}
+
+TEST(PluginLoading, CandidateListWithNothingUsableGivesEveryReason) {
+  ScopedEnv env("BONSAI_PLUGIN_PATH", fake_dir());
+  const std::string message = open_error("nodevice,abitwo");
+  EXPECT_THAT(message, HasSubstr("no usable backend"));
+  EXPECT_THAT(message, HasSubstr(fake_plugin("nodevice")));
+  EXPECT_THAT(message, HasSubstr("no device"));
+  EXPECT_THAT(message, HasSubstr(fake_plugin("abitwo")));
+  EXPECT_THAT(message, HasSubstr("ABI 2.x"));
+}
+
+TEST(PluginLoading, SearchPathStartsWithEnvironmentThenInstallThenBuildTree) {
+  ScopedEnv env("BONSAI_PLUGIN_PATH", "/first/dir::/second/dir");
+  const auto dirs = bonsai::plugin_search_path();
+  ASSERT_GE(dirs.size(), 3u);
+  EXPECT_EQ(dirs[0], "/first/dir");
+  EXPECT_EQ(dirs[1], "/second/dir");
+  // In the build tree the install folder (next to libbonsai_host.so) and the
+  // build plugin folder are the same one, listed once.
+  const auto build_dir = std::filesystem::weakly_canonical(BONSAI_PLUGIN_DIR);
+  const auto hits = std::count_if(dirs.begin(), dirs.end(), [&](const auto &dir) {
+    return std::filesystem::weakly_canonical(dir) == build_dir;
+  });
+  EXPECT_EQ(hits, 1);
+}
+
+TEST(PluginLoading, ListPluginsReportsEveryFileInTheFolder) {
+  const auto plugins = bonsai::list_plugins({fake_dir()});
+  std::map<std::string, bonsai::PluginInfo> by_file;
+  for (const auto &plugin : plugins)
+    by_file[plugin.path.filename().string()] = plugin;
+  const std::vector<std::string> expected = {
+      "libbonsai_abitwo.so",    "libbonsai_fake.so",    "libbonsai_noctx.so",
+      "libbonsai_nodevice.so",  "libbonsai_noentry.so", "libbonsai_nomatmul.so",
+      "libbonsai_nullentry.so", "libbonsai_short.so",   "libbonsai_text.so"};
+  std::vector<std::string> files;
+  for (const auto &[file, info] : by_file)
+    files.push_back(file);
+  EXPECT_EQ(files, expected);
+
+  const auto &fake = by_file["libbonsai_fake.so"];
+  EXPECT_TRUE(fake.loaded);
+  EXPECT_EQ(fake.name, "fake");
+  EXPECT_EQ(fake.version, "9.9.9");
+  EXPECT_EQ(fake.description, "fake plugin for host tests");
+  EXPECT_EQ(fake.abi_major, 1u);
+  EXPECT_EQ(fake.abi_minor, 0u);
+  EXPECT_TRUE(fake.device_ok);
+  EXPECT_EQ(fake.probe_status, "ok");
+  EXPECT_EQ(fake.device.name, "fake scalar device");
+  EXPECT_EQ(fake.device.device_count, 1u);
+
+  const auto &nodevice = by_file["libbonsai_nodevice.so"];
+  EXPECT_TRUE(nodevice.loaded);
+  EXPECT_FALSE(nodevice.device_ok);
+  EXPECT_EQ(nodevice.probe_status, "no device");
+  EXPECT_EQ(nodevice.device.detail, "fake: no accelerator in this test");
+
+  // A context failure only shows when a context is made: listing is fine.
+  EXPECT_TRUE(by_file["libbonsai_noctx.so"].device_ok);
+  EXPECT_TRUE(by_file["libbonsai_short.so"].device_ok);
+
+  for (const char *broken :
+       {"libbonsai_abitwo.so", "libbonsai_noentry.so", "libbonsai_nullentry.so",
+        "libbonsai_text.so", "libbonsai_nomatmul.so"}) {
+    const auto &info = by_file[broken];
+    EXPECT_FALSE(info.loaded) << broken;
+    EXPECT_FALSE(info.device_ok) << broken;
+    EXPECT_THAT(info.load_error, HasSubstr(info.path.string())) << broken;
+  }
+  EXPECT_EQ(by_file["libbonsai_text.so"].name, "text"); // from the file name
+  EXPECT_THAT(by_file["libbonsai_abitwo.so"].load_error, HasSubstr("ABI 2.x"));
+}
+
+TEST(PluginLoading, ListPluginsSkipsMissingFolders) {
+  EXPECT_TRUE(bonsai::list_plugins({"/nonexistent/bonsai/plugins"}).empty());
+}
+
+TEST(PluginLoading, InspectNeverThrowsForABrokenPlugin) {
+  const auto info = bonsai::inspect_plugin(fake_plugin("nullentry"));
+  EXPECT_FALSE(info.loaded);
+  EXPECT_THAT(info.load_error, HasSubstr("returned NULL"));
+  EXPECT_EQ(info.name, "nullentry");
+}
+
+} // namespace
