@@ -1,0 +1,23 @@
+#include "context_check.hpp"
+
+#include <string>
+
+#include "bonsai/core/error.hpp"
+
+namespace bonsai::cli {
+
+void check_context(const ContextBudget &b) {
+  const std::string ctx = std::to_string(b.n_ctx);
+  if (b.prompt_tokens > b.n_ctx || (b.n_predict < 0 && b.prompt_tokens >= b.n_ctx))
+    throw Error("the prompt is " + std::to_string(b.prompt_tokens) +
+                " tokens, which does not fit in the context of " + ctx +
+                " tokens; shorten it or raise -c/--ctx-size");
+  if (b.n_predict >= 0 && b.prompt_tokens + b.n_predict > b.n_ctx)
+    throw Error(std::string(b.predict_flag) + " " + std::to_string(b.n_predict) +
+                " goes past the context: the prompt is " + std::to_string(b.prompt_tokens) +
+                " tokens and the context holds " + ctx + ", so at most " +
+                std::to_string(b.n_ctx - b.prompt_tokens) +
+                " more fit; lower it or raise -c/--ctx-size");
+}
+
+} // namespace bonsai::cli

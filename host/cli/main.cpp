@@ -1,0 +1,70 @@
+// bonsai: run Bonsai (Qwen3, 1-bit / ternary) GGUF models from the command
+// line. Each subcommand lives in its own cmd_*.cpp file.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "commands.hpp"
+#include "usage_error.hpp"
+
+namespace {
+
+struct Subcommand {
+  const char *name;
+  const char *summary;
+  int (*run)(const bonsai::cli::Args &args);
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"run", "generate a completion for one prompt, streamed to stdout", bonsai::cli::run_command},
+    {"chat", "interactive multi-turn chat", bonsai::cli::chat_command},
+    {"eval", "evaluate token ids: logits of every position, greedy continuation",
+     bonsai::cli::eval_command},
+    {"info", "describe a model file", bonsai::cli::info_command},
+    {"backends", "list the backend plugins found and probe their devices",
+     bonsai::cli::backends_command},
+};
+
+void print_usage(std::FILE *to) {
+  std::fprintf(to, "usage: bonsai <command> [options]\n\ncommands:\n");
+  for (const auto &c : kSubcommands)
+    std::fprintf(to, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(to, "\nRun 'bonsai <command> --help' for the options of a command.\n");
+}
+
+void report(const char *what) {
+  std::fprintf(stderr, "bonsai: error: %s\n", what);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using namespace bonsai::cli;
+  if (argc < 2) {
+    print_usage(stderr);
+    return kExitUsage;
+  }
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(stdout);
+    return kExitOk;
+  }
+  for (const auto &c : kSubcommands) {
+    if (name != c.name)
+      continue;
+    try {
+      return c.run(Args(argv + 2, argv + argc));
+    } catch (const UsageError &e) {
+      report(e.what());
+      return kExitUsage;
+    } catch (const std::exception &e) {
+      report(e.what());
+      return kExitRuntimeError;
+    }
+  }
+  const std::string message = "unknown command '" + std::string(name) +
+                              "' (commands: run, chat, eval, info, backends; see bonsai --help)";
+  report(message.c_str());
+  return kExitUsage;
+}

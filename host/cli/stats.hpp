@@ -1,0 +1,15 @@
+#pragma once
+// The one-line timing summary printed to stderr after a generation.
+#include <string>
+#include <string_view>
+
+#include "bonsai/engine.hpp"
+
+namespace bonsai::cli {
+
+// e.g. "stats: backend cpu | load 120.5 ms | prompt 12 tokens, 850.1 t/s |
+//       generated 64 tokens, 95.3 t/s | stop: length"
+std::string format_stats(std::string_view backend, const GenerateStats &stats,
+                         StopReason stop_reason);
+
+} // namespace bonsai::cli

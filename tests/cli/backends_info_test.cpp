@@ -1,0 +1,70 @@
+// bonsai backends and bonsai info.
+#include <fstream>
+
+#include "cli_harness.hpp"
+
+namespace bonsai::test {
+namespace {
+
+TEST(Backends, ListsTheCpuPlugin) {
+  const auto r = run_bonsai({"backends"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string cpu_path = std::string(BONSAI_PLUGIN_DIR) + "/libbonsai_cpu.so";
+  const size_t at = r.out.find("cpu\n  path:    " + cpu_path);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string entry = r.out.substr(at);
+  EXPECT_NE(entry.find("  abi:     1."), std::string::npos) << entry;
+  EXPECT_NE(entry.find("  version: "), std::string::npos) << entry;
+  EXPECT_NE(entry.find("  probe:   ok (1 device(s)"), std::string::npos) << entry;
+  EXPECT_NE(r.out.find("searched: "), std::string::npos);
+}
+
+TEST(Backends, ReportsAFileThatIsNotAPlugin) {
+  TempDir dir;
+  const std::string fake = dir.file("libbonsai_fake.so");
+  std::ofstream(fake) << "not an ELF file";
+  setenv("BONSAI_PLUGIN_PATH", dir.file("").c_str(), 1);
+  const auto r = run_bonsai({"backends"});
+  unsetenv("BONSAI_PLUGIN_PATH");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t at = r.out.find("fake\n  path:    " + fake);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  status:  not loadable: ", at), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu\n"), std::string::npos) << "the build tree is still searched";
+}
+
+// Expected values from tests/data/README.md (the golden model description).
+TEST(Info, DescribesTheGoldenModels) {
+  struct Case {
+    const char *file;
+    const char *types;
+    const char *head;
+  };
+  for (const Case &c : {Case{"tiny-q1.gguf", "q1_0", "untied (output.weight, q1_0)"},
+                        Case{"tiny-q1-tied.gguf", "q1_0", "tied (token_embd.weight)"},
+                        Case{"tiny-q2.gguf", "q2_0", "untied (output.weight, q2_0)"}}) {
+    const auto r = run_bonsai({"info", "-m", data_file(c.file)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string &o = r.out;
+    EXPECT_NE(o.find("architecture:  qwen3\n"), std::string::npos) << o;
+    EXPECT_NE(o.find("layers:        4\n"), std::string::npos) << o;
+    EXPECT_NE(o.find("embedding:     512\n"), std::string::npos) << o;
+    EXPECT_NE(o.find("heads:         4 query, 2 key/value, head dim 128\n"), std::string::npos);
+    EXPECT_NE(o.find("feed-forward:  1536\n"), std::string::npos) << o;
+    EXPECT_NE(o.find("rope base 1e+06, rms eps 1e-06"), std::string::npos) << o;
+    EXPECT_NE(o.find(std::string("weight types:  ") + c.types + " x "), std::string::npos) << o;
+    EXPECT_NE(o.find(std::string("lm head:       ") + c.head + "\n"), std::string::npos) << o;
+    EXPECT_NE(o.find("vocabulary:    2048 rows, 2048 tokens"), std::string::npos) << o;
+    EXPECT_NE(o.find("chat template: plain ChatML fallback"), std::string::npos) << o;
+  }
+}
+
+TEST(Info, RejectsAVocabularyOnlyFile) {
+  // qwen3-vocab.gguf carries the real template but no tensors: not a model.
+  const auto r = run_bonsai({"info", "-m", data_file("qwen3-vocab.gguf")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("token_embd.weight"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace bonsai::test

@@ -1,0 +1,106 @@
+// bonsai chat driven as a person would: through a pseudo-terminal, typing a
+// line, reading the reply up to the next "> " prompt.
+
+#include "cli_harness.hpp"
+
+namespace bonsai::test {
+namespace {
+
+const std::string kTiny = data_file("tiny-q1.gguf");
+const milliseconds kReplyTimeout(120000);
+
+// The screen without the stats line (its timings differ from run to run).
+std::string without_stats(const std::string &screen) {
+  std::string kept;
+  for (const auto &line : lines_of(screen))
+    if (line.rfind("stats: ", 0) != 0)
+      kept += line + "\n";
+  return kept;
+}
+
+std::vector<std::string> chat_args(std::vector<std::string> extra) {
+  std::vector<std::string> args = {bonsai_program(), "chat", "-m", kTiny, "--no-progress"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(Chat, TwoTurnsThroughATerminal) {
+  PtyChild chat(chat_args({"-n", "8", "--temp", "0", "--ignore-eos", "--stats"}));
+  const std::string banner = chat.read_until_idle_suffix("> ", kReplyTimeout);
+  EXPECT_NE(banner.find("/exit"), std::string::npos) << banner;
+
+  chat.type("Hello there\n");
+  const std::string first = chat.read_until_idle_suffix("> ", kReplyTimeout);
+  EXPECT_NE(first.find("Hello there"), std::string::npos) << "the terminal echoes the input";
+  EXPECT_NE(first.find("generated 8 tokens"), std::string::npos) << first;
+  EXPECT_EQ(first.find("reused"), std::string::npos) << "nothing to reuse on the first turn";
+
+  chat.type("And then?\n");
+  const std::string second = chat.read_until_idle_suffix("> ", kReplyTimeout);
+  EXPECT_NE(second.find("generated 8 tokens"), std::string::npos) << second;
+  // The history is kept: the KV cache already holds the first exchange.
+  EXPECT_GT(number_after(second, "tokens (+"), 10) << second;
+  EXPECT_NE(second.find(" reused)"), std::string::npos) << second;
+
+  chat.type("/exit\n");
+  const auto r = chat.finish(milliseconds(30000));
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST(Chat, ResetStartsOver) {
+  PtyChild chat(chat_args({"-n", "4", "--temp", "0", "--ignore-eos", "--stats"}));
+  chat.read_until_idle_suffix("> ", kReplyTimeout);
+  chat.type("First question\n");
+  const std::string first = chat.read_until_idle_suffix("> ", kReplyTimeout);
+  chat.type("/reset\n");
+  EXPECT_NE(chat.read_until_idle_suffix("> ", kReplyTimeout).find("(conversation cleared)"),
+            std::string::npos);
+  chat.type("First question\n");
+  const std::string again = chat.read_until_idle_suffix("> ", kReplyTimeout);
+  // Same conversation from scratch: same reply, nothing reused.
+  EXPECT_EQ(again.find("reused"), std::string::npos) << again;
+  EXPECT_EQ(without_stats(again), without_stats(first));
+  chat.type("/exit\n");
+  EXPECT_EQ(chat.finish(milliseconds(30000)).exit_code, 0);
+}
+
+TEST(Chat, CtrlCStopsTheReplyNotTheProgram) {
+  PtyChild chat(chat_args({"-n", "-1", "--ignore-eos"}));
+  chat.read_until_idle_suffix("> ", kReplyTimeout);
+  const std::string question = "Tell me everything\n";
+  chat.type(question);
+  // Once the endless reply is under way, press Ctrl-C (the terminal turns
+  // it into SIGINT for the program).
+  ASSERT_TRUE(chat.wait_for_output(question.size() + 40, kReplyTimeout));
+  chat.type("\x03");
+  const std::string screen = chat.read_until_idle_suffix("> ", kReplyTimeout);
+  EXPECT_NE(screen.find("(reply stopped)"), std::string::npos) << screen;
+  chat.type("/exit\n");
+  const auto r = chat.finish(milliseconds(30000));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST(Chat, CtrlCAtThePromptExits) {
+  PtyChild chat(chat_args({"-n", "4"}));
+  chat.read_until_idle_suffix("> ", kReplyTimeout);
+  chat.type("\x03");
+  const auto r = chat.finish(milliseconds(30000));
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 130) << r.out;
+}
+
+TEST(Chat, EndOfInputQuits) {
+  // Not a terminal: lines from a pipe, then end of input.
+  const auto r = run_bonsai({"chat", "-m", kTiny, "-n", "4", "--temp", "0", "--ignore-eos"},
+                            "Hello\n\nHi again\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // Three prompts: before each line (the empty one is skipped) and at EOF.
+  size_t prompts = 0;
+  for (size_t at = r.out.find("> "); at != std::string::npos; at = r.out.find("> ", at + 2))
+    ++prompts;
+  EXPECT_GE(prompts, 4u) << r.out;
+}
+
+} // namespace
+} // namespace bonsai::test

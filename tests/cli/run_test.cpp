@@ -1,0 +1,192 @@
+// bonsai run: streamed completion on stdout, stats on stderr, Ctrl-C.
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include "bonsai/core/gguf.hpp"
+#include "bonsai/core/tokenizer.hpp"
+#include "cli_harness.hpp"
+
+namespace bonsai::test {
+namespace {
+
+const std::string kTiny = data_file("tiny-q1.gguf");
+
+Tokenizer tiny_tokenizer() {
+  return Tokenizer::from_gguf(gguf::File::open(kTiny));
+}
+
+// The count in the stats line, e.g. 8 for label "generated" in
+// "generated 8 tokens".
+int stat_count(const std::string &err, const std::string &label) {
+  return number_after(err, "| " + label + " ");
+}
+
+TEST(Run, GreedyPrintsTextAndStats) {
+  const auto r = run_bonsai({"run", "-m", kTiny, "-p", "Hello", "-n", "8", "--temp", "0",
+                             "--ignore-eos", "--no-progress"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(r.out.size(), 1u) << "expected generated text";
+  EXPECT_EQ(r.out.back(), '\n');
+  const auto lines = lines_of(r.err);
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_EQ(lines[0].rfind("stats: backend cpu | load ", 0), 0u) << lines[0];
+  EXPECT_EQ(stat_count(r.err, "generated"), 8) << r.err;
+  EXPECT_GT(stat_count(r.err, "prompt"), 0) << r.err;
+  EXPECT_NE(r.err.find(" t/s"), std::string::npos);
+  EXPECT_NE(r.err.find("stop: length"), std::string::npos) << r.err;
+}
+
+TEST(Run, GreedyTextIsEvalsGreedyContinuationDecoded) {
+  // eval --greedy is checked against the golden ids (eval_test.cpp); run
+  // must stream the same continuation as text. The prompt's Hugging Face ids
+  // come from tests/data/tokenizer/hf-cases.json.
+  const std::string text = "1234567890 12 345";
+  const std::vector<int32_t> hf_ids = {16, 17,  18, 19, 20,  21, 22, 23, 24,
+                                       15, 220, 16, 17, 220, 18, 19, 20};
+  const std::vector<std::string> kernels = {"--backend-options", "kernels=reference"};
+  auto eval_args =
+      std::vector<std::string>{"eval", "-m", kTiny, "--tokens", join_ids(hf_ids), "--greedy", "16"};
+  eval_args.insert(eval_args.end(), kernels.begin(), kernels.end());
+  const auto eval = run_bonsai(eval_args);
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  std::vector<int32_t> continuation;
+  for (size_t at = 0; at < eval.out.size();) {
+    size_t end = eval.out.find_first_of(",\n", at);
+    continuation.push_back(std::stoi(eval.out.substr(at, end - at)));
+    at = end + 1;
+  }
+  ASSERT_EQ(continuation.size(), 16u) << eval.out;
+
+  auto run_args = std::vector<std::string>{"run", "-m", kTiny,    "-p", text,          "--no-chat",
+                                           "-n",  "16", "--temp", "0",  "--ignore-eos"};
+  run_args.insert(run_args.end(), kernels.begin(), kernels.end());
+  const auto run = run_bonsai(run_args);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(stat_count(run.err, "prompt"), static_cast<int>(hf_ids.size())) << run.err;
+  // Streamed text is always valid UTF-8: stray bytes show as U+FFFD.
+  StreamDecoder decoder(tiny_tokenizer());
+  std::string expected;
+  for (const int32_t id : continuation)
+    expected += decoder.push(id);
+  expected += decoder.flush();
+  EXPECT_EQ(run.out, expected + "\n");
+}
+
+TEST(Run, ChatModeWrapsThePromptInChatML) {
+  // tiny-q1 has no template of its own: chat mode is off unless asked for,
+  // then plain ChatML is used. The prompt token count in the stats shows
+  // what was evaluated.
+  const Tokenizer tokenizer = tiny_tokenizer();
+  const std::string chatml = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n";
+  const std::string system = "<|im_start|>system\nbe brief<|im_end|>\n";
+  const std::string no_think = "<think>\n\n</think>\n\n";
+  const auto count = [&](const std::string &s) {
+    return static_cast<int>(tokenizer.encode(s).size());
+  };
+  const std::vector<std::string> base = {"run", "-m", kTiny, "-p", "hi", "-n", "1", "--temp", "0"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_bonsai(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return stat_count(r.err, "prompt");
+  };
+  EXPECT_EQ(with({}), count("hi")) << "no template in the file: raw completion by default";
+  EXPECT_EQ(with({"--chat"}), count(chatml));
+  EXPECT_EQ(with({"--no-chat"}), count("hi"));
+  EXPECT_EQ(with({"--system", "be brief"}), count(system + chatml));
+  EXPECT_EQ(with({"--no-think"}), count(chatml + no_think));
+}
+
+TEST(Run, SameSeedSameText) {
+  const std::vector<std::string> args = {"run", "-m",     kTiny, "-p",     "Once", "-n",
+                                         "16",  "--temp", "1.0", "--seed", "1234", "--ignore-eos"};
+  const auto a = run_bonsai(args);
+  const auto b = run_bonsai(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(stat_count(a.err, "generated"), 16);
+}
+
+TEST(Run, PromptFromFileOrStdinEqualsPromptFlag) {
+  TempDir dir;
+  const std::string prompt = "The weather today";
+  std::ofstream(dir.file("p.txt")) << prompt;
+  const std::vector<std::string> common = {"run", "-m",     kTiny, "-n",
+                                           "6",   "--temp", "0",   "--ignore-eos"};
+  auto args = [&](std::vector<std::string> extra) {
+    auto all = common;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  const auto from_flag = run_bonsai(args({"-p", prompt}));
+  const auto from_file = run_bonsai(args({"-f", dir.file("p.txt")}));
+  const auto from_stdin = run_bonsai(args({"-f", "-"}), prompt);
+  ASSERT_EQ(from_flag.exit_code, 0) << from_flag.err;
+  EXPECT_EQ(from_file.exit_code, 0) << from_file.err;
+  EXPECT_EQ(from_stdin.exit_code, 0) << from_stdin.err;
+  EXPECT_EQ(from_file.out, from_flag.out);
+  EXPECT_EQ(from_stdin.out, from_flag.out);
+}
+
+TEST(Run, HelpGoesToStdout) {
+  const auto r = run_bonsai({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char *flag :
+       {"--model", "--prompt", "--n-predict", "--ctx-size", "--temp", "--top-k", "--top-p",
+        "--min-p", "--repeat-penalty", "--seed", "--backend", "--backend-options", "--no-chat",
+        "--no-think", "--system", "--log-level", "--no-progress"})
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+}
+
+TEST(Run, CtrlCStopsGenerationAndPrintsStats) {
+  // Unlimited generation (-n -1, end-of-turn ignored) on a 4096 context:
+  // only Ctrl-C ends it within the test's time.
+  PipedChild child({{bonsai_program(), "run", "-m", kTiny, "-p", "Tell me a story", "-n", "-1",
+                     "-c", "4096", "--ignore-eos", "--no-progress"},
+                    "",
+                    milliseconds(120000)});
+  ASSERT_TRUE(
+      child.read_until([](const std::string &out, const std::string &) { return out.size() >= 16; },
+                       milliseconds(120000)))
+      << "no output before Ctrl-C";
+  child.send_signal(SIGINT);
+  const auto r = child.finish(milliseconds(30000));
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.term_signal, 0) << "must exit, not die of the signal";
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_NE(r.err.find("stats: backend cpu"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stop: cancelled"), std::string::npos) << r.err;
+  const int generated = stat_count(r.err, "generated");
+  EXPECT_GT(generated, 0);
+  EXPECT_LT(generated, 4000) << "stopped long before the context was full";
+}
+
+TEST(Run, SecondCtrlCExitsAtOnce) {
+  // A long prompt with the slow exact kernels in one step: the first Ctrl-C
+  // can only take effect at the next layer boundary, seconds away; the
+  // second one must end the program right away, without stats.
+  std::string prompt;
+  for (int i = 0; i < 100; ++i)
+    prompt += "the quick brown fox jumps over the lazy dog ";
+  PipedChild child({{bonsai_program(), "run", "-m", kTiny, "-p", prompt, "--no-chat", "-n", "1",
+                     "-b", "4096", "--backend-options", "kernels=reference", "--no-progress"},
+                    "",
+                    milliseconds(120000)});
+  std::this_thread::sleep_for(milliseconds(1000)); // loaded, prefill under way
+  const auto start = Clock::now();
+  child.send_signal(SIGINT);
+  std::this_thread::sleep_for(milliseconds(100));
+  child.send_signal(SIGINT);
+  const auto r = child.finish(milliseconds(60000));
+  EXPECT_LT(Clock::now() - start, milliseconds(5000)) << "the second Ctrl-C must not wait";
+  EXPECT_EQ(r.term_signal, 0);
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_EQ(r.err.find("stats:"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace bonsai::test
