@@ -117,6 +117,14 @@ Engine Engine::open(const std::filesystem::path &model_path, const EngineOptions
   if (spec.hparams.n_vocab > std::numeric_limits<int32_t>::max())
     throw ModelError(
         fmt::format("{}: vocabulary of {} rows is too large", file->path(), spec.hparams.n_vocab));
+  // Real files pad the embedding past the tokenizer (fine: those rows are never
+  // produced by tokenize); the reverse would let tokenize emit ids that have
+  // no embedding row.
+  if (tokenizer.n_vocab() > spec.hparams.n_vocab)
+    throw ModelError(
+        fmt::format("{}: the tokenizer has {} tokens but token_embd.weight has only {} "
+                    "rows; every token needs an embedding row",
+                    file->path(), tokenizer.n_vocab(), spec.hparams.n_vocab));
 
   auto impl = std::make_shared<Impl>(std::move(file), std::move(spec), std::move(tokenizer));
   impl->model = describe_model(*impl->file, impl->spec);

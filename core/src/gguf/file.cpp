@@ -38,7 +38,9 @@ File::~File() = default;
 
 File File::open(const std::filesystem::path &path) {
   const std::string name = path.string();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever; it
+  // is then rejected below as not a regular file. No effect on regular files.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw Error(name + ": cannot open: " + std::strerror(errno));
   FdGuard guard{fd};

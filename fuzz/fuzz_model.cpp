@@ -1,0 +1,102 @@
+// Fuzz target: what Engine::open does with a file before any backend is
+// involved. Parse the bytes, validate them as a Qwen3 model
+// (ModelSpec::from_gguf) and load the tokenizer from the same metadata
+// (Tokenizer::from_gguf). Accepted specs must describe tensors that lie inside
+// the input with the shapes the hyper-parameters imply.
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bonsai/core/error.hpp"
+#include "bonsai/core/formats.hpp"
+#include "bonsai/core/gguf.hpp"
+#include "bonsai/core/model_spec.hpp"
+#include "bonsai/core/tokenizer.hpp"
+#include "fuzz_support.hpp"
+
+namespace {
+
+using namespace bonsai;
+using bonsai::fuzz::require;
+
+void check_view(const gguf::File &file, const TensorView &v) {
+  require(!v.dims.empty(), "tensor view without dimensions");
+  require(v.nbytes == row_bytes(v.type, v.cols()) * static_cast<size_t>(v.rows()),
+          "view byte size does not match its shape");
+  if (v.nbytes == 0)
+    return;
+  const uint8_t *begin = file.bytes().data();
+  require(v.data >= begin && v.data + v.nbytes <= begin + file.file_size(),
+          "view data outside the file");
+  // Touch the first and last byte: ASan reports anything past the input.
+  volatile uint8_t sink = v.data[0] ^ v.data[v.nbytes - 1];
+  (void)sink;
+}
+
+void check_spec(const gguf::File &file, const ModelSpec &spec) {
+  const Qwen3Hparams &h = spec.hparams;
+  require(h.n_embd > 0 && h.n_layer > 0 && h.n_head > 0 && h.n_head_kv > 0 && h.head_dim > 0 &&
+              h.n_ff > 0 && h.n_vocab > 0 && h.n_ctx_train > 0,
+          "non-positive hyper-parameter accepted");
+  require(h.n_head % h.n_head_kv == 0, "head_count not a multiple of head_count_kv");
+  require(h.head_dim % 2 == 0, "odd head dim accepted");
+  require(h.rms_eps > 0 && h.rope_freq_base > 0, "non-positive eps or rope base");
+  require(spec.layers.size() == static_cast<size_t>(h.n_layer), "layer count mismatch");
+  require(spec.token_embd.cols() == h.n_embd && spec.token_embd.rows() == h.n_vocab,
+          "embedding shape mismatch");
+  require(spec.lm_head().cols() == h.n_embd && spec.lm_head().rows() == h.n_vocab,
+          "LM head shape mismatch");
+  for (const LayerWeights &l : spec.layers) {
+    require(l.attn_q.rows() == h.n_head * h.head_dim, "attn_q rows");
+    require(l.attn_k.rows() == h.n_head_kv * h.head_dim, "attn_k rows");
+    require(l.attn_output.cols() == h.n_head * h.head_dim, "attn_output cols");
+    require(l.ffn_down.cols() == h.n_ff && l.ffn_down.rows() == h.n_embd, "ffn_down shape");
+    for (const TensorView *norm : {&l.attn_norm, &l.ffn_norm, &l.attn_q_norm, &l.attn_k_norm})
+      require(norm->type == GgmlType::F32 || norm->type == GgmlType::F16 ||
+                  norm->type == GgmlType::BF16,
+              "quantized norm accepted");
+  }
+  for (const TensorView *v : spec.all_tensors())
+    check_view(file, *v);
+  require(spec.n_params() > 0, "model without parameters");
+  (void)spec.weight_bytes();
+}
+
+void check_tokenizer(const Tokenizer &tokenizer) {
+  const int32_t n = tokenizer.n_vocab();
+  require(n > 0, "empty vocabulary accepted");
+  std::vector<int32_t> all(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i)
+    all[static_cast<size_t>(i)] = i;
+  (void)tokenizer.decode(all);
+  for (const char *text :
+       {"Hello, world!", "<|im_start|>user\n1 + 1 = 2<|im_end|>", "\xC3\xA9t\xC3\xA9"}) {
+    const std::vector<int32_t> ids = tokenizer.encode(text);
+    for (int32_t id : ids)
+      require(id >= 0 && id < n, "encode produced an id outside the vocabulary");
+  }
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  std::optional<gguf::File> file;
+  try {
+    file.emplace(gguf::File::parse({data, size}, "fuzz.gguf"));
+  } catch (const Error &) {
+    return 0;
+  }
+  try {
+    const ModelSpec spec = ModelSpec::from_gguf(*file);
+    check_spec(*file, spec);
+  } catch (const Error &e) {
+    require(std::strncmp(e.what(), "fuzz.gguf: ", 11) == 0, "error message does not name the file");
+  }
+  try {
+    check_tokenizer(Tokenizer::from_gguf(*file));
+  } catch (const Error &e) {
+    require(std::strncmp(e.what(), "fuzz.gguf", 9) == 0, "error message does not name the file");
+  }
+  return 0;
+}

@@ -1,0 +1,79 @@
+#pragma once
+// Activations for the fast kernels: each token row quantized once per matmul
+// input to int8. Kernels walk 128-value blocks (the weight block size), and
+// every 16-value sub-block has its own f32 scale: with one scale per 128
+// values the tiny golden models reach only cosine 0.9994-0.9996 against the
+// float64 reference, at the 0.9995 gate; per-16 scales give >= 0.9997 at
+// almost no cost (see plugins/cpu/README.md).
+//
+// Inside a block the values are stored in a per-kernel order chosen so that,
+// once a kernel has summed its four 32-byte chunks, int32 lane j of the AVX2
+// accumulator holds sub-block j only; the 8 sub-scales then apply as one
+// vector multiply per block. dsum = sum over sub-blocks of d_s * (sum of q)
+// carries the part of the 1-bit/ternary dot that does not depend on weights:
+//   Q1_0: sum w x = d_w (2 * sum_s d_s S_set,s - dsum)
+//   Q2_0: sum w x = d_w (sum_s d_s S_code,s - dsum)
+#include <cstdint>
+#include <memory>
+
+namespace bonsai::cpu {
+
+inline constexpr int kActBlock = 128;
+inline constexpr int kActSub = 16;
+inline constexpr int kSubsPerBlock = kActBlock / kActSub; // 8
+
+// Where value e (0..127) of a block is stored.
+enum class QuantLayout {
+  Natural, // at e
+  // At 32c + 4j + r for e = 16j + 4c + r: chunk c, bytes 4j..4j+3 hold four
+  // values of sub-block j, whose sign bits are nibble c % 2 of byte 2j + c / 2.
+  Q1Lanes,
+  // At 32k + b for e = 4b + k: chunk k lines up with the k-th 2-bit code of
+  // every Q2_0 byte b, and bytes 4j..4j+3 are values 16j..16j+15.
+  Q2Lanes,
+};
+inline constexpr int kQuantLayouts = 3;
+
+int layout_position(QuantLayout layout, int e);
+
+// A view of n_tokens quantized rows of `cols` (a multiple of 128) values.
+struct QuantizedActs {
+  int64_t cols = 0;
+  int64_t n_blocks = 0; // cols / 128
+  int n_tokens = 0;
+  const int8_t *q = nullptr;   // [n_tokens][cols]
+  const float *d = nullptr;    // [n_tokens][n_blocks][8] sub-block scales
+  const float *dsum = nullptr; // [n_tokens][n_blocks]
+
+  const int8_t *q_block(int t, int64_t b) const {
+    return q + static_cast<int64_t>(t) * cols + b * kActBlock;
+  }
+  const float *d_block(int t, int64_t b) const {
+    return d + (static_cast<int64_t>(t) * n_blocks + b) * kSubsPerBlock;
+  }
+  float dsum_block(int t, int64_t b) const { return dsum[static_cast<int64_t>(t) * n_blocks + b]; }
+  QuantizedActs tokens_from(int t0) const; // view starting at token t0
+};
+
+// Quantizes one row: per sub-block d = max|x| / 127, q = round-to-nearest(x / d).
+// `d` receives cols / 16 scales, `dsum` cols / 128 values.
+void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, int8_t *q, float *d,
+                      float *dsum);
+
+// Storage for quantized activations of up to n_tokens x cols values; grows
+// on demand. Pages are only touched when used.
+class QuantBuffer {
+public:
+  void reserve(int n_tokens, int64_t cols);
+  int8_t *q() { return q_.get(); }
+  float *d() { return d_.get(); }
+  float *dsum() { return dsum_.get(); }
+
+private:
+  int64_t capacity_values_ = 0;
+  std::unique_ptr<int8_t[]> q_;
+  std::unique_ptr<float[]> d_;
+  std::unique_ptr<float[]> dsum_;
+};
+
+} // namespace bonsai::cpu

@@ -1,0 +1,88 @@
+#include "attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <oneapi/tbb/parallel_for.h>
+
+namespace bonsai::cpu {
+namespace {
+
+// Exact path: scores, softmax and the weighted sum in double.
+void attend_exact(const AttentionJob &job, int head, int token) {
+  const ModelDims &d = *job.dims;
+  const int hd = d.head_dim;
+  const int kv_head = head / (d.n_head / d.n_head_kv);
+  const int64_t n_keys = job.first_pos + token + 1;
+  const float *q = job.q + token * d.q_dim() + static_cast<int64_t>(head) * hd;
+  float *scores = job.scores + static_cast<int64_t>(head) * job.kv->max_context;
+  double *acc = job.head_acc + static_cast<int64_t>(head) * hd;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+
+  double max_score = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float *k = job.kv->k_at(job.layer, j) + static_cast<int64_t>(kv_head) * hd;
+    double dot = 0.0;
+    for (int i = 0; i < hd; ++i)
+      dot += static_cast<double>(q[i]) * k[i];
+    scores[j] = static_cast<float>(dot * scale);
+    max_score = std::max(max_score, static_cast<double>(scores[j]));
+  }
+  std::fill(acc, acc + hd, 0.0);
+  double denom = 0.0;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const double p = std::exp(static_cast<double>(scores[j]) - max_score);
+    denom += p;
+    const float *v = job.kv->v_at(job.layer, j) + static_cast<int64_t>(kv_head) * hd;
+    for (int i = 0; i < hd; ++i)
+      acc[i] += p * v[i];
+  }
+  float *out = job.out + token * d.q_dim() + static_cast<int64_t>(head) * hd;
+  for (int i = 0; i < hd; ++i)
+    out[i] = static_cast<float>(acc[i] / denom);
+}
+
+// Fast path: f32 with the kernel set's SIMD dot and axpy.
+void attend_fast(const AttentionJob &job, int head, int token) {
+  const ModelDims &d = *job.dims;
+  const int hd = d.head_dim;
+  const int kv_head = head / (d.n_head / d.n_head_kv);
+  const int64_t n_keys = job.first_pos + token + 1;
+  const float *q = job.q + token * d.q_dim() + static_cast<int64_t>(head) * hd;
+  float *scores = job.scores + static_cast<int64_t>(head) * job.kv->max_context;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  float max_score = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float *k = job.kv->k_at(job.layer, j) + static_cast<int64_t>(kv_head) * hd;
+    scores[j] = job.kernels->dot(q, k, hd) * scale;
+    max_score = std::max(max_score, scores[j]);
+  }
+  float *out = job.out + token * d.q_dim() + static_cast<int64_t>(head) * hd;
+  std::fill(out, out + hd, 0.0f);
+  float denom = 0.0f;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float p = std::exp(scores[j] - max_score);
+    denom += p;
+    job.kernels->axpy(p, job.kv->v_at(job.layer, j) + static_cast<int64_t>(kv_head) * hd, out, hd);
+  }
+  const float inv = 1.0f / denom;
+  for (int i = 0; i < hd; ++i)
+    out[i] *= inv;
+}
+
+} // namespace
+
+void attention(const AttentionJob &job, oneapi::tbb::task_arena &arena) {
+  const auto run_head = [&job](int head) {
+    for (int token = 0; token < job.n_tokens; ++token) {
+      if (job.kernels->exact)
+        attend_exact(job, head, token);
+      else
+        attend_fast(job, head, token);
+    }
+  };
+  arena.execute([&] { oneapi::tbb::parallel_for(0, job.dims->n_head, run_head); });
+}
+
+} // namespace bonsai::cpu

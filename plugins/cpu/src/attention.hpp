@@ -1,0 +1,28 @@
+#pragma once
+// Causal grouped-query attention of the open step against the KV cache.
+#include <cstdint>
+
+#include <oneapi/tbb/task_arena.h>
+
+#include "kernels/kernel_set.hpp"
+#include "model.hpp"
+
+namespace bonsai::cpu {
+
+struct AttentionJob {
+  const ModelDims *dims = nullptr;
+  int layer = 0;
+  int n_tokens = 0;
+  int64_t first_pos = 0;      // position of the step's first token
+  const float *q = nullptr;   // [n_tokens][q_dim], normed and rotated
+  KvCache *kv = nullptr;      // holds this step's keys/values already
+  float *out = nullptr;       // [n_tokens][q_dim]
+  float *scores = nullptr;    // [n_head][max_context]
+  double *head_acc = nullptr; // [n_head][head_dim]
+  const KernelSet *kernels = nullptr;
+};
+
+// Token i attends to positions 0..first_pos + i. Heads run in parallel.
+void attention(const AttentionJob &job, oneapi::tbb::task_arena &arena);
+
+} // namespace bonsai::cpu

@@ -1,0 +1,62 @@
+#pragma once
+// A kernel set: one row kernel per weight type plus the f32 vector helpers
+// attention uses. Chosen once per context (reference, AVX2 or AVX-512).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "activations.hpp"
+#include "bonsai/core/formats.hpp"
+#include "cpu_features.hpp"
+#include "options.hpp"
+
+namespace bonsai::cpu {
+
+enum class WeightKind : int { F32, F16, BF16, Q8_0, Q1_0, Q2_0 };
+inline constexpr int kWeightKinds = 6;
+WeightKind weight_kind(GgmlType type); // only for supported types
+
+// Computes y[t * ldy + i] = sum_c W[r0 + i][c] * x_t[c] for i < n_rows and
+// t < n_tokens. Float kernels and the reference read `x`; quantized fast
+// kernels read `q` (already quantized in the layout the set asks for).
+// Every output is computed independently of how rows and tokens are split
+// into jobs, so results are bit-identical however the work is scheduled.
+struct RowJob {
+  GgmlType type = GgmlType::F32;
+  const uint8_t *w = nullptr; // first row's bytes
+  size_t w_row_bytes = 0;
+  int64_t cols = 0;
+  int64_t n_rows = 0;
+  int n_tokens = 0;
+  const float *x = nullptr;
+  int64_t ldx = 0;
+  QuantizedActs q;
+  float *y = nullptr;
+  int64_t ldy = 0;
+};
+using RowKernel = void (*)(const RowJob &);
+
+struct KernelSet {
+  const char *name = "";
+  // Exact sets accumulate in double and use double transcendental functions
+  // in norms, softmax and SiLU too.
+  bool exact = false;
+  RowKernel rows[kWeightKinds] = {};
+  bool quantized_input[kWeightKinds] = {};
+  QuantLayout layout[kWeightKinds] = {};
+  float (*dot)(const float *a, const float *b, int64_t n) = nullptr;
+  void (*axpy)(float alpha, const float *x, float *y, int64_t n) = nullptr; // y += alpha x
+};
+
+const KernelSet &reference_kernel_set();
+const KernelSet *avx2_kernel_set();   // nullptr when not built for x86-64
+const KernelSet *avx512_kernel_set(); // nullptr when not built for x86-64
+
+struct KernelSelection {
+  const KernelSet *set = nullptr;
+  std::string reason; // for the debug log
+};
+// Throws PluginError(UNSUPPORTED) when a forced set needs missing features.
+KernelSelection select_kernel_set(KernelChoice choice, const CpuFeatures &cpu);
+
+} // namespace bonsai::cpu

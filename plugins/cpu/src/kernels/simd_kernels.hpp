@@ -1,0 +1,20 @@
+#pragma once
+// Row kernels of the SIMD sets (defined with target attributes, so they may
+// only run after the dispatcher checked CPUID).
+#include <cstdint>
+
+#include "kernels/kernel_set.hpp"
+
+namespace bonsai::cpu {
+
+void avx2_rows_q1(const RowJob &job);
+void avx2_rows_q2(const RowJob &job);
+void avx2_rows_q8(const RowJob &job);
+void avx2_rows_float(const RowJob &job); // F32, F16, BF16
+float avx2_dot(const float *a, const float *b, int64_t n);
+void avx2_axpy(float alpha, const float *x, float *y, int64_t n);
+
+void avx512_rows_q1(const RowJob &job);
+void avx512_rows_q2(const RowJob &job);
+
+} // namespace bonsai::cpu

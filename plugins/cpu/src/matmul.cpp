@@ -1,0 +1,150 @@
+#include "matmul.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+
+#include "plugin_error.hpp"
+
+namespace bonsai::cpu {
+namespace tbb = oneapi::tbb;
+
+const QuantizedActs &ActInput::quantized(QuantLayout layout, tbb::task_arena &arena) {
+  const int index = static_cast<int>(layout);
+  if (ready_[index])
+    return views_[index];
+  QuantBuffer &buffer = scratch_.buffers[index];
+  buffer.reserve(n_tokens_, cols_);
+  const int64_t n_blocks = cols_ / kActBlock;
+  const auto quantize_token = [&](int t) {
+    quantize_act_row(x_ + t * ldx_, cols_, layout, buffer.q() + t * cols_,
+                     buffer.d() + t * n_blocks * kSubsPerBlock, buffer.dsum() + t * n_blocks);
+  };
+  if (n_tokens_ >= 8) {
+    arena.execute([&] { tbb::parallel_for(0, n_tokens_, quantize_token); });
+  } else {
+    for (int t = 0; t < n_tokens_; ++t)
+      quantize_token(t);
+  }
+  QuantizedActs &view = views_[index];
+  view.cols = cols_;
+  view.n_blocks = n_blocks;
+  view.n_tokens = n_tokens_;
+  view.q = buffer.q();
+  view.d = buffer.d();
+  view.dsum = buffer.dsum();
+  ready_[index] = true;
+  return view;
+}
+
+namespace {
+
+struct PreparedTarget {
+  MatmulTarget target;
+  RowKernel kernel = nullptr;
+  const QuantizedActs *q = nullptr;
+  int64_t row_chunks = 0;
+  size_t first_task = 0;
+};
+
+float silu_times(float gate, float up, bool exact) {
+  if (exact) {
+    const double g = gate;
+    return static_cast<float>(g / (1.0 + std::exp(-g)) * static_cast<double>(up));
+  }
+  return gate / (1.0f + std::exp(-gate)) * up;
+}
+
+RowJob make_job(const Weight &w, const QuantizedActs *q, const ActInput &in, int64_t r0, int64_t r1,
+                int t0, int t1) {
+  RowJob job;
+  job.type = w.type;
+  job.w = w.row(r0);
+  job.w_row_bytes = w.row_bytes;
+  job.cols = w.cols;
+  job.n_rows = r1 - r0;
+  job.n_tokens = t1 - t0;
+  job.x = in.x() + static_cast<int64_t>(t0) * in.ldx();
+  job.ldx = in.ldx();
+  if (q != nullptr)
+    job.q = q->tokens_from(t0);
+  return job;
+}
+
+} // namespace
+
+void MatmulRunner::run(ActInput &in, std::initializer_list<MatmulTarget> targets) {
+  std::vector<PreparedTarget> prepared;
+  prepared.reserve(targets.size());
+  const int64_t token_blocks = (in.n_tokens() + kTokenBlock - 1) / kTokenBlock;
+  size_t n_tasks = 0;
+  for (const MatmulTarget &target : targets) {
+    const Weight &w = *target.w;
+    if (w.cols != in.cols() ||
+        (target.up != nullptr &&
+         (target.up->cols != w.cols || target.up->rows != w.rows || target.up->type != w.type)))
+      fail(BONSAI_ERR_INTERNAL, "matmul shapes disagree for " + w.label());
+    const int kind = static_cast<int>(weight_kind(w.type));
+    PreparedTarget p;
+    p.target = target;
+    p.kernel = kernels_.rows[kind];
+    if (kernels_.quantized_input[kind]) {
+      if (w.cols % kActBlock != 0)
+        fail(BONSAI_ERR_INTERNAL, "quantized kernels need whole 128-blocks: " + w.label());
+      p.q = &in.quantized(kernels_.layout[kind], arena_);
+    }
+    p.row_chunks = (w.rows + kRowChunk - 1) / kRowChunk;
+    p.first_task = n_tasks;
+    n_tasks += static_cast<size_t>(p.row_chunks * token_blocks);
+    prepared.push_back(p);
+  }
+
+  const auto run_task = [&](size_t task) {
+    size_t ti = 0;
+    while (ti + 1 < prepared.size() && task >= prepared[ti + 1].first_task)
+      ++ti;
+    const PreparedTarget &p = prepared[ti];
+    const int64_t local = static_cast<int64_t>(task - p.first_task);
+    // Token blocks vary fastest, so consecutive tasks reuse the same rows.
+    const int64_t r0 = (local / token_blocks) * kRowChunk;
+    const int64_t r1 = std::min(r0 + kRowChunk, p.target.w->rows);
+    const int t0 = static_cast<int>((local % token_blocks) * kTokenBlock);
+    const int t1 = std::min(t0 + kTokenBlock, in.n_tokens());
+    RowJob job = make_job(*p.target.w, p.q, in, r0, r1, t0, t1);
+    float *y = p.target.y + static_cast<int64_t>(t0) * p.target.ldy + r0;
+    if (p.target.up == nullptr) {
+      job.y = y;
+      job.ldy = p.target.ldy;
+      p.kernel(job);
+      return;
+    }
+    float gate[kTokenBlock * kRowChunk];
+    float up[kTokenBlock * kRowChunk];
+    job.y = gate;
+    job.ldy = kRowChunk;
+    p.kernel(job);
+    RowJob up_job = make_job(*p.target.up, p.q, in, r0, r1, t0, t1);
+    up_job.y = up;
+    up_job.ldy = kRowChunk;
+    p.kernel(up_job);
+    for (int t = 0; t < job.n_tokens; ++t)
+      for (int64_t r = 0; r < job.n_rows; ++r)
+        y[t * p.target.ldy + r] =
+            silu_times(gate[t * kRowChunk + r], up[t * kRowChunk + r], kernels_.exact);
+  };
+
+  arena_.execute([&] {
+    tbb::parallel_for(
+        tbb::blocked_range<size_t>(0, n_tasks, 1),
+        [&](const tbb::blocked_range<size_t> &range) {
+          for (size_t task = range.begin(); task != range.end(); ++task)
+            run_task(task);
+        },
+        tbb::simple_partitioner());
+  });
+}
+
+} // namespace bonsai::cpu

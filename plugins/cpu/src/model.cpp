@@ -1,0 +1,181 @@
+#include "model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "plugin_error.hpp"
+
+namespace bonsai::cpu {
+namespace {
+
+// Argument-check helper that names the field in its messages.
+class Binder {
+public:
+  Binder(const WeightLookup &lookup, BoundModel &model) : lookup_(lookup), model_(model) {}
+
+  const Weight &matrix(const bonsai_weight *handle, const std::string &field, int64_t rows,
+                       int64_t cols) {
+    const Weight &w = resolve(handle, field);
+    if (w.rows != rows || w.cols != cols)
+      fail_invalid(strformat("bind_model: %s %s must be %lld rows x %lld cols", field.c_str(),
+                             w.label().c_str(), static_cast<long long>(rows),
+                             static_cast<long long>(cols)));
+    return w;
+  }
+
+  std::vector<float> vector(const bonsai_weight *handle, const std::string &field, int64_t n) {
+    const Weight &w = matrix(handle, field, 1, n);
+    std::vector<float> out(static_cast<size_t>(n));
+    dequantize_row(w.type, w.data, out.data(), n);
+    return out;
+  }
+
+private:
+  const Weight &resolve(const bonsai_weight *handle, const std::string &field) {
+    if (handle == nullptr)
+      fail_invalid("bind_model: " + field + " is NULL");
+    const Weight *w = lookup_(handle);
+    if (w == nullptr)
+      fail_invalid("bind_model: " + field + " is not a weight of this context");
+    model_.used.insert(w);
+    return *w;
+  }
+
+  const WeightLookup &lookup_;
+  BoundModel &model_;
+};
+
+ModelDims check_dims(const bonsai_model_desc &desc) {
+  const auto positive = [](int32_t v, const char *name) {
+    if (v <= 0)
+      fail_invalid(strformat("bind_model: %s is %d; it must be positive", name, v));
+  };
+  positive(desc.n_embd, "n_embd");
+  positive(desc.n_layer, "n_layer");
+  positive(desc.n_head, "n_head");
+  positive(desc.n_head_kv, "n_head_kv");
+  positive(desc.head_dim, "head_dim");
+  positive(desc.n_ff, "n_ff");
+  positive(desc.n_vocab, "n_vocab");
+  if (desc.n_head % desc.n_head_kv != 0)
+    fail_invalid(strformat("bind_model: n_head %d is not a multiple of n_head_kv %d", desc.n_head,
+                           desc.n_head_kv));
+  if (desc.head_dim % 2 != 0)
+    fail_invalid(strformat("bind_model: head_dim %d must be even for RoPE", desc.head_dim));
+  if (!(desc.rms_eps > 0.0f) || !std::isfinite(desc.rms_eps))
+    fail_invalid(strformat("bind_model: rms_eps %g must be a positive finite number",
+                           static_cast<double>(desc.rms_eps)));
+  if (!(desc.rope_freq_base > 0.0f) || !std::isfinite(desc.rope_freq_base))
+    fail_invalid(strformat("bind_model: rope_freq_base %g must be a positive finite number",
+                           static_cast<double>(desc.rope_freq_base)));
+  if (desc.token_embd == nullptr || desc.output_norm == nullptr || desc.lm_head == nullptr)
+    fail_invalid("bind_model: token_embd, output_norm and lm_head must not be NULL");
+  if (desc.layers == nullptr)
+    fail_invalid("bind_model: layers is NULL");
+  ModelDims d;
+  d.n_embd = desc.n_embd;
+  d.n_layer = desc.n_layer;
+  d.n_head = desc.n_head;
+  d.n_head_kv = desc.n_head_kv;
+  d.head_dim = desc.head_dim;
+  d.n_ff = desc.n_ff;
+  d.n_vocab = desc.n_vocab;
+  d.rms_eps = desc.rms_eps;
+  d.rope_freq_base = desc.rope_freq_base;
+  return d;
+}
+
+// Element i of the layers array. The host's struct may be larger than ours
+// (a later minor version), so the stride is the struct_size the host wrote.
+bonsai_layer_weights read_layer(const bonsai_model_desc &desc, int i) {
+  const uint32_t stride = desc.layers[0].struct_size;
+  if (stride < sizeof(bonsai_layer_weights))
+    fail_invalid(strformat("bind_model: layers[0].struct_size is %u, smaller than the %zu bytes "
+                           "of ABI 1.0",
+                           stride, sizeof(bonsai_layer_weights)));
+  const auto *element =
+      reinterpret_cast<const unsigned char *>(desc.layers) + static_cast<size_t>(i) * stride;
+  bonsai_layer_weights layer;
+  std::memcpy(&layer, element, sizeof(layer));
+  if (layer.struct_size != stride)
+    fail_invalid(strformat("bind_model: layers[%d].struct_size is %u but layers[0] has %u", i,
+                           layer.struct_size, stride));
+  return layer;
+}
+
+LayerBinding bind_layer(const bonsai_layer_weights &lw, int i, const ModelDims &d, Binder &binder) {
+  const auto field = [i](const char *name) { return strformat("layers[%d].%s", i, name); };
+  LayerBinding l;
+  l.attn_norm = binder.vector(lw.attn_norm, field("attn_norm"), d.n_embd);
+  l.wq = &binder.matrix(lw.wq, field("wq"), d.q_dim(), d.n_embd);
+  l.wk = &binder.matrix(lw.wk, field("wk"), d.kv_dim(), d.n_embd);
+  l.wv = &binder.matrix(lw.wv, field("wv"), d.kv_dim(), d.n_embd);
+  l.q_norm = binder.vector(lw.q_norm, field("q_norm"), d.head_dim);
+  l.k_norm = binder.vector(lw.k_norm, field("k_norm"), d.head_dim);
+  l.wo = &binder.matrix(lw.wo, field("wo"), d.n_embd, d.q_dim());
+  l.ffn_norm = binder.vector(lw.ffn_norm, field("ffn_norm"), d.n_embd);
+  l.w_gate = &binder.matrix(lw.w_gate, field("w_gate"), d.n_ff, d.n_embd);
+  l.w_up = &binder.matrix(lw.w_up, field("w_up"), d.n_ff, d.n_embd);
+  l.w_down = &binder.matrix(lw.w_down, field("w_down"), d.n_embd, d.n_ff);
+  if (l.w_gate->type != l.w_up->type)
+    fail_invalid(strformat("bind_model: layers[%d] w_gate and w_up must have the same type", i));
+  return l;
+}
+
+template <class T> std::unique_ptr<T[]> uninitialized(int64_t n) {
+  return std::make_unique_for_overwrite<T[]>(static_cast<size_t>(n));
+}
+
+void allocate(BoundModel &m, const BindLimits &limits) {
+  const ModelDims &d = m.dims;
+  const int64_t batch = limits.max_batch;
+  StepBuffers &b = m.buffers;
+  b.x = uninitialized<float>(batch * d.n_embd);
+  b.h = uninitialized<float>(batch * d.n_embd);
+  b.q = uninitialized<float>(batch * d.q_dim());
+  b.attn = uninitialized<float>(batch * d.q_dim());
+  b.ffn = uninitialized<float>(batch * d.n_ff);
+  b.scores = uninitialized<float>(int64_t{d.n_head} * limits.max_context);
+  b.head_acc = uninitialized<double>(d.q_dim());
+  b.lm_chunk = std::min(limits.max_batch, 8);
+  b.lm_logits = uninitialized<float>(int64_t{b.lm_chunk} * d.n_vocab);
+  b.rope_cos.reserve(static_cast<size_t>(batch * (d.head_dim / 2)));
+  b.rope_sin.reserve(static_cast<size_t>(batch * (d.head_dim / 2)));
+  // Reserve the quantized inputs up front so steps never allocate.
+  const int64_t widest = std::max({int64_t{d.n_embd}, d.q_dim(), int64_t{d.n_ff}});
+  for (QuantBuffer &buffer : b.acts.buffers)
+    buffer.reserve(limits.max_batch, widest);
+
+  KvCache &kv = m.kv;
+  kv.kv_dim = d.kv_dim();
+  kv.max_context = limits.max_context;
+  // Dimensions were checked against the weights (each below 2^31), but the
+  // cache size multiplies three of them: check that product explicitly.
+  int64_t kv_values = 0;
+  if (__builtin_mul_overflow(int64_t{d.n_layer} * limits.max_context, kv.kv_dim, &kv_values))
+    fail(BONSAI_ERR_OUT_OF_MEMORY, "bind_model: the KV cache size overflows");
+  kv.k = uninitialized<float>(kv_values);
+  kv.v = uninitialized<float>(kv_values);
+  kv.length = 0;
+}
+
+} // namespace
+
+std::unique_ptr<BoundModel> bind_model(const bonsai_model_desc &desc, const WeightLookup &lookup,
+                                       const BindLimits &limits) {
+  auto model = std::make_unique<BoundModel>();
+  model->dims = check_dims(desc);
+  const ModelDims &d = model->dims;
+  Binder binder(lookup, *model);
+  model->token_embd = &binder.matrix(desc.token_embd, "token_embd", d.n_vocab, d.n_embd);
+  model->lm_head = &binder.matrix(desc.lm_head, "lm_head", d.n_vocab, d.n_embd);
+  model->output_norm = binder.vector(desc.output_norm, "output_norm", d.n_embd);
+  model->layers.reserve(static_cast<size_t>(d.n_layer));
+  for (int i = 0; i < d.n_layer; ++i)
+    model->layers.push_back(bind_layer(read_layer(desc, i), i, d, binder));
+  allocate(*model, limits);
+  return model;
+}
+
+} // namespace bonsai::cpu

@@ -1,0 +1,101 @@
+#pragma once
+// A bound model: validated dimensions, the weights of every layer, norm
+// vectors as f32, the step buffers (sized for max_batch tokens) and the KV
+// cache (sized for max_context positions).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+#include "bonsai/bonsai_backend.h"
+#include "matmul.hpp"
+#include "weight.hpp"
+
+namespace bonsai::cpu {
+
+struct ModelDims {
+  int n_embd = 0;
+  int n_layer = 0;
+  int n_head = 0;
+  int n_head_kv = 0;
+  int head_dim = 0;
+  int n_ff = 0;
+  int n_vocab = 0;
+  float rms_eps = 0.0f;
+  float rope_freq_base = 0.0f;
+
+  int64_t q_dim() const { return int64_t{n_head} * head_dim; }
+  int64_t kv_dim() const { return int64_t{n_head_kv} * head_dim; }
+};
+
+struct LayerBinding {
+  const Weight *wq = nullptr;
+  const Weight *wk = nullptr;
+  const Weight *wv = nullptr;
+  const Weight *wo = nullptr;
+  const Weight *w_gate = nullptr;
+  const Weight *w_up = nullptr;
+  const Weight *w_down = nullptr;
+  std::vector<float> attn_norm; // n_embd
+  std::vector<float> q_norm;    // head_dim
+  std::vector<float> k_norm;    // head_dim
+  std::vector<float> ffn_norm;  // n_embd
+};
+
+// Activations of the open step; every buffer holds max_batch token rows.
+struct StepBuffers {
+  std::unique_ptr<float[]> x;         // residual stream [n][n_embd]
+  std::unique_ptr<float[]> h;         // normed input / matmul output [n][n_embd]
+  std::unique_ptr<float[]> q;         // [n][q_dim]
+  std::unique_ptr<float[]> attn;      // attention output [n][q_dim]
+  std::unique_ptr<float[]> ffn;       // silu(gate) * up [n][n_ff]
+  std::unique_ptr<float[]> scores;    // [n_head][max_context]
+  std::unique_ptr<double[]> head_acc; // [n_head][head_dim], exact attention only
+  std::unique_ptr<float[]> lm_logits; // [lm_chunk][n_vocab] for argmax-only LM head
+  int lm_chunk = 0;
+  std::vector<double> rope_cos; // [n][head_dim / 2] of the open step
+  std::vector<double> rope_sin;
+  ActScratch acts;
+};
+
+// Keys and values of every layer, [layer][position][kv_dim] f32.
+struct KvCache {
+  std::unique_ptr<float[]> k;
+  std::unique_ptr<float[]> v;
+  int64_t kv_dim = 0;
+  int max_context = 0;
+  int32_t length = 0;
+
+  float *k_at(int layer, int64_t pos) { return k.get() + offset(layer, pos); }
+  float *v_at(int layer, int64_t pos) { return v.get() + offset(layer, pos); }
+  int64_t offset(int layer, int64_t pos) const {
+    return (static_cast<int64_t>(layer) * max_context + pos) * kv_dim;
+  }
+};
+
+struct BoundModel {
+  ModelDims dims;
+  const Weight *token_embd = nullptr;
+  const Weight *lm_head = nullptr;
+  std::vector<float> output_norm;
+  std::vector<LayerBinding> layers;
+  std::unordered_set<const Weight *> used; // free_weight refuses these
+  StepBuffers buffers;
+  KvCache kv;
+};
+
+// Maps a host handle to a weight of this context (nullptr if it is not one).
+using WeightLookup = std::function<const Weight *(const bonsai_weight *)>;
+
+struct BindLimits {
+  int max_batch = 1;
+  int max_context = 1;
+};
+
+// Validates the description (shapes, handles) and allocates everything.
+// Throws PluginError; bad_alloc when memory runs out.
+std::unique_ptr<BoundModel> bind_model(const bonsai_model_desc &desc, const WeightLookup &lookup,
+                                       const BindLimits &limits);
+
+} // namespace bonsai::cpu

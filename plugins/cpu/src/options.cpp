@@ -1,0 +1,79 @@
+#include "options.hpp"
+
+#include <string_view>
+
+#include "plugin_error.hpp"
+
+namespace bonsai::cpu {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos)
+    return {};
+  const auto last = s.find_last_not_of(" \t");
+  return s.substr(first, last - first + 1);
+}
+
+KernelChoice parse_kernels(std::string_view value, const char *source) {
+  if (value == "auto" || value == "fast")
+    return KernelChoice::Auto;
+  if (value == "reference")
+    return KernelChoice::Reference;
+  if (value == "avx2")
+    return KernelChoice::Avx2;
+  if (value == "avx512")
+    return KernelChoice::Avx512;
+  fail_invalid(strformat("%s: unknown kernel set '%.*s' (expected auto, reference, avx2 or avx512)",
+                         source, static_cast<int>(value.size()), value.data()));
+}
+
+} // namespace
+
+const char *kernel_choice_name(KernelChoice choice) {
+  switch (choice) {
+  case KernelChoice::Auto:
+    return "auto";
+  case KernelChoice::Reference:
+    return "reference";
+  case KernelChoice::Avx2:
+    return "avx2";
+  case KernelChoice::Avx512:
+    return "avx512";
+  }
+  return "auto";
+}
+
+ContextOptions parse_options(const char *options, const char *env_kernels) {
+  ContextOptions out;
+  bool kernels_given = false;
+  std::string_view rest = options ? std::string_view(options) : std::string_view();
+  while (!rest.empty()) {
+    const auto semi = rest.find(';');
+    const std::string_view entry = trim(rest.substr(0, semi));
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+    if (entry.empty())
+      continue;
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos) {
+      out.warnings.push_back("option '" + std::string(entry) + "' has no '=value'; ignored");
+      continue;
+    }
+    const std::string_view key = trim(entry.substr(0, eq));
+    const std::string_view value = trim(entry.substr(eq + 1));
+    if (key == "kernels") {
+      out.kernels = parse_kernels(value, "option kernels");
+      out.kernels_source = "options";
+      kernels_given = true;
+    } else {
+      out.warnings.push_back("unknown option '" + std::string(key) + "'; ignored");
+    }
+  }
+  if (!kernels_given && env_kernels != nullptr && *env_kernels != '\0') {
+    out.kernels = parse_kernels(trim(env_kernels), "BONSAI_CPU_KERNELS");
+    out.kernels_source = "BONSAI_CPU_KERNELS";
+  }
+  return out;
+}
+
+} // namespace bonsai::cpu

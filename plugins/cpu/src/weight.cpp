@@ -1,0 +1,84 @@
+#include "weight.hpp"
+
+#include <cstring>
+#include <limits>
+
+#include "plugin_error.hpp"
+
+namespace bonsai::cpu {
+
+bool is_supported_type(uint32_t type_id) {
+  switch (type_id) {
+  case static_cast<uint32_t>(GgmlType::F32):
+  case static_cast<uint32_t>(GgmlType::F16):
+  case static_cast<uint32_t>(GgmlType::BF16):
+  case static_cast<uint32_t>(GgmlType::Q8_0):
+  case static_cast<uint32_t>(GgmlType::Q1_0):
+  case static_cast<uint32_t>(GgmlType::Q2_0):
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::string Weight::label() const {
+  return strformat("'%s' (%.*s, %lld rows x %lld cols)", name.c_str(),
+                   static_cast<int>(type_name(static_cast<uint32_t>(type)).size()),
+                   type_name(static_cast<uint32_t>(type)).data(), static_cast<long long>(rows),
+                   static_cast<long long>(cols));
+}
+
+std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc) {
+  const std::string name = desc.name ? desc.name : "(unnamed)";
+  if (!is_supported_type(desc.type))
+    fail(BONSAI_ERR_UNSUPPORTED,
+         strformat("weight '%s': ggml type %u is not supported by the CPU plugin", name.c_str(),
+                   desc.type));
+  const TypeTraits traits = traits_of(static_cast<GgmlType>(desc.type));
+  if (desc.cols <= 0 || desc.rows <= 0)
+    fail_invalid(strformat("weight '%s': shape %lld rows x %lld cols must be positive",
+                           name.c_str(), static_cast<long long>(desc.rows),
+                           static_cast<long long>(desc.cols)));
+  if (desc.cols % traits.block_elements != 0)
+    fail_invalid(strformat("weight '%s': %lld cols is not a whole number of %lld-element %.*s "
+                           "blocks",
+                           name.c_str(), static_cast<long long>(desc.cols),
+                           static_cast<long long>(traits.block_elements),
+                           static_cast<int>(traits.name.size()), traits.name.data()));
+  // Keep every size computation far from overflow (int32 indices elsewhere).
+  constexpr int64_t kMaxDim = int64_t{1} << 31;
+  if (desc.cols >= kMaxDim || desc.rows >= kMaxDim)
+    fail_invalid(strformat("weight '%s': a dimension exceeds 2^31", name.c_str()));
+  // Both factors are below 2^31 and block_bytes is small: no overflow.
+  const uint64_t row_bytes =
+      static_cast<uint64_t>(desc.cols / traits.block_elements) * traits.block_bytes;
+  const uint64_t expected = static_cast<uint64_t>(desc.rows) * row_bytes;
+  if (desc.nbytes != expected)
+    fail_invalid(strformat("weight '%s': nbytes is %llu but %lld rows of %lld %.*s values take "
+                           "%llu bytes",
+                           name.c_str(), static_cast<unsigned long long>(desc.nbytes),
+                           static_cast<long long>(desc.rows), static_cast<long long>(desc.cols),
+                           static_cast<int>(traits.name.size()), traits.name.data(),
+                           static_cast<unsigned long long>(expected)));
+  if (desc.data == nullptr)
+    fail_invalid(strformat("weight '%s': data is NULL", name.c_str()));
+  if (expected > std::numeric_limits<size_t>::max())
+    fail_invalid(strformat("weight '%s': too large for this machine", name.c_str()));
+
+  auto w = std::make_unique<Weight>();
+  w->type = static_cast<GgmlType>(desc.type);
+  w->rows = desc.rows;
+  w->cols = desc.cols;
+  w->row_bytes = static_cast<size_t>(row_bytes);
+  w->name = name;
+  if ((desc.flags & BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT) != 0) {
+    w->data = static_cast<const uint8_t *>(desc.data);
+  } else {
+    w->owned = std::make_unique_for_overwrite<uint8_t[]>(static_cast<size_t>(expected));
+    std::memcpy(w->owned.get(), desc.data, static_cast<size_t>(expected));
+    w->data = w->owned.get();
+  }
+  return w;
+}
+
+} // namespace bonsai::cpu

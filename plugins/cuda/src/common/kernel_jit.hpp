@@ -1,0 +1,47 @@
+#pragma once
+// Turns a kernel program into a loaded module: PTX from the disk cache when
+// present, else from NVRTC (then stored). A cached entry the driver refuses is
+// deleted and rebuilt once. Compiler and loader are injected, so this logic
+// is tested without NVRTC or a GPU.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "logger.hpp"
+#include "nvrtc_library.hpp"
+#include "ptx_cache.hpp"
+
+namespace bonsai::cuda {
+
+struct JitProgram {
+  std::string name;   // e.g. "bonsai_matmul.cu"
+  std::string source; // complete CUDA C++ source
+  std::string arch;   // e.g. "compute_90"
+};
+
+struct JitTools {
+  const PtxCache *cache = nullptr; // NULL: caching off
+  std::string nvrtc_version;       // part of the key
+  // CUDA C++ -> PTX (throws PluginError on a compile error).
+  std::function<std::string(const CompileRequest &)> compile;
+  Logger log;
+};
+
+// Returns true when the PTX loaded; false means "the driver refused it".
+using PtxLoader = std::function<bool(const std::string &ptx)>;
+
+struct JitOutcome {
+  bool cache_hit = false;     // the loaded PTX came from the cache
+  int compiles = 0;           // NVRTC invocations (0 on a good hit)
+  bool evicted_entry = false; // a cached entry failed to load and was deleted
+  std::string key;
+};
+
+// The NVRTC options used for every program, for `arch`.
+std::vector<std::string> jit_options(const std::string &arch);
+
+// Produces PTX for `program` and hands it to `load`. Throws PluginError when
+// compilation fails or freshly compiled PTX does not load.
+JitOutcome jit_load(const JitProgram &program, const JitTools &tools, const PtxLoader &load);
+
+} // namespace bonsai::cuda

@@ -1,0 +1,126 @@
+#include "nvrtc_library.hpp"
+
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "dynamic_library.hpp"
+#include "plugin_error.hpp"
+
+namespace bonsai::cuda {
+namespace {
+
+std::string resolve_all(void *handle, NvrtcApi &api) {
+  const std::pair<const char *, bool> results[] = {
+#define BONSAI_RESOLVE(field) {#field, resolve_symbol(handle, #field, &api.field)}
+      BONSAI_RESOLVE(nvrtcVersion),        BONSAI_RESOLVE(nvrtcGetErrorString),
+      BONSAI_RESOLVE(nvrtcCreateProgram),  BONSAI_RESOLVE(nvrtcDestroyProgram),
+      BONSAI_RESOLVE(nvrtcCompileProgram), BONSAI_RESOLVE(nvrtcGetPTXSize),
+      BONSAI_RESOLVE(nvrtcGetPTX),         BONSAI_RESOLVE(nvrtcGetProgramLogSize),
+      BONSAI_RESOLVE(nvrtcGetProgramLog),
+#undef BONSAI_RESOLVE
+  };
+  for (const auto &[name, found] : results)
+    if (!found)
+      return name;
+  return {};
+}
+
+struct NvrtcEntry {
+  NvrtcApi api;
+  NvrtcLoad load;
+};
+
+std::unique_ptr<NvrtcEntry> open_nvrtc() {
+  auto entry = std::make_unique<NvrtcEntry>();
+  const OpenedLibrary opened = open_first_library(nvrtc_library_candidates());
+  if (opened.handle == nullptr) {
+    entry->load.error = "NVRTC not found: " + opened.error;
+    return entry;
+  }
+  entry->load.library = opened.path;
+  if (const std::string missing = resolve_all(opened.handle, entry->api); !missing.empty()) {
+    entry->load.error = strformat("%s lacks the function %s", opened.path.c_str(), missing.c_str());
+    return entry;
+  }
+  int major = 0;
+  int minor = 0;
+  if (entry->api.nvrtcVersion(&major, &minor) != kNvrtcSuccess) {
+    entry->load.error = opened.path + ": nvrtcVersion failed";
+    return entry;
+  }
+  entry->load.version = strformat("%d.%d", major, minor);
+  entry->load.api = &entry->api;
+  return entry;
+}
+
+// Releases an NVRTC program on every path out of compile_to_ptx.
+class ProgramGuard {
+public:
+  ProgramGuard(const NvrtcApi &api, nvrtcProgram program) : api_(api), program_(program) {}
+  ~ProgramGuard() { api_.nvrtcDestroyProgram(&program_); }
+  ProgramGuard(const ProgramGuard &) = delete;
+  ProgramGuard &operator=(const ProgramGuard &) = delete;
+
+private:
+  const NvrtcApi &api_;
+  nvrtcProgram program_;
+};
+
+std::string program_log(const NvrtcApi &api, nvrtcProgram program) {
+  size_t size = 0;
+  if (api.nvrtcGetProgramLogSize(program, &size) != kNvrtcSuccess || size <= 1)
+    return {};
+  std::string log(size, '\0');
+  if (api.nvrtcGetProgramLog(program, log.data()) != kNvrtcSuccess)
+    return {};
+  log.resize(size - 1); // drop the terminator
+  return log;
+}
+
+} // namespace
+
+std::vector<std::string> nvrtc_library_candidates() {
+  if (const char *env = std::getenv("BONSAI_NVRTC"); env != nullptr && *env != '\0')
+    return {env};
+  return {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
+          "/usr/local/cuda/lib64/libnvrtc.so"};
+}
+
+NvrtcLoad load_nvrtc() {
+  static std::once_flag once;
+  static std::unique_ptr<NvrtcEntry> entry;
+  std::call_once(once, [] { entry = open_nvrtc(); });
+  return entry->load;
+}
+
+std::string compile_to_ptx(const NvrtcApi &api, const CompileRequest &request) {
+  nvrtcProgram program = nullptr;
+  nvrtcResult result = api.nvrtcCreateProgram(&program, request.source.c_str(),
+                                              request.program_name.c_str(), 0, nullptr, nullptr);
+  if (result != kNvrtcSuccess)
+    fail(BONSAI_ERR_INTERNAL,
+         strformat("NVRTC cannot create program %s: %s", request.program_name.c_str(),
+                   api.nvrtcGetErrorString(result)));
+  ProgramGuard guard(api, program);
+  std::vector<const char *> options;
+  for (const std::string &option : request.options)
+    options.push_back(option.c_str());
+  result = api.nvrtcCompileProgram(program, static_cast<int>(options.size()), options.data());
+  if (result != kNvrtcSuccess)
+    fail(BONSAI_ERR_INTERNAL,
+         strformat("NVRTC failed to compile %s: %s\n%s", request.program_name.c_str(),
+                   api.nvrtcGetErrorString(result), program_log(api, program).c_str()));
+  size_t size = 0;
+  if (api.nvrtcGetPTXSize(program, &size) != kNvrtcSuccess || size == 0)
+    fail(BONSAI_ERR_INTERNAL, "NVRTC returned no PTX for " + request.program_name);
+  std::string ptx(size, '\0');
+  if (api.nvrtcGetPTX(program, ptx.data()) != kNvrtcSuccess)
+    fail(BONSAI_ERR_INTERNAL, "NVRTC could not copy the PTX of " + request.program_name);
+  while (!ptx.empty() && ptx.back() == '\0')
+    ptx.pop_back();
+  return ptx;
+}
+
+} // namespace bonsai::cuda

@@ -1,0 +1,59 @@
+#include "options.hpp"
+
+#include <sstream>
+
+#include "plugin_error.hpp"
+
+namespace bonsai::cuda {
+namespace {
+
+std::string trim(const std::string &text) {
+  const auto begin = text.find_first_not_of(" \t");
+  if (begin == std::string::npos)
+    return {};
+  return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
+}
+
+bool parse_switch(const std::string &key, const std::string &value) {
+  if (value == "on" || value == "1" || value == "true" || value == "yes")
+    return true;
+  if (value == "off" || value == "0" || value == "false" || value == "no")
+    return false;
+  fail_invalid(strformat("option %s=%s: expected on or off", key.c_str(), value.c_str()));
+}
+
+} // namespace
+
+ContextOptions parse_options(const char *options) {
+  ContextOptions parsed;
+  if (options == nullptr)
+    return parsed;
+  std::istringstream in(options);
+  std::string entry;
+  while (std::getline(in, entry, ';')) {
+    entry = trim(entry);
+    if (entry.empty())
+      continue;
+    const auto equals = entry.find('=');
+    if (equals == std::string::npos) {
+      parsed.warnings.push_back("ignoring option '" + entry + "': expected key=value");
+      continue;
+    }
+    const std::string key = trim(entry.substr(0, equals));
+    const std::string value = trim(entry.substr(equals + 1));
+    if (key == "kernels") {
+      if (value != "reference" && value != "auto")
+        fail_invalid("option kernels=" + value + ": expected reference or auto");
+      parsed.use_graphs = value != "reference";
+    } else if (key == "ptx_cache") {
+      parsed.ptx_cache = parse_switch(key, value);
+    } else if (key == "graphs") {
+      parsed.use_graphs = parse_switch(key, value);
+    } else {
+      parsed.warnings.push_back("ignoring unknown option '" + key + "'");
+    }
+  }
+  return parsed;
+}
+
+} // namespace bonsai::cuda

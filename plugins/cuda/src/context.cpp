@@ -1,0 +1,79 @@
+#include "context.hpp"
+
+#include "driver_library.hpp"
+#include "plugin_error.hpp"
+#include "probe.hpp"
+
+namespace bonsai::cuda {
+namespace {
+
+double mib(size_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &facts) {
+  CurrentContext current(*ctx.device);
+  const CacheLocation location = resolve_cache_location(!ctx.options.ptx_cache);
+  if (location.enabled) {
+    ctx.cache = std::make_unique<PtxCache>(location.dir, ctx.log);
+    ctx.log.debug(
+        strformat("PTX cache: %s (%s)", location.dir.string().c_str(), location.reason.c_str()));
+  } else {
+    ctx.log.info("PTX cache off: " + location.reason);
+  }
+  const KernelLoadConfig kernel_config{
+      strformat("compute_%d%d", facts.compute_major, facts.compute_minor), ctx.cache.get(),
+      ctx.log};
+  ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);
+
+  const auto [free_bytes, total_bytes] = ctx.device->memory_info();
+  ctx.log.info(strformat("CUDA device %d: %s, sm_%d%d, %.0f MiB free of %.0f MiB%s", device_index,
+                         facts.name.c_str(), facts.compute_major, facts.compute_minor,
+                         mib(free_bytes), mib(total_bytes),
+                         ctx.options.use_graphs ? ", decode steps as CUDA graphs" : ""));
+}
+
+} // namespace
+
+const Weight *Context::find_weight(const bonsai_weight *handle) const {
+  const auto it = weights.find(reinterpret_cast<const Weight *>(handle));
+  return it == weights.end() ? nullptr : it->second.get();
+}
+
+void Context::release_device_objects() {
+  model.reset();
+  weights.clear();
+  matmul_x.reset();
+  matmul_y.reset();
+  kernels.reset();
+}
+
+std::unique_ptr<Context> make_context(const bonsai_context_desc &desc) {
+  if (desc.max_context < 1 || desc.max_batch < 1)
+    fail_invalid(strformat("create_context: max_context (%d) and max_batch (%d) must be >= 1",
+                           desc.max_context, desc.max_batch));
+  auto ctx = std::make_unique<Context>();
+  ctx->max_context = desc.max_context;
+  ctx->max_batch = desc.max_batch;
+  ctx->log = Logger(desc.log, desc.log_user_data, desc.log_level);
+  ctx->options = parse_options(desc.options);
+  for (const std::string &warning : ctx->options.warnings)
+    ctx->log.warn(warning);
+
+  const DriverLoad driver = load_driver();
+  DeviceFacts facts;
+  if (const std::string why = query_device(driver, desc.device_index, &facts); !why.empty())
+    fail(BONSAI_ERR_NO_DEVICE, "CUDA plugin: no usable device: " + why);
+  ctx->device = std::make_unique<Device>(*driver.api, desc.device_index);
+  try {
+    setup_device_objects(*ctx, desc.device_index, facts);
+  } catch (...) {
+    // Kernels hold modules of the device's context: free them with it current.
+    CurrentContext current(*ctx->device);
+    ctx->release_device_objects();
+    throw;
+  }
+  return ctx;
+}
+
+} // namespace bonsai::cuda

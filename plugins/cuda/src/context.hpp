@@ -1,0 +1,74 @@
+#pragma once
+// Everything a context owns: device, kernels, PTX cache, weights, the bound
+// model with its KV cache, and the state of the open step. Nothing lives
+// outside a context except the process-wide driver/NVRTC handles.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "bonsai/bonsai_backend.h"
+#include "device.hpp"
+#include "kernels.hpp"
+#include "logger.hpp"
+#include "model.hpp"
+#include "options.hpp"
+#include "ptx_cache.hpp"
+#include "weight.hpp"
+
+namespace bonsai::cuda {
+
+inline constexpr uint64_t kContextMagic = 0x43554441626e7361ull; // tags live contexts
+
+// Where the open step stands in begin -> encode x n_layer -> lm_head -> end.
+struct StepState {
+  bool open = false;
+  bool failed = false;    // an encode failed: only begin_step may follow
+  bool use_graph = false; // this step replays the decode graph
+  int n_tokens = 0;
+  int next_layer = 0;
+  int32_t host_info[2] = {0, 0}; // {kv_length, n_tokens}, source of the upload
+};
+
+struct Context {
+  uint64_t magic = kContextMagic;
+  int max_context = 0;
+  int max_batch = 0;
+  Logger log;
+  ContextOptions options;
+  // Declared first, destroyed last: everything below frees device memory.
+  std::unique_ptr<Device> device;
+  std::unique_ptr<PtxCache> cache;
+  std::unique_ptr<Kernels> kernels;
+  std::unordered_map<const Weight *, std::unique_ptr<Weight>> weights;
+  std::unique_ptr<BoundModel> model;
+  StepState step;
+  DeviceBuffer matmul_x, matmul_y; // scratch for matmul(), grown on demand
+  mutable std::string last_error;
+
+  // The weight behind a host handle, or nullptr when it is not one of ours
+  // (never dereferences the handle).
+  const Weight *find_weight(const bonsai_weight *handle) const;
+  // Frees every device object (with the device's context current).
+  void release_device_objects();
+};
+
+// Creates a context: loads the driver, checks the device, compiles or loads
+// the kernels. Throws PluginError (NO_DEVICE with the reason when there is
+// no usable device).
+std::unique_ptr<Context> make_context(const bonsai_context_desc &desc);
+
+inline Context *to_context(bonsai_context *c) {
+  return reinterpret_cast<Context *>(c);
+}
+inline const Context *to_context(const bonsai_context *c) {
+  return reinterpret_cast<const Context *>(c);
+}
+inline bonsai_context *to_handle(Context *c) {
+  return reinterpret_cast<bonsai_context *>(c);
+}
+inline bonsai_weight *to_handle(Weight *w) {
+  return reinterpret_cast<bonsai_weight *>(w);
+}
+
+} // namespace bonsai::cuda

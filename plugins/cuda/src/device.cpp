@@ -1,0 +1,122 @@
+#include "device.hpp"
+
+#include "plugin_error.hpp"
+
+namespace bonsai::cuda {
+namespace {
+
+double mib(size_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
+
+} // namespace
+
+Device::Device(const DriverApi &api, int device_index) : api_(api) {
+  int count = 0;
+  check(api_.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (device_index < 0 || device_index >= count)
+    fail(BONSAI_ERR_NO_DEVICE,
+         strformat("device index %d is out of range: %d CUDA device(s)", device_index, count));
+  check(api_.cuDeviceGet(&device_, device_index), "cuDeviceGet");
+  check(api_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+  CurrentContext current(*this);
+  const CUresult result = api_.cuStreamCreate(&stream_, kStreamNonBlocking);
+  if (result != kCudaSuccess) {
+    api_.cuDevicePrimaryCtxRelease(device_);
+    check(result, "cuStreamCreate");
+  }
+}
+
+Device::~Device() {
+  if (stream_ != nullptr) {
+    CurrentContext current(*this);
+    api_.cuStreamSynchronize(stream_);
+    api_.cuStreamDestroy(stream_);
+  }
+  if (context_ != nullptr)
+    api_.cuDevicePrimaryCtxRelease(device_);
+}
+
+void Device::check(CUresult result, const char *what) const {
+  if (result != kCudaSuccess)
+    fail(result == kCudaErrorOutOfMemory ? BONSAI_ERR_OUT_OF_MEMORY : BONSAI_ERR_INTERNAL,
+         strformat("%s: %s", what, cuda_error_text(api_, result).c_str()));
+}
+
+CUdeviceptr Device::allocate(size_t bytes, const std::string &what) const {
+  CUdeviceptr pointer = 0;
+  const CUresult result = api_.cuMemAlloc(&pointer, bytes == 0 ? 1 : bytes);
+  if (result == kCudaErrorOutOfMemory) {
+    const auto [free_bytes, total_bytes] = memory_info();
+    fail(BONSAI_ERR_OUT_OF_MEMORY,
+         strformat("out of device memory allocating %s: needed %zu bytes (%.1f MiB), %zu bytes "
+                   "(%.1f MiB) free of %.1f MiB",
+                   what.c_str(), bytes, mib(bytes), free_bytes, mib(free_bytes), mib(total_bytes)));
+  }
+  check(result, ("cuMemAlloc for " + what).c_str());
+  return pointer;
+}
+
+void Device::release(CUdeviceptr pointer) const {
+  if (pointer != 0)
+    api_.cuMemFree(pointer);
+}
+
+void Device::upload(CUdeviceptr dst, const void *src, size_t bytes) const {
+  if (bytes != 0)
+    check(api_.cuMemcpyHtoDAsync(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
+}
+
+void Device::download(void *dst, CUdeviceptr src, size_t bytes) const {
+  if (bytes != 0)
+    check(api_.cuMemcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync");
+  synchronize();
+}
+
+void Device::synchronize() const {
+  check(api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+std::pair<size_t, size_t> Device::memory_info() const {
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  if (api_.cuMemGetInfo(&free_bytes, &total_bytes) != kCudaSuccess)
+    return {0, 0};
+  return {free_bytes, total_bytes};
+}
+
+CurrentContext::CurrentContext(const Device &device) : device_(device) {
+  device_.check(device_.api().cuCtxPushCurrent(device_.context()), "cuCtxPushCurrent");
+  pushed_ = true;
+}
+
+CurrentContext::~CurrentContext() {
+  if (pushed_) {
+    CUcontext popped = nullptr;
+    device_.api().cuCtxPopCurrent(&popped);
+  }
+}
+
+DeviceBuffer::DeviceBuffer(const Device &device, size_t bytes, const std::string &what)
+    : device_(&device), pointer_(device.allocate(bytes, what)), bytes_(bytes) {}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  if (this != &other) {
+    reset();
+    device_ = other.device_;
+    pointer_ = other.pointer_;
+    bytes_ = other.bytes_;
+    other.pointer_ = 0;
+    other.bytes_ = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::reset() {
+  if (device_ != nullptr && pointer_ != 0)
+    device_->release(pointer_);
+  pointer_ = 0;
+  bytes_ = 0;
+}
+
+} // namespace bonsai::cuda

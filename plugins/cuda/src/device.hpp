@@ -1,0 +1,82 @@
+#pragma once
+// One CUDA device as a context uses it: the retained primary context, a
+// stream, checked driver calls and device memory with clear out-of-memory
+// messages.
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "driver_library.hpp"
+
+namespace bonsai::cuda {
+
+class Device {
+public:
+  // Retains the primary context of `device_index` and creates a non-blocking
+  // stream. Throws PluginError (NO_DEVICE when the driver has no such device).
+  Device(const DriverApi &api, int device_index);
+  ~Device();
+  Device(const Device &) = delete;
+  Device &operator=(const Device &) = delete;
+
+  const DriverApi &api() const { return api_; }
+  CUstream stream() const { return stream_; }
+  CUcontext context() const { return context_; }
+
+  // Throws PluginError(INTERNAL) "<what>: <CUDA error text>" unless success.
+  void check(CUresult result, const char *what) const;
+
+  // cuMemAlloc; OUT_OF_MEMORY names `what`, the bytes needed and free.
+  CUdeviceptr allocate(size_t bytes, const std::string &what) const;
+  void release(CUdeviceptr pointer) const;
+
+  void upload(CUdeviceptr dst, const void *src, size_t bytes) const;
+  // Copies and waits for the stream (the result is then in host memory).
+  void download(void *dst, CUdeviceptr src, size_t bytes) const;
+  void synchronize() const;
+  // (free, total) bytes of the device now.
+  std::pair<size_t, size_t> memory_info() const;
+
+private:
+  const DriverApi &api_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+};
+
+// Makes the device's context current on this thread for a scope (each ABI
+// call may come from a different thread).
+class CurrentContext {
+public:
+  explicit CurrentContext(const Device &device);
+  ~CurrentContext();
+  CurrentContext(const CurrentContext &) = delete;
+  CurrentContext &operator=(const CurrentContext &) = delete;
+
+private:
+  const Device &device_;
+  bool pushed_ = false;
+};
+
+// Owned device memory, freed with the object.
+class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const Device &device, size_t bytes, const std::string &what);
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer &&other) noexcept { *this = std::move(other); }
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  CUdeviceptr get() const { return pointer_; }
+  size_t bytes() const { return bytes_; }
+  void reset();
+
+private:
+  const Device *device_ = nullptr;
+  CUdeviceptr pointer_ = 0;
+  size_t bytes_ = 0;
+};
+
+} // namespace bonsai::cuda

@@ -1,0 +1,53 @@
+#include "kernel_sources.hpp"
+
+namespace bonsai::cuda {
+namespace {
+
+const char *const kTypeSuffixes[] = {"f32", "f16", "bf16", "q8_0", "q1_0", "q2_0"};
+
+std::vector<std::string> matmul_entry_points() {
+  std::vector<std::string> names;
+  for (const char *suffix : kTypeSuffixes)
+    for (const char *kind : {"bonsai_gemv_", "bonsai_gemm_", "bonsai_gemv_swiglu_",
+                             "bonsai_gemm_swiglu_", "bonsai_get_rows_"})
+      names.push_back(std::string(kind) + suffix);
+  return names;
+}
+
+std::vector<KernelProgram> build_programs() {
+  return {
+      {"bonsai_matmul.cu", std::string(kCommonPrelude) + kMatmulSource, matmul_entry_points()},
+      {"bonsai_layer.cu",
+       std::string(kCommonPrelude) + kLayerSource,
+       {"bonsai_rmsnorm", "bonsai_qk_norm_rope", "bonsai_attention_split", "bonsai_attention_merge",
+        "bonsai_argmax"}},
+  };
+}
+
+} // namespace
+
+const std::vector<KernelProgram> &kernel_programs() {
+  static const std::vector<KernelProgram> programs = build_programs();
+  return programs;
+}
+
+const char *kernel_type_suffix(unsigned ggml_type) {
+  switch (ggml_type) {
+  case 0:
+    return "f32";
+  case 1:
+    return "f16";
+  case 8:
+    return "q8_0";
+  case 30:
+    return "bf16";
+  case 41:
+    return "q1_0";
+  case 42:
+    return "q2_0";
+  default:
+    return nullptr;
+  }
+}
+
+} // namespace bonsai::cuda

@@ -1,0 +1,28 @@
+#pragma once
+// The CUDA C++ programs the plugin compiles with NVRTC at run time. Each
+// program is the common prelude plus its own kernels; every kernel is
+// extern "C" so its PTX entry name is the name listed here.
+#include <string>
+#include <vector>
+
+namespace bonsai::cuda {
+
+struct KernelProgram {
+  std::string name;                      // e.g. "bonsai_matmul.cu"
+  std::string source;                    // complete source handed to NVRTC
+  std::vector<std::string> entry_points; // kernels the plugin looks up
+};
+
+// Every program, in a fixed order (their sources are built once).
+const std::vector<KernelProgram> &kernel_programs();
+
+// Suffix of a weight type in kernel names ("f32", "f16", "q8_0", "bf16",
+// "q1_0", "q2_0"), or nullptr for a type without kernels.
+const char *kernel_type_suffix(unsigned ggml_type);
+
+// Program sources (defined in the kernels/*.cpp files).
+extern const char *const kCommonPrelude;
+extern const char *const kMatmulSource;
+extern const char *const kLayerSource;
+
+} // namespace bonsai::cuda

@@ -1,0 +1,155 @@
+// The per-layer kernels besides the matmuls: RMSNorm, QK-norm + RoPE + KV
+// store, split-K attention with its merge, and the LM head's argmax. Every
+// kernel that depends on the position reads it from device memory
+// (step_info[0] = KV length before the step = position of token 0), so a
+// captured CUDA graph replays unchanged from step to step.
+#define BONSAI_NEG_INF (-__int_as_float(0x7f800000))
+
+// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight; one block per token.
+extern "C" __global__ void bonsai_rmsnorm(const float *x, const float *weight, float *out, int n,
+                                          float eps) {
+  __shared__ float scratch[32];
+  const size_t base = (size_t)blockIdx.x * n;
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < n; c += blockDim.x)
+    ss += x[base + c] * x[base + c];
+  const float inv = 1.0f / sqrtf(block_sum(ss, scratch) / (float)n + eps);
+  for (int c = threadIdx.x; c < n; c += blockDim.x)
+    out[base + c] = x[base + c] * inv * weight[c];
+}
+
+// Per head: RMSNorm with the q/k norm weight, then NEOX RoPE (pairs i and
+// i + head_dim/2, angle = pos * base^(-2i/head_dim)). Blocks x < n_head are
+// query heads (rotated in place); the rest are key heads, whose rotated keys
+// and plain values go into the KV cache at the token's position. Cache
+// layout: [kv_head][max_ctx][head_dim]. Block: head_dim rounded up to 32.
+extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const float *v,
+                                               const float *q_norm, const float *k_norm,
+                                               float *k_cache, float *v_cache,
+                                               const int *step_info, int n_head, int n_head_kv,
+                                               int head_dim, int max_ctx, float eps,
+                                               float freq_base) {
+  __shared__ float scratch[32];
+  BONSAI_DYNAMIC_SHARED(float, normed); // head_dim floats
+  const int i = threadIdx.x;
+  const int t = blockIdx.y;
+  const bool is_query = blockIdx.x < n_head;
+  const int head = is_query ? blockIdx.x : blockIdx.x - n_head;
+  const int pos = step_info[0] + t;
+  const float *src = is_query ? q + ((size_t)t * n_head + head) * head_dim
+                              : k + ((size_t)t * n_head_kv + head) * head_dim;
+  const float *norm = is_query ? q_norm : k_norm;
+  const float value = i < head_dim ? src[i] : 0.0f;
+  const float inv = 1.0f / sqrtf(block_sum(value * value, scratch) / (float)head_dim + eps);
+  if (i < head_dim)
+    normed[i] = value * inv * norm[i];
+  __syncthreads();
+  const int half = head_dim / 2;
+  float *dst = is_query ? q + ((size_t)t * n_head + head) * head_dim
+                        : k_cache + ((size_t)head * max_ctx + pos) * head_dim;
+  if (i < half) {
+    const double theta = (double)pos * pow((double)freq_base, -2.0 * i / head_dim);
+    const float c = (float)cos(theta), s = (float)sin(theta);
+    const float a = normed[i], b = normed[i + half];
+    dst[i] = a * c - b * s;
+    dst[i + half] = a * s + b * c;
+  }
+  if (!is_query && i < head_dim)
+    v_cache[((size_t)head * max_ctx + pos) * head_dim + i] =
+        v[((size_t)t * n_head_kv + head) * head_dim + i];
+}
+
+// Split-K attention, pass 1: block (head, token, split) runs an online
+// softmax over keys [split*chunk, min((split+1)*chunk, pos+1)) and writes its
+// running max m, sum l and unnormalised output. Splits past the causal end
+// write m = -inf, l = 0. Thread i owns output dimension i.
+extern "C" __global__ void bonsai_attention_split(const float *q, const float *k_cache,
+                                                  const float *v_cache, float *part_ml,
+                                                  float *part_acc, const int *step_info,
+                                                  int n_head, int n_head_kv, int head_dim,
+                                                  int max_ctx, int chunk) {
+  __shared__ float scratch[32];
+  const int i = threadIdx.x;
+  const int head = blockIdx.x, t = blockIdx.y, split = blockIdx.z, n_splits = gridDim.z;
+  const int pos = step_info[0] + t;
+  const int kv_head = head / (n_head / n_head_kv);
+  const int begin = split * chunk;
+  const int end = min(begin + chunk, pos + 1);
+  const float scale = 1.0f / sqrtf((float)head_dim);
+  const float qi = i < head_dim ? q[((size_t)t * n_head + head) * head_dim + i] : 0.0f;
+  const float *keys = k_cache + (size_t)kv_head * max_ctx * head_dim;
+  const float *values = v_cache + (size_t)kv_head * max_ctx * head_dim;
+  float m = BONSAI_NEG_INF, l = 0.0f, acc = 0.0f;
+  for (int j = begin; j < end; ++j) {
+    const float kij = i < head_dim ? keys[(size_t)j * head_dim + i] : 0.0f;
+    const float score = block_sum(qi * kij, scratch) * scale;
+    const float m_new = fmaxf(m, score);
+    const float correction = expf(m - m_new); // 0 for the first key (m = -inf)
+    const float p = expf(score - m_new);
+    l = l * correction + p;
+    const float vij = i < head_dim ? values[(size_t)j * head_dim + i] : 0.0f;
+    acc = acc * correction + p * vij;
+    m = m_new;
+  }
+  const size_t index = ((size_t)t * n_head + head) * n_splits + split;
+  if (i == 0) {
+    part_ml[2 * index] = m;
+    part_ml[2 * index + 1] = l;
+  }
+  if (i < head_dim)
+    part_acc[index * head_dim + i] = acc;
+}
+
+// Split-K attention, pass 2: combines the n_splits partial results of
+// (head, token) into out[t][head*head_dim + i]. Split 0 always holds key 0,
+// so the overall max is finite.
+extern "C" __global__ void bonsai_attention_merge(const float *part_ml, const float *part_acc,
+                                                  float *out, int n_head, int head_dim,
+                                                  int n_splits) {
+  const int i = threadIdx.x;
+  const int head = blockIdx.x, t = blockIdx.y;
+  if (i >= head_dim)
+    return;
+  const size_t first = ((size_t)t * n_head + head) * n_splits;
+  float m_max = BONSAI_NEG_INF;
+  for (int s = 0; s < n_splits; ++s)
+    m_max = fmaxf(m_max, part_ml[2 * (first + s)]);
+  float l_sum = 0.0f, acc = 0.0f;
+  for (int s = 0; s < n_splits; ++s) {
+    const float weight = expf(part_ml[2 * (first + s)] - m_max); // 0 for empty splits
+    l_sum += part_ml[2 * (first + s) + 1] * weight;
+    acc += part_acc[(first + s) * head_dim + i] * weight;
+  }
+  out[((size_t)t * n_head + head) * head_dim + i] = acc / l_sum;
+}
+
+// out[r] = argmax of logits row r (lowest id on ties); one block of 256
+// threads per row.
+extern "C" __global__ void bonsai_argmax(const float *logits, int n_vocab, int *out) {
+  __shared__ float best_value[256];
+  __shared__ int best_id[256];
+  const float *row = logits + (size_t)blockIdx.x * n_vocab;
+  float value = BONSAI_NEG_INF;
+  int id = n_vocab; // "none yet": loses every tie against a real id
+  for (int c = threadIdx.x; c < n_vocab; c += blockDim.x)
+    if (row[c] > value || (row[c] == value && c < id)) {
+      value = row[c];
+      id = c;
+    }
+  best_value[threadIdx.x] = value;
+  best_id[threadIdx.x] = id;
+  __syncthreads();
+  for (int stride = (int)blockDim.x / 2; stride > 0; stride >>= 1) {
+    if ((int)threadIdx.x < stride) {
+      const float v = best_value[threadIdx.x + stride];
+      const int j = best_id[threadIdx.x + stride];
+      if (v > best_value[threadIdx.x] || (v == best_value[threadIdx.x] && j < best_id[threadIdx.x])) {
+        best_value[threadIdx.x] = v;
+        best_id[threadIdx.x] = j;
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = best_id[0] < n_vocab ? best_id[0] : 0;
+}

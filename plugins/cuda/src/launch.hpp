@@ -1,0 +1,47 @@
+#pragma once
+// Kernel launches with typed arguments, and the matmul launch shared by the
+// ABI's matmul() and the layer code.
+#include <cstdint>
+
+#include "device.hpp"
+#include "kernels.hpp"
+#include "weight.hpp"
+
+namespace bonsai::cuda {
+
+struct LaunchShape {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1;
+  unsigned shared_bytes = 0;
+};
+
+// cuLaunchKernel with `args` passed by value (their addresses live for the
+// call, which is all the driver needs).
+template <class... Args>
+void launch(const Device &device, CUfunction function, const LaunchShape &shape, Args... args) {
+  void *params[] = {static_cast<void *>(&args)...};
+  device.check(device.api().cuLaunchKernel(function, shape.grid_x, shape.grid_y, shape.grid_z,
+                                           shape.block_x, 1, 1, shape.shared_bytes, device.stream(),
+                                           params, nullptr),
+               "cuLaunchKernel");
+}
+
+// Threads per block for a kernel where thread i owns element i of a head.
+inline unsigned threads_for(int n) {
+  return static_cast<unsigned>((n + 31) / 32 * 32);
+}
+
+// out[t] = W x[t] for n_tokens rows of x (device pointers); `accumulate`
+// adds into out instead (residual connections).
+void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr x,
+                   CUdeviceptr out, int n_tokens, bool accumulate);
+
+// out[t] = silu(Wg x[t]) * (Wu x[t]).
+void launch_swiglu(const Device &device, const Kernels &kernels, const Weight &gate,
+                   const Weight &up, CUdeviceptr x, CUdeviceptr out, int n_tokens);
+
+// out[t] = W[ids[t]] as f32 (ids in device memory).
+void launch_get_rows(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr ids,
+                     CUdeviceptr out, int n_tokens);
+
+} // namespace bonsai::cuda

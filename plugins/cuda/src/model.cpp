@@ -1,0 +1,170 @@
+#include "model.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "launch.hpp"
+#include "plugin_error.hpp"
+
+namespace bonsai::cuda {
+namespace {
+
+constexpr int kSplitChunk = 256; // keys per attention split before capping
+constexpr int kMaxSplits = 16;
+
+struct Binder {
+  const Device &device;
+  const Kernels &kernels;
+  const WeightLookup &find;
+  BoundModel &model;
+
+  const Weight &matrix(const bonsai_weight *handle, const char *what, int64_t rows, int64_t cols) {
+    const Weight *w = find(handle);
+    if (w == nullptr)
+      fail_invalid(strformat("bind_model: %s is not a weight of this context", what));
+    if (w->rows != rows || w->cols != cols)
+      fail_invalid(strformat("bind_model: %s %s is %lld x %lld, expected %lld x %lld", what,
+                             w->label().c_str(), static_cast<long long>(w->rows),
+                             static_cast<long long>(w->cols), static_cast<long long>(rows),
+                             static_cast<long long>(cols)));
+    model.used.insert(w);
+    return *w;
+  }
+
+  // A norm vector as f32 on the device: F32 weights are used in place,
+  // other types are decoded once with the embedding-lookup kernel (row 0).
+  CUdeviceptr vector(const bonsai_weight *handle, const char *what, int64_t n) {
+    const Weight &w = matrix(handle, what, 1, n);
+    if (w.layout.type == 0)
+      return w.data.get();
+    DeviceBuffer f32(device, static_cast<size_t>(n) * sizeof(float),
+                     std::string("f32 copy of ") + what);
+    DeviceBuffer zero_id(device, sizeof(int32_t), "row id");
+    const int32_t id = 0;
+    device.upload(zero_id.get(), &id, sizeof id);
+    launch_get_rows(device, kernels, w, zero_id.get(), f32.get(), 1);
+    device.synchronize();
+    model.norm_copies.push_back(std::move(f32));
+    return model.norm_copies.back().get();
+  }
+};
+
+void check_dims(const bonsai_model_desc &d) {
+  if (d.n_embd < 1 || d.n_layer < 1 || d.n_head < 1 || d.n_head_kv < 1 || d.head_dim < 2 ||
+      d.n_ff < 1 || d.n_vocab < 1)
+    fail_invalid(strformat("bind_model: dimensions must be positive (n_embd %d, n_layer %d, "
+                           "n_head %d, n_head_kv %d, head_dim %d, n_ff %d, n_vocab %d)",
+                           d.n_embd, d.n_layer, d.n_head, d.n_head_kv, d.head_dim, d.n_ff,
+                           d.n_vocab));
+  if (d.head_dim % 2 != 0 || d.head_dim > 1024)
+    fail_invalid(strformat("bind_model: head_dim %d must be even and at most 1024", d.head_dim));
+  if (d.n_head % d.n_head_kv != 0)
+    fail_invalid(strformat("bind_model: n_head %d is not a multiple of n_head_kv %d", d.n_head,
+                           d.n_head_kv));
+  if (!(d.rms_eps > 0.0f) || !(d.rope_freq_base > 0.0f))
+    fail_invalid("bind_model: rms_eps and rope_freq_base must be positive");
+  if (d.layers == nullptr || d.layers[0].struct_size < sizeof(bonsai_layer_weights))
+    fail_invalid("bind_model: layers is NULL or its struct_size is smaller than ABI 1.0's");
+}
+
+size_t floats(int64_t n) {
+  return static_cast<size_t>(n) * sizeof(float);
+}
+
+void allocate_activations(const Device &device, BoundModel &m) {
+  const ModelDims &d = m.dims;
+  const int64_t b = m.max_batch;
+  Activations &a = m.act;
+  a.x = DeviceBuffer(device, floats(b * d.n_embd), "hidden state");
+  a.h = DeviceBuffer(device, floats(b * d.n_embd), "normed hidden state");
+  a.q = DeviceBuffer(device, floats(b * d.n_head * d.head_dim), "queries");
+  a.k = DeviceBuffer(device, floats(b * d.n_head_kv * d.head_dim), "keys");
+  a.v = DeviceBuffer(device, floats(b * d.n_head_kv * d.head_dim), "values");
+  a.attn = DeviceBuffer(device, floats(b * d.n_head * d.head_dim), "attention output");
+  a.ff = DeviceBuffer(device, floats(b * d.n_ff), "MLP activations");
+  const int64_t partials = b * d.n_head * m.n_splits;
+  a.part_ml = DeviceBuffer(device, floats(2 * partials), "attention split statistics");
+  a.part_acc = DeviceBuffer(device, floats(partials * d.head_dim), "attention split outputs");
+  a.logits = DeviceBuffer(device, floats(int64_t{kLogitRows} * d.n_vocab), "logits");
+  a.token_ids = DeviceBuffer(device, static_cast<size_t>(b) * sizeof(int32_t), "token ids");
+  a.step_info = DeviceBuffer(device, 2 * sizeof(int32_t), "step info");
+  a.argmax = DeviceBuffer(device, kLogitRows * sizeof(int32_t), "argmax ids");
+  const size_t per_layer = floats(int64_t{d.n_head_kv} * m.max_context * d.head_dim);
+  a.kv_cache = DeviceBuffer(device, 2 * per_layer * d.n_layer, "KV cache");
+  for (int l = 0; l < d.n_layer; ++l) {
+    m.layers[l].k_cache = a.kv_cache.get() + 2 * per_layer * l;
+    m.layers[l].v_cache = m.layers[l].k_cache + per_layer;
+  }
+}
+
+} // namespace
+
+void StepGraph::set(CUgraph graph, CUgraphExec exec) {
+  reset();
+  graph_ = graph;
+  exec_ = exec;
+}
+
+void StepGraph::reset() {
+  if (exec_ != nullptr)
+    api_.cuGraphExecDestroy(exec_);
+  if (graph_ != nullptr)
+    api_.cuGraphDestroy(graph_);
+  exec_ = nullptr;
+  graph_ = nullptr;
+}
+
+std::unique_ptr<BoundModel> bind_model(const Device &device, const Kernels &kernels,
+                                       const bonsai_model_desc &desc, const WeightLookup &find,
+                                       const BindLimits &limits) {
+  check_dims(desc);
+  auto model = std::make_unique<BoundModel>(device.api());
+  ModelDims &d = model->dims;
+  d = {desc.n_embd, desc.n_layer, desc.n_head,  desc.n_head_kv,     desc.head_dim,
+       desc.n_ff,   desc.n_vocab, desc.rms_eps, desc.rope_freq_base};
+  model->max_context = limits.max_context;
+  model->max_batch = limits.max_batch;
+  model->n_splits = std::clamp((limits.max_context + kSplitChunk - 1) / kSplitChunk, 1, kMaxSplits);
+  model->split_chunk = (limits.max_context + model->n_splits - 1) / model->n_splits;
+
+  Binder bind{device, kernels, find, *model};
+  const int64_t q_rows = int64_t{d.n_head} * d.head_dim;
+  const int64_t kv_rows = int64_t{d.n_head_kv} * d.head_dim;
+  model->token_embd = &bind.matrix(desc.token_embd, "token_embd", d.n_vocab, d.n_embd);
+  model->lm_head = &bind.matrix(desc.lm_head, "lm_head", d.n_vocab, d.n_embd);
+  model->output_norm = bind.vector(desc.output_norm, "output_norm", d.n_embd);
+
+  const auto *entry = reinterpret_cast<const unsigned char *>(desc.layers);
+  const uint32_t stride = desc.layers[0].struct_size;
+  for (int l = 0; l < d.n_layer; ++l) {
+    bonsai_layer_weights lw;
+    std::memcpy(&lw, entry + static_cast<size_t>(stride) * l, sizeof lw);
+    if (lw.struct_size != stride)
+      fail_invalid(strformat("bind_model: layers[%d].struct_size is %u, layers[0]'s is %u", l,
+                             lw.struct_size, stride));
+    LayerBinding b{};
+    const std::string prefix = strformat("layer %d ", l);
+    auto name = [&prefix](const char *what) { return prefix + what; };
+    b.wq = &bind.matrix(lw.wq, name("wq").c_str(), q_rows, d.n_embd);
+    b.wk = &bind.matrix(lw.wk, name("wk").c_str(), kv_rows, d.n_embd);
+    b.wv = &bind.matrix(lw.wv, name("wv").c_str(), kv_rows, d.n_embd);
+    b.wo = &bind.matrix(lw.wo, name("wo").c_str(), d.n_embd, q_rows);
+    b.w_gate = &bind.matrix(lw.w_gate, name("w_gate").c_str(), d.n_ff, d.n_embd);
+    b.w_up = &bind.matrix(lw.w_up, name("w_up").c_str(), d.n_ff, d.n_embd);
+    b.w_down = &bind.matrix(lw.w_down, name("w_down").c_str(), d.n_embd, d.n_ff);
+    if (b.w_gate->layout.type != b.w_up->layout.type)
+      fail(BONSAI_ERR_UNSUPPORTED,
+           strformat("bind_model: layer %d gate and up projections have different types (%u, "
+                     "%u); the fused SwiGLU kernel needs one type",
+                     l, b.w_gate->layout.type, b.w_up->layout.type));
+    b.attn_norm = bind.vector(lw.attn_norm, name("attn_norm").c_str(), d.n_embd);
+    b.q_norm = bind.vector(lw.q_norm, name("q_norm").c_str(), d.head_dim);
+    b.k_norm = bind.vector(lw.k_norm, name("k_norm").c_str(), d.head_dim);
+    b.ffn_norm = bind.vector(lw.ffn_norm, name("ffn_norm").c_str(), d.n_embd);
+    model->layers.push_back(b);
+  }
+  allocate_activations(device, *model);
+  return model;
+}
+
+} // namespace bonsai::cuda

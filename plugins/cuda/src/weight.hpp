@@ -1,0 +1,36 @@
+#pragma once
+// An uploaded weight: the GGUF bytes copied to device memory unchanged (rows
+// contiguous), which the kernels decode directly.
+#include <cstdint>
+#include <string>
+
+#include "bonsai/bonsai_backend.h"
+#include "device.hpp"
+
+namespace bonsai::cuda {
+
+// Block geometry of a ggml type the plugin accepts.
+struct TypeLayout {
+  uint32_t type = 0;
+  int block_values = 0; // weights per block
+  int block_bytes = 0;  // bytes per block
+};
+
+// Layout of `type`, or false when the plugin has no kernels for it.
+bool type_layout(uint32_t type, TypeLayout *layout);
+
+struct Weight {
+  TypeLayout layout;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::string name;
+  DeviceBuffer data;
+
+  std::string label() const { return name.empty() ? "weight" : "'" + name + "'"; }
+};
+
+// Validates `desc` (type, shape, byte count) and copies its bytes to the
+// device. Throws PluginError.
+Weight upload_weight(const Device &device, const bonsai_weight_desc &desc);
+
+} // namespace bonsai::cuda

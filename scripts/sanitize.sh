@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Sanitizer runs, each in its own build folder:
+#  1. ASan + UBSan (BONSAI_SANITIZE=address): everything built into
+#     ./build-asan and the whole test suite run there.
+#  2. TSan (BONSAI_SANITIZE=thread): the host library, the CPU plugin and the
+#     threaded host tests (two sessions in two threads, cancellation from
+#     another thread) built into ./build-tsan and run there.
+# Either step alone: scripts/sanitize.sh asan | scripts/sanitize.sh tsan
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(asan tsan)
+jobs="$(nproc)"
+
+configure() { # folder, sanitizer mode
+  if [ ! -f "$1/build.ninja" ]; then
+    cmake -S "$root" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DBONSAI_SANITIZE="$2" -DBONSAI_BUILD_BENCHMARKS=OFF
+  fi
+}
+
+for step in "${steps[@]}"; do
+  case "$step" in
+  asan)
+    build="${BONSAI_ASAN_BUILD_DIR:-$root/build-asan}"
+    configure "$build" address
+    cmake --build "$build"
+    # Leaks fail the run; UBSan findings abort (-fno-sanitize-recover).
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+      ctest --test-dir "$build" --output-on-failure -j "$jobs"
+    ;;
+  tsan)
+    build="${BONSAI_TSAN_BUILD_DIR:-$root/build-tsan}"
+    configure "$build" thread
+    cmake --build "$build" --target test_host bonsai_cpu
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+      ctest --test-dir "$build" --output-on-failure -j "$jobs" -R '^test_host\.EngineCpu\.'
+    ;;
+  *)
+    echo "usage: $0 [asan] [tsan]" >&2
+    exit 2
+    ;;
+  esac
+done

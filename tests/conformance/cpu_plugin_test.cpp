@@ -1,0 +1,148 @@
+// Behaviour specific to the CPU plugin (not part of the ABI contract): its
+// options, the BONSAI_CPU_KERNELS override and the kernel-set log line.
+// Skipped when $BONSAI_PLUGIN points at another plugin.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "plugin_loader.hpp"
+
+namespace bonsai::test {
+namespace {
+
+struct LogCapture {
+  std::mutex mutex;
+  std::vector<std::pair<bonsai_log_level, std::string>> lines;
+
+  static void sink(void *user, bonsai_log_level level, const char *message) {
+    auto *self = static_cast<LogCapture *>(user);
+    std::lock_guard<std::mutex> lock(self->mutex);
+    self->lines.emplace_back(level, message);
+  }
+  bool contains(bonsai_log_level level, const std::string &text) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto &[l, m] : lines)
+      if (l == level && m.find(text) != std::string::npos)
+        return true;
+    return false;
+  }
+};
+
+class CpuPlugin : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (std::getenv("BONSAI_PLUGIN") != nullptr)
+      GTEST_SKIP() << "BONSAI_PLUGIN is set: these tests are for the CPU plugin only";
+    library_ = std::make_unique<PluginLibrary>(plugin_path_from_env());
+    unsetenv("BONSAI_CPU_KERNELS");
+  }
+  void TearDown() override { unsetenv("BONSAI_CPU_KERNELS"); }
+
+  // Creates a context with the options, logging at DEBUG into `log`.
+  bonsai_status create(const std::string &options, LogCapture &log, std::string *error = nullptr) {
+    ContextConfig config;
+    config.options = options;
+    config.log = &LogCapture::sink;
+    config.log_user_data = &log;
+    config.log_level = BONSAI_LOG_DEBUG;
+    const bonsai_context_desc desc = context_desc(config);
+    bonsai_context *ctx = nullptr;
+    char text[512] = {};
+    const bonsai_status status = library_->api().create_context(&desc, &ctx, text, sizeof(text));
+    if (error != nullptr)
+      *error = text;
+    if (ctx != nullptr)
+      library_->api().destroy_context(ctx);
+    return status;
+  }
+
+  std::unique_ptr<PluginLibrary> library_;
+};
+
+bool cpu_has_avx512_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vnni");
+}
+
+TEST_F(CpuPlugin, NamesItselfCpu) {
+  EXPECT_STREQ(library_->api().name, "cpu");
+}
+
+TEST_F(CpuPlugin, ReferenceOptionSelectsReferenceKernelsInTheDebugLog) {
+  LogCapture log;
+  ASSERT_EQ(create("kernels=reference", log), BONSAI_OK);
+  EXPECT_TRUE(log.contains(BONSAI_LOG_DEBUG, "kernel set 'reference'"));
+}
+
+TEST_F(CpuPlugin, DefaultPicksTheBestSimdSetForThisCpu) {
+  LogCapture log;
+  ASSERT_EQ(create("", log), BONSAI_OK);
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  const char *expected = cpu_has_avx512_vnni() ? "kernel set 'avx512'"
+                         : avx2                ? "kernel set 'avx2'"
+                                               : "kernel set 'reference'";
+  EXPECT_TRUE(log.contains(BONSAI_LOG_DEBUG, expected)) << "expected a line with " << expected;
+}
+
+TEST_F(CpuPlugin, EnvironmentForcesReferenceWhenOptionsNameNoSet) {
+  setenv("BONSAI_CPU_KERNELS", "reference", 1);
+  LogCapture log;
+  ASSERT_EQ(create("", log), BONSAI_OK);
+  EXPECT_TRUE(log.contains(BONSAI_LOG_DEBUG, "kernel set 'reference'"));
+  EXPECT_TRUE(log.contains(BONSAI_LOG_DEBUG, "from BONSAI_CPU_KERNELS"));
+}
+
+TEST_F(CpuPlugin, BadEnvironmentValueIsRejectedClearly) {
+  setenv("BONSAI_CPU_KERNELS", "turbo", 1);
+  LogCapture log;
+  std::string error;
+  EXPECT_EQ(create("", log, &error), BONSAI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("BONSAI_CPU_KERNELS"), std::string::npos) << error;
+  EXPECT_NE(error.find("turbo"), std::string::npos) << error;
+}
+
+TEST_F(CpuPlugin, UnknownKernelSetIsInvalidArgumentNamingTheValue) {
+  LogCapture log;
+  std::string error;
+  EXPECT_EQ(create("kernels=bogus", log, &error), BONSAI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("bogus"), std::string::npos) << error;
+}
+
+TEST_F(CpuPlugin, UnknownOptionKeysAreIgnoredWithAWarning) {
+  LogCapture log;
+  ASSERT_EQ(create(" colour = blue ; kernels=reference;;", log), BONSAI_OK);
+  EXPECT_TRUE(log.contains(BONSAI_LOG_WARN, "unknown option 'colour'"));
+  EXPECT_TRUE(log.contains(BONSAI_LOG_DEBUG, "kernel set 'reference'"));
+}
+
+TEST_F(CpuPlugin, Avx512IsRefusedWhereTheCpuLacksIt) {
+  if (cpu_has_avx512_vnni())
+    GTEST_SKIP() << "this CPU has AVX-512 VNNI";
+  LogCapture log;
+  std::string error;
+  EXPECT_EQ(create("kernels=avx512", log, &error), BONSAI_ERR_UNSUPPORTED);
+  EXPECT_NE(error.find("AVX-512"), std::string::npos) << error;
+}
+
+TEST_F(CpuPlugin, SilentAboveTheRequestedLevel) {
+  LogCapture log;
+  ContextConfig config;
+  config.options = "colour=blue";
+  config.log = &LogCapture::sink;
+  config.log_user_data = &log;
+  config.log_level = BONSAI_LOG_ERROR;
+  const bonsai_context_desc desc = context_desc(config);
+  bonsai_context *ctx = nullptr;
+  ASSERT_EQ(library_->api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
+  library_->api().destroy_context(ctx);
+  EXPECT_TRUE(log.lines.empty());
+}
+
+} // namespace
+} // namespace bonsai::test

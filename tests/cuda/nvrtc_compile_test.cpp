@@ -1,0 +1,118 @@
+// Compiles every kernel program with NVRTC for the GPU generations the
+// plugin targets and checks that every entry point the plugin looks up is in
+// the PTX. Catches syntax and type errors in the kernel strings without a
+// GPU. Skips where NVRTC cannot be loaded (CI has no CUDA toolkit).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kernel_jit.hpp"
+#include "kernel_sources.hpp"
+#include "nvrtc_library.hpp"
+#include "plugin_error.hpp"
+
+namespace {
+
+using ::testing::HasSubstr;
+
+const bonsai::cuda::NvrtcApi *nvrtc_or_null(std::string *why) {
+  const bonsai::cuda::NvrtcLoad load = bonsai::cuda::load_nvrtc();
+  *why = load.error;
+  return load.api;
+}
+
+#define REQUIRE_NVRTC(api)                                                                         \
+  std::string nvrtc_error;                                                                         \
+  const bonsai::cuda::NvrtcApi *api = nvrtc_or_null(&nvrtc_error);                                 \
+  if (api == nullptr)                                                                              \
+  GTEST_SKIP() << "skipped: NVRTC not available (" << nvrtc_error << ")"
+
+class KernelPrograms : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KernelPrograms, EveryProgramCompilesAndHasEveryEntryPoint) {
+  REQUIRE_NVRTC(api);
+  const std::string arch = GetParam();
+  for (const bonsai::cuda::KernelProgram &program : bonsai::cuda::kernel_programs()) {
+    SCOPED_TRACE(program.name + " for " + arch);
+    std::string ptx;
+    try {
+      ptx = bonsai::cuda::compile_to_ptx(
+          *api, {program.name, program.source, bonsai::cuda::jit_options(arch)});
+    } catch (const bonsai::cuda::PluginError &error) {
+      FAIL() << error.what();
+    }
+    EXPECT_THAT(ptx, HasSubstr(".target sm_" + arch.substr(8)));
+    ASSERT_FALSE(program.entry_points.empty());
+    for (const std::string &entry : program.entry_points)
+      EXPECT_THAT(ptx, HasSubstr(".entry " + entry + "(")) << entry << " missing from the PTX";
+  }
+}
+
+// The PTX also assembles for the exact GPU (register and shared memory
+// limits are checked by ptxas), where the toolkit's ptxas is installed.
+TEST(KernelPrograms, PtxAssemblesForSm90WithPtxas) {
+  REQUIRE_NVRTC(api);
+  const char *env = std::getenv("BONSAI_PTXAS");
+  const std::string ptxas = env != nullptr ? env : "/usr/local/cuda/bin/ptxas";
+  if (access(ptxas.c_str(), X_OK) != 0)
+    GTEST_SKIP() << "skipped: no ptxas at " << ptxas;
+  const auto dir = std::filesystem::temp_directory_path();
+  for (const bonsai::cuda::KernelProgram &program : bonsai::cuda::kernel_programs()) {
+    const std::string ptx = bonsai::cuda::compile_to_ptx(
+        *api, {program.name, program.source, bonsai::cuda::jit_options("compute_90")});
+    const auto file =
+        dir / ("bonsai-ptxas-" + std::to_string(getpid()) + "-" + program.name + ".ptx");
+    std::ofstream(file) << ptx;
+    const std::string command = ptxas + " -arch=sm_90 " + file.string() + " -o /dev/null";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    std::filesystem::remove(file);
+  }
+}
+
+// Turing (the oldest NVRTC 13 still targets is Turing; 75), Ampere, Ada and Hopper.
+INSTANTIATE_TEST_SUITE_P(Arch, KernelPrograms,
+                         ::testing::Values("compute_75", "compute_80", "compute_89", "compute_90"),
+                         [](const auto &info) { return info.param; });
+
+TEST(Nvrtc, ReportsVersionAndLibrary) {
+  REQUIRE_NVRTC(api);
+  const bonsai::cuda::NvrtcLoad load = bonsai::cuda::load_nvrtc();
+  EXPECT_FALSE(load.library.empty());
+  EXPECT_THAT(load.version, ::testing::MatchesRegex("[0-9]+\\.[0-9]+"));
+}
+
+TEST(Nvrtc, CompileErrorCarriesTheCompilerLog) {
+  REQUIRE_NVRTC(api);
+  try {
+    bonsai::cuda::compile_to_ptx(*api,
+                                 {"broken.cu", "extern \"C\" __global__ void k() { int x = ; }",
+                                  bonsai::cuda::jit_options("compute_90")});
+    FAIL() << "a syntax error compiled";
+  } catch (const bonsai::cuda::PluginError &error) {
+    EXPECT_EQ(error.status(), BONSAI_ERR_INTERNAL);
+    EXPECT_THAT(std::string(error.what()), HasSubstr("broken.cu"));
+    EXPECT_THAT(std::string(error.what()), HasSubstr("error"));
+  }
+}
+
+TEST(KernelSources, EveryWeightTypeHasItsKernels) {
+  // The plugin launches bonsai_{gemv,gemm,gemv_swiglu,gemm_swiglu,get_rows}_<type>.
+  std::vector<std::string> all;
+  for (const auto &program : bonsai::cuda::kernel_programs())
+    all.insert(all.end(), program.entry_points.begin(), program.entry_points.end());
+  for (unsigned type : {0u, 1u, 8u, 30u, 41u, 42u}) {
+    const char *suffix = bonsai::cuda::kernel_type_suffix(type);
+    ASSERT_NE(suffix, nullptr) << type;
+    for (const char *kind : {"bonsai_gemv_", "bonsai_gemm_", "bonsai_gemv_swiglu_",
+                             "bonsai_gemm_swiglu_", "bonsai_get_rows_"})
+      EXPECT_THAT(all, ::testing::Contains(std::string(kind) + suffix));
+  }
+  EXPECT_EQ(bonsai::cuda::kernel_type_suffix(2), nullptr); // Q4_0: no kernels
+}
+
+} // namespace

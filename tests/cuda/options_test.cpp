@@ -1,0 +1,45 @@
+// Context options of the CUDA plugin.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "options.hpp"
+#include "plugin_error.hpp"
+
+namespace {
+
+using bonsai::cuda::parse_options;
+
+TEST(CudaOptions, DefaultsUseGraphsAndTheCache) {
+  for (const char *text : {static_cast<const char *>(nullptr), "", " ; "}) {
+    const auto o = parse_options(text);
+    EXPECT_TRUE(o.use_graphs);
+    EXPECT_TRUE(o.ptx_cache);
+    EXPECT_TRUE(o.warnings.empty());
+  }
+}
+
+TEST(CudaOptions, ReferenceKernelsTurnGraphsOff) {
+  EXPECT_FALSE(parse_options("kernels=reference").use_graphs);
+  EXPECT_TRUE(parse_options("kernels=auto").use_graphs);
+  EXPECT_FALSE(parse_options("graphs=off").use_graphs);
+}
+
+TEST(CudaOptions, PtxCacheSwitch) {
+  EXPECT_FALSE(parse_options("ptx_cache=off").ptx_cache);
+  EXPECT_FALSE(parse_options(" ptx_cache = 0 ;kernels=auto").ptx_cache);
+  EXPECT_TRUE(parse_options("ptx_cache=on").ptx_cache);
+}
+
+TEST(CudaOptions, UnknownKeysAndMalformedEntriesWarn) {
+  const auto o = parse_options("colour=blue;justtext");
+  ASSERT_EQ(o.warnings.size(), 2u);
+  EXPECT_THAT(o.warnings[0], ::testing::HasSubstr("colour"));
+  EXPECT_THAT(o.warnings[1], ::testing::HasSubstr("justtext"));
+}
+
+TEST(CudaOptions, BadValuesOfKnownKeysAreErrors) {
+  EXPECT_THROW(parse_options("kernels=fastest"), bonsai::cuda::PluginError);
+  EXPECT_THROW(parse_options("ptx_cache=maybe"), bonsai::cuda::PluginError);
+}
+
+} // namespace

@@ -1,0 +1,36 @@
+#pragma once
+// A GGUF model loaded through a plugin: the mapped file, its ModelSpec, one
+// context with every weight uploaded by pointer (the mapping outlives the
+// context) and the model bound.
+#include <string>
+#include <vector>
+
+#include "bonsai/core/gguf.hpp"
+#include "bonsai/core/model_spec.hpp"
+#include "plugin_loader.hpp"
+#include "step_runner.hpp"
+
+namespace bonsai::test {
+
+class PluginModel {
+public:
+  // Throws std::runtime_error (or bonsai::Error for a bad file).
+  PluginModel(const bonsai_backend_api &api, const std::string &gguf_path,
+              const ContextConfig &config);
+
+  const ModelSpec &spec() const { return spec_; }
+  bonsai_context *ctx() const { return ctx_.get(); }
+  StepRunner runner() const;
+  void reset_kv() const;
+
+private:
+  const bonsai_weight *upload(const TensorView &tensor);
+
+  const bonsai_backend_api &api_;
+  gguf::File file_; // declared before ctx_: the context is destroyed first
+  ModelSpec spec_;
+  ContextHandle ctx_;
+  std::vector<bonsai_layer_weights> layers_;
+};
+
+} // namespace bonsai::test

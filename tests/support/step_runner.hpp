@@ -1,0 +1,72 @@
+#pragma once
+// Drives the step protocol of a bound plugin context: begin_step, every
+// layer, the LM head, end_step. Failures throw std::runtime_error carrying
+// the call, its status and the plugin's last_error.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bonsai/bonsai_backend.h"
+
+namespace bonsai::test {
+
+class StepRunner {
+public:
+  StepRunner(const bonsai_backend_api &api, bonsai_context *ctx, int n_layer, int n_vocab)
+      : api_(api), ctx_(ctx), n_layer_(n_layer), n_vocab_(n_vocab) {}
+
+  // Appends `tokens` at positions kv_length.. in one step and returns the
+  // logits of every token ([n][n_vocab]); with want_logits false, returns
+  // nothing and fills *argmax (when given) without asking for logits.
+  // With last_only, the LM head runs for the last token alone (as a host
+  // does after a prompt) and the results cover that token only.
+  std::vector<float> step(const std::vector<int32_t> &tokens, bool want_logits = true,
+                          std::vector<int32_t> *argmax = nullptr, bool last_only = false) const {
+    int32_t first_pos = 0;
+    check(api_.kv_length(ctx_, &first_pos), "kv_length");
+    std::vector<int32_t> positions(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i)
+      positions[i] = first_pos + static_cast<int32_t>(i);
+    bonsai_step_desc step{};
+    step.struct_size = sizeof(step);
+    step.n_tokens = static_cast<int32_t>(tokens.size());
+    step.token_ids = tokens.data();
+    step.positions = positions.data();
+    check(api_.begin_step(ctx_, &step), "begin_step");
+    for (int l = 0; l < n_layer_; ++l)
+      check(api_.encode_layer(ctx_, l), "encode_layer " + std::to_string(l));
+    std::vector<float> logits;
+    bonsai_lm_head_desc head{};
+    head.struct_size = sizeof(head);
+    const size_t n_outputs = last_only ? 1 : tokens.size();
+    head.first_token = static_cast<int32_t>(tokens.size() - n_outputs);
+    head.n_outputs = static_cast<int32_t>(n_outputs);
+    if (want_logits) {
+      logits.resize(n_outputs * static_cast<size_t>(n_vocab_));
+      head.logits = logits.data();
+    }
+    if (argmax != nullptr) {
+      argmax->assign(n_outputs, -1);
+      head.argmax = argmax->data();
+    }
+    if (head.logits != nullptr || head.argmax != nullptr)
+      check(api_.lm_head(ctx_, &head), "lm_head");
+    check(api_.end_step(ctx_), "end_step");
+    return logits;
+  }
+
+  void check(bonsai_status status, const std::string &call) const {
+    if (status != BONSAI_OK)
+      throw std::runtime_error(call + " failed with status " + std::to_string(status) + ": " +
+                               api_.last_error(ctx_));
+  }
+
+private:
+  const bonsai_backend_api &api_;
+  bonsai_context *ctx_;
+  int n_layer_;
+  int n_vocab_;
+};
+
+} // namespace bonsai::test
