@@ -14,5 +14,6 @@ int chat_command(const Args &args);     // bonsai chat
 int eval_command(const Args &args);     // bonsai eval
 int info_command(const Args &args);     // bonsai info
 int backends_command(const Args &args); // bonsai backends
+int bench_command(const Args &args);    // bonsai bench
 
 } // namespace bonsai::cli

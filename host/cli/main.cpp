@@ -24,6 +24,8 @@ constexpr Subcommand kSubcommands[] = {
     {"info", "describe a model file", bonsai::cli::info_command},
     {"backends", "list the backend plugins found and probe their devices",
      bonsai::cli::backends_command},
+    {"bench", "measure prompt (ppN) and generation (tgN) speed, llama-bench style",
+     bonsai::cli::bench_command},
 };
 
 void print_usage(std::FILE *to) {
@@ -63,8 +65,9 @@ int main(int argc, char **argv) {
       return kExitRuntimeError;
     }
   }
-  const std::string message = "unknown command '" + std::string(name) +
-                              "' (commands: run, chat, eval, info, backends; see bonsai --help)";
+  const std::string message =
+      "unknown command '" + std::string(name) +
+      "' (commands: run, chat, eval, info, backends, bench; see bonsai --help)";
   report(message.c_str());
   return kExitUsage;
 }

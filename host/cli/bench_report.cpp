@@ -1,0 +1,101 @@
+#include "bench_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+namespace bonsai::cli {
+namespace {
+
+std::string printf_string(const char *format, auto... values) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, format, values...);
+  return buffer;
+}
+
+std::string human_size(uint64_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  return mib >= 1024.0 ? printf_string("%.2f GiB", mib / 1024.0) : printf_string("%.2f MiB", mib);
+}
+
+std::string human_params(uint64_t n) {
+  const double v = static_cast<double>(n);
+  if (v >= 1e9)
+    return printf_string("%.2f B", v / 1e9);
+  if (v >= 1e6)
+    return printf_string("%.2f M", v / 1e6);
+  return printf_string("%.2f K", v / 1e3);
+}
+
+std::string json_escape(const std::string &s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += printf_string("\\u%04x", c);
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+} // namespace
+
+BenchStats summarize(const BenchRow &row) {
+  std::vector<double> tps;
+  for (const double s : row.seconds)
+    tps.push_back(row.n_tokens / s);
+  BenchStats stats;
+  if (tps.empty())
+    return stats;
+  const double n = static_cast<double>(tps.size());
+  stats.mean_tps = std::accumulate(tps.begin(), tps.end(), 0.0) / n;
+  double squares = 0;
+  for (const double t : tps)
+    squares += (t - stats.mean_tps) * (t - stats.mean_tps);
+  stats.stddev_tps = tps.size() > 1 ? std::sqrt(squares / (n - 1)) : 0.0;
+  std::sort(tps.begin(), tps.end());
+  const size_t mid = tps.size() / 2;
+  stats.median_tps = tps.size() % 2 ? tps[mid] : (tps[mid - 1] + tps[mid]) / 2;
+  return stats;
+}
+
+std::string format_markdown(const std::vector<BenchRow> &rows) {
+  std::string out = "| model | size | params | backend | threads | test | t/s | median t/s |\n"
+                    "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
+  for (const BenchRow &row : rows) {
+    const BenchStats s = summarize(row);
+    const std::string threads = row.threads > 0 ? std::to_string(row.threads) : "auto";
+    out += printf_string("| %s | %s | %s | %s | %s | %s | %.2f ± %.2f | %.2f |\n",
+                         row.model.c_str(), human_size(row.size_bytes).c_str(),
+                         human_params(row.n_params).c_str(), row.backend.c_str(), threads.c_str(),
+                         row.test.c_str(), s.mean_tps, s.stddev_tps, s.median_tps);
+  }
+  return out;
+}
+
+std::string format_json(const std::vector<BenchRow> &rows) {
+  std::string out = "[\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const BenchRow &row = rows[i];
+    const BenchStats s = summarize(row);
+    out += printf_string("  {\"model\": \"%s\", \"size_bytes\": %llu, \"n_params\": %llu, ",
+                         json_escape(row.model).c_str(),
+                         static_cast<unsigned long long>(row.size_bytes),
+                         static_cast<unsigned long long>(row.n_params));
+    out += printf_string("\"backend\": \"%s\", \"threads\": %d, \"test\": \"%s\", ",
+                         json_escape(row.backend).c_str(), row.threads, row.test.c_str());
+    out += printf_string("\"n_tokens\": %d, \"avg_ts\": %.4f, \"stddev_ts\": %.4f, "
+                         "\"median_ts\": %.4f, \"samples_s\": [",
+                         row.n_tokens, s.mean_tps, s.stddev_tps, s.median_tps);
+    for (size_t k = 0; k < row.seconds.size(); ++k)
+      out += printf_string(k ? ", %.6f" : "%.6f", row.seconds[k]);
+    out += i + 1 < rows.size() ? "]},\n" : "]}\n";
+  }
+  return out + "]\n";
+}
+
+} // namespace bonsai::cli

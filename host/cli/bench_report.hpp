@@ -1,0 +1,31 @@
+#pragma once
+// Formatting of `bonsai bench` results in llama-bench's shape, so our rows can
+// be put next to llama.cpp's: a Markdown table or JSON for scripts.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bonsai::cli {
+
+struct BenchRow {
+  std::string model;           // file name
+  uint64_t size_bytes;         // file size
+  uint64_t n_params;           // tensor elements
+  std::string backend;         // plugin name
+  int32_t threads;             // worker threads asked for (0 = the plugin's choice)
+  std::string test;            // "pp512", "tg128"
+  int32_t n_tokens;            // tokens processed per repetition
+  std::vector<double> seconds; // one entry per measured repetition
+};
+
+struct BenchStats {
+  double mean_tps = 0;   // mean of the per-repetition tokens/s
+  double stddev_tps = 0; // sample standard deviation (0 for one repetition)
+  double median_tps = 0;
+};
+
+BenchStats summarize(const BenchRow &row);
+std::string format_markdown(const std::vector<BenchRow> &rows);
+std::string format_json(const std::vector<BenchRow> &rows);
+
+} // namespace bonsai::cli

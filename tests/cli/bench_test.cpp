@@ -1,0 +1,60 @@
+// `bonsai bench`: the JSON report has one row per test with the token counts
+// asked for and plausible timings; bad values are usage errors.
+#include "cli_harness.hpp"
+
+namespace bonsai::test {
+namespace {
+
+TEST(Bench, JsonReportHasOneRowPerTest) {
+  const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "16", "-n",
+                                      "4", "-r", "3", "-o", "json", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const mini_json::Value rows = mini_json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["test"].as_string(), "pp16");
+  EXPECT_EQ(rows[1]["test"].as_string(), "tg4");
+  EXPECT_EQ(rows[0]["n_tokens"].as_int(), 16);
+  EXPECT_EQ(rows[1]["n_tokens"].as_int(), 4);
+  EXPECT_EQ(rows[0]["backend"].as_string(), "cpu");
+  EXPECT_EQ(rows[0]["threads"].as_int(), 1);
+  EXPECT_EQ(rows[0]["model"].as_string(), "tiny-q1.gguf");
+  EXPECT_EQ(static_cast<uintmax_t>(rows[0]["size_bytes"].as_int()),
+            std::filesystem::file_size(data_file("tiny-q1.gguf")));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i]["samples_s"].size(), 3u) << "three measured repetitions";
+    double sum_tps = 0;
+    for (size_t k = 0; k < 3; ++k) {
+      const double s = rows[i]["samples_s"][k].as_number();
+      EXPECT_GT(s, 0.0);
+      sum_tps += rows[i]["n_tokens"].as_number() / s;
+    }
+    // The mean is the mean of the per-repetition rates.
+    EXPECT_NEAR(rows[i]["avg_ts"].as_number(), sum_tps / 3, 1e-3 * sum_tps);
+  }
+}
+
+TEST(Bench, MarkdownTableHasTheLlamaBenchColumns) {
+  const ProcessResult r =
+      run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n", "0", "-r", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0], "| model | size | params | backend | threads | test | t/s | median t/s |");
+  EXPECT_NE(lines[2].find("| pp8 |"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find("| 2.05 MiB |"), std::string::npos) << lines[2];
+}
+
+TEST(Bench, RejectsBadValues) {
+  for (const std::vector<std::string> &extra :
+       {std::vector<std::string>{"-r", "0"}, {"-p", "-1"}, {"-p", "0", "-n", "0"}, {"-o", "xml"}}) {
+    std::vector<std::string> args{"bench", "-m", data_file("tiny-q1.gguf")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ProcessResult r = run_bonsai(args);
+    EXPECT_EQ(r.exit_code, 2) << extra[0] << " " << extra[1];
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_NE(r.err.find("bonsai: error:"), std::string::npos) << r.err;
+  }
+}
+
+} // namespace
+} // namespace bonsai::test
