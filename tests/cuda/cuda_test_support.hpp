@@ -1,13 +1,17 @@
 #pragma once
 // Shared helpers for the CUDA plugin tests: paths, an environment guard and
 // a scratch folder per test.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
+
+#include "bonsai/bonsai_backend.h"
 
 namespace cuda_test {
 
@@ -16,6 +20,16 @@ inline std::string cuda_plugin() {
 }
 inline std::string tiny_q1() {
   return std::string(BONSAI_TEST_DATA_DIR) + "/tiny-q1.gguf";
+}
+
+// The plugin's API table through plain dlopen (as a third-party host would).
+inline const bonsai_backend_api &cuda_api() {
+  static void *handle = dlopen(cuda_plugin().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr)
+    throw std::runtime_error(dlerror());
+  auto entry =
+      reinterpret_cast<bonsai_backend_get_api_fn>(dlsym(handle, BONSAI_BACKEND_ENTRY_SYMBOL));
+  return *entry(BONSAI_ABI_MAJOR, BONSAI_ABI_MINOR);
 }
 
 // Sets (or, with nullopt, unsets) an environment variable for a scope.

@@ -21,13 +21,41 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+// A reusable barrier over the live threads of a scope (a block or a warp).
+// Threads that have returned no longer count, as in CUDA.
+struct Barrier {
+  int live = 0;
+  int arrived = 0;
+  long generation = 0;
+  std::condition_variable released;
+
+  void release_if_complete() {
+    if (arrived > 0 && arrived == live) {
+      arrived = 0;
+      ++generation;
+      released.notify_all();
+    }
+  }
+  void arrive_and_wait(std::unique_lock<std::mutex> &lock) {
+    const long mine = generation;
+    ++arrived;
+    release_if_complete();
+    released.wait(lock, [&] { return generation != mine; });
+  }
+};
+
 struct BlockState {
+  BlockState(unsigned threads, size_t shared_bytes)
+      : n_threads(threads), warps((threads + 31) / 32), shuffle(threads, 0.0f),
+        dynamic_shared(shared_bytes, 0) {
+    block.live = static_cast<int>(threads);
+    for (unsigned w = 0; w < warps.size(); ++w)
+      warps[w].live = static_cast<int>(std::min(32u, threads - 32 * w));
+  }
   std::mutex mutex;
-  std::condition_variable changed;
-  unsigned n_threads = 0;
-  std::vector<int> block_syncs; // barriers passed, per thread
-  std::vector<int> warp_syncs;  // warp barriers passed, per thread
-  std::vector<bool> done;
+  unsigned n_threads;
+  Barrier block;
+  std::vector<Barrier> warps;
   std::vector<float> shuffle; // one exchange slot per thread
   std::vector<unsigned char> dynamic_shared;
 };
@@ -40,28 +68,27 @@ struct ThreadState {
 
 inline thread_local ThreadState *current = nullptr;
 
-// Waits until every live thread in [first, last) has passed `counter` >= mine.
-inline void barrier(std::vector<int> BlockState::*counter, unsigned first, unsigned last) {
+inline void syncthreads() {
   BlockState &b = *current->block;
   std::unique_lock<std::mutex> lock(b.mutex);
-  const int mine = ++(b.*counter)[current->tid];
-  b.changed.notify_all();
-  b.changed.wait(lock, [&] {
-    for (unsigned t = first; t < last; ++t)
-      if (!b.done[t] && (b.*counter)[t] < mine)
-        return false;
-    return true;
-  });
-}
-
-inline void syncthreads() {
-  barrier(&BlockState::block_syncs, 0, current->block->n_threads);
+  b.block.arrive_and_wait(lock);
 }
 
 inline void syncwarp() {
-  const unsigned first = current->tid / 32 * 32;
-  barrier(&BlockState::warp_syncs, first,
-          std::min(first + 32, current->block->n_threads));
+  BlockState &b = *current->block;
+  std::unique_lock<std::mutex> lock(b.mutex);
+  b.warps[current->tid / 32].arrive_and_wait(lock);
+}
+
+// Called when a thread returns from the kernel.
+inline void thread_exit() {
+  BlockState &b = *current->block;
+  std::lock_guard<std::mutex> lock(b.mutex);
+  --b.block.live;
+  b.block.release_if_complete();
+  Barrier &warp = b.warps[current->tid / 32];
+  --warp.live;
+  warp.release_if_complete();
 }
 
 inline float shfl_xor(float value, int offset) {
@@ -86,13 +113,7 @@ void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const Kernel &kern
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
       for (unsigned x = 0; x < grid.x; ++x) {
-        BlockState block;
-        block.n_threads = threads;
-        block.block_syncs.assign(threads, 0);
-        block.warp_syncs.assign(threads, 0);
-        block.done.assign(threads, false);
-        block.shuffle.assign(threads, 0.0f);
-        block.dynamic_shared.assign(shared_bytes, 0);
+        BlockState block(threads, shared_bytes);
         std::vector<std::thread> workers;
         for (unsigned t = 0; t < threads; ++t)
           workers.emplace_back([&, t] {
@@ -105,61 +126,13 @@ void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const Kernel &kern
             state.tid = t;
             current = &state;
             kernel();
-            std::lock_guard<std::mutex> lock(block.mutex);
-            block.done[t] = true;
-            block.changed.notify_all();
+            thread_exit();
           });
         for (auto &w : workers)
           w.join();
       }
 }
 
-inline float bits_to_float(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-// IEEE binary16 -> binary32 (normal, subnormal, inf, NaN).
-inline float half_bits_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const int exponent = (h >> 10) & 0x1f;
-  const uint32_t mantissa = h & 0x3ffu;
-  if (exponent == 0)
-    return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(mantissa), -24);
-  if (exponent == 31)
-    return bits_to_float(sign | 0x7f800000u | (mantissa << 13));
-  return bits_to_float(sign | static_cast<uint32_t>(exponent + 112) << 23 | (mantissa << 13));
-}
-
 } // namespace emu
 
-// ---- the CUDA vocabulary the kernel files use ----
-#define BONSAI_KERNEL_EMULATION 1
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__ static
-#define threadIdx (::emu::current->thread_idx)
-#define blockIdx (::emu::current->block_idx)
-#define blockDim (::emu::current->block_dim)
-#define gridDim (::emu::current->grid_dim)
-#define BONSAI_DYNAMIC_SHARED(type, name)                                                          \
-  type *name = reinterpret_cast<type *>(::emu::current->block->dynamic_shared.data())
-
-inline void __syncthreads() {
-  emu::syncthreads();
-}
-inline float __shfl_xor_sync(unsigned /*mask*/, float value, int offset) {
-  return emu::shfl_xor(value, offset);
-}
-inline float __uint_as_float(unsigned bits) {
-  return emu::bits_to_float(bits);
-}
-inline float __int_as_float(int bits) {
-  return emu::bits_to_float(static_cast<uint32_t>(bits));
-}
-inline float half_to_float(unsigned short h) {
-  return emu::half_bits_to_float(h);
-}
-using std::min;
+#include "emulator_builtins.hpp"

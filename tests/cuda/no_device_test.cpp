@@ -36,16 +36,6 @@ private:
   bonsai::LogLevel saved_;
 };
 
-// The plugin's API table through plain dlopen (as a third-party host would).
-const bonsai_backend_api &cuda_api() {
-  static void *handle = dlopen(cuda_plugin().c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr)
-    throw std::runtime_error(dlerror());
-  auto entry =
-      reinterpret_cast<bonsai_backend_get_api_fn>(dlsym(handle, BONSAI_BACKEND_ENTRY_SYMBOL));
-  return *entry(BONSAI_ABI_MAJOR, BONSAI_ABI_MINOR);
-}
-
 bonsai_status probe(bonsai_device_info *info) {
   *info = {};
   info->struct_size = sizeof *info;

@@ -205,12 +205,14 @@ bonsai_status api_matmul(bonsai_context *handle, const bonsai_matmul_desc *desc)
 bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *model) {
   return guarded(live(handle), [&](Context &ctx) {
     const bonsai_model_desc d = read_abi_struct(model, "bind_model: model");
-    ctx.model.reset(); // frees the old binding's memory before allocating anew
+    const BindLimits limits{ctx.max_context, ctx.max_batch};
+    const WeightLookup find = [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); };
+    // A bad description leaves the current binding alone; a good one frees
+    // it before allocating the new one (no double device memory).
+    validate_model(*ctx.device, *ctx.kernels, d, find, limits);
+    ctx.model.reset();
     ctx.step = StepState{};
-    BindLimits limits{ctx.max_context, ctx.max_batch};
-    ctx.model = bind_model(
-        *ctx.device, *ctx.kernels, d, [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); },
-        limits);
+    ctx.model = bind_model(*ctx.device, *ctx.kernels, d, find, limits);
     ctx.log.debug(strformat("bonsai_cuda: bound a model of %d layers, n_embd %d, vocabulary %d, "
                             "%d attention splits of %d keys",
                             d.n_layer, d.n_embd, d.n_vocab, ctx.model->n_splits,

@@ -17,6 +17,7 @@ struct Binder {
   const Kernels &kernels;
   const WeightLookup &find;
   BoundModel &model;
+  bool dry_run; // validate only: no device memory is touched
 
   const Weight &matrix(const bonsai_weight *handle, const char *what, int64_t rows, int64_t cols) {
     const Weight *w = find(handle);
@@ -35,7 +36,7 @@ struct Binder {
   // other types are decoded once with the embedding-lookup kernel (row 0).
   CUdeviceptr vector(const bonsai_weight *handle, const char *what, int64_t n) {
     const Weight &w = matrix(handle, what, 1, n);
-    if (w.layout.type == 0)
+    if (w.layout.type == 0 || dry_run)
       return w.data.get();
     DeviceBuffer f32(device, static_cast<size_t>(n) * sizeof(float),
                      std::string("f32 copy of ") + what);
@@ -114,9 +115,11 @@ void StepGraph::reset() {
   graph_ = nullptr;
 }
 
-std::unique_ptr<BoundModel> bind_model(const Device &device, const Kernels &kernels,
-                                       const bonsai_model_desc &desc, const WeightLookup &find,
-                                       const BindLimits &limits) {
+namespace {
+
+std::unique_ptr<BoundModel> resolve_model(const Device &device, const Kernels &kernels,
+                                          const bonsai_model_desc &desc, const WeightLookup &find,
+                                          const BindLimits &limits, bool dry_run) {
   check_dims(desc);
   auto model = std::make_unique<BoundModel>(device.api());
   ModelDims &d = model->dims;
@@ -127,7 +130,7 @@ std::unique_ptr<BoundModel> bind_model(const Device &device, const Kernels &kern
   model->n_splits = std::clamp((limits.max_context + kSplitChunk - 1) / kSplitChunk, 1, kMaxSplits);
   model->split_chunk = (limits.max_context + model->n_splits - 1) / model->n_splits;
 
-  Binder bind{device, kernels, find, *model};
+  Binder bind{device, kernels, find, *model, dry_run};
   const int64_t q_rows = int64_t{d.n_head} * d.head_dim;
   const int64_t kv_rows = int64_t{d.n_head_kv} * d.head_dim;
   model->token_embd = &bind.matrix(desc.token_embd, "token_embd", d.n_vocab, d.n_embd);
@@ -163,8 +166,22 @@ std::unique_ptr<BoundModel> bind_model(const Device &device, const Kernels &kern
     b.ffn_norm = bind.vector(lw.ffn_norm, name("ffn_norm").c_str(), d.n_embd);
     model->layers.push_back(b);
   }
-  allocate_activations(device, *model);
+  if (!dry_run)
+    allocate_activations(device, *model);
   return model;
+}
+
+} // namespace
+
+void validate_model(const Device &device, const Kernels &kernels, const bonsai_model_desc &desc,
+                    const WeightLookup &find, const BindLimits &limits) {
+  resolve_model(device, kernels, desc, find, limits, true);
+}
+
+std::unique_ptr<BoundModel> bind_model(const Device &device, const Kernels &kernels,
+                                       const bonsai_model_desc &desc, const WeightLookup &find,
+                                       const BindLimits &limits) {
+  return resolve_model(device, kernels, desc, find, limits, false);
 }
 
 } // namespace bonsai::cuda

@@ -81,9 +81,14 @@ struct BindLimits {
 
 using WeightLookup = std::function<const Weight *(const bonsai_weight *)>;
 
-// Validates the description against the uploaded weights and allocates
-// everything. Throws PluginError (INVALID_ARGUMENT for bad shapes or
-// handles, OUT_OF_MEMORY naming the bytes needed).
+// Validates the description against the uploaded weights without
+// allocating anything. Throws PluginError (INVALID_ARGUMENT for bad shapes or
+// handles, UNSUPPORTED for type combinations without kernels).
+void validate_model(const Device &device, const Kernels &kernels, const bonsai_model_desc &desc,
+                    const WeightLookup &find, const BindLimits &limits);
+
+// Validates and allocates everything. Throws PluginError as validate_model,
+// and OUT_OF_MEMORY naming the buffer and the bytes needed.
 std::unique_ptr<BoundModel> bind_model(const Device &device, const Kernels &kernels,
                                        const bonsai_model_desc &desc, const WeightLookup &find,
                                        const BindLimits &limits);

@@ -141,6 +141,8 @@ void step_begin(Context &ctx, const bonsai_step_desc &step) {
 void step_encode_layer(Context &ctx, int layer) {
   BoundModel &m = bound(ctx, "encode_layer");
   StepState &s = ctx.step;
+  if (layer < 0 || layer >= m.dims.n_layer)
+    fail_invalid(strformat("encode_layer: layer %d is outside 0..%d", layer, m.dims.n_layer - 1));
   if (!s.open)
     fail_state("encode_layer: no step is open (call begin_step first)");
   if (s.failed)

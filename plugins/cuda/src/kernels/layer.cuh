@@ -33,8 +33,8 @@ extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const f
   BONSAI_DYNAMIC_SHARED(float, normed); // head_dim floats
   const int i = threadIdx.x;
   const int t = blockIdx.y;
-  const bool is_query = blockIdx.x < n_head;
-  const int head = is_query ? blockIdx.x : blockIdx.x - n_head;
+  const bool is_query = (int)blockIdx.x < n_head;
+  const int head = is_query ? (int)blockIdx.x : (int)blockIdx.x - n_head;
   const int pos = step_info[0] + t;
   const float *src = is_query ? q + ((size_t)t * n_head + head) * head_dim
                               : k + ((size_t)t * n_head_kv + head) * head_dim;

@@ -1,0 +1,182 @@
+#pragma once
+// A faster CPU emulator for whole models: every GPU thread of a block is a
+// fiber (ucontext) on the calling OS thread; a barrier switches back to the
+// scheduler, which resumes the fibers whose barrier has been released.
+// Blocks run one after another. Same vocabulary as kernel_emulator.hpp
+// (emulator_builtins.hpp).
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace emu {
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// A barrier over the live fibers of a scope (block or warp).
+struct Barrier {
+  int live = 0;
+  int arrived = 0;
+  long generation = 0;
+  void release_if_complete() {
+    if (arrived > 0 && arrived == live) {
+      arrived = 0;
+      ++generation;
+    }
+  }
+};
+
+struct BlockState {
+  unsigned n_threads = 0;
+  Barrier block;
+  std::vector<Barrier> warps;
+  std::vector<float> shuffle;
+  std::vector<unsigned char> dynamic_shared;
+};
+
+inline constexpr size_t kFiberStackBytes = 64 * 1024;
+
+struct ThreadState {
+  Dim3 thread_idx, block_idx, block_dim, grid_dim;
+  BlockState *block = nullptr;
+  unsigned tid = 0;
+  // Scheduling.
+  ucontext_t context{};
+  std::unique_ptr<char[]> stack; // uninitialised: cheap to reuse
+  bool done = false;
+  const Barrier *waiting_on = nullptr;
+  long waiting_generation = 0;
+};
+
+inline ThreadState *current = nullptr;
+inline ucontext_t scheduler_context;
+inline const std::function<void()> *running_kernel = nullptr;
+
+inline void fiber_main();
+
+// The only places that switch contexts; kept out of line so no caller's
+// locals live across a swapcontext (setjmp-like) call.
+[[gnu::noinline]] inline void suspend_current() {
+  swapcontext(&current->context, &scheduler_context);
+}
+[[gnu::noinline]] inline void resume(ThreadState &fiber) {
+  current = &fiber;
+  swapcontext(&scheduler_context, &fiber.context);
+}
+
+[[gnu::noinline]] inline void prepare(ThreadState &fiber) {
+  getcontext(&fiber.context);
+  fiber.context.uc_stack.ss_sp = fiber.stack.get();
+  fiber.context.uc_stack.ss_size = kFiberStackBytes;
+  fiber.context.uc_link = &scheduler_context;
+  makecontext(&fiber.context, fiber_main, 0);
+}
+
+inline void wait_at(Barrier &barrier) {
+  const long mine = barrier.generation;
+  ++barrier.arrived;
+  barrier.release_if_complete();
+  if (barrier.generation != mine)
+    return; // this fiber completed the barrier
+  current->waiting_on = &barrier;
+  current->waiting_generation = mine;
+  suspend_current();
+}
+
+inline void syncthreads() {
+  wait_at(current->block->block);
+}
+inline void syncwarp() {
+  wait_at(current->block->warps[current->tid / 32]);
+}
+inline float shfl_xor(float value, int offset) {
+  BlockState &b = *current->block;
+  b.shuffle[current->tid] = value;
+  syncwarp();
+  const float partner = b.shuffle[current->tid ^ static_cast<unsigned>(offset)];
+  syncwarp();
+  return partner;
+}
+
+inline void fiber_main() {
+  (*running_kernel)();
+  current->done = true;
+  BlockState &b = *current->block;
+  --b.block.live;
+  b.block.release_if_complete();
+  Barrier &warp = b.warps[current->tid / 32];
+  --warp.live;
+  warp.release_if_complete();
+  // Returning resumes uc_link, the scheduler.
+}
+
+template <class Kernel>
+void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const Kernel &kernel) {
+  const std::function<void()> body = kernel;
+  running_kernel = &body;
+  // Fibers (and their stacks) are kept between launches.
+  static std::vector<ThreadState> pool;
+  while (pool.size() < threads) {
+    pool.emplace_back();
+    pool.back().stack.reset(new char[kFiberStackBytes]);
+  }
+  const auto fibers = std::span<ThreadState>(pool.data(), threads);
+  for (unsigned z = 0; z < grid.z; ++z)
+    for (unsigned y = 0; y < grid.y; ++y)
+      for (unsigned x = 0; x < grid.x; ++x) {
+        BlockState block;
+        block.n_threads = threads;
+        block.block.live = static_cast<int>(threads);
+        block.warps.resize((threads + 31) / 32);
+        for (unsigned w = 0; w < block.warps.size(); ++w)
+          block.warps[w].live = static_cast<int>(std::min(32u, threads - 32 * w));
+        block.shuffle.assign(threads, 0.0f);
+        block.dynamic_shared.assign(shared_bytes, 0);
+        for (unsigned t = 0; t < threads; ++t) {
+          ThreadState &f = fibers[t];
+          f.thread_idx = {t, 0, 0};
+          f.block_idx = {x, y, z};
+          f.block_dim = {threads, 1, 1};
+          f.grid_dim = grid;
+          f.block = &block;
+          f.tid = t;
+          f.done = false;
+          f.waiting_on = nullptr;
+          prepare(f);
+        }
+        for (;;) {
+          bool all_done = true;
+          bool progressed = false;
+          for (ThreadState &f : fibers) {
+            if (f.done)
+              continue;
+            all_done = false;
+            if (f.waiting_on != nullptr && f.waiting_on->generation == f.waiting_generation)
+              continue;
+            f.waiting_on = nullptr;
+            resume(f);
+            progressed = true;
+          }
+          if (all_done)
+            break;
+          if (!progressed) {
+            std::fprintf(stderr,
+                         "fiber emulator: deadlock in a kernel (barrier never completes)\n");
+            std::abort();
+          }
+        }
+      }
+  current = nullptr;
+  running_kernel = nullptr;
+}
+
+} // namespace emu
+
+#include "emulator_builtins.hpp"

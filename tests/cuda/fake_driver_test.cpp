@@ -1,0 +1,171 @@
+// The CUDA plugin end to end on the fake driver (fake_driver/): a real
+// context with NVRTC-compiled modules, weight upload, out-of-memory
+// messages, and the PTX cache across contexts ("a second start does not
+// invoke NVRTC"). Skips without NVRTC or where the fake driver is not built
+// (sanitizer builds).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <vector>
+
+#include "cuda_test_support.hpp"
+#include "nvrtc_library.hpp"
+
+namespace {
+
+using namespace cuda_test;
+using ::testing::HasSubstr;
+
+#ifdef BONSAI_FAKE_CUDA_DRIVER
+const char *const kFakeDriver = BONSAI_FAKE_CUDA_DRIVER;
+#else
+const char *const kFakeDriver = nullptr;
+#endif
+
+#define REQUIRE_FAKE_DRIVER_AND_NVRTC()                                                            \
+  do {                                                                                             \
+    if (kFakeDriver == nullptr)                                                                    \
+      GTEST_SKIP() << "skipped: the fake CUDA driver is not built in this configuration";          \
+    if (bonsai::cuda::load_nvrtc().api == nullptr)                                                 \
+      GTEST_SKIP() << "skipped: NVRTC not available";                                              \
+  } while (0)
+
+struct Lines {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  static void sink(void *self, bonsai_log_level, const char *message) {
+    auto *l = static_cast<Lines *>(self);
+    std::lock_guard<std::mutex> lock(l->mutex);
+    l->lines.emplace_back(message);
+  }
+  int count(const std::string &text) {
+    int n = 0;
+    for (const auto &line : lines)
+      n += line.find(text) != std::string::npos;
+    return n;
+  }
+};
+
+bonsai_context_desc context_desc(Lines *log, const char *options = "") {
+  bonsai_context_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.max_context = 32;
+  desc.max_batch = 4;
+  desc.log = Lines::sink;
+  desc.log_user_data = log;
+  desc.log_level = BONSAI_LOG_TRACE;
+  desc.options = options;
+  return desc;
+}
+
+TEST(CudaFakeDriver, SecondContextLoadsPtxFromTheCacheWithoutNvrtc) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  TempDir cache;
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const EnvGuard dir("BONSAI_CACHE_DIR", cache.path().string());
+  const EnvGuard on("BONSAI_CUDA_CACHE", std::nullopt);
+  const bonsai_backend_api &api = cuda_api();
+  for (int start = 0; start < 2; ++start) {
+    Lines log;
+    const bonsai_context_desc desc = context_desc(&log);
+    bonsai_context *ctx = nullptr;
+    char error[512] = {};
+    ASSERT_EQ(api.create_context(&desc, &ctx, error, sizeof error), BONSAI_OK) << error;
+    api.destroy_context(ctx);
+    if (start == 0) {
+      EXPECT_EQ(log.count("PTX cache miss"), 2); // two programs
+      EXPECT_EQ(log.count("NVRTC compile"), 2);
+    } else {
+      EXPECT_EQ(log.count("PTX cache hit"), 2);
+      EXPECT_EQ(log.count("NVRTC compile"), 0);
+    }
+  }
+}
+
+TEST(CudaFakeDriver, CacheOffOptionCompilesEveryTime) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  TempDir cache;
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const EnvGuard dir("BONSAI_CACHE_DIR", cache.path().string());
+  Lines log;
+  const bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+  bonsai_context *ctx = nullptr;
+  ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
+  cuda_api().destroy_context(ctx);
+  EXPECT_EQ(log.count("PTX cache off: disabled by the context option ptx_cache=off"), 1);
+  EXPECT_EQ(log.count("NVRTC compile"), 2);
+  EXPECT_TRUE(std::filesystem::is_empty(cache.path()));
+}
+
+TEST(CudaFakeDriver, DeviceOutOfMemoryNamesTheWeightTheBytesNeededAndFree) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const EnvGuard memory("BONSAI_FAKE_CUDA_MEMORY", std::string("1000000")); // 1 MB device
+  Lines log;
+  const bonsai_context_desc desc = context_desc(&log);
+  bonsai_context *ctx = nullptr;
+  ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
+  // 2 MB of F32: more than the whole device.
+  std::vector<float> data(512 * 1024, 0.5f);
+  bonsai_weight_desc w{};
+  w.struct_size = sizeof w;
+  w.type = 0;
+  w.cols = 1024;
+  w.rows = 512;
+  w.data = data.data();
+  w.nbytes = data.size() * sizeof(float);
+  w.name = "blk.0.ffn_up.weight";
+  bonsai_weight *handle = nullptr;
+  EXPECT_EQ(cuda_api().upload_weight(ctx, &w, &handle), BONSAI_ERR_OUT_OF_MEMORY);
+  EXPECT_EQ(handle, nullptr);
+  const std::string message = cuda_api().last_error(ctx);
+  EXPECT_THAT(message, HasSubstr("blk.0.ffn_up.weight"));
+  EXPECT_THAT(message, HasSubstr("needed 2097152 bytes"));
+  EXPECT_THAT(message, HasSubstr("free of"));
+  cuda_api().destroy_context(ctx);
+}
+
+TEST(CudaFakeDriver, MatmulRunsThroughTheDriverApi) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  Lines log;
+  const bonsai_context_desc desc = context_desc(&log);
+  bonsai_context *ctx = nullptr;
+  ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
+  // W = [[1, 2, ..., 32], [-1, -1, ..., -1]] as F32 (a 32-wide row).
+  std::vector<float> data(64);
+  for (int c = 0; c < 32; ++c) {
+    data[c] = static_cast<float>(c + 1);
+    data[32 + c] = -1.0f;
+  }
+  bonsai_weight_desc w{};
+  w.struct_size = sizeof w;
+  w.type = 0;
+  w.cols = 32;
+  w.rows = 2;
+  w.data = data.data();
+  w.nbytes = data.size() * sizeof(float);
+  bonsai_weight *handle = nullptr;
+  ASSERT_EQ(cuda_api().upload_weight(ctx, &w, &handle), BONSAI_OK) << cuda_api().last_error(ctx);
+  // x0 = all ones, x1 = e_3 (only column 3 set).
+  std::vector<float> x(64, 0.0f);
+  for (int c = 0; c < 32; ++c)
+    x[c] = 1.0f;
+  x[32 + 3] = 1.0f;
+  std::vector<float> y(4, -7.0f);
+  bonsai_matmul_desc m{};
+  m.struct_size = sizeof m;
+  m.weight = handle;
+  m.n_tokens = 2;
+  m.x = x.data();
+  m.y = y.data();
+  ASSERT_EQ(cuda_api().matmul(ctx, &m), BONSAI_OK) << cuda_api().last_error(ctx);
+  EXPECT_EQ(y[0], 528.0f); // 1 + 2 + ... + 32
+  EXPECT_EQ(y[1], -32.0f);
+  EXPECT_EQ(y[2], 4.0f); // row 0, column 3
+  EXPECT_EQ(y[3], -1.0f);
+  cuda_api().destroy_context(ctx);
+}
+
+} // namespace

@@ -1,0 +1,356 @@
+// The CUDA kernels' arithmetic, run on the CPU through kernel_emulator.hpp
+// and checked against float64 math on weights decoded by core's reference
+// dequantizer (an independent implementation of the formats). A GPU run is
+// still needed for everything the emulator cannot show (memory model,
+// launch limits, performance).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <vector>
+
+#include "kernel_emulator.hpp"
+// The kernel files, compiled as C++ (they are at global scope, as in NVRTC).
+#include "common_prelude.cuh"
+#include "layer.cuh"
+#include "matmul.cuh"
+
+#include "bonsai/core/formats.hpp"
+
+namespace {
+
+using bonsai::GgmlType;
+using u8 = unsigned char;
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+// A weight matrix in `type` plus its float64-exact decoded values.
+struct QuantMatrix {
+  GgmlType type;
+  int rows, cols;
+  std::vector<u8> bytes;
+  std::vector<float> decoded; // rows x cols, from core's dequantize_row
+};
+
+QuantMatrix make_matrix(GgmlType type, int rows, int cols, uint32_t seed) {
+  QuantMatrix m{type, rows, cols, {}, {}};
+  const size_t row_bytes = bonsai::row_bytes(type, cols);
+  m.bytes.resize(row_bytes * rows);
+  m.decoded.resize(static_cast<size_t>(rows) * cols);
+  const std::vector<float> src = random_floats(static_cast<size_t>(rows) * cols, seed);
+  for (int r = 0; r < rows; ++r) {
+    bonsai::quantize_row(type, src.data() + static_cast<size_t>(r) * cols,
+                         m.bytes.data() + r * row_bytes, cols);
+    bonsai::dequantize_row(type, m.bytes.data() + r * row_bytes,
+                           m.decoded.data() + static_cast<size_t>(r) * cols, cols);
+  }
+  return m;
+}
+
+double dot(const float *a, const float *b, int n) {
+  double s = 0;
+  for (int i = 0; i < n; ++i)
+    s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
+double abs_dot(const float *a, const float *b, int n) {
+  double s = 0;
+  for (int i = 0; i < n; ++i)
+    s += std::fabs(static_cast<double>(a[i]) * b[i]);
+  return s;
+}
+
+// f32 accumulation error bound relative to sum |w x| (generous for n <= 1024).
+constexpr double kRelTol = 2e-6;
+
+using MatmulKernel = void (*)(const u8 *, const float *, float *, int, int, int, int);
+using SwigluKernel = void (*)(const u8 *, const u8 *, const float *, float *, int, int, int);
+using RowsKernel = void (*)(const u8 *, const int *, float *, int);
+
+struct TypeKernels {
+  GgmlType type;
+  MatmulKernel gemv, gemm;
+  SwigluKernel gemv_swiglu, gemm_swiglu;
+  RowsKernel get_rows;
+};
+
+const TypeKernels kAllTypes[] = {
+    {GgmlType::F32, bonsai_gemv_f32, bonsai_gemm_f32, bonsai_gemv_swiglu_f32,
+     bonsai_gemm_swiglu_f32, bonsai_get_rows_f32},
+    {GgmlType::F16, bonsai_gemv_f16, bonsai_gemm_f16, bonsai_gemv_swiglu_f16,
+     bonsai_gemm_swiglu_f16, bonsai_get_rows_f16},
+    {GgmlType::BF16, bonsai_gemv_bf16, bonsai_gemm_bf16, bonsai_gemv_swiglu_bf16,
+     bonsai_gemm_swiglu_bf16, bonsai_get_rows_bf16},
+    {GgmlType::Q8_0, bonsai_gemv_q8_0, bonsai_gemm_q8_0, bonsai_gemv_swiglu_q8_0,
+     bonsai_gemm_swiglu_q8_0, bonsai_get_rows_q8_0},
+    {GgmlType::Q1_0, bonsai_gemv_q1_0, bonsai_gemm_q1_0, bonsai_gemv_swiglu_q1_0,
+     bonsai_gemm_swiglu_q1_0, bonsai_get_rows_q1_0},
+    {GgmlType::Q2_0, bonsai_gemv_q2_0, bonsai_gemm_q2_0, bonsai_gemv_swiglu_q2_0,
+     bonsai_gemm_swiglu_q2_0, bonsai_get_rows_q2_0},
+};
+
+void PrintTo(const TypeKernels &k, std::ostream *out) {
+  *out << bonsai::type_name(static_cast<uint32_t>(k.type));
+}
+
+// The launch geometry of plugins/cuda/src/launch.cpp: 4 warps (rows) per
+// block, 8 tokens per GEMM tile.
+emu::Dim3 matmul_grid(int rows, int n_tokens, bool gemm) {
+  return {static_cast<unsigned>((rows + 3) / 4),
+          gemm ? static_cast<unsigned>((n_tokens + 7) / 8) : 1u, 1};
+}
+
+class KernelByType : public ::testing::TestWithParam<TypeKernels> {};
+
+TEST_P(KernelByType, GemvAndGemmMatchFloat64WithAndWithoutResidual) {
+  const TypeKernels k = GetParam();
+  const int rows = 10, cols = 256; // 10 rows: the last block is half empty
+  const QuantMatrix w = make_matrix(k.type, rows, cols, 7);
+  for (const int n_tokens : {1, 11}) {
+    const bool gemm = n_tokens > 1;
+    const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 11);
+    const std::vector<float> residual = random_floats(static_cast<size_t>(n_tokens) * rows, 13);
+    for (const int accumulate : {0, 1}) {
+      std::vector<float> y = accumulate ? residual : std::vector<float>(residual.size(), -99.0f);
+      const MatmulKernel kernel = gemm ? k.gemm : k.gemv;
+      emu::launch(matmul_grid(rows, n_tokens, gemm), 128, 0, [&] {
+        kernel(w.bytes.data(), x.data(), y.data(), rows, cols, n_tokens, accumulate);
+      });
+      for (int t = 0; t < n_tokens; ++t)
+        for (int r = 0; r < rows; ++r) {
+          const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
+          const float *xt = x.data() + static_cast<size_t>(t) * cols;
+          const double expected = dot(wr, xt, cols) + (accumulate ? residual[t * rows + r] : 0.0);
+          const double bound = kRelTol * (abs_dot(wr, xt, cols) + 1.0);
+          EXPECT_NEAR(y[t * rows + r], expected, bound)
+              << bonsai::type_name(static_cast<uint32_t>(k.type)) << " token " << t << " row " << r
+              << " n_tokens " << n_tokens << " accumulate " << accumulate;
+        }
+    }
+  }
+}
+
+TEST_P(KernelByType, GemvAndGemmGiveBitIdenticalRows) {
+  // Decode (GEMV) and prefill (GEMM) must agree exactly so that a token's
+  // logits do not depend on how the prompt was split into steps.
+  const TypeKernels k = GetParam();
+  const int rows = 8, cols = 384;
+  const QuantMatrix w = make_matrix(k.type, rows, cols, 21);
+  const int n_tokens = 9;
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 23);
+  std::vector<float> batched(static_cast<size_t>(n_tokens) * rows);
+  emu::launch(matmul_grid(rows, n_tokens, true), 128, 0,
+              [&] { k.gemm(w.bytes.data(), x.data(), batched.data(), rows, cols, n_tokens, 0); });
+  for (int t = 0; t < n_tokens; ++t) {
+    std::vector<float> single(rows);
+    emu::launch(matmul_grid(rows, 1, false), 128, 0, [&] {
+      k.gemv(w.bytes.data(), x.data() + static_cast<size_t>(t) * cols, single.data(), rows, cols, 1,
+             0);
+    });
+    for (int r = 0; r < rows; ++r)
+      EXPECT_EQ(single[r], batched[t * rows + r]) << "token " << t << " row " << r;
+  }
+}
+
+TEST_P(KernelByType, SwigluEpilogueMatchesFloat64) {
+  const TypeKernels k = GetParam();
+  const int rows = 6, cols = 256;
+  const QuantMatrix gate = make_matrix(k.type, rows, cols, 31);
+  const QuantMatrix up = make_matrix(k.type, rows, cols, 37);
+  for (const int n_tokens : {1, 10}) {
+    const bool gemm = n_tokens > 1;
+    const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 41, 0.2f);
+    std::vector<float> out(static_cast<size_t>(n_tokens) * rows, -99.0f);
+    const SwigluKernel kernel = gemm ? k.gemm_swiglu : k.gemv_swiglu;
+    emu::launch(matmul_grid(rows, n_tokens, gemm), 128, 0, [&] {
+      kernel(gate.bytes.data(), up.bytes.data(), x.data(), out.data(), rows, cols, n_tokens);
+    });
+    for (int t = 0; t < n_tokens; ++t)
+      for (int r = 0; r < rows; ++r) {
+        const float *xt = x.data() + static_cast<size_t>(t) * cols;
+        const double g = dot(gate.decoded.data() + static_cast<size_t>(r) * cols, xt, cols);
+        const double u = dot(up.decoded.data() + static_cast<size_t>(r) * cols, xt, cols);
+        const double expected = g / (1.0 + std::exp(-g)) * u;
+        EXPECT_NEAR(out[t * rows + r], expected, 1e-5 * (std::fabs(expected) + 1.0))
+            << "token " << t << " row " << r;
+      }
+  }
+}
+
+TEST_P(KernelByType, GetRowsDecodesTheRequestedRowsExactly) {
+  const TypeKernels k = GetParam();
+  const int rows = 5, cols = 256;
+  const QuantMatrix w = make_matrix(k.type, rows, cols, 43);
+  const std::vector<int> ids = {3, 0, 4, 3};
+  std::vector<float> out(ids.size() * cols);
+  emu::launch({static_cast<unsigned>(ids.size()), 1, 1}, 256, 0,
+              [&] { k.get_rows(w.bytes.data(), ids.data(), out.data(), cols); });
+  for (size_t t = 0; t < ids.size(); ++t)
+    for (int c = 0; c < cols; ++c)
+      ASSERT_EQ(out[t * cols + c], w.decoded[static_cast<size_t>(ids[t]) * cols + c])
+          << "token " << t << " col " << c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, KernelByType, ::testing::ValuesIn(kAllTypes), [](const auto &info) {
+  return std::string(bonsai::type_name(static_cast<uint32_t>(info.param.type)));
+});
+
+TEST(LayerKernels, RmsnormMatchesFloat64) {
+  const int n = 200, n_tokens = 3;
+  const float eps = 1e-6f;
+  const std::vector<float> x = random_floats(static_cast<size_t>(n) * n_tokens, 51, 3.0f);
+  const std::vector<float> weight = random_floats(n, 53);
+  std::vector<float> out(x.size());
+  emu::launch({n_tokens, 1, 1}, 256, 0,
+              [&] { bonsai_rmsnorm(x.data(), weight.data(), out.data(), n, eps); });
+  for (int t = 0; t < n_tokens; ++t) {
+    const double ms = dot(x.data() + t * n, x.data() + t * n, n) / n;
+    for (int c = 0; c < n; ++c) {
+      const double expected = x[t * n + c] / std::sqrt(ms + eps) * weight[c];
+      EXPECT_NEAR(out[t * n + c], expected, 1e-5 * (std::fabs(expected) + 1e-3));
+    }
+  }
+}
+
+// Float64 per-head RMSNorm + NEOX RoPE of one head vector.
+std::vector<double> norm_rope(const float *v, const float *norm, int hd, int pos, double eps,
+                              double base) {
+  double ms = 0;
+  for (int i = 0; i < hd; ++i)
+    ms += static_cast<double>(v[i]) * v[i];
+  ms /= hd;
+  std::vector<double> n(hd), out(hd);
+  for (int i = 0; i < hd; ++i)
+    n[i] = v[i] / std::sqrt(ms + eps) * norm[i];
+  for (int i = 0; i < hd / 2; ++i) {
+    const double theta = pos * std::pow(base, -2.0 * i / hd);
+    out[i] = n[i] * std::cos(theta) - n[i + hd / 2] * std::sin(theta);
+    out[i + hd / 2] = n[i] * std::sin(theta) + n[i + hd / 2] * std::cos(theta);
+  }
+  return out;
+}
+
+TEST(LayerKernels, QkNormRopeRotatesQueriesAndStoresKeysAndValuesAtTheirPositions) {
+  const int n_head = 4, n_kv = 2, hd = 16, max_ctx = 40, n_tokens = 3, kv_length = 29;
+  const float eps = 1e-6f, base = 1e6f;
+  std::vector<float> q = random_floats(static_cast<size_t>(n_tokens) * n_head * hd, 61);
+  const std::vector<float> q_in = q;
+  const std::vector<float> k = random_floats(static_cast<size_t>(n_tokens) * n_kv * hd, 67);
+  const std::vector<float> v = random_floats(k.size(), 71);
+  const std::vector<float> q_norm = random_floats(hd, 73), k_norm = random_floats(hd, 79);
+  std::vector<float> k_cache(static_cast<size_t>(n_kv) * max_ctx * hd, 0.0f);
+  std::vector<float> v_cache(k_cache.size(), 0.0f);
+  const int step_info[2] = {kv_length, n_tokens};
+  emu::launch({n_head + n_kv, n_tokens, 1}, 32, hd * sizeof(float), [&] {
+    bonsai_qk_norm_rope(q.data(), k.data(), v.data(), q_norm.data(), k_norm.data(), k_cache.data(),
+                        v_cache.data(), step_info, n_head, n_kv, hd, max_ctx, eps, base);
+  });
+  for (int t = 0; t < n_tokens; ++t) {
+    const int pos = kv_length + t;
+    for (int h = 0; h < n_head; ++h) {
+      const auto expected =
+          norm_rope(q_in.data() + (t * n_head + h) * hd, q_norm.data(), hd, pos, eps, base);
+      for (int i = 0; i < hd; ++i)
+        EXPECT_NEAR(q[(t * n_head + h) * hd + i], expected[i], 2e-5) << "q t" << t << " h" << h;
+    }
+    for (int h = 0; h < n_kv; ++h) {
+      const auto expected =
+          norm_rope(k.data() + (t * n_kv + h) * hd, k_norm.data(), hd, pos, eps, base);
+      for (int i = 0; i < hd; ++i) {
+        const size_t at = (static_cast<size_t>(h) * max_ctx + pos) * hd + i;
+        EXPECT_NEAR(k_cache[at], expected[i], 2e-5) << "k t" << t << " h" << h;
+        EXPECT_EQ(v_cache[at], v[(t * n_kv + h) * hd + i]);
+      }
+    }
+  }
+  // Nothing else in the cache was touched.
+  for (int h = 0; h < n_kv; ++h)
+    for (int p = 0; p < max_ctx; ++p)
+      if (p < kv_length || p >= kv_length + n_tokens) {
+        for (int i = 0; i < hd; ++i)
+          ASSERT_EQ(k_cache[(static_cast<size_t>(h) * max_ctx + p) * hd + i], 0.0f);
+      }
+}
+
+struct AttentionCase {
+  int kv_length, n_tokens, chunk, n_splits;
+};
+
+class SplitAttention : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(SplitAttention, MatchesCausalSoftmaxAttentionWithGroupedHeads) {
+  const AttentionCase c = GetParam();
+  const int n_head = 4, n_kv = 2, hd = 24, max_ctx = 64; // hd 24: threads 24..31 idle
+  const std::vector<float> q = random_floats(static_cast<size_t>(c.n_tokens) * n_head * hd, 83);
+  const std::vector<float> k_cache = random_floats(static_cast<size_t>(n_kv) * max_ctx * hd, 89);
+  const std::vector<float> v_cache = random_floats(k_cache.size(), 97);
+  const int step_info[2] = {c.kv_length, c.n_tokens};
+  const size_t partials = static_cast<size_t>(c.n_tokens) * n_head * c.n_splits;
+  std::vector<float> part_ml(2 * partials), part_acc(partials * hd);
+  std::vector<float> out(static_cast<size_t>(c.n_tokens) * n_head * hd, -99.0f);
+  emu::launch(
+      {n_head, static_cast<unsigned>(c.n_tokens), static_cast<unsigned>(c.n_splits)}, 32, 0, [&] {
+        bonsai_attention_split(q.data(), k_cache.data(), v_cache.data(), part_ml.data(),
+                               part_acc.data(), step_info, n_head, n_kv, hd, max_ctx, c.chunk);
+      });
+  emu::launch({n_head, static_cast<unsigned>(c.n_tokens), 1}, 32, 0, [&] {
+    bonsai_attention_merge(part_ml.data(), part_acc.data(), out.data(), n_head, hd, c.n_splits);
+  });
+  for (int t = 0; t < c.n_tokens; ++t)
+    for (int h = 0; h < n_head; ++h) {
+      const int kvh = h / (n_head / n_kv);
+      const int n_keys = c.kv_length + t + 1;
+      std::vector<double> scores(n_keys);
+      double max_score = -1e300;
+      for (int j = 0; j < n_keys; ++j) {
+        scores[j] = dot(q.data() + (t * n_head + h) * hd,
+                        k_cache.data() + (static_cast<size_t>(kvh) * max_ctx + j) * hd, hd) /
+                    std::sqrt(static_cast<double>(hd));
+        max_score = std::max(max_score, scores[j]);
+      }
+      double total = 0;
+      for (double &s : scores)
+        total += (s = std::exp(s - max_score));
+      for (int i = 0; i < hd; ++i) {
+        double expected = 0;
+        for (int j = 0; j < n_keys; ++j)
+          expected +=
+              scores[j] / total * v_cache[(static_cast<size_t>(kvh) * max_ctx + j) * hd + i];
+        EXPECT_NEAR(out[(t * n_head + h) * hd + i], expected, 2e-5)
+            << "token " << t << " head " << h << " dim " << i;
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, SplitAttention,
+    ::testing::Values(AttentionCase{0, 1, 64, 1},    // first token: a single key
+                      AttentionCase{20, 1, 8, 8},    // decode, splits past the causal end
+                      AttentionCase{0, 5, 4, 16},    // prefill from empty, causal mask
+                      AttentionCase{37, 4, 16, 4})); // prefill after a cached prefix
+
+TEST(LayerKernels, ArgmaxPicksTheMaximumAndTheLowestIdOnTies) {
+  const int n_vocab = 1000;
+  std::vector<float> logits = random_floats(3 * n_vocab, 101);
+  logits[0 * n_vocab + 517] = 50.0f; // clear winner
+  logits[1 * n_vocab + 900] = 40.0f; // tie: 300 must win over 900
+  logits[1 * n_vocab + 300] = 40.0f;
+  logits[2 * n_vocab + 999] = 30.0f; // the last id
+  std::vector<int> ids(3, -1);
+  emu::launch({3, 1, 1}, 256, 0, [&] { bonsai_argmax(logits.data(), n_vocab, ids.data()); });
+  EXPECT_EQ(ids[0], 517);
+  EXPECT_EQ(ids[1], 300);
+  EXPECT_EQ(ids[2], 999);
+}
+
+} // namespace
