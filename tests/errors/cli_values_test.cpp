@@ -64,7 +64,7 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, CliValueErrors, ::testing::ValuesIn(kRows),
 
 TEST(CliCommandErrors, UnknownCommand) {
   expect_cli_error(run_bonsai({"frobnicate"}), 2,
-                   "unknown command 'frobnicate' (commands: run, chat, eval, info, backends; see "
+                   "unknown command 'frobnicate' (commands: run, chat, eval, info, backends, bench; see "
                    "bonsai --help)");
 }
 
