@@ -1,0 +1,26 @@
+#pragma once
+// The golden tiny models (tests/data/README.md, installed in share/bonsai) run
+// through libbonsai_host with the plugin under test: the host drives the
+// plugin's layers when bind_model succeeds, else its own layers over the
+// plugin's matmul. Either way the logits and greedy ids must meet the gates
+// of ARCHITECTURE.md §7.
+#include <filesystem>
+#include <string>
+
+#include "plugin_checks.hpp"
+
+namespace bonsai::plugin_check {
+
+struct GoldenOptions {
+  std::filesystem::path data_dir; // holds NAME.gguf, NAME.prompt.json, ...
+  std::string model_name;         // "tiny-q1", "tiny-q1-tied", "tiny-q2"
+  std::string plugin_path;
+  std::string plugin_options;
+  bool exact = false; // exact gates (cosine >= 0.99999, all 24 greedy ids)
+  int n_threads = 2;
+};
+
+// One CheckResult named "golden NAME"; never throws (failures are recorded).
+conformance::CheckResult check_golden_model(const GoldenOptions &options);
+
+} // namespace bonsai::plugin_check
