@@ -20,20 +20,20 @@ int layout_position(QuantLayout layout, int e) {
 QuantizedActs QuantizedActs::tokens_from(int t0) const {
   QuantizedActs v = *this;
   v.n_tokens = n_tokens - t0;
-  v.q = q + static_cast<int64_t>(t0) * cols;
-  v.d = d + static_cast<int64_t>(t0) * n_blocks * kSubsPerBlock;
-  v.dsum = dsum + static_cast<int64_t>(t0) * n_blocks;
+  v.q = q + static_cast<int64_t>(t0) * kActBlock;
+  v.d = d + static_cast<int64_t>(t0) * kSubsPerBlock;
+  v.dsum = dsum + t0;
   return v;
 }
 
-void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, int8_t *q, float *d,
-                      float *dsum) {
+void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const QuantTarget &out) {
   int position[kActBlock];
   for (int e = 0; e < kActBlock; ++e)
     position[e] = layout_position(layout, e);
   const int64_t n_blocks = cols / kActBlock;
   for (int64_t b = 0; b < n_blocks; ++b) {
-    int8_t *qb = q + b * kActBlock;
+    int8_t *qb = out.q + b * out.stride * kActBlock;
+    float *d = out.d + b * out.stride * kSubsPerBlock;
     float block_sum = 0.0f;
     for (int s = 0; s < kSubsPerBlock; ++s) {
       const float *xs = x + b * kActBlock + s * kActSub;
@@ -51,15 +51,15 @@ void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, int8_t *
         qb[position[s * kActSub + j]] = v;
         sum += v;
       }
-      d[b * kSubsPerBlock + s] = scale;
+      d[s] = scale;
       block_sum += scale * static_cast<float>(sum);
     }
-    dsum[b] = block_sum;
+    out.dsum[b * out.stride] = block_sum;
   }
 }
 
-void QuantBuffer::reserve(int n_tokens, int64_t cols) {
-  const int64_t values = static_cast<int64_t>(n_tokens) * cols;
+void QuantBuffer::reserve(int64_t token_slots, int64_t cols) {
+  const int64_t values = token_slots * cols;
   if (values <= capacity_values_)
     return;
   q_ = std::make_unique_for_overwrite<int8_t[]>(static_cast<size_t>(values));

@@ -37,34 +37,49 @@ inline constexpr int kQuantLayouts = 3;
 int layout_position(QuantLayout layout, int e);
 
 // A view of n_tokens quantized rows of `cols` (a multiple of 128) values.
+// Storage is block-major: block b of every token of the buffer lies side by
+// side (token t at (b * token_stride + t) * 128), so a kernel applying one
+// weight block to a tile of tokens reads one contiguous run, addressed from
+// a single pointer. token_stride is at least the token count (1 in decode).
+// Token slots per block for n_tokens: padded by 8 tokens so that blocks do
+// not lie a power of two apart (with 512 tokens they would be 64 KiB apart
+// and a tile's blocks would all fall into the same L1 sets).
+inline int64_t padded_token_stride(int n_tokens) {
+  return n_tokens <= 1 ? 1 : static_cast<int64_t>(n_tokens) + 8;
+}
 struct QuantizedActs {
   int64_t cols = 0;
   int64_t n_blocks = 0; // cols / 128
   int n_tokens = 0;
-  const int8_t *q = nullptr;   // [n_tokens][cols]
-  const float *d = nullptr;    // [n_tokens][n_blocks][8] sub-block scales
-  const float *dsum = nullptr; // [n_tokens][n_blocks]
+  int64_t token_stride = 1;
+  const int8_t *q = nullptr;   // [n_blocks][token_stride][128]
+  const float *d = nullptr;    // [n_blocks][token_stride][8] sub-block scales
+  const float *dsum = nullptr; // [n_blocks][token_stride]
 
-  const int8_t *q_block(int t, int64_t b) const {
-    return q + static_cast<int64_t>(t) * cols + b * kActBlock;
-  }
-  const float *d_block(int t, int64_t b) const {
-    return d + (static_cast<int64_t>(t) * n_blocks + b) * kSubsPerBlock;
-  }
-  float dsum_block(int t, int64_t b) const { return dsum[static_cast<int64_t>(t) * n_blocks + b]; }
+  int64_t slot(int t, int64_t b) const { return b * token_stride + t; }
+  const int8_t *q_block(int t, int64_t b) const { return q + slot(t, b) * kActBlock; }
+  const float *d_block(int t, int64_t b) const { return d + slot(t, b) * kSubsPerBlock; }
+  float dsum_block(int t, int64_t b) const { return dsum[slot(t, b)]; }
   QuantizedActs tokens_from(int t0) const; // view starting at token t0
 };
 
+// Where quantize_act_row writes a token: block b goes to q + b * stride *
+// 128, d + b * stride * 8 and dsum + b * stride.
+struct QuantTarget {
+  int8_t *q = nullptr;
+  float *d = nullptr;
+  float *dsum = nullptr;
+  int64_t stride = 1;
+};
+
 // Quantizes one row: per sub-block d = max|x| / 127, q = round-to-nearest(x / d).
-// `d` receives cols / 16 scales, `dsum` cols / 128 values.
-void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, int8_t *q, float *d,
-                      float *dsum);
+void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const QuantTarget &out);
 
 // Storage for quantized activations of up to n_tokens x cols values; grows
 // on demand. Pages are only touched when used.
 class QuantBuffer {
 public:
-  void reserve(int n_tokens, int64_t cols);
+  void reserve(int64_t token_slots, int64_t cols);
   int8_t *q() { return q_.get(); }
   float *d() { return d_.get(); }
   float *dsum() { return dsum_.get(); }

@@ -52,19 +52,37 @@ void attend_fast(const AttentionJob &job, int head, int token) {
   float *scores = job.scores + static_cast<int64_t>(head) * job.kv->max_context;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
-  float max_score = -INFINITY;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float *k = job.kv->k_at(job.layer, j) + static_cast<int64_t>(kv_head) * hd;
-    scores[j] = job.kernels->dot(q, k, hd) * scale;
-    max_score = std::max(max_score, scores[j]);
-  }
   float *out = job.out + token * d.q_dim() + static_cast<int64_t>(head) * hd;
-  std::fill(out, out + hd, 0.0f);
+  const KernelSet &kernels = *job.kernels;
+  const bool whole_head = kernels.key_scores != nullptr && hd % 16 == 0;
+  HeadSpan keys;
+  keys.base = job.kv->k_at(job.layer, 0) + static_cast<int64_t>(kv_head) * hd;
+  keys.stride = d.kv_dim();
+  keys.n = n_keys;
+  keys.dim = hd;
+  HeadSpan values = keys;
+  values.base = job.kv->v_at(job.layer, 0) + static_cast<int64_t>(kv_head) * hd;
+
+  if (whole_head) {
+    kernels.key_scores(q, keys, scale, scores);
+  } else {
+    for (int64_t j = 0; j < n_keys; ++j)
+      scores[j] = kernels.dot(q, keys.base + j * keys.stride, hd) * scale;
+  }
+  float max_score = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j)
+    max_score = std::max(max_score, scores[j]);
   float denom = 0.0f;
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float p = std::exp(scores[j] - max_score);
-    denom += p;
-    job.kernels->axpy(p, job.kv->v_at(job.layer, j) + static_cast<int64_t>(kv_head) * hd, out, hd);
+    scores[j] = std::exp(scores[j] - max_score); // now the unnormalised weight
+    denom += scores[j];
+  }
+  if (whole_head) {
+    kernels.weighted_values(scores, values, out);
+  } else {
+    std::fill(out, out + hd, 0.0f);
+    for (int64_t j = 0; j < n_keys; ++j)
+      kernels.axpy(scores[j], values.base + j * values.stride, out, hd);
   }
   const float inv = 1.0f / denom;
   for (int i = 0; i < hd; ++i)

@@ -17,11 +17,16 @@ const QuantizedActs &ActInput::quantized(QuantLayout layout, tbb::task_arena &ar
   if (ready_[index])
     return views_[index];
   QuantBuffer &buffer = scratch_.buffers[index];
-  buffer.reserve(n_tokens_, cols_);
+  const int64_t stride = padded_token_stride(n_tokens_);
+  buffer.reserve(stride, cols_);
   const int64_t n_blocks = cols_ / kActBlock;
   const auto quantize_token = [&](int t) {
-    quantize_act_row(x_ + t * ldx_, cols_, layout, buffer.q() + t * cols_,
-                     buffer.d() + t * n_blocks * kSubsPerBlock, buffer.dsum() + t * n_blocks);
+    QuantTarget out;
+    out.q = buffer.q() + static_cast<int64_t>(t) * kActBlock;
+    out.d = buffer.d() + static_cast<int64_t>(t) * kSubsPerBlock;
+    out.dsum = buffer.dsum() + t;
+    out.stride = stride;
+    quantize_act_row(x_ + t * ldx_, cols_, layout, out);
   };
   if (n_tokens_ >= 8) {
     arena.execute([&] { tbb::parallel_for(0, n_tokens_, quantize_token); });
@@ -33,6 +38,7 @@ const QuantizedActs &ActInput::quantized(QuantLayout layout, tbb::task_arena &ar
   view.cols = cols_;
   view.n_blocks = n_blocks;
   view.n_tokens = n_tokens_;
+  view.token_stride = stride;
   view.q = buffer.q();
   view.d = buffer.d();
   view.dsum = buffer.dsum();
@@ -80,6 +86,10 @@ void MatmulRunner::run(ActInput &in, std::initializer_list<MatmulTarget> targets
   std::vector<PreparedTarget> prepared;
   prepared.reserve(targets.size());
   const int64_t token_blocks = (in.n_tokens() + kTokenBlock - 1) / kTokenBlock;
+  const int64_t block_tokens = std::min<int64_t>(in.n_tokens(), kTokenBlock);
+  const int64_t task_rows =
+      std::clamp<int64_t>(kTaskOutputs / std::max<int64_t>(block_tokens, 1) / kRowChunk * kRowChunk,
+                          kRowChunk, kMaxTaskRows);
   size_t n_tasks = 0;
   for (const MatmulTarget &target : targets) {
     const Weight &w = *target.w;
@@ -96,7 +106,7 @@ void MatmulRunner::run(ActInput &in, std::initializer_list<MatmulTarget> targets
         fail(BONSAI_ERR_INTERNAL, "quantized kernels need whole 128-blocks: " + w.label());
       p.q = &in.quantized(kernels_.layout[kind], arena_);
     }
-    p.row_chunks = (w.rows + kRowChunk - 1) / kRowChunk;
+    p.row_chunks = (w.rows + task_rows - 1) / task_rows;
     p.first_task = n_tasks;
     n_tasks += static_cast<size_t>(p.row_chunks * token_blocks);
     prepared.push_back(p);
@@ -109,8 +119,8 @@ void MatmulRunner::run(ActInput &in, std::initializer_list<MatmulTarget> targets
     const PreparedTarget &p = prepared[ti];
     const int64_t local = static_cast<int64_t>(task - p.first_task);
     // Token blocks vary fastest, so consecutive tasks reuse the same rows.
-    const int64_t r0 = (local / token_blocks) * kRowChunk;
-    const int64_t r1 = std::min(r0 + kRowChunk, p.target.w->rows);
+    const int64_t r0 = (local / token_blocks) * task_rows;
+    const int64_t r1 = std::min(r0 + task_rows, p.target.w->rows);
     const int t0 = static_cast<int>((local % token_blocks) * kTokenBlock);
     const int t1 = std::min(t0 + kTokenBlock, in.n_tokens());
     RowJob job = make_job(*p.target.w, p.q, in, r0, r1, t0, t1);
@@ -121,19 +131,20 @@ void MatmulRunner::run(ActInput &in, std::initializer_list<MatmulTarget> targets
       p.kernel(job);
       return;
     }
-    float gate[kTokenBlock * kRowChunk];
-    float up[kTokenBlock * kRowChunk];
+    // task_rows * tokens <= kTaskOutputs by construction.
+    float gate[kTaskOutputs];
+    float up[kTaskOutputs];
+    const int64_t ld = r1 - r0;
     job.y = gate;
-    job.ldy = kRowChunk;
+    job.ldy = ld;
     p.kernel(job);
     RowJob up_job = make_job(*p.target.up, p.q, in, r0, r1, t0, t1);
     up_job.y = up;
-    up_job.ldy = kRowChunk;
+    up_job.ldy = ld;
     p.kernel(up_job);
     for (int t = 0; t < job.n_tokens; ++t)
       for (int64_t r = 0; r < job.n_rows; ++r)
-        y[t * p.target.ldy + r] =
-            silu_times(gate[t * kRowChunk + r], up[t * kRowChunk + r], kernels_.exact);
+        y[t * p.target.ldy + r] = silu_times(gate[t * ld + r], up[t * ld + r], kernels_.exact);
   };
 
   arena_.execute([&] {

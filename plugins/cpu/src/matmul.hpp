@@ -16,6 +16,11 @@ namespace bonsai::cpu {
 
 inline constexpr int64_t kRowChunk = 32;
 inline constexpr int kTokenBlock = 64;
+// A task covers at most this many (row, token) outputs, and at least
+// kRowChunk rows: small batches (decode) get tasks of up to 256 rows so
+// the per-task cost of the scheduler stays small against the work.
+inline constexpr int64_t kTaskOutputs = kRowChunk * kTokenBlock;
+inline constexpr int64_t kMaxTaskRows = 256;
 
 // Storage for quantized activations, one buffer per layout.
 struct ActScratch {

@@ -102,6 +102,91 @@ BONSAI_TARGET_AVX2 void avx2_axpy(float alpha, const float *x, float *y, int64_t
     y[i] += alpha * x[i];
 }
 
+namespace {
+
+// Sums of the 8 lanes of v[0..3] in exactly hsum256's order (halves first,
+// then lanes 0+2 and 1+3, then those two): out[r] for r < 4.
+BONSAI_TARGET_AVX2 inline void hsum4(const __m256 v[4], float out[4]) {
+  const __m256 s01 = _mm256_add_ps(_mm256_permute2f128_ps(v[0], v[1], 0x20),
+                                   _mm256_permute2f128_ps(v[0], v[1], 0x31));
+  const __m256 s23 = _mm256_add_ps(_mm256_permute2f128_ps(v[2], v[3], 0x20),
+                                   _mm256_permute2f128_ps(v[2], v[3], 0x31));
+  // Per half: [a0 a1 c0 c1] + [a2 a3 c2 c3], then (x0 + x1) by hadd.
+  const __m256 pairs = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_hadd_ps(pairs, pairs));
+  out[0] = lanes[0]; // half 0: v[0], v[2]; half 1: v[1], v[3]
+  out[1] = lanes[4];
+  out[2] = lanes[1];
+  out[3] = lanes[5];
+}
+
+} // namespace
+
+// Four keys at a time share each query load. Every score is bit-identical
+// to scale * avx2_dot(q, key) (same two accumulators, same final sum), so
+// the kernel changes speed only; needs dim % 16 == 0.
+BONSAI_TARGET_AVX2 void avx2_key_scores(const float *q, const HeadSpan &keys, float scale,
+                                        float *out) {
+  int64_t j = 0;
+  for (; j + 4 <= keys.n; j += 4) {
+    const float *k = keys.base + j * keys.stride;
+    __m256 even[4];
+    __m256 odd[4];
+    for (int r = 0; r < 4; ++r) {
+      even[r] = _mm256_setzero_ps();
+      odd[r] = _mm256_setzero_ps();
+    }
+    for (int c = 0; c < keys.dim; c += 16) {
+      const __m256 q0 = _mm256_loadu_ps(q + c);
+      const __m256 q1 = _mm256_loadu_ps(q + c + 8);
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        even[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(k + r * keys.stride + c), even[r]);
+        odd[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(k + r * keys.stride + c + 8), odd[r]);
+      }
+    }
+    __m256 sums[4];
+    for (int r = 0; r < 4; ++r)
+      sums[r] = _mm256_add_ps(even[r], odd[r]);
+    float dots[4];
+    hsum4(sums, dots);
+    for (int r = 0; r < 4; ++r)
+      out[j + r] = dots[r] * scale;
+  }
+  for (; j < keys.n; ++j)
+    out[j] = avx2_dot(q, keys.base + j * keys.stride, keys.dim) * scale;
+}
+
+// 64 output values at a time stay in registers while every value vector is
+// added in; each output is summed over keys in index order with one fused
+// multiply-add each, exactly as avx2_axpy into a zeroed output would.
+BONSAI_TARGET_AVX2 void avx2_weighted_values(const float *p, const HeadSpan &values, float *out) {
+  int c = 0;
+  for (; c + 64 <= values.dim; c += 64) {
+    __m256 acc[8];
+    for (int r = 0; r < 8; ++r)
+      acc[r] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < values.n; ++j) {
+      const float *v = values.base + j * values.stride + c;
+      const __m256 pj = _mm256_set1_ps(p[j]);
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; ++r)
+        acc[r] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * r), acc[r]);
+    }
+    for (int r = 0; r < 8; ++r)
+      _mm256_storeu_ps(out + c + 8 * r, acc[r]);
+  }
+  for (; c < values.dim; c += 8) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t j = 0; j < values.n; ++j)
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
+                            _mm256_loadu_ps(values.base + j * values.stride + c), acc);
+    _mm256_storeu_ps(out + c, acc);
+  }
+}
+
 } // namespace bonsai::cpu
 
 #endif

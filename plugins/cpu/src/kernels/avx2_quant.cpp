@@ -1,10 +1,12 @@
 // AVX2 kernels for the quantized weight types against int8 activations
-// (activations.hpp). Each weight row is processed for kTokenTile tokens at a
+// (activations.hpp). Each weight row is processed for a tile of tokens at a
 // time so a weight block is unpacked once per tile. Per token the arithmetic
 // is the same whatever the tile size, so results never depend on how tokens
 // are grouped.
 #if defined(__x86_64__) || defined(__i386__)
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <immintrin.h>
 
@@ -14,6 +16,10 @@
 namespace bonsai::cpu {
 namespace {
 
+// Tokens per tile: Q1_0/Q2_0 unpack a block once for 8 tokens (8
+// accumulators + 4 unpacked chunks: nearly all 16 ymm registers, a few
+// accumulators live in L1); Q8_0 (no unpacking to share) uses 4.
+constexpr int kQuantTile = 8;
 constexpr int kTokenTile = 4;
 constexpr size_t kQ1Bytes = sizeof(BlockQ1_0);
 constexpr size_t kQ2Bytes = sizeof(BlockQ2_0);
@@ -41,96 +47,118 @@ BONSAI_TARGET_AVX2 inline void expand_q1_signs(const uint8_t *signs, __m256i bit
   bit[3] = _mm256_min_epu8(_mm256_and_si256(from_odd, high_nibble), one);
 }
 
-// Lane j: sum of the int8 values of sub-block j whose sign bit is set.
-BONSAI_TARGET_AVX2 inline __m256i masked_sums(const __m256i bit[4], const int8_t *xq) {
-  // |pair sum| <= 254 per chunk, so four chunks stay far below int16 range.
-  __m256i s = _mm256_maddubs_epi16(bit[0], load256(xq));
-  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bit[1], load256(xq + 32)));
-  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bit[2], load256(xq + 64)));
-  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(bit[3], load256(xq + 96)));
-  return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
-}
-
-// Lane j: sum of code * q over sub-block j (Q2Lanes order).
-BONSAI_TARGET_AVX2 inline __m256i coded_sums(const __m256i codes[4], const int8_t *xq) {
+// Lane j: sum over sub-block j of unpacked weight byte (0/1 sign bit, or a
+// 2-bit code) times int8 activation, in the layout the weight type asks for.
+BONSAI_TARGET_AVX2 inline __m256i chunk_sums(const __m256i unpacked[4], const int8_t *xq) {
   // |pair sum| <= 2 * 3 * 127 per chunk; four chunks stay within int16.
-  __m256i s = _mm256_maddubs_epi16(codes[0], load256(xq));
-  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(codes[1], load256(xq + 32)));
-  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(codes[2], load256(xq + 64)));
-  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(codes[3], load256(xq + 96)));
+  __m256i s = _mm256_maddubs_epi16(unpacked[0], load256(xq));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(unpacked[1], load256(xq + 32)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(unpacked[2], load256(xq + 64)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(unpacked[3], load256(xq + 96)));
   return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
 }
 
-// Scales the 8 per-sub-block sums and adds them, times `factor`, to acc.
-BONSAI_TARGET_AVX2 inline __m256 accumulate(__m256i sums, const float *sub_scales, float factor,
-                                            __m256 acc) {
-  const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_loadu_ps(sub_scales));
-  return _mm256_fmadd_ps(scaled, _mm256_set1_ps(factor), acc);
-}
+// Unpackers: the f16 scale and four 32-byte chunks of a weight block.
+// kVectorFactor: the block dot is d_w (kVectorFactor sum_s d_s S_s - dsum).
+struct Q1Unpack {
+  static constexpr size_t kBytes = sizeof(BlockQ1_0);
+  static constexpr float kVectorFactor = 2.0f;
+  BONSAI_TARGET_AVX2 static void unpack(const uint8_t *block, __m256i out[4]) {
+    expand_q1_signs(block + 2, out);
+  }
+};
+struct Q2Unpack {
+  static constexpr size_t kBytes = sizeof(BlockQ2_0);
+  static constexpr float kVectorFactor = 1.0f;
+  // Byte i holds the codes of values 4i..4i+3; shifting by 2k picks the
+  // code of value 4i+k, which the Q2Lanes order stores at 32k+i.
+  BONSAI_TARGET_AVX2 static void unpack(const uint8_t *block, __m256i out[4]) {
+    const __m256i low2 = _mm256_set1_epi8(3);
+    const __m256i packed = load256(block + 2);
+    out[0] = _mm256_and_si256(packed, low2);
+    out[1] = _mm256_and_si256(_mm256_srli_epi16(packed, 2), low2);
+    out[2] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low2);
+    out[3] = _mm256_and_si256(_mm256_srli_epi16(packed, 6), low2);
+  }
+};
 
-template <int NT> BONSAI_TARGET_AVX2 void q1_tile(const RowJob &job, int t0) {
-  const int64_t n_blocks = job.cols / kActBlock;
-  for (int64_t r = 0; r < job.n_rows; ++r) {
-    const uint8_t *row = job.w + static_cast<size_t>(r) * job.w_row_bytes;
-    __m256 acc[NT];
-    float corr[NT];
-#pragma GCC unroll 8
+// Blocks per segment of a row: the weight scales of a segment are kept on
+// the stack for the correction term.
+constexpr int64_t kSegmentBlocks = 64;
+
+// corr[t] += sum_b dw[b] * dsum(t, b), one fused multiply-add per block in
+// block order. Eight tokens share one vector (their dsums are adjacent);
+// lane arithmetic equals the scalar path, so a token's result does not
+// depend on the tile it was computed in.
+template <int NT>
+BONSAI_TARGET_AVX2 inline void add_correction(const QuantizedActs &q, int t0, int64_t s0,
+                                              const float *dw, int64_t n, float corr[NT]) {
+  if constexpr (NT == 8) {
+    __m256 acc = _mm256_loadu_ps(corr);
+    for (int64_t i = 0; i < n; ++i)
+      acc =
+          _mm256_fmadd_ps(_mm256_set1_ps(dw[i]), _mm256_loadu_ps(q.dsum + q.slot(t0, s0 + i)), acc);
+    _mm256_storeu_ps(corr, acc);
+  } else {
     for (int t = 0; t < NT; ++t) {
-      acc[t] = _mm256_setzero_ps();
-      corr[t] = 0.0f;
+      __m128 acc = _mm_set_ss(corr[t]);
+      for (int64_t i = 0; i < n; ++i)
+        acc = _mm_fmadd_ss(_mm_set_ss(dw[i]), _mm_set_ss(q.dsum_block(t0 + t, s0 + i)), acc);
+      corr[t] = _mm_cvtss_f32(acc);
     }
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const uint8_t *block = row + static_cast<size_t>(b) * kQ1Bytes;
-      const float dw = load_f16(block);
-      __m256i bit[4];
-      expand_q1_signs(block + 2, bit);
-#pragma GCC unroll 8
-      for (int t = 0; t < NT; ++t) {
-        // d_w (2 sum_s d_s S_set,s - dsum): the vector part now, dsum in corr.
-        acc[t] = accumulate(masked_sums(bit, job.q.q_block(t0 + t, b)), job.q.d_block(t0 + t, b),
-                            2.0f * dw, acc[t]);
-        corr[t] += dw * job.q.dsum_block(t0 + t, b);
-      }
-    }
-#pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t)
-      job.y[static_cast<int64_t>(t0 + t) * job.ldy + r] = hsum256(acc[t]) - corr[t];
   }
 }
 
-template <int NT> BONSAI_TARGET_AVX2 void q2_tile(const RowJob &job, int t0) {
+// One row against NT tokens: each weight block is unpacked once and applied
+// to all NT tokens, whose accumulators stay in registers. Per token:
+//   y = kVectorFactor * sum_b d_w,b sum_s d_s S_s  -  sum_b d_w,b dsum_b
+// (the factor is a power of two, so applying it at the end is exact).
+template <class Unpack, int NT> BONSAI_TARGET_AVX2 void quant_tile(const RowJob &job, int t0) {
   const int64_t n_blocks = job.cols / kActBlock;
-  const __m256i low2 = _mm256_set1_epi8(3);
+  const QuantizedActs &q = job.q;
   for (int64_t r = 0; r < job.n_rows; ++r) {
     const uint8_t *row = job.w + static_cast<size_t>(r) * job.w_row_bytes;
     __m256 acc[NT];
-    float corr[NT];
-#pragma GCC unroll 8
+    alignas(32) float corr[NT];
+    float corr1 = 0.0f;
+#pragma GCC unroll 16
     for (int t = 0; t < NT; ++t) {
       acc[t] = _mm256_setzero_ps();
       corr[t] = 0.0f;
     }
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const uint8_t *block = row + static_cast<size_t>(b) * kQ2Bytes;
-      const float dw = load_f16(block);
-      // Byte i holds the codes of values 4i..4i+3; shifting by 2k picks the
-      // code of value 4i+k, which the Q2Lanes order stores at 32k+i.
-      const __m256i packed = load256(block + 2);
-      const __m256i codes[4] = {_mm256_and_si256(packed, low2),
-                                _mm256_and_si256(_mm256_srli_epi16(packed, 2), low2),
-                                _mm256_and_si256(_mm256_srli_epi16(packed, 4), low2),
-                                _mm256_and_si256(_mm256_srli_epi16(packed, 6), low2)};
-#pragma GCC unroll 8
-      for (int t = 0; t < NT; ++t) {
-        // d_w (sum_s d_s S_code,s - dsum): code - 1 is the ternary value.
-        acc[t] = accumulate(coded_sums(codes, job.q.q_block(t0 + t, b)), job.q.d_block(t0 + t, b),
-                            dw, acc[t]);
-        corr[t] += dw * job.q.dsum_block(t0 + t, b);
+    for (int64_t s0 = 0; s0 < n_blocks; s0 += kSegmentBlocks) {
+      const int64_t s1 = std::min(n_blocks, s0 + kSegmentBlocks);
+      [[maybe_unused]] float dw_seg[kSegmentBlocks];
+      for (int64_t b = s0; b < s1; ++b) {
+        const uint8_t *block = row + static_cast<size_t>(b) * Unpack::kBytes;
+        const float dw = load_f16(block);
+        if constexpr (NT == 1) // one token: the same fused multiply-add, inline
+          corr1 = std::fma(dw, q.dsum_block(t0, b), corr1);
+        else
+          dw_seg[b - s0] = dw;
+        const __m256 dw_v = _mm256_set1_ps(dw);
+        __m256i unpacked[4];
+        Unpack::unpack(block, unpacked);
+        // The tile's tokens are adjacent in the block-major activations.
+        const int8_t *xq = q.q_block(t0, b);
+        const float *xd = q.d_block(t0, b);
+#pragma GCC unroll 16
+        for (int t = 0; t < NT; ++t) {
+          const __m256 scaled =
+              _mm256_mul_ps(_mm256_cvtepi32_ps(chunk_sums(unpacked, xq + t * kActBlock)),
+                            _mm256_loadu_ps(xd + t * kSubsPerBlock));
+          acc[t] = _mm256_fmadd_ps(scaled, dw_v, acc[t]);
+        }
       }
+      if constexpr (NT > 1)
+        add_correction<NT>(q, t0, s0, dw_seg, s1 - s0, corr);
     }
-#pragma GCC unroll 8
+    if constexpr (NT == 1)
+      corr[0] = corr1;
+#pragma GCC unroll 16
     for (int t = 0; t < NT; ++t)
-      job.y[static_cast<int64_t>(t0 + t) * job.ldy + r] = hsum256(acc[t]) - corr[t];
+      job.y[static_cast<int64_t>(t0 + t) * job.ldy + r] =
+          Unpack::kVectorFactor * hsum256(acc[t]) - corr[t];
   }
 }
 
@@ -172,11 +200,11 @@ template <int NT> BONSAI_TARGET_AVX2 void q8_tile(const RowJob &job, int t0) {
   }
 }
 
-template <void (*Tile4)(const RowJob &, int), void (*Tile1)(const RowJob &, int)>
+template <void (*TileN)(const RowJob &, int), void (*Tile1)(const RowJob &, int), int N>
 void run_tiles(const RowJob &job) {
   int t = 0;
-  for (; t + kTokenTile <= job.n_tokens; t += kTokenTile)
-    Tile4(job, t);
+  for (; t + N <= job.n_tokens; t += N)
+    TileN(job, t);
   for (; t < job.n_tokens; ++t)
     Tile1(job, t);
 }
@@ -184,13 +212,13 @@ void run_tiles(const RowJob &job) {
 } // namespace
 
 void avx2_rows_q1(const RowJob &job) {
-  run_tiles<q1_tile<kTokenTile>, q1_tile<1>>(job);
+  run_tiles<quant_tile<Q1Unpack, kQuantTile>, quant_tile<Q1Unpack, 1>, kQuantTile>(job);
 }
 void avx2_rows_q2(const RowJob &job) {
-  run_tiles<q2_tile<kTokenTile>, q2_tile<1>>(job);
+  run_tiles<quant_tile<Q2Unpack, kQuantTile>, quant_tile<Q2Unpack, 1>, kQuantTile>(job);
 }
 void avx2_rows_q8(const RowJob &job) {
-  run_tiles<q8_tile<kTokenTile>, q8_tile<1>>(job);
+  run_tiles<q8_tile<kTokenTile>, q8_tile<1>, kTokenTile>(job);
 }
 
 } // namespace bonsai::cpu

@@ -36,6 +36,14 @@ struct RowJob {
 };
 using RowKernel = void (*)(const RowJob &);
 
+// The vectors of one attention head at positions 0..n-1 of the KV cache.
+struct HeadSpan {
+  const float *base = nullptr; // position 0
+  int64_t stride = 0;          // floats from one position to the next
+  int64_t n = 0;               // positions
+  int dim = 0;                 // head_dim
+};
+
 struct KernelSet {
   const char *name = "";
   // Exact sets accumulate in double and use double transcendental functions
@@ -46,6 +54,10 @@ struct KernelSet {
   QuantLayout layout[kWeightKinds] = {};
   float (*dot)(const float *a, const float *b, int64_t n) = nullptr;
   void (*axpy)(float alpha, const float *x, float *y, int64_t n) = nullptr; // y += alpha x
+  // Optional whole-head attention helpers (used when dim % 16 == 0):
+  // out[j] = scale * dot(q, key j) and out = sum_j p[j] * value j.
+  void (*key_scores)(const float *q, const HeadSpan &keys, float scale, float *out) = nullptr;
+  void (*weighted_values)(const float *p, const HeadSpan &values, float *out) = nullptr;
 };
 
 const KernelSet &reference_kernel_set();

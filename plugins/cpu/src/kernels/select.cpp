@@ -27,6 +27,8 @@ KernelSet make_avx2_set() {
   use(WeightKind::Q2_0, avx2_rows_q2, true, QuantLayout::Q2Lanes);
   set.dot = avx2_dot;
   set.axpy = avx2_axpy;
+  set.key_scores = avx2_key_scores;
+  set.weighted_values = avx2_weighted_values;
   return set;
 }
 

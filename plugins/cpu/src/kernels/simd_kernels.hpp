@@ -13,6 +13,8 @@ void avx2_rows_q8(const RowJob &job);
 void avx2_rows_float(const RowJob &job); // F32, F16, BF16
 float avx2_dot(const float *a, const float *b, int64_t n);
 void avx2_axpy(float alpha, const float *x, float *y, int64_t n);
+void avx2_key_scores(const float *q, const HeadSpan &keys, float scale, float *out);
+void avx2_weighted_values(const float *p, const HeadSpan &values, float *out);
 
 void avx512_rows_q1(const RowJob &job);
 void avx512_rows_q2(const RowJob &job);
