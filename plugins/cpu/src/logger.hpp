@@ -1,33 +1,8 @@
 #pragma once
-// A context's log sink: the host's callback and the least severe level it
-// wants. Messages below that level are never formatted.
-#include <string>
-
-#include "bonsai/bonsai_backend.h"
+// The plugins' shared log sink (plugins/common), visible unqualified in this
+// plugin's namespace.
+#include "bonsai/plugin/logger.hpp"
 
 namespace bonsai::cpu {
-
-class Logger {
-public:
-  Logger() = default;
-  Logger(bonsai_log_fn fn, void *user_data, bonsai_log_level level)
-      : fn_(fn), user_data_(user_data), level_(level) {}
-
-  bool enabled(bonsai_log_level level) const {
-    return fn_ != nullptr && level >= level_ && level < BONSAI_LOG_OFF;
-  }
-  void log(bonsai_log_level level, const std::string &message) const {
-    if (enabled(level))
-      fn_(user_data_, level, message.c_str());
-  }
-  void debug(const std::string &message) const { log(BONSAI_LOG_DEBUG, message); }
-  void info(const std::string &message) const { log(BONSAI_LOG_INFO, message); }
-  void warn(const std::string &message) const { log(BONSAI_LOG_WARN, message); }
-
-private:
-  bonsai_log_fn fn_ = nullptr;
-  void *user_data_ = nullptr;
-  bonsai_log_level level_ = BONSAI_LOG_OFF;
-};
-
+using namespace bonsai::plugin;
 } // namespace bonsai::cpu

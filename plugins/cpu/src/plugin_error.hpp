@@ -1,63 +1,8 @@
 #pragma once
-// The one exception type the plugin throws internally. The ABI entry points
-// catch it and turn it into a bonsai_status plus the context's last_error.
-#include <cstdarg>
-#include <cstdio>
-#include <stdexcept>
-#include <string>
-
-#include "bonsai/bonsai_backend.h"
+// The plugins' shared error helpers (plugins/common), visible unqualified in
+// this plugin's namespace.
+#include "bonsai/plugin/plugin_error.hpp"
 
 namespace bonsai::cpu {
-
-class PluginError : public std::runtime_error {
-public:
-  PluginError(bonsai_status status, const std::string &message)
-      : std::runtime_error(message), status_(status) {}
-  bonsai_status status() const { return status_; }
-
-private:
-  bonsai_status status_;
-};
-
-// printf-style formatting into a std::string (the plugin links no fmt).
-__attribute__((format(printf, 1, 2))) inline std::string strformat(const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  va_list copy;
-  va_copy(copy, args);
-  const int needed = std::vsnprintf(nullptr, 0, fmt, copy);
-  va_end(copy);
-  std::string out;
-  if (needed > 0) {
-    out.resize(static_cast<size_t>(needed) + 1);
-    std::vsnprintf(out.data(), out.size(), fmt, args);
-    out.resize(static_cast<size_t>(needed));
-  }
-  va_end(args);
-  return out;
-}
-
-[[noreturn]] inline void fail(bonsai_status status, const std::string &message) {
-  throw PluginError(status, message);
-}
-[[noreturn]] inline void fail_invalid(const std::string &message) {
-  fail(BONSAI_ERR_INVALID_ARGUMENT, message);
-}
-[[noreturn]] inline void fail_state(const std::string &message) {
-  fail(BONSAI_ERR_BAD_STATE, message);
-}
-
-// Copies an ABI argument struct after checking the pointer and struct_size.
-// Bytes past the caller's struct_size are never read; in ABI 1.0 every field
-// is required, so a struct smaller than ours is rejected.
-template <class T> T read_abi_struct(const T *p, const char *what) {
-  if (p == nullptr)
-    fail_invalid(strformat("%s is NULL", what));
-  if (p->struct_size < sizeof(T))
-    fail_invalid(strformat("%s.struct_size is %u, smaller than the %zu bytes of ABI %d.%d", what,
-                           p->struct_size, sizeof(T), BONSAI_ABI_MAJOR, BONSAI_ABI_MINOR));
-  return *p;
-}
-
+using namespace bonsai::plugin;
 } // namespace bonsai::cpu

@@ -28,17 +28,6 @@ const Context *live(const bonsai_context *handle) {
   return ctx != nullptr && ctx->magic == kContextMagic ? ctx : nullptr;
 }
 
-// Copies an ABI argument struct after checking the pointer and struct_size
-// (every 1.0 field is required, so a smaller struct is rejected).
-template <class T> T read_abi_struct(const T *p, const char *what) {
-  if (p == nullptr)
-    fail_invalid(strformat("%s is NULL", what));
-  if (p->struct_size < sizeof(T))
-    fail_invalid(strformat("%s.struct_size is %u, smaller than the %zu bytes of ABI %d.%d", what,
-                           p->struct_size, sizeof(T), BONSAI_ABI_MAJOR, BONSAI_ABI_MINOR));
-  return *p;
-}
-
 // Runs body(ctx) with the device context current and turns exceptions into
 // a status plus last_error.
 template <class Ctx, class Body> bonsai_status guarded(Ctx *ctx, Body &&body) {
