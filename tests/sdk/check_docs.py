@@ -6,7 +6,8 @@ Every fenced code block in the guides must sit right below a marker line:
   <!-- excerpt: PATH -->  the block's lines appear, in order and contiguous, in PATH
 The files named are the examples and tests that the sdk test compiles and runs.
 Blocks fenced as ```text (directory trees, sample output, commands with
-placeholder paths) are illustrations, not code, and need no marker.
+placeholder paths) are illustrations, not code, and need no marker; a text
+block that has a marker is checked like any other.
 """
 import pathlib
 import re
@@ -41,7 +42,7 @@ def check(root, guide):
     lines = path.read_text(encoding="utf-8").split("\n")
     for line, language, marker, text in blocks(lines):
         where = f"{guide}:{line}"
-        if language == "text":
+        if language == "text" and not MARKER.match(marker):
             continue
         match = MARKER.match(marker)
         if not match:
