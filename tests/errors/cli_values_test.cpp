@@ -63,9 +63,10 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, CliValueErrors, ::testing::ValuesIn(kRows),
                          [](const ::testing::TestParamInfo<Row> &info) { return info.param.name; });
 
 TEST(CliCommandErrors, UnknownCommand) {
-  expect_cli_error(run_bonsai({"frobnicate"}), 2,
-                   "unknown command 'frobnicate' (commands: run, chat, eval, info, backends, bench; see "
-                   "bonsai --help)");
+  expect_cli_error(
+      run_bonsai({"frobnicate"}), 2,
+      "unknown command 'frobnicate' (commands: run, chat, eval, info, backends, bench; see "
+      "bonsai --help)");
 }
 
 TEST(CliCommandErrors, NoModel) {
