@@ -1,8 +1,9 @@
 // GoogleTest front end of the plugin conformance checks (plugin_checks.hpp).
 // Plugin: $BONSAI_PLUGIN (default: this build's CPU plugin). Context options:
-// $BONSAI_PLUGIN_OPTIONS (default: the suite runs twice, with
-// "kernels=reference" under the exact tolerances and with no options under
-// the fast ones).
+// $BONSAI_PLUGIN_OPTIONS (default: the suite runs with "kernels=reference"
+// under the exact tolerances and with each SIMD kernel set of the CPU plugin,
+// or the plugin's default, under the fast ones; see
+// plugin_option_sets_from_env).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -36,9 +37,13 @@ void report(const CheckResult &r) {
 void run_check(const std::string &options, bool needs_device,
                const std::function<CheckResult(const PluginChecker &)> &check) {
   const PluginChecker checker = make_checker(options);
-  if (needs_device)
+  if (needs_device) {
     if (const std::string reason = checker.context_skip_reason(); !reason.empty())
       GTEST_SKIP() << reason;
+    if (const std::string reason = test::unsupported_option_reason(checker.api(), options);
+        !reason.empty())
+      GTEST_SKIP() << reason;
+  }
   report(check(checker));
 }
 

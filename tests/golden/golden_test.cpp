@@ -40,6 +40,9 @@ protected:
     info.struct_size = sizeof info;
     if (library_->api().probe(&info) != BONSAI_OK)
       GTEST_SKIP() << "skipped: no device: " << info.detail;
+    if (const std::string reason = unsupported_option_reason(library_->api(), options);
+        !reason.empty())
+      GTEST_SKIP() << reason;
     ContextConfig config;
     config.options = options;
     config.max_context = 64;

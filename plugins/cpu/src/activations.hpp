@@ -22,7 +22,12 @@ inline constexpr int kActBlock = 128;
 inline constexpr int kActSub = 16;
 inline constexpr int kSubsPerBlock = kActBlock / kActSub; // 8
 
-// Where value e (0..127) of a block is stored.
+// Where value e (0..127) of a block is stored, and which values share a
+// scale. The first three layouts keep 8 sub-block scales (contiguous runs of
+// 16 values) and dsum per block, for the AVX2 kernels. The "512" layouts are
+// for the AVX-512 kernels, whose accumulator has 16 int32 lanes per block:
+// they store per lane the scale of the lane's sub-block and the lane's
+// correction term (see LaneMeta), so a kernel needs no shuffles of scales.
 enum class QuantLayout {
   Natural, // at e
   // At 32c + 4j + r for e = 16j + 4c + r: chunk c, bytes 4j..4j+3 hold four
@@ -31,40 +36,65 @@ enum class QuantLayout {
   // At 32k + b for e = 4b + k: chunk k lines up with the k-th 2-bit code of
   // every Q2_0 byte b, and bytes 4j..4j+3 are values 16j..16j+15.
   Q2Lanes,
+  // At e (the raw Q1_0 sign bits are the byte mask of the block). Lane j
+  // sums values 4j..4j+3 and 64+4j..64+4j+3; sub-block s is lanes 2s, 2s+1,
+  // i.e. values 8s..8s+7 and 64+8s..64+8s+7.
+  Q1Mask512,
+  // Q2Lanes order and sub-blocks. Lane j sums the 8 values of sub-block
+  // j % 8 at positions 4j..4j+3 and 64+4j..64+4j+3.
+  Q2Lanes512,
 };
-inline constexpr int kQuantLayouts = 3;
+inline constexpr int kQuantLayouts = 5;
 
 int layout_position(QuantLayout layout, int e);
+int layout_sub_block(QuantLayout layout, int e); // 0..7, 16 values each
+// For the 512 layouts: the int32 lane (0..15) value e is summed into, i.e.
+// (position % 64) / 4; -1 for the others.
+int layout_lane(QuantLayout layout, int e);
+bool layout_has_lane_meta(QuantLayout layout);
+
+// Metadata floats per block and token: 8 sub-block scales, or for the 512
+// layouts 16 lane scales followed by 16 lane corrections
+// (correction j = scale_j * sum of the lane's quantized values), so that
+//   sum_e w_e x_e = d_w * sum_j (scale_j * S_j - correction_j)
+// where S_j is the lane's sum of u_e * q_e with u_e = w_e / d_w + 1, an
+// unsigned byte: 2 * sign bit for Q1_0, the 2-bit code for Q2_0.
+inline constexpr int kLaneCount = 16;
+inline constexpr int kLaneMetaPerBlock = 2 * kLaneCount;
+int meta_per_block(QuantLayout layout);
 
 // A view of n_tokens quantized rows of `cols` (a multiple of 128) values.
 // Storage is block-major: block b of every token of the buffer lies side by
 // side (token t at (b * token_stride + t) * 128), so a kernel applying one
 // weight block to a tile of tokens reads one contiguous run, addressed from
 // a single pointer. token_stride is at least the token count (1 in decode).
-// Token slots per block for n_tokens: padded by 8 tokens so that blocks do
-// not lie a power of two apart (with 512 tokens they would be 64 KiB apart
-// and a tile's blocks would all fall into the same L1 sets).
+// Token slots per block for n_tokens: at least 8 more than n_tokens, and
+// odd, so that consecutive blocks never lie a power of two apart (with 512
+// or 8 tokens they would be 64 KiB or 1 KiB apart, a tile's blocks would all
+// fall into the same L1 sets and evict each other: 8-token tiles ran at a
+// quarter of the speed of 32-token ones).
 inline int64_t padded_token_stride(int n_tokens) {
-  return n_tokens <= 1 ? 1 : static_cast<int64_t>(n_tokens) + 8;
+  return n_tokens <= 1 ? 1 : (static_cast<int64_t>(n_tokens) + 8) | 1;
 }
 struct QuantizedActs {
   int64_t cols = 0;
   int64_t n_blocks = 0; // cols / 128
   int n_tokens = 0;
   int64_t token_stride = 1;
-  const int8_t *q = nullptr;   // [n_blocks][token_stride][128]
-  const float *d = nullptr;    // [n_blocks][token_stride][8] sub-block scales
-  const float *dsum = nullptr; // [n_blocks][token_stride]
+  int d_per_block = kSubsPerBlock; // meta_per_block(layout)
+  const int8_t *q = nullptr;       // [n_blocks][token_stride][128]
+  const float *d = nullptr;        // [n_blocks][token_stride][d_per_block] scales (or lane meta)
+  const float *dsum = nullptr;     // [n_blocks][token_stride] (not for the 512 layouts)
 
   int64_t slot(int t, int64_t b) const { return b * token_stride + t; }
   const int8_t *q_block(int t, int64_t b) const { return q + slot(t, b) * kActBlock; }
-  const float *d_block(int t, int64_t b) const { return d + slot(t, b) * kSubsPerBlock; }
+  const float *d_block(int t, int64_t b) const { return d + slot(t, b) * d_per_block; }
   float dsum_block(int t, int64_t b) const { return dsum[slot(t, b)]; }
   QuantizedActs tokens_from(int t0) const; // view starting at token t0
 };
 
 // Where quantize_act_row writes a token: block b goes to q + b * stride *
-// 128, d + b * stride * 8 and dsum + b * stride.
+// 128, d + b * stride * meta_per_block and dsum + b * stride.
 struct QuantTarget {
   int8_t *q = nullptr;
   float *d = nullptr;
@@ -79,13 +109,16 @@ void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const Qu
 // on demand. Pages are only touched when used.
 class QuantBuffer {
 public:
-  void reserve(int64_t token_slots, int64_t cols);
+  // Room for token_slots rows of cols values with meta_per_block floats of
+  // metadata per block.
+  void reserve(int64_t token_slots, int64_t cols, int meta_per_block);
   int8_t *q() { return q_.get(); }
   float *d() { return d_.get(); }
   float *dsum() { return dsum_.get(); }
 
 private:
   int64_t capacity_values_ = 0;
+  int64_t capacity_meta_ = 0;
   std::unique_ptr<int8_t[]> q_;
   std::unique_ptr<float[]> d_;
   std::unique_ptr<float[]> dsum_;

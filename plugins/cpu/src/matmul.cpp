@@ -18,12 +18,13 @@ const QuantizedActs &ActInput::quantized(QuantLayout layout, tbb::task_arena &ar
     return views_[index];
   QuantBuffer &buffer = scratch_.buffers[index];
   const int64_t stride = padded_token_stride(n_tokens_);
-  buffer.reserve(stride, cols_);
+  const int meta = meta_per_block(layout);
+  buffer.reserve(stride, cols_, meta);
   const int64_t n_blocks = cols_ / kActBlock;
   const auto quantize_token = [&](int t) {
     QuantTarget out;
     out.q = buffer.q() + static_cast<int64_t>(t) * kActBlock;
-    out.d = buffer.d() + static_cast<int64_t>(t) * kSubsPerBlock;
+    out.d = buffer.d() + static_cast<int64_t>(t) * meta;
     out.dsum = buffer.dsum() + t;
     out.stride = stride;
     quantize_act_row(x_ + t * ldx_, cols_, layout, out);
@@ -39,9 +40,10 @@ const QuantizedActs &ActInput::quantized(QuantLayout layout, tbb::task_arena &ar
   view.n_blocks = n_blocks;
   view.n_tokens = n_tokens_;
   view.token_stride = stride;
+  view.d_per_block = meta;
   view.q = buffer.q();
   view.d = buffer.d();
-  view.dsum = buffer.dsum();
+  view.dsum = layout_has_lane_meta(layout) ? nullptr : buffer.dsum();
   ready_[index] = true;
   return view;
 }

@@ -144,8 +144,9 @@ void allocate(BoundModel &m, const BindLimits &limits) {
   b.rope_sin.reserve(static_cast<size_t>(batch * (d.head_dim / 2)));
   // Reserve the quantized inputs up front so steps never allocate.
   const int64_t widest = std::max({int64_t{d.n_embd}, d.q_dim(), int64_t{d.n_ff}});
-  for (QuantBuffer &buffer : b.acts.buffers)
-    buffer.reserve(limits.max_batch, widest);
+  for (int layout = 0; layout < kQuantLayouts; ++layout)
+    b.acts.buffers[layout].reserve(padded_token_stride(limits.max_batch), widest,
+                                   meta_per_block(static_cast<QuantLayout>(layout)));
 
   KvCache &kv = m.kv;
   kv.kv_dim = d.kv_dim();

@@ -36,8 +36,9 @@ KernelSet make_avx512_set() {
   KernelSet set = make_avx2_set(); // float types and Q8_0 stay on AVX2
   set.name = "avx512";
   set.rows[static_cast<int>(WeightKind::Q1_0)] = avx512_rows_q1;
-  set.layout[static_cast<int>(WeightKind::Q1_0)] = QuantLayout::Natural; // masks are raw bits
+  set.layout[static_cast<int>(WeightKind::Q1_0)] = QuantLayout::Q1Mask512; // masks are raw bits
   set.rows[static_cast<int>(WeightKind::Q2_0)] = avx512_rows_q2;
+  set.layout[static_cast<int>(WeightKind::Q2_0)] = QuantLayout::Q2Lanes512;
   return set;
 }
 #else
