@@ -5,6 +5,7 @@
 // Counter: read_GB/s (bytes read per second, 1 GB = 1e9 bytes).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -16,13 +17,18 @@ namespace {
 
 constexpr size_t kBufferBytes = size_t{256} << 20;
 
-// Eight independent sums keep enough loads in flight; the result is used so
-// the reads cannot be removed.
+// Eight independent sums keep enough loads in flight, and a software
+// prefetch 4 KiB ahead keeps DRAM busy as the decode kernels do (without it
+// this loop reads ~10 % slower than the Q2_0 decode kernel on Zen 5); the
+// result is used so the reads cannot be removed.
 uint64_t sum_words(const uint64_t *p, size_t n) {
+  constexpr size_t kAheadWords = 4096 / sizeof(uint64_t);
   uint64_t s[8] = {};
-  for (size_t i = 0; i + 8 <= n; i += 8)
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    __builtin_prefetch(p + std::min(i + kAheadWords, n - 8)); // stays inside the buffer
     for (int k = 0; k < 8; ++k)
       s[k] += p[i + k];
+  }
   uint64_t total = 0;
   for (uint64_t v : s)
     total += v;

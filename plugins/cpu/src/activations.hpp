@@ -103,7 +103,10 @@ struct QuantTarget {
 };
 
 // Quantizes one row: per sub-block d = max|x| / 127, q = round-to-nearest(x / d).
+// The scalar definition; SIMD versions must give the same bytes and meta.
 void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const QuantTarget &out);
+using QuantizeRowFn = void (*)(const float *x, int64_t cols, QuantLayout layout,
+                               const QuantTarget &out);
 
 // Storage for quantized activations of up to n_tokens x cols values; grows
 // on demand. Pages are only touched when used.

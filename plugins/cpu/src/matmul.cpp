@@ -12,7 +12,8 @@
 namespace bonsai::cpu {
 namespace tbb = oneapi::tbb;
 
-const QuantizedActs &ActInput::quantized(QuantLayout layout, tbb::task_arena &arena) {
+const QuantizedActs &ActInput::quantized(QuantLayout layout, QuantizeRowFn quantize,
+                                         tbb::task_arena &arena) {
   const int index = static_cast<int>(layout);
   if (ready_[index])
     return views_[index];
@@ -27,7 +28,7 @@ const QuantizedActs &ActInput::quantized(QuantLayout layout, tbb::task_arena &ar
     out.d = buffer.d() + static_cast<int64_t>(t) * meta;
     out.dsum = buffer.dsum() + t;
     out.stride = stride;
-    quantize_act_row(x_ + t * ldx_, cols_, layout, out);
+    quantize(x_ + t * ldx_, cols_, layout, out);
   };
   if (n_tokens_ >= 8) {
     arena.execute([&] { tbb::parallel_for(0, n_tokens_, quantize_token); });
@@ -106,7 +107,7 @@ void MatmulRunner::run(ActInput &in, std::initializer_list<MatmulTarget> targets
     if (kernels_.quantized_input[kind]) {
       if (w.cols % kActBlock != 0)
         fail(BONSAI_ERR_INTERNAL, "quantized kernels need whole 128-blocks: " + w.label());
-      p.q = &in.quantized(kernels_.layout[kind], arena_);
+      p.q = &in.quantized(kernels_.layout[kind], kernels_.quantize, arena_);
     }
     p.row_chunks = (w.rows + task_rows - 1) / task_rows;
     p.first_task = n_tasks;

@@ -38,7 +38,8 @@ public:
   int64_t ldx() const { return ldx_; }
   int n_tokens() const { return n_tokens_; }
   int64_t cols() const { return cols_; }
-  const QuantizedActs &quantized(QuantLayout layout, oneapi::tbb::task_arena &arena);
+  const QuantizedActs &quantized(QuantLayout layout, QuantizeRowFn quantize,
+                                 oneapi::tbb::task_arena &arena);
 
 private:
   const float *x_;

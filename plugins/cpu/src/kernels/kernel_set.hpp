@@ -52,6 +52,7 @@ struct KernelSet {
   RowKernel rows[kWeightKinds] = {};
   bool quantized_input[kWeightKinds] = {};
   QuantLayout layout[kWeightKinds] = {};
+  QuantizeRowFn quantize = quantize_act_row; // activation quantizer for the layouts above
   float (*dot)(const float *a, const float *b, int64_t n) = nullptr;
   void (*axpy)(float alpha, const float *x, float *y, int64_t n) = nullptr; // y += alpha x
   // Optional whole-head attention helpers (used when dim % 16 == 0):

@@ -39,6 +39,7 @@ KernelSet make_avx512_set() {
   set.layout[static_cast<int>(WeightKind::Q1_0)] = QuantLayout::Q1Mask512; // masks are raw bits
   set.rows[static_cast<int>(WeightKind::Q2_0)] = avx512_rows_q2;
   set.layout[static_cast<int>(WeightKind::Q2_0)] = QuantLayout::Q2Lanes512;
+  set.quantize = avx512_quantize_act_row;
   return set;
 }
 #else

@@ -17,6 +17,9 @@ void avx2_key_scores(const float *q, const HeadSpan &keys, float scale, float *o
 void avx2_weighted_values(const float *p, const HeadSpan &values, float *out);
 
 void avx512_rows_q1(const RowJob &job);
+// quantize_act_row, vectorized for the 512 layouts (others: the scalar one).
+void avx512_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
+                             const QuantTarget &out);
 void avx512_rows_q2(const RowJob &job);
 
 } // namespace bonsai::cpu

@@ -1,0 +1,170 @@
+// AVX-512 activation quantizer for the two lane layouts the AVX-512 matmul
+// kernels read (activations.hpp). Bit-identical to quantize_act_row: the same
+// amax (NaN ignored), the same scale = amax / 127 and 1 / scale per
+// sub-block, round-to-nearest-even (NaN becomes 0), the same lane meta.
+// Other layouts go to the scalar quantize_act_row.
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <algorithm>
+
+// GCC 12's avx512fintrin.h trips -W(maybe-)uninitialized on its own
+// _mm512_undefined_* helpers (GCC bug 105593); the warning is about the header.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "kernels/simd_kernels.hpp"
+#include "kernels/x86_helpers.hpp"
+
+namespace bonsai::cpu {
+namespace {
+
+constexpr int kVectors = kActBlock / 16; // 8 vectors of 16 floats per block
+
+// |x| with NaN replaced by 0, so that max never picks a NaN (the scalar
+// quantizer's std::max(amax, |x|) ignores NaN the same way).
+BONSAI_TARGET_AVX512 inline __m512 abs_no_nan(__m512 x) {
+  const __mmask16 ordered = _mm512_cmp_ps_mask(x, x, _CMP_ORD_Q);
+  return _mm512_maskz_mov_ps(ordered, _mm512_abs_ps(x));
+}
+
+// Max over each aligned group of 8 lanes, broadcast within the group.
+BONSAI_TARGET_AVX512 inline __m512 max_in_eights(__m512 v) {
+  v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+  v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+// Rounds x * inv to int32 lanes in [-127, 127]; NaN lanes become 0. Clamped
+// before the conversion: a denormal amax makes inv infinite, and +inf must
+// give 127 as in the scalar code, not the conversion's INT_MIN.
+BONSAI_TARGET_AVX512 inline __m512i round_clamped(__m512 x, __m512 inv) {
+  const __m512 scaled = _mm512_mul_ps(x, inv);
+  const __mmask16 ordered = _mm512_cmp_ps_mask(scaled, scaled, _CMP_ORD_Q);
+  const __m512 clamped =
+      _mm512_min_ps(_mm512_max_ps(scaled, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+  return _mm512_maskz_cvtps_epi32(ordered, clamped); // MXCSR rounding: nearest even
+}
+
+// Four int32 vectors (16 values each) narrowed to 64 bytes in order.
+BONSAI_TARGET_AVX512 inline __m512i narrow4(const __m512i *q) {
+  __m512i out = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(q[0]));
+  out = _mm512_inserti32x4(out, _mm512_cvtepi32_epi8(q[1]), 1);
+  out = _mm512_inserti32x4(out, _mm512_cvtepi32_epi8(q[2]), 2);
+  return _mm512_inserti32x4(out, _mm512_cvtepi32_epi8(q[3]), 3);
+}
+
+// Scales and inverse scales of the 8 sub-blocks from their amax, exactly as
+// the scalar quantizer computes them.
+struct SubScales {
+  alignas(32) float scale[kSubsPerBlock];
+  alignas(32) float inv[kSubsPerBlock];
+};
+inline SubScales sub_scales(const float *amax) {
+  SubScales s;
+  for (int i = 0; i < kSubsPerBlock; ++i) {
+    s.scale[i] = amax[i] / 127.0f;
+    s.inv[i] = s.scale[i] > 0.0f ? 1.0f / s.scale[i] : 0.0f;
+  }
+  return s;
+}
+
+// Writes the block's 128 bytes and its lane meta: lane j sums positions
+// 4j..4j+3 of both 64-byte halves; lane_sub[j] is the sub-block of lane j.
+BONSAI_TARGET_AVX512 inline void store_block(__m512i low, __m512i high, const SubScales &s,
+                                             __m512i lane_sub, int8_t *q, float *meta) {
+  _mm512_storeu_si512(q, low);
+  _mm512_storeu_si512(q + 64, high);
+  // Signed bytes times 1 (unsigned): dpbusd with the bytes as the signed side.
+  const __m512i ones = _mm512_set1_epi8(1);
+  const __m512i sums =
+      _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, low), ones, high);
+  const __m512 lane_scale =
+      _mm512_permutexvar_ps(lane_sub, _mm512_castps256_ps512(_mm256_load_ps(s.scale)));
+  _mm512_storeu_ps(meta, lane_scale);
+  _mm512_storeu_ps(meta + kLaneCount, _mm512_mul_ps(lane_scale, _mm512_cvtepi32_ps(sums)));
+}
+
+// Q1Mask512: natural order; sub-block s = values 8s..8s+7 and 64+8s..64+8s+7,
+// i.e. half s % 2 of vectors s / 2 and 4 + s / 2.
+BONSAI_TARGET_AVX512 void quantize_q1_mask(const float *xb, int8_t *q, float *meta) {
+  __m512 x[kVectors];
+  for (int k = 0; k < kVectors; ++k)
+    x[k] = _mm512_loadu_ps(xb + 16 * k);
+  alignas(64) float group_max[4][16];
+  for (int k = 0; k < 4; ++k)
+    _mm512_store_ps(group_max[k],
+                    max_in_eights(_mm512_max_ps(abs_no_nan(x[k]), abs_no_nan(x[k + 4]))));
+  float amax[kSubsPerBlock];
+  for (int s = 0; s < kSubsPerBlock; ++s)
+    amax[s] = group_max[s / 2][8 * (s % 2)];
+  const SubScales s = sub_scales(amax);
+  const __m512 inv8 = _mm512_castps256_ps512(_mm256_load_ps(s.inv));
+  __m512i r[kVectors];
+  for (int k = 0; k < kVectors; ++k) {
+    const int pair = 2 * (k % 4); // sub-blocks of the vector's two halves
+    const __m512i pick =
+        _mm512_setr_epi32(pair, pair, pair, pair, pair, pair, pair, pair, pair + 1, pair + 1,
+                          pair + 1, pair + 1, pair + 1, pair + 1, pair + 1, pair + 1);
+    r[k] = round_clamped(x[k], _mm512_permutexvar_ps(pick, inv8));
+  }
+  // Lane j covers values 4j..4j+3: sub-block j / 2.
+  const __m512i lane_sub = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  store_block(narrow4(r), narrow4(r + 4), s, lane_sub, q, meta);
+}
+
+// Q2Lanes512: sub-block s = values 16s..16s+15 (vector s); value e = 4b + k
+// goes to position 32k + b.
+BONSAI_TARGET_AVX512 void quantize_q2_lanes(const float *xb, int8_t *q, float *meta) {
+  __m512 x[kVectors];
+  float amax[kSubsPerBlock];
+  for (int k = 0; k < kVectors; ++k) {
+    x[k] = _mm512_loadu_ps(xb + 16 * k);
+    const __m512 m = max_in_eights(abs_no_nan(x[k]));
+    amax[k] = std::max(_mm512_cvtss_f32(m),
+                       _mm512_cvtss_f32(_mm512_shuffle_f32x4(m, m, _MM_SHUFFLE(3, 2, 3, 2))));
+  }
+  const SubScales s = sub_scales(amax);
+  // Within a vector, value 4j + k (j, k < 4) moves to lane 4k + j, so that
+  // after narrowing, dword k of vector s holds the bytes of b = 4s..4s+3.
+  const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  __m512i r[kVectors];
+  for (int k = 0; k < kVectors; ++k)
+    r[k] = _mm512_permutexvar_epi32(transpose, round_clamped(x[k], _mm512_set1_ps(s.inv[k])));
+  const __m512i first = narrow4(r);      // dwords 4s + k for s = 0..3
+  const __m512i second = narrow4(r + 4); // the same for s = 4..7 (index + 16)
+  // Chunk k (32 bytes) = dword k of every vector s, in order of s.
+  const __m512i chunks01 =
+      _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const __m512i chunks23 = _mm512_add_epi32(chunks01, _mm512_set1_epi32(2));
+  // Lane j (positions 4j..4j+3 in each half) holds values of sub-block j % 8.
+  const __m512i lane_sub = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+  store_block(_mm512_permutex2var_epi32(first, chunks01, second),
+              _mm512_permutex2var_epi32(first, chunks23, second), s, lane_sub, q, meta);
+}
+
+} // namespace
+
+void avx512_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
+                             const QuantTarget &out) {
+  void (*block_fn)(const float *, int8_t *, float *) = nullptr;
+  if (layout == QuantLayout::Q1Mask512)
+    block_fn = quantize_q1_mask;
+  else if (layout == QuantLayout::Q2Lanes512)
+    block_fn = quantize_q2_lanes;
+  if (block_fn == nullptr) {
+    quantize_act_row(x, cols, layout, out);
+    return;
+  }
+  const int64_t n_blocks = cols / kActBlock;
+  for (int64_t b = 0; b < n_blocks; ++b)
+    block_fn(x + b * kActBlock, out.q + b * out.stride * kActBlock,
+             out.d + b * out.stride * kLaneMetaPerBlock);
+}
+
+} // namespace bonsai::cpu
+
+#pragma GCC diagnostic pop
+
+#endif

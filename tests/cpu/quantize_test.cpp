@@ -1,0 +1,178 @@
+// Activation quantization of the CPU plugin (plugins/cpu/src/activations.*):
+// the scalar quantizer on hand-computed blocks, and the AVX-512 quantizer
+// byte for byte against the scalar one (its specification).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "activations.hpp"
+#include "cpu_features.hpp"
+#include "kernels/simd_kernels.hpp"
+
+namespace bonsai::cpu {
+namespace {
+
+struct Quantized {
+  std::vector<int8_t> q;
+  std::vector<float> meta;
+  std::vector<float> dsum;
+};
+
+Quantized quantize_with(QuantizeRowFn fn, const std::vector<float> &x, QuantLayout layout) {
+  const int64_t blocks = static_cast<int64_t>(x.size()) / kActBlock;
+  Quantized out;
+  out.q.assign(static_cast<size_t>(blocks * kActBlock), 99);
+  out.meta.assign(static_cast<size_t>(blocks * meta_per_block(layout)), -1.0f);
+  out.dsum.assign(static_cast<size_t>(blocks), -1.0f);
+  QuantTarget target;
+  target.q = out.q.data();
+  target.d = out.meta.data();
+  target.dsum = out.dsum.data();
+  target.stride = 1;
+  fn(x.data(), static_cast<int64_t>(x.size()), layout, target);
+  return out;
+}
+
+// One block, zero except for three values; expectations worked out by hand
+// from the layout definitions in activations.hpp.
+TEST(QuantizeScalar, Q1Mask512GroupsValuesBy8AndKeepsNaturalOrder) {
+  std::vector<float> x(kActBlock, 0.0f);
+  x[3] = 2.0f;   // sub-block 0 (values 0..7, 64..71), lane 0
+  x[70] = -1.0f; // sub-block 0, lane (70 - 64) / 4 = 1
+  x[9] = 0.5f;   // sub-block 1 (values 8..15, 72..79), lane 2
+  const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Q1Mask512);
+  for (int e = 0; e < kActBlock; ++e) {
+    const int expected = e == 3 ? 127 : e == 70 ? -64 : e == 9 ? 127 : 0; // -63.5 -> -64
+    EXPECT_EQ(r.q[e], expected) << "value " << e;
+  }
+  const float s0 = 2.0f / 127.0f, s1 = 0.5f / 127.0f;
+  EXPECT_EQ(r.meta[0], s0);
+  EXPECT_EQ(r.meta[1], s0);
+  EXPECT_EQ(r.meta[2], s1);
+  EXPECT_EQ(r.meta[3], s1);
+  for (int lane = 4; lane < kLaneCount; ++lane)
+    EXPECT_EQ(r.meta[lane], 0.0f) << "lane " << lane;
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 0], 2.0f);
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 1], -64.0f * s0);
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 2], 0.5f);
+  for (int lane = 3; lane < kLaneCount; ++lane)
+    EXPECT_EQ(r.meta[kLaneCount + lane], 0.0f) << "lane " << lane;
+}
+
+TEST(QuantizeScalar, Q2Lanes512StoresCodeOrderWithContiguousSubBlocks) {
+  std::vector<float> x(kActBlock, 0.0f);
+  x[5] = 1.0f;    // e = 4*1 + 1: position 32*1 + 1 = 33, lane 8, sub-block 0
+  x[127] = -3.0f; // e = 4*31 + 3: position 127, lane 15, sub-block 7
+  x[112] = 1.5f;  // e = 4*28 + 0: position 28, lane 7, sub-block 7
+  const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Q2Lanes512);
+  for (int p = 0; p < kActBlock; ++p) {
+    // 1.5 / (3 / 127) = 63.5 rounds to the even 64.
+    const int expected = p == 33 ? 127 : p == 127 ? -127 : p == 28 ? 64 : 0;
+    EXPECT_EQ(r.q[p], expected) << "position " << p;
+  }
+  const float s0 = 1.0f / 127.0f, s7 = 3.0f / 127.0f;
+  for (int lane = 0; lane < kLaneCount; ++lane) {
+    const int sub = lane % 8;
+    EXPECT_EQ(r.meta[lane], sub == 0 ? s0 : sub == 7 ? s7 : 0.0f) << "lane " << lane;
+  }
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 8], 1.0f);
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 15], -3.0f);
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 7], 64.0f * s7);
+}
+
+TEST(QuantizeScalar, SubBlockLayoutsKeepEightScalesAndTheBlockSum) {
+  std::vector<float> x(kActBlock, 0.0f);
+  x[0] = 1.0f;
+  x[17] = -2.0f; // sub-block 1
+  const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Natural);
+  EXPECT_EQ(r.q[0], 127);
+  EXPECT_EQ(r.q[17], -127);
+  EXPECT_EQ(r.meta[0], 1.0f / 127.0f);
+  EXPECT_EQ(r.meta[1], 2.0f / 127.0f);
+  EXPECT_FLOAT_EQ(r.dsum[0], 1.0f - 2.0f);
+}
+
+TEST(QuantizeScalar, NaNBecomesZeroAndIsIgnoredByTheScale) {
+  std::vector<float> x(kActBlock, 0.0f);
+  x[1] = std::numeric_limits<float>::quiet_NaN();
+  x[2] = 0.25f;
+  const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Q1Mask512);
+  EXPECT_EQ(r.q[1], 0);
+  EXPECT_EQ(r.q[2], 127);
+  EXPECT_EQ(r.meta[0], 0.25f / 127.0f);
+}
+
+// Rows with the awkward values a model can produce, and plain random ones.
+std::vector<float> awkward_row(int64_t cols, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(cols));
+  for (float &v : x)
+    v = uniform(rng);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::denorm_min(),
+                            -1e-40f,
+                            3e38f,
+                            1e-30f};
+  std::uniform_int_distribution<int> pick(0, static_cast<int>(std::size(specials)) - 1);
+  std::uniform_int_distribution<int64_t> where(0, cols - 1);
+  for (int i = 0; i < 12; ++i)
+    x[static_cast<size_t>(where(rng))] = specials[pick(rng)];
+  // A sub-block of denormals only (the inverse scale overflows to inf), one
+  // of zeros, and one with all values equal.
+  for (int j = 0; j < 16; ++j) {
+    x[static_cast<size_t>(j)] = (j % 2 ? 1 : -1) * std::numeric_limits<float>::denorm_min() * j;
+    x[static_cast<size_t>(16 + j)] = 0.0f;
+    x[static_cast<size_t>(32 + j)] = 0.75f;
+  }
+  return x;
+}
+
+class QuantizeAvx512 : public ::testing::TestWithParam<QuantLayout> {
+protected:
+  void SetUp() override {
+    if (!cpu_features().has_avx512_set())
+      GTEST_SKIP() << "skipped: this CPU lacks AVX-512 F/BW/VNNI (" << cpu_features().describe()
+                   << ")";
+  }
+};
+
+TEST_P(QuantizeAvx512, BytesAndMetaEqualTheScalarQuantizer) {
+  std::mt19937 rng(11);
+  for (int64_t cols : {128, 256, 2048, 6144}) {
+    for (int trial = 0; trial < 4; ++trial) {
+      const std::vector<float> x = awkward_row(cols, rng);
+      const Quantized want = quantize_with(quantize_act_row, x, GetParam());
+      const Quantized got = quantize_with(avx512_quantize_act_row, x, GetParam());
+      ASSERT_EQ(got.q, want.q) << "cols " << cols << " trial " << trial;
+      ASSERT_EQ(0, std::memcmp(got.meta.data(), want.meta.data(), want.meta.size() * 4))
+          << "cols " << cols << " trial " << trial;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx512,
+                         ::testing::Values(QuantLayout::Q1Mask512, QuantLayout::Q2Lanes512,
+                                           QuantLayout::Q1Lanes, QuantLayout::Natural),
+                         [](const auto &info) {
+                           switch (info.param) {
+                           case QuantLayout::Q1Mask512:
+                             return std::string("Q1Mask512");
+                           case QuantLayout::Q2Lanes512:
+                             return std::string("Q2Lanes512");
+                           case QuantLayout::Q1Lanes:
+                             return std::string("Q1Lanes");
+                           default:
+                             return std::string("Natural");
+                           }
+                         });
+
+} // namespace
+} // namespace bonsai::cpu
