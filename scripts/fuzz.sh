@@ -15,6 +15,8 @@ artifacts="${FUZZ_ARTIFACTS:-$build/artifacts}"
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(gguf model tokenizer)
 
+"$root/scripts/install-deps.sh" fuzz
+
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages bonsai builds with. Idempotent: does nothing
 # when every package is already present. Runs as root, or through sudo.
+#   scripts/install-deps.sh          the build, tests and benchmarks
+#   scripts/install-deps.sh fuzz     also clang and its libFuzzer runtime
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache python3
@@ -8,6 +10,15 @@ packages=(
   libspdlog-dev libfmt-dev libtbb-dev libpcre2-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+for extra in "$@"; do
+  case "$extra" in
+  fuzz) packages+=(clang libclang-rt-14-dev) ;;
+  *)
+    echo "install-deps: unknown package group '$extra' (known: fuzz)" >&2
+    exit 2
+    ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -13,6 +13,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(asan tsan)
 jobs="$(nproc)"
+"$root/scripts/install-deps.sh"
 
 configure() { # folder, sanitizer mode
   if [ ! -f "$1/build.ninja" ]; then

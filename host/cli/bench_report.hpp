@@ -9,7 +9,7 @@ namespace bonsai::cli {
 
 struct BenchRow {
   std::string model;           // file name
-  uint64_t size_bytes;         // file size
+  uint64_t size_bytes;         // tensor bytes, as llama-bench's size column
   uint64_t n_params;           // tensor elements
   std::string backend;         // plugin name
   int32_t threads;             // worker threads asked for (0 = the plugin's choice)

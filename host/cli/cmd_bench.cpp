@@ -103,7 +103,7 @@ int bench_command(const Args &argv) {
     const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
     timed_run(session, tokens); // warm-up, not counted
     BenchRow row{std::filesystem::path(model.path).filename().string(),
-                 model.file_bytes,
+                 model.weight_bytes,
                  model.n_params,
                  engine.backend().name,
                  a.engine.n_threads,

@@ -65,6 +65,8 @@ ModelInfo describe_model(const gguf::File &file, const ModelSpec &spec) {
     info.name = name->as_string("general.name");
   info.architecture = file.get_string("general.architecture");
   info.file_bytes = file.file_size();
+  for (const gguf::TensorInfo &tensor : file.tensors())
+    info.weight_bytes += tensor.nbytes;
   info.n_params = static_cast<uint64_t>(spec.n_params());
   if (!spec.layers.empty())
     info.weight_type = std::string(type_name(static_cast<uint32_t>(spec.layers[0].attn_q.type)));

@@ -170,8 +170,9 @@ struct ModelInfo {
   std::string name;         // general.name ("" if absent)
   std::string architecture; // general.architecture, "qwen3"
   uint64_t file_bytes = 0;
-  uint64_t n_params = 0;   // elements of all tensors
-  std::string weight_type; // type name of the attention q projection, e.g. "q1_0"
+  uint64_t weight_bytes = 0; // bytes of all tensors (llama-bench's "size"): the file less metadata
+  uint64_t n_params = 0;     // elements of all tensors
+  std::string weight_type;   // type name of the attention q projection, e.g. "q1_0"
   int32_t n_embd = 0;
   int32_t n_layer = 0;
   int32_t n_head = 0;
