@@ -95,13 +95,16 @@ BONSAI_TARGET_AVX512 void tile(const RowJob &job, int64_t r0, int t0) {
   // The NR rows are one contiguous run of NR * row_bytes, consumed at
   // NR * kBytes per block step; interleaved reads of several rows do not
   // train the hardware prefetcher, so fetch kPrefetchAhead bytes ahead.
-  const char *stream = reinterpret_cast<const char *>(rows) + kPrefetchAhead;
+  // Integer addresses: the prefetched bytes may lie past the weights (a
+  // prefetch never faults, but pointer arithmetic past an object is UB).
+  const uintptr_t stream = reinterpret_cast<uintptr_t>(rows) + kPrefetchAhead;
   constexpr size_t kStep = NR * Unpack::kBytes;
   for (int64_t b = 0; b < n_blocks; ++b) {
     if constexpr (NT == 1) {
 #pragma GCC unroll 4
       for (size_t line = 0; line < kStep + 64; line += 64)
-        _mm_prefetch(stream + static_cast<size_t>(b) * kStep + line, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(stream + static_cast<size_t>(b) * kStep + line),
+                     _MM_HINT_T0);
     }
     __m512i low[NR], high[NR];
     __m512 dw[NR];
