@@ -5,6 +5,7 @@
 // layers itself.
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -23,6 +24,8 @@
 #define FAKE_CONTEXT_FAILS 5  // create_context fails with a reason
 #define FAKE_SHORT_TABLE 6    // struct_size ends before bind_model (ABI 1.0 "older" table)
 #define FAKE_MISSING_MATMUL 7 // matmul is NULL
+#define FAKE_UPLOAD_OOM 8     // upload_weight runs out of memory at the 6th weight
+#define FAKE_MATMUL_FAILS 9   // matmul fails from call $BONSAI_FAKE_FAIL_AT_CALL (default 40) on
 
 #ifndef FAKE_VARIANT
 #error "FAKE_VARIANT must be defined"
@@ -39,6 +42,8 @@ struct bonsai_context {
   int32_t max_batch = 0;
   std::vector<std::unique_ptr<bonsai_weight>> weights;
   std::string error;
+  long matmul_calls = 0; // FAKE_MATMUL_FAILS: calls so far
+  long fail_at_call = 0; // FAKE_MATMUL_FAILS: the first call that fails
 };
 
 namespace {
@@ -88,6 +93,10 @@ bonsai_status fake_create_context(const bonsai_context_desc *desc, bonsai_contex
   if (ctx == nullptr)
     return BONSAI_ERR_OUT_OF_MEMORY;
   ctx->max_batch = desc->max_batch;
+#if FAKE_VARIANT == FAKE_MATMUL_FAILS
+  const char *fail_at = std::getenv("BONSAI_FAKE_FAIL_AT_CALL");
+  ctx->fail_at_call = fail_at != nullptr ? std::atol(fail_at) : 40;
+#endif
   if (desc->log != nullptr && desc->log_level <= BONSAI_LOG_INFO)
     desc->log(desc->log_user_data, BONSAI_LOG_INFO, "fake context created");
   *out = ctx;
@@ -111,6 +120,15 @@ bonsai_status fake_upload_weight(bonsai_context *ctx, const bonsai_weight_desc *
                                  bonsai_weight **out) {
   if (ctx == nullptr || desc == nullptr || out == nullptr)
     return BONSAI_ERR_INVALID_ARGUMENT;
+#if FAKE_VARIANT == FAKE_UPLOAD_OOM
+  // Five weights fit on this "device"; the sixth does not. The ones already
+  // uploaded stay owned by the context (the host destroys it).
+  if (ctx->weights.size() >= 5)
+    return fail(ctx, BONSAI_ERR_OUT_OF_MEMORY,
+                std::string("fake: out of device memory uploading '") +
+                    (desc->name != nullptr ? desc->name : "?") + "': needed " +
+                    std::to_string(desc->nbytes) + " bytes, 0 free");
+#endif
   try {
     auto weight = std::make_unique<bonsai_weight>();
     weight->type = desc->type;
@@ -154,6 +172,12 @@ bonsai_status fake_matmul(bonsai_context *ctx, const bonsai_matmul_desc *desc) {
     return BONSAI_ERR_INVALID_ARGUMENT;
   if (desc->n_tokens < 1 || desc->n_tokens > ctx->max_batch)
     return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: n_tokens outside 1..max_batch");
+#if FAKE_VARIANT == FAKE_MATMUL_FAILS
+  // A device that dies part-way through the work (mid-step for the host).
+  if (++ctx->matmul_calls >= ctx->fail_at_call)
+    return fail(ctx, BONSAI_ERR_INTERNAL,
+                "fake: device lost in matmul call " + std::to_string(ctx->matmul_calls));
+#endif
   const bonsai_weight &w = *desc->weight;
   for (int64_t r = 0; r < w.rows; ++r) {
     const float *row = w.values.data() + static_cast<size_t>(r * w.cols);

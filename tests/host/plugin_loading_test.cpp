@@ -160,9 +160,10 @@ TEST(PluginLoading, ListPluginsReportsEveryFileInTheFolder) {
   for (const auto &plugin : plugins)
     by_file[plugin.path.filename().string()] = plugin;
   const std::vector<std::string> expected = {
-      "libbonsai_abitwo.so",    "libbonsai_fake.so",    "libbonsai_noctx.so",
-      "libbonsai_nodevice.so",  "libbonsai_noentry.so", "libbonsai_nomatmul.so",
-      "libbonsai_nullentry.so", "libbonsai_short.so",   "libbonsai_text.so"};
+      "libbonsai_abitwo.so",   "libbonsai_fake.so",      "libbonsai_matmulfails.so",
+      "libbonsai_noctx.so",    "libbonsai_nodevice.so",  "libbonsai_noentry.so",
+      "libbonsai_nomatmul.so", "libbonsai_nullentry.so", "libbonsai_short.so",
+      "libbonsai_text.so",     "libbonsai_uploadoom.so"};
   std::vector<std::string> files;
   for (const auto &[file, info] : by_file)
     files.push_back(file);
