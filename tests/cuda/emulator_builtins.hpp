@@ -28,7 +28,83 @@ inline float half_bits_to_float(uint16_t h) {
   return bits_to_float(sign | static_cast<uint32_t>(exponent + 112) << 23 | (mantissa << 13));
 }
 
+// IEEE binary32 -> binary16 bits, round to nearest even (cvt.rn.f16.f32):
+// overflow to inf, subnormal results, NaN kept quiet.
+inline uint16_t float_to_half_bits(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs >= 0x7f800000u) // inf or NaN
+    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  if (abs >= 0x477ff000u) // rounds to a value >= 65520: overflow
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (abs < 0x38800000u) { // below the smallest normal half: a subnormal (or 0)
+    const float magnitude = bits_to_float(abs);
+    return static_cast<uint16_t>(sign |
+                                 static_cast<uint16_t>(std::nearbyint(std::ldexp(magnitude, 24))));
+  }
+  // Normal: rebias the exponent, round the 13 dropped mantissa bits to even.
+  const uint32_t rebased = abs - (112u << 23);
+  const uint32_t dropped = rebased & 0x1fffu;
+  uint32_t half = rebased >> 13;
+  if (dropped > 0x1000u || (dropped == 0x1000u && (half & 1u)))
+    ++half; // may carry into the exponent, which is right
+  return static_cast<uint16_t>(sign | half);
+}
+
+// Lane 0 of the running thread's warp: the emulated tensor-core fragments
+// below are whole 16x16 tiles held and computed by lane 0 alone.
+inline bool first_lane() {
+  return current->tid % 32 == 0;
+}
+
 } // namespace emu
+
+// Tensor-core fragments of kernels/matmul_tc.cuh. On the GPU their layout is
+// opaque and the kernels only move them between memory and MMAs, so whole
+// tiles reproduce the semantics exactly: inputs are f16 values, products are
+// summed in f32 (in k order; the hardware's order may differ in rounding).
+struct FragAB {
+  float v[16][16];
+};
+struct FragC {
+  float v[16][16];
+};
+inline void frag_zero(FragC &c) {
+  std::memset(c.v, 0, sizeof c.v);
+}
+inline void wmma_load_a_row(FragAB &a, const unsigned short *p, int ldm) {
+  if (emu::first_lane())
+    for (int i = 0; i < 16; ++i)
+      for (int k = 0; k < 16; ++k)
+        a.v[i][k] = emu::half_bits_to_float(p[i * ldm + k]);
+}
+inline void wmma_load_b_col(FragAB &b, const unsigned short *p, int ldm) {
+  if (emu::first_lane())
+    for (int k = 0; k < 16; ++k)
+      for (int n = 0; n < 16; ++n)
+        b.v[k][n] = emu::half_bits_to_float(p[n * ldm + k]);
+}
+inline void wmma_mma(FragC &d, const FragAB &a, const FragAB &b) {
+  if (emu::first_lane())
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < 16; ++n) {
+        float sum = d.v[m][n];
+        for (int k = 0; k < 16; ++k)
+          sum += a.v[m][k] * b.v[k][n];
+        d.v[m][n] = sum;
+      }
+}
+inline void wmma_store_col(float *p, const FragC &c, int ldm) {
+  if (emu::first_lane())
+    for (int m = 0; m < 16; ++m)
+      for (int n = 0; n < 16; ++n)
+        p[n * ldm + m] = c.v[m][n];
+}
+inline unsigned short float_to_half(float f) {
+  return emu::float_to_half_bits(f);
+}
 
 // ---- the CUDA vocabulary the kernel files use ----
 #define BONSAI_KERNEL_EMULATION 1

@@ -74,10 +74,11 @@ TEST(CudaFakeDriver, SecondContextLoadsPtxFromTheCacheWithoutNvrtc) {
     ASSERT_EQ(api.create_context(&desc, &ctx, error, sizeof error), BONSAI_OK) << error;
     api.destroy_context(ctx);
     if (start == 0) {
-      EXPECT_EQ(log.count("PTX cache miss"), 2); // two programs
-      EXPECT_EQ(log.count("NVRTC compile"), 2);
+      // Three programs on the fake sm_90: matmul, layer, tensor-core matmul.
+      EXPECT_EQ(log.count("PTX cache miss"), 3);
+      EXPECT_EQ(log.count("NVRTC compile"), 3);
     } else {
-      EXPECT_EQ(log.count("PTX cache hit"), 2);
+      EXPECT_EQ(log.count("PTX cache hit"), 3);
       EXPECT_EQ(log.count("NVRTC compile"), 0);
     }
   }
@@ -94,8 +95,32 @@ TEST(CudaFakeDriver, CacheOffOptionCompilesEveryTime) {
   ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
   cuda_api().destroy_context(ctx);
   EXPECT_EQ(log.count("PTX cache off: disabled by the context option ptx_cache=off"), 1);
-  EXPECT_EQ(log.count("NVRTC compile"), 2);
+  EXPECT_EQ(log.count("NVRTC compile"), 3);
   EXPECT_TRUE(std::filesystem::is_empty(cache.path()));
+}
+
+TEST(CudaFakeDriver, ReferenceKernelsLeaveTheTensorCoreProgramOut) {
+  // kernels=reference keeps every matmul in f32 on CUDA cores (exact
+  // tolerances), so the tensor-core program is neither compiled nor used.
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  for (const char *options :
+       {"kernels=reference;ptx_cache=off", "tensor_cores=off;ptx_cache=off"}) {
+    Lines log;
+    const bonsai_context_desc desc = context_desc(&log, options);
+    bonsai_context *ctx = nullptr;
+    ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
+    cuda_api().destroy_context(ctx);
+    EXPECT_EQ(log.count("NVRTC compile"), 2) << options;
+    EXPECT_EQ(log.count("NVRTC compile: bonsai_matmul_tc.cu"), 0) << options;
+    EXPECT_EQ(log.count("prefill on tensor cores"), 0) << options;
+  }
+  Lines log;
+  const bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+  bonsai_context *ctx = nullptr;
+  ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
+  cuda_api().destroy_context(ctx);
+  EXPECT_EQ(log.count("prefill on tensor cores"), 1); // the default on the fake sm_90
 }
 
 TEST(CudaFakeDriver, DeviceOutOfMemoryNamesTheWeightTheBytesNeededAndFree) {

@@ -16,6 +16,7 @@
 #include "common_prelude.cuh"
 #include "layer.cuh"
 #include "matmul.cuh"
+#include "matmul_tc.cuh"
 
 #include "bonsai/core/formats.hpp"
 
@@ -204,6 +205,119 @@ TEST_P(KernelByType, GetRowsDecodesTheRequestedRowsExactly) {
 INSTANTIATE_TEST_SUITE_P(Types, KernelByType, ::testing::ValuesIn(kAllTypes), [](const auto &info) {
   return std::string(bonsai::type_name(static_cast<uint32_t>(info.param.type)));
 });
+
+// The tensor-core GEMMs (kernels/matmul_tc.cuh) with their launch geometry:
+// 64 rows x 32 tokens per block of 4 warps. Weights are exact in f16, the
+// activations are rounded to f16 (relative error <= 2^-11 each), sums are f32:
+// |y - ref| <= 2^-11 * sum |w x| plus f32 accumulation.
+struct TensorCoreKernels {
+  GgmlType type;
+  MatmulKernel gemm;
+  SwigluKernel gemm_swiglu;
+};
+const TensorCoreKernels kTensorCoreTypes[] = {
+    {GgmlType::Q1_0, bonsai_gemm_tc_q1_0, bonsai_gemm_swiglu_tc_q1_0},
+    {GgmlType::Q2_0, bonsai_gemm_tc_q2_0, bonsai_gemm_swiglu_tc_q2_0},
+};
+void PrintTo(const TensorCoreKernels &k, std::ostream *out) {
+  *out << bonsai::type_name(static_cast<uint32_t>(k.type));
+}
+emu::Dim3 tensor_core_grid(int rows, int n_tokens) {
+  return {static_cast<unsigned>((rows + 63) / 64), static_cast<unsigned>((n_tokens + 31) / 32), 1};
+}
+constexpr double kHalfInputTol = 1.0 / 2048 + 2e-6;
+
+class TensorCoreGemm : public ::testing::TestWithParam<TensorCoreKernels> {};
+
+TEST_P(TensorCoreGemm, MatchesFloat64WithAndWithoutResidual) {
+  const TensorCoreKernels k = GetParam();
+  // 70 rows and 37 tokens: partial tiles on both axes; 3 column chunks.
+  const int rows = 70, cols = 384, n_tokens = 37;
+  const QuantMatrix w = make_matrix(k.type, rows, cols, 61);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 67);
+  const std::vector<float> residual = random_floats(static_cast<size_t>(n_tokens) * rows, 71);
+  for (const int accumulate : {0, 1}) {
+    std::vector<float> y = accumulate ? residual : std::vector<float>(residual.size(), -99.0f);
+    emu::launch(tensor_core_grid(rows, n_tokens), 128, 0, [&] {
+      k.gemm(w.bytes.data(), x.data(), y.data(), rows, cols, n_tokens, accumulate);
+    });
+    for (int t = 0; t < n_tokens; ++t)
+      for (int r = 0; r < rows; ++r) {
+        const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
+        const float *xt = x.data() + static_cast<size_t>(t) * cols;
+        const double expected = dot(wr, xt, cols) + (accumulate ? residual[t * rows + r] : 0.0);
+        const double bound = kHalfInputTol * (abs_dot(wr, xt, cols) + 1.0);
+        ASSERT_NEAR(y[t * rows + r], expected, bound)
+            << "token " << t << " row " << r << " accumulate " << accumulate;
+      }
+  }
+}
+
+TEST_P(TensorCoreGemm, WritesNothingOutsideTheOutput) {
+  // Rows and tokens past the end of partial tiles must not be written: the
+  // output sits inside a larger buffer whose guard values must survive.
+  const TensorCoreKernels k = GetParam();
+  const int rows = 5, cols = 128, n_tokens = 3;
+  const QuantMatrix w = make_matrix(k.type, rows, cols, 73);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 79);
+  std::vector<float> buffer(static_cast<size_t>(n_tokens * rows) + 64, 12345.0f);
+  emu::launch(tensor_core_grid(rows, n_tokens), 128, 0,
+              [&] { k.gemm(w.bytes.data(), x.data(), buffer.data(), rows, cols, n_tokens, 0); });
+  for (size_t i = static_cast<size_t>(n_tokens * rows); i < buffer.size(); ++i)
+    ASSERT_EQ(buffer[i], 12345.0f) << "guard " << i;
+}
+
+TEST_P(TensorCoreGemm, SwigluEpilogueMatchesFloat64) {
+  const TensorCoreKernels k = GetParam();
+  const int rows = 66, cols = 256, n_tokens = 33;
+  const QuantMatrix gate = make_matrix(k.type, rows, cols, 83);
+  const QuantMatrix up = make_matrix(k.type, rows, cols, 89);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 97, 0.2f);
+  std::vector<float> out(static_cast<size_t>(n_tokens) * rows, -99.0f);
+  emu::launch(tensor_core_grid(rows, n_tokens), 128, 0, [&] {
+    k.gemm_swiglu(gate.bytes.data(), up.bytes.data(), x.data(), out.data(), rows, cols, n_tokens);
+  });
+  for (int t = 0; t < n_tokens; ++t)
+    for (int r = 0; r < rows; ++r) {
+      const float *xt = x.data() + static_cast<size_t>(t) * cols;
+      const float *gr = gate.decoded.data() + static_cast<size_t>(r) * cols;
+      const float *ur = up.decoded.data() + static_cast<size_t>(r) * cols;
+      const double g = dot(gr, xt, cols), u = dot(ur, xt, cols);
+      // silu(g) u moves by at most |d silu/dg| |u| dg + |silu(g)| du, |silu'| <= 1.1.
+      const double dg = kHalfInputTol * (abs_dot(gr, xt, cols) + 1.0);
+      const double du = kHalfInputTol * (abs_dot(ur, xt, cols) + 1.0);
+      const double silu = g / (1.0 + std::exp(-g));
+      ASSERT_NEAR(out[t * rows + r], silu * u,
+                  1.1 * std::fabs(u) * dg + std::fabs(silu) * du + 1e-6)
+          << "token " << t << " row " << r;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, TensorCoreGemm, ::testing::ValuesIn(kTensorCoreTypes),
+                         [](const auto &info) {
+                           return std::string(
+                               bonsai::type_name(static_cast<uint32_t>(info.param.type)));
+                         });
+
+TEST(HalfConversion, RoundsToNearestEvenLikeCvtRnF16F32) {
+  // Hand-picked values around the rounding points of binary16.
+  EXPECT_EQ(emu::float_to_half_bits(1.0f), 0x3c00);
+  EXPECT_EQ(emu::float_to_half_bits(-2.0f), 0xc000);
+  EXPECT_EQ(emu::float_to_half_bits(1.0f + 1.0f / 2048), 0x3c00); // tie -> even (down)
+  EXPECT_EQ(emu::float_to_half_bits(1.0f + 3.0f / 2048), 0x3c02); // tie -> even (up)
+  EXPECT_EQ(emu::float_to_half_bits(1.0f + 1.5f / 2048), 0x3c01); // above the tie
+  EXPECT_EQ(emu::float_to_half_bits(65504.0f), 0x7bff);           // largest half
+  EXPECT_EQ(emu::float_to_half_bits(65520.0f), 0x7c00);           // rounds up to inf
+  EXPECT_EQ(emu::float_to_half_bits(65519.0f), 0x7bff);
+  EXPECT_EQ(emu::float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001); // smallest subnormal
+  EXPECT_EQ(emu::float_to_half_bits(std::ldexp(1.0f, -14)), 0x0400); // smallest normal
+  EXPECT_EQ(emu::float_to_half_bits(std::ldexp(1.0f, -26)), 0x0000); // underflows to 0
+  EXPECT_EQ(emu::float_to_half_bits(-INFINITY), 0xfc00);
+  EXPECT_EQ(emu::float_to_half_bits(NAN) & 0x7e00, 0x7e00);
+  // Every half survives the round trip.
+  for (uint32_t h = 0; h < 0x7c00; ++h)
+    ASSERT_EQ(emu::float_to_half_bits(emu::half_bits_to_float(static_cast<uint16_t>(h))), h) << h;
+}
 
 TEST(LayerKernels, RmsnormMatchesFloat64) {
   const int n = 200, n_tokens = 3;

@@ -7,7 +7,8 @@
 
 namespace bonsai::cuda {
 
-Kernels::Kernels(const Device &device, const KernelLoadConfig &config) : device_(device) {
+Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
+    : device_(device), tensor_cores_(config.tensor_cores && config.compute_major >= 7) {
   const NvrtcLoad nvrtc = load_nvrtc();
   if (nvrtc.api == nullptr)
     fail(BONSAI_ERR_UNSUPPORTED, "the CUDA plugin compiles its kernels at run time and needs "
@@ -22,6 +23,9 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config) : device_
 
   try {
     for (const KernelProgram &program : kernel_programs()) {
+      if (program.min_compute_major > config.compute_major ||
+          (program.min_compute_major >= 7 && !tensor_cores_))
+        continue; // not for this device, or tensor cores turned off
       CUmodule module = nullptr;
       const PtxLoader load = [&](const std::string &ptx) {
         module = nullptr;

@@ -14,8 +14,10 @@ namespace bonsai::cuda {
 
 struct KernelLoadConfig {
   std::string arch;      // e.g. "compute_90"
+  int compute_major = 0; // programs needing a newer device are not built
   const PtxCache *cache; // NULL: caching off
   Logger log;
+  bool tensor_cores = true; // use the tensor-core GEMMs where the device has them
 };
 
 class Kernels {
@@ -29,9 +31,13 @@ public:
 
   // Throws PluginError(INTERNAL) for an unknown name.
   CUfunction get(const std::string &name) const;
+  bool has(const std::string &name) const { return functions_.count(name) != 0; }
+  // Whether matmuls of several tokens may use the tensor-core GEMMs.
+  bool tensor_cores() const { return tensor_cores_; }
 
 private:
   const Device &device_;
+  bool tensor_cores_ = false;
   std::vector<CUmodule> modules_;
   std::map<std::string, CUfunction> functions_;
 };

@@ -24,6 +24,7 @@
 #include "common_prelude.cuh"
 #include "layer.cuh"
 #include "matmul.cuh"
+#include "matmul_tc.cuh"
 
 using namespace bonsai::cuda;
 
@@ -74,6 +75,10 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     BONSAI_FAKE_TYPE(q1_0)
     BONSAI_FAKE_TYPE(q2_0)
 #undef BONSAI_FAKE_TYPE
+    add(make_kernel("bonsai_gemm_tc_q1_0", bonsai_gemm_tc_q1_0));
+    add(make_kernel("bonsai_gemm_swiglu_tc_q1_0", bonsai_gemm_swiglu_tc_q1_0));
+    add(make_kernel("bonsai_gemm_tc_q2_0", bonsai_gemm_tc_q2_0));
+    add(make_kernel("bonsai_gemm_swiglu_tc_q2_0", bonsai_gemm_swiglu_tc_q2_0));
     add(make_kernel("bonsai_rmsnorm", bonsai_rmsnorm));
     add(make_kernel("bonsai_qk_norm_rope", bonsai_qk_norm_rope));
     add(make_kernel("bonsai_attention_split", bonsai_attention_split));

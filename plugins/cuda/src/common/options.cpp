@@ -45,10 +45,13 @@ ContextOptions parse_options(const char *options) {
       if (value != "reference" && value != "auto")
         fail_invalid("option kernels=" + value + ": expected reference or auto");
       parsed.use_graphs = value != "reference";
+      parsed.tensor_cores = value != "reference";
     } else if (key == "ptx_cache") {
       parsed.ptx_cache = parse_switch(key, value);
     } else if (key == "graphs") {
       parsed.use_graphs = parse_switch(key, value);
+    } else if (key == "tensor_cores") {
+      parsed.tensor_cores = parse_switch(key, value);
     } else {
       parsed.warnings.push_back("ignoring unknown option '" + key + "'");
     }

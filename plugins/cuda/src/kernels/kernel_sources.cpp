@@ -14,13 +14,27 @@ std::vector<std::string> matmul_entry_points() {
   return names;
 }
 
+// Types with tensor-core GEMMs: 128-value blocks whose weights are exact in f16.
+const unsigned kTensorCoreTypes[] = {41, 42}; // Q1_0, Q2_0
+
+std::vector<std::string> tensor_core_entry_points() {
+  std::vector<std::string> names;
+  for (unsigned type : kTensorCoreTypes)
+    for (bool swiglu : {false, true})
+      names.push_back(tensor_core_gemm_name(type, swiglu));
+  return names;
+}
+
 std::vector<KernelProgram> build_programs() {
   return {
-      {"bonsai_matmul.cu", std::string(kCommonPrelude) + kMatmulSource, matmul_entry_points()},
+      {"bonsai_matmul.cu", std::string(kCommonPrelude) + kMatmulSource, matmul_entry_points(), 0},
       {"bonsai_layer.cu",
        std::string(kCommonPrelude) + kLayerSource,
        {"bonsai_rmsnorm", "bonsai_qk_norm_rope", "bonsai_attention_split", "bonsai_attention_merge",
-        "bonsai_argmax"}},
+        "bonsai_argmax"},
+       0},
+      {"bonsai_matmul_tc.cu", std::string(kCommonPrelude) + kMatmulTcSource,
+       tensor_core_entry_points(), 7},
   };
 }
 
@@ -29,6 +43,14 @@ std::vector<KernelProgram> build_programs() {
 const std::vector<KernelProgram> &kernel_programs() {
   static const std::vector<KernelProgram> programs = build_programs();
   return programs;
+}
+
+std::string tensor_core_gemm_name(unsigned ggml_type, bool swiglu) {
+  for (unsigned type : kTensorCoreTypes)
+    if (type == ggml_type)
+      return std::string(swiglu ? "bonsai_gemm_swiglu_tc_" : "bonsai_gemm_tc_") +
+             kernel_type_suffix(ggml_type);
+  return {};
 }
 
 const char *kernel_type_suffix(unsigned ggml_type) {

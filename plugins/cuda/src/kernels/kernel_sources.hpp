@@ -11,6 +11,7 @@ struct KernelProgram {
   std::string name;                      // e.g. "bonsai_matmul.cu"
   std::string source;                    // complete source handed to NVRTC
   std::vector<std::string> entry_points; // kernels the plugin looks up
+  int min_compute_major = 0;             // skipped on older devices (tensor cores: 7)
 };
 
 // Every program, in a fixed order (their sources are built once).
@@ -24,5 +25,10 @@ const char *kernel_type_suffix(unsigned ggml_type);
 extern const char *const kCommonPrelude;
 extern const char *const kMatmulSource;
 extern const char *const kLayerSource;
+extern const char *const kMatmulTcSource;
+
+// The tensor-core GEMM of a weight type ("bonsai_gemm_tc_q1_0"; the SwiGLU
+// form "bonsai_gemm_swiglu_tc_..."), or "" when the type has none.
+std::string tensor_core_gemm_name(unsigned ggml_type, bool swiglu);
 
 } // namespace bonsai::cuda
