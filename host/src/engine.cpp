@@ -128,20 +128,20 @@ Engine Engine::open(const std::filesystem::path &model_path, const EngineOptions
                     "rows; every token needs an embedding row",
                     file->path(), tokenizer.n_vocab(), spec.hparams.n_vocab));
 
-  auto impl = std::make_shared<Impl>(std::move(file), std::move(spec), std::move(tokenizer));
-  impl->model = describe_model(*impl->file, impl->spec);
+  auto impl = std::make_shared<Impl>(*file, std::move(spec), std::move(tokenizer));
+  impl->model = describe_model(*file, impl->spec);
+  file.reset(); // the metadata; impl->mapping keeps the tensor bytes
   impl->chat_template =
       detect_chat_template(impl->tokenizer.chat_template(), [&](std::string_view warning) {
         impl->chat_template_warning = warning;
       });
 
   impl->options = options;
-  impl->options.n_ctx =
-      effective_n_ctx(options.n_ctx, impl->spec.hparams.n_ctx_train, impl->file->path());
+  impl->options.n_ctx = effective_n_ctx(options.n_ctx, impl->spec.hparams.n_ctx_train, impl->path);
   impl->options.n_batch = std::min(options.n_batch, impl->options.n_ctx);
 
   impl->plugin = host::select_plugin(options.backend, plugin_search_path());
-  host::logger().info("model {}: {} layers, {} params, backend {} {} ({})", impl->file->path(),
+  host::logger().info("model {}: {} layers, {} params, backend {} {} ({})", impl->path,
                       impl->model.n_layer, impl->model.n_params, impl->plugin.info.name,
                       impl->plugin.info.version, impl->plugin.info.path.string());
   impl->load_ms = ms_since(start);

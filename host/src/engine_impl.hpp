@@ -16,10 +16,14 @@ namespace bonsai {
 
 struct Engine::Impl {
   EngineOptions options; // effective values (n_ctx, n_batch clamped)
-  // The mapping must outlive `spec` (views into it) and every session's
-  // uploaded weights (uploaded with BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT);
-  // sessions hold a shared_ptr to this Impl, which guarantees both.
-  std::unique_ptr<gguf::File> file;
+  // The file's mapping must outlive `spec` (views into it) and every
+  // session's uploaded weights (uploaded with
+  // BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT); sessions hold a shared_ptr to this
+  // Impl, which guarantees both. The parsed gguf::File itself is not kept:
+  // its metadata (vocabulary and merges, ~20 MB for Qwen3) is only needed
+  // while the spec and the tokenizer are built.
+  std::shared_ptr<const void> mapping;
+  std::string path;
   ModelSpec spec;
   Tokenizer tokenizer;
   ChatTemplateKind chat_template = ChatTemplateKind::ChatMLFallback;
@@ -31,8 +35,9 @@ struct Engine::Impl {
   host::SelectedPlugin plugin;
   double load_ms = 0;
 
-  Impl(std::unique_ptr<gguf::File> file, ModelSpec spec, Tokenizer tokenizer)
-      : file(std::move(file)), spec(std::move(spec)), tokenizer(std::move(tokenizer)) {}
+  Impl(const gguf::File &file, ModelSpec spec, Tokenizer tokenizer)
+      : mapping(file.mapping_handle()), path(file.path()), spec(std::move(spec)),
+        tokenizer(std::move(tokenizer)) {}
 
   int32_t n_vocab() const { return static_cast<int32_t>(spec.hparams.n_vocab); }
   // Formats `messages` with the model's template; InvalidArgument for an

@@ -54,7 +54,7 @@ File File::open(const std::filesystem::path &path) {
   if (st.st_size == 0)
     throw Error(name + ": empty file (0 bytes), not a GGUF file");
 
-  auto mapping = std::make_unique<Mapping>();
+  auto mapping = std::make_shared<Mapping>();
   const auto size = static_cast<size_t>(st.st_size);
   void *addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (addr == MAP_FAILED)

@@ -7,7 +7,10 @@ namespace bonsai::tokenizer_detail {
 void MergeTable::reserve(size_t n_merges) {
   size_t capacity = 16;
   int bits = 4;
-  while (capacity < n_merges * 2) { // load factor <= 0.5 keeps probe chains short
+  // Load factor <= 0.75 keeps linear-probe chains short (Qwen3: 151,387
+  // merges in 262,144 slots, 4 MiB); at <= 0.5 the table took 8 MiB for the
+  // same encode speed (bench_tokenizer).
+  while (capacity * 3 < n_merges * 4) {
     capacity *= 2;
     ++bits;
   }
@@ -43,7 +46,7 @@ bool MergeTable::place(const Slot &slot) {
 }
 
 bool MergeTable::insert(int32_t left, int32_t right, Merge merge) {
-  if ((size_ + 1) * 2 > slots_.size())
+  if ((size_ + 1) * 4 > slots_.size() * 3) // the load factor of reserve()
     grow();
   return place(Slot{key_of(left, right), merge});
 }

@@ -68,6 +68,8 @@ Tokenizer::Impl::Impl(TokenizerData d) : data(std::move(d)) {
   build_merges();
   build_added_tokens();
   check_special_ids();
+  // The merge lines live on only as the merge table (~5 MB of strings saved).
+  data.merges = std::vector<std::string>();
 }
 
 std::string Tokenizer::Impl::where() const {

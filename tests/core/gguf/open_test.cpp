@@ -1,8 +1,12 @@
 // File::open on things that are not GGUF files: each is a clear error.
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <memory>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -60,6 +64,45 @@ TEST_F(GgufOpen, MovedFileKeepsItsMapping) {
   File b = std::move(a);
   EXPECT_EQ(b.find_tensor("token_embd.weight")->data, data);
   EXPECT_EQ(b.get_string("general.architecture"), "qwen3");
+}
+
+} // namespace
+
+namespace {
+
+// The mapping outlives the File through its handle: what a model loader uses
+// to drop the parsed metadata but keep the tensor bytes.
+TEST(GgufMappingHandle, KeepsTensorBytesValidAfterTheFileIsDestroyed) {
+  const std::string path = std::string(BONSAI_TEST_DATA_DIR) + "/tiny-q1.gguf";
+  std::shared_ptr<const void> handle;
+  const uint8_t *data = nullptr;
+  uint64_t file_offset = 0;
+  size_t nbytes = 0;
+  {
+    const File file = File::open(path);
+    const bonsai::gguf::TensorInfo *embd = file.find_tensor("token_embd.weight");
+    ASSERT_NE(embd, nullptr);
+    data = embd->data;
+    nbytes = embd->nbytes;
+    file_offset = file.data_offset() + embd->offset;
+    handle = file.mapping_handle();
+    ASSERT_NE(handle, nullptr);
+  }
+  // The same bytes, read from disk with plain I/O.
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(file_offset));
+  std::vector<char> expected(nbytes);
+  in.read(expected.data(), static_cast<std::streamsize>(nbytes));
+  ASSERT_TRUE(in.good());
+  EXPECT_EQ(0, std::memcmp(data, expected.data(), nbytes));
+}
+
+TEST(GgufMappingHandle, IsEmptyForParsedBuffersTheCallerOwns) {
+  std::ifstream in(std::string(BONSAI_TEST_DATA_DIR) + "/tiny-q1.gguf", std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+  const File file = File::parse(bytes, "in-memory");
+  EXPECT_EQ(file.mapping_handle(), nullptr);
 }
 
 } // namespace

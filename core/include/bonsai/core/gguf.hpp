@@ -107,6 +107,12 @@ public:
   ~File();
 
   const std::string &path() const { return name_; }
+  // Keeps the mapped bytes (bytes(), every TensorInfo::data) valid for as
+  // long as the handle lives, even after this File is destroyed: a model
+  // loader can drop the parsed metadata (tens of MB for a large vocabulary)
+  // and keep only the tensor data. For parse(), the caller's bytes are not
+  // owned: the handle is empty and they must outlive their users as before.
+  std::shared_ptr<const void> mapping_handle() const { return mapping_; }
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   size_t file_size() const { return bytes_.size(); }
@@ -130,7 +136,7 @@ private:
   File() = default;
   friend class Parser;
   struct Mapping;
-  std::unique_ptr<Mapping> mapping_;
+  std::shared_ptr<const Mapping> mapping_;
   std::span<const uint8_t> bytes_;
   std::string name_;
   uint32_t version_ = 0;
