@@ -15,7 +15,7 @@ void attend_exact(const AttentionJob &job, int head, int token) {
   const int kv_head = head / (d.n_head / d.n_head_kv);
   const int64_t n_keys = job.first_pos + token + 1;
   const float *q = job.q + token * d.q_dim() + static_cast<int64_t>(head) * hd;
-  float *scores = job.scores + static_cast<int64_t>(head) * job.kv->max_context;
+  float *scores = job.scores + static_cast<int64_t>(head) * kMaxQueries * job.kv->max_context;
   double *acc = job.head_acc + static_cast<int64_t>(head) * hd;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
 
@@ -49,7 +49,7 @@ void attend_fast(const AttentionJob &job, int head, int token) {
   const int kv_head = head / (d.n_head / d.n_head_kv);
   const int64_t n_keys = job.first_pos + token + 1;
   const float *q = job.q + token * d.q_dim() + static_cast<int64_t>(head) * hd;
-  float *scores = job.scores + static_cast<int64_t>(head) * job.kv->max_context;
+  float *scores = job.scores + static_cast<int64_t>(head) * kMaxQueries * job.kv->max_context;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   float *out = job.out + token * d.q_dim() + static_cast<int64_t>(head) * hd;
@@ -89,10 +89,63 @@ void attend_fast(const AttentionJob &job, int head, int token) {
     out[i] *= inv;
 }
 
+// Fast path for n_queries consecutive tokens of one head: their queries
+// share every key and value load (prefill). Keys past a token's causal end
+// are scored too but weighted zero.
+void attend_fast_multi(const AttentionJob &job, int head, int token0, int n_queries) {
+  const ModelDims &d = *job.dims;
+  const int hd = d.head_dim;
+  const int kv_head = head / (d.n_head / d.n_head_kv);
+  const int64_t max_context = job.kv->max_context;
+  float *scores = job.scores + static_cast<int64_t>(head) * kMaxQueries * max_context;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  HeadSpan keys;
+  keys.base = job.kv->k_at(job.layer, 0) + static_cast<int64_t>(kv_head) * hd;
+  keys.stride = d.kv_dim();
+  keys.n = job.first_pos + token0 + n_queries; // the last query's keys
+  keys.dim = hd;
+  HeadSpan values = keys;
+  values.base = job.kv->v_at(job.layer, 0) + static_cast<int64_t>(kv_head) * hd;
+  MultiQuery queries;
+  queries.q = job.q + token0 * d.q_dim() + static_cast<int64_t>(head) * hd;
+  queries.q_stride = d.q_dim();
+  queries.n = n_queries;
+
+  const KernelSet &kernels = *job.kernels;
+  kernels.key_scores_multi(queries, keys, scale, scores, max_context);
+  float inv_denom[kMaxQueries];
+  for (int i = 0; i < n_queries; ++i) {
+    float *row = scores + i * max_context;
+    const int64_t n_keys = job.first_pos + token0 + i + 1;
+    float max_score = -INFINITY;
+    for (int64_t j = 0; j < n_keys; ++j)
+      max_score = std::max(max_score, row[j]);
+    float denom = 0.0f;
+    for (int64_t j = 0; j < n_keys; ++j) {
+      row[j] = std::exp(row[j] - max_score); // now the unnormalised weight
+      denom += row[j];
+    }
+    std::fill(row + n_keys, row + keys.n, 0.0f); // causal: later keys weigh nothing
+    inv_denom[i] = 1.0f / denom;
+  }
+  float *out = job.out + token0 * d.q_dim() + static_cast<int64_t>(head) * hd;
+  kernels.weighted_values_multi(scores, max_context, n_queries, values, out, d.q_dim());
+  for (int i = 0; i < n_queries; ++i)
+    for (int c = 0; c < hd; ++c)
+      out[i * d.q_dim() + c] *= inv_denom[i];
+}
+
 } // namespace
 
 void attention(const AttentionJob &job, oneapi::tbb::task_arena &arena) {
-  const auto run_head = [&job](int head) {
+  const bool multi = !job.kernels->exact && job.kernels->key_scores_multi != nullptr &&
+                     job.dims->head_dim % 64 == 0;
+  const auto run_head = [&job, multi](int head) {
+    if (multi) {
+      for (int token = 0; token < job.n_tokens; token += kMaxQueries)
+        attend_fast_multi(job, head, token, std::min(kMaxQueries, job.n_tokens - token));
+      return;
+    }
     for (int token = 0; token < job.n_tokens; ++token) {
       if (job.kernels->exact)
         attend_exact(job, head, token);

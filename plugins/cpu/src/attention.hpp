@@ -17,7 +17,7 @@ struct AttentionJob {
   const float *q = nullptr;   // [n_tokens][q_dim], normed and rotated
   KvCache *kv = nullptr;      // holds this step's keys/values already
   float *out = nullptr;       // [n_tokens][q_dim]
-  float *scores = nullptr;    // [n_head][max_context]
+  float *scores = nullptr;    // [n_head][kMaxQueries][max_context]
   double *head_acc = nullptr; // [n_head][head_dim]
   const KernelSet *kernels = nullptr;
 };

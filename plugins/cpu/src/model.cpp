@@ -136,7 +136,7 @@ void allocate(BoundModel &m, const BindLimits &limits) {
   b.q = uninitialized<float>(batch * d.q_dim());
   b.attn = uninitialized<float>(batch * d.q_dim());
   b.ffn = uninitialized<float>(batch * d.n_ff);
-  b.scores = uninitialized<float>(int64_t{d.n_head} * limits.max_context);
+  b.scores = uninitialized<float>(int64_t{d.n_head} * kMaxQueries * limits.max_context);
   b.head_acc = uninitialized<double>(d.q_dim());
   b.lm_chunk = std::min(limits.max_batch, 8);
   b.lm_logits = uninitialized<float>(int64_t{b.lm_chunk} * d.n_vocab);

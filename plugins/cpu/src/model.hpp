@@ -50,7 +50,7 @@ struct StepBuffers {
   std::unique_ptr<float[]> q;         // [n][q_dim]
   std::unique_ptr<float[]> attn;      // attention output [n][q_dim]
   std::unique_ptr<float[]> ffn;       // silu(gate) * up [n][n_ff]
-  std::unique_ptr<float[]> scores;    // [n_head][max_context]
+  std::unique_ptr<float[]> scores;    // [n_head][kMaxQueries][max_context]
   std::unique_ptr<double[]> head_acc; // [n_head][head_dim], exact attention only
   std::unique_ptr<float[]> lm_logits; // [lm_chunk][n_vocab] for argmax-only LM head
   int lm_chunk = 0;

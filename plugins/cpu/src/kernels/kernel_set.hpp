@@ -44,6 +44,14 @@ struct HeadSpan {
   int dim = 0;                 // head_dim
 };
 
+// Up to kMaxQueries query vectors of one head, q_stride floats apart.
+inline constexpr int kMaxQueries = 4;
+struct MultiQuery {
+  const float *q = nullptr;
+  int64_t q_stride = 0;
+  int n = 0; // 1..kMaxQueries
+};
+
 struct KernelSet {
   const char *name = "";
   // Exact sets accumulate in double and use double transcendental functions
@@ -59,6 +67,14 @@ struct KernelSet {
   // out[j] = scale * dot(q, key j) and out = sum_j p[j] * value j.
   void (*key_scores)(const float *q, const HeadSpan &keys, float scale, float *out) = nullptr;
   void (*weighted_values)(const float *p, const HeadSpan &values, float *out) = nullptr;
+  // Optional multi-query forms (dim % 64 == 0), so that the queries of up to
+  // kMaxQueries tokens share every key and value load:
+  // out[i * out_stride + j] = scale * dot(q_i, key j), and
+  // out_i = sum_j p[i * p_stride + j] * value j for i < n_rows.
+  void (*key_scores_multi)(const MultiQuery &queries, const HeadSpan &keys, float scale, float *out,
+                           int64_t out_stride) = nullptr;
+  void (*weighted_values_multi)(const float *p, int64_t p_stride, int n_rows,
+                                const HeadSpan &values, float *out, int64_t out_stride) = nullptr;
 };
 
 const KernelSet &reference_kernel_set();

@@ -40,6 +40,8 @@ KernelSet make_avx512_set() {
   set.rows[static_cast<int>(WeightKind::Q2_0)] = avx512_rows_q2;
   set.layout[static_cast<int>(WeightKind::Q2_0)] = QuantLayout::Q2Lanes512;
   set.quantize = avx512_quantize_act_row;
+  set.key_scores_multi = avx512_key_scores_multi;
+  set.weighted_values_multi = avx512_weighted_values_multi;
   return set;
 }
 #else

@@ -17,6 +17,10 @@ void avx2_key_scores(const float *q, const HeadSpan &keys, float scale, float *o
 void avx2_weighted_values(const float *p, const HeadSpan &values, float *out);
 
 void avx512_rows_q1(const RowJob &job);
+void avx512_key_scores_multi(const MultiQuery &queries, const HeadSpan &keys, float scale,
+                             float *out, int64_t out_stride);
+void avx512_weighted_values_multi(const float *p, int64_t p_stride, int n_rows,
+                                  const HeadSpan &values, float *out, int64_t out_stride);
 // quantize_act_row, vectorized for the 512 layouts (others: the scalar one).
 void avx512_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
                              const QuantTarget &out);
