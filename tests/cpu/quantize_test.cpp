@@ -37,51 +37,51 @@ Quantized quantize_with(QuantizeRowFn fn, const std::vector<float> &x, QuantLayo
   return out;
 }
 
-// One block, zero except for three values; expectations worked out by hand
+// One block, zero except for a few values; expectations worked out by hand
 // from the layout definitions in activations.hpp.
-TEST(QuantizeScalar, Q1Mask512GroupsValuesBy8AndKeepsNaturalOrder) {
+TEST(QuantizeScalar, Q1Mask512ScalesEachLaneAndKeepsNaturalOrder) {
   std::vector<float> x(kActBlock, 0.0f);
-  x[3] = 2.0f;   // sub-block 0 (values 0..7, 64..71), lane 0
-  x[70] = -1.0f; // sub-block 0, lane (70 - 64) / 4 = 1
-  x[9] = 0.5f;   // sub-block 1 (values 8..15, 72..79), lane 2
+  x[3] = 2.0f;   // lane 0 (values 0..3, 64..67)
+  x[70] = -1.0f; // lane (70 - 64) / 4 = 1
+  x[68] = 0.5f;  // lane 1 too: 0.5 / (1 / 127) = 63.5 rounds to the even 64
+  x[9] = 0.5f;   // lane 2 (values 8..11, 72..75)
   const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Q1Mask512);
   for (int e = 0; e < kActBlock; ++e) {
-    const int expected = e == 3 ? 127 : e == 70 ? -64 : e == 9 ? 127 : 0; // -63.5 -> -64
+    const int expected = e == 3 ? 127 : e == 70 ? -127 : e == 68 ? 64 : e == 9 ? 127 : 0;
     EXPECT_EQ(r.q[e], expected) << "value " << e;
   }
-  const float s0 = 2.0f / 127.0f, s1 = 0.5f / 127.0f;
+  const float s0 = 2.0f / 127.0f, s1 = 1.0f / 127.0f, s2 = 0.5f / 127.0f;
   EXPECT_EQ(r.meta[0], s0);
-  EXPECT_EQ(r.meta[1], s0);
-  EXPECT_EQ(r.meta[2], s1);
-  EXPECT_EQ(r.meta[3], s1);
-  for (int lane = 4; lane < kLaneCount; ++lane)
+  EXPECT_EQ(r.meta[1], s1);
+  EXPECT_EQ(r.meta[2], s2);
+  for (int lane = 3; lane < kLaneCount; ++lane)
     EXPECT_EQ(r.meta[lane], 0.0f) << "lane " << lane;
   EXPECT_FLOAT_EQ(r.meta[kLaneCount + 0], 2.0f);
-  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 1], -64.0f * s0);
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 1], (-127.0f + 64.0f) * s1);
   EXPECT_FLOAT_EQ(r.meta[kLaneCount + 2], 0.5f);
   for (int lane = 3; lane < kLaneCount; ++lane)
     EXPECT_EQ(r.meta[kLaneCount + lane], 0.0f) << "lane " << lane;
 }
 
-TEST(QuantizeScalar, Q2Lanes512StoresCodeOrderWithContiguousSubBlocks) {
+TEST(QuantizeScalar, Q2Lanes512StoresCodeOrderAndScalesEachLane) {
   std::vector<float> x(kActBlock, 0.0f);
-  x[5] = 1.0f;    // e = 4*1 + 1: position 32*1 + 1 = 33, lane 8, sub-block 0
-  x[127] = -3.0f; // e = 4*31 + 3: position 127, lane 15, sub-block 7
-  x[112] = 1.5f;  // e = 4*28 + 0: position 28, lane 7, sub-block 7
+  x[5] = 1.0f;    // e = 4*1 + 1: position 32*1 + 1 = 33, lane 8
+  x[127] = -3.0f; // e = 4*31 + 3: position 127, lane 15
+  x[112] = 1.5f;  // e = 4*28 + 0: position 28, lane 7
+  x[124] = 0.75f; // e = 4*31 + 0: position 31, lane 7: 0.75 / (1.5 / 127) = 63.5 -> 64
   const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Q2Lanes512);
   for (int p = 0; p < kActBlock; ++p) {
-    // 1.5 / (3 / 127) = 63.5 rounds to the even 64.
-    const int expected = p == 33 ? 127 : p == 127 ? -127 : p == 28 ? 64 : 0;
+    const int expected = p == 33 ? 127 : p == 127 ? -127 : p == 28 ? 127 : p == 31 ? 64 : 0;
     EXPECT_EQ(r.q[p], expected) << "position " << p;
   }
-  const float s0 = 1.0f / 127.0f, s7 = 3.0f / 127.0f;
+  const float s7 = 1.5f / 127.0f, s8 = 1.0f / 127.0f, s15 = 3.0f / 127.0f;
   for (int lane = 0; lane < kLaneCount; ++lane) {
-    const int sub = lane % 8;
-    EXPECT_EQ(r.meta[lane], sub == 0 ? s0 : sub == 7 ? s7 : 0.0f) << "lane " << lane;
+    const float expected = lane == 7 ? s7 : lane == 8 ? s8 : lane == 15 ? s15 : 0.0f;
+    EXPECT_EQ(r.meta[lane], expected) << "lane " << lane;
   }
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 7], (127.0f + 64.0f) * s7);
   EXPECT_FLOAT_EQ(r.meta[kLaneCount + 8], 1.0f);
   EXPECT_FLOAT_EQ(r.meta[kLaneCount + 15], -3.0f);
-  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 7], 64.0f * s7);
 }
 
 TEST(QuantizeScalar, SubBlockLayoutsKeepEightScalesAndTheBlockSum) {

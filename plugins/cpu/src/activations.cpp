@@ -20,12 +20,6 @@ int layout_position(QuantLayout layout, int e) {
   return e;
 }
 
-int layout_sub_block(QuantLayout layout, int e) {
-  if (layout == QuantLayout::Q1Mask512)
-    return (e % 64) / 8;
-  return e / kActSub;
-}
-
 bool layout_has_lane_meta(QuantLayout layout) {
   return layout == QuantLayout::Q1Mask512 || layout == QuantLayout::Q2Lanes512;
 }
@@ -34,6 +28,14 @@ int layout_lane(QuantLayout layout, int e) {
   if (!layout_has_lane_meta(layout))
     return -1;
   return (layout_position(layout, e) % 64) / 4;
+}
+
+int layout_scale_group(QuantLayout layout, int e) {
+  return layout_has_lane_meta(layout) ? layout_lane(layout, e) : e / kActSub;
+}
+
+int layout_scale_groups(QuantLayout layout) {
+  return layout_has_lane_meta(layout) ? kLaneCount : kSubsPerBlock;
 }
 
 int meta_per_block(QuantLayout layout) {
@@ -52,22 +54,24 @@ QuantizedActs QuantizedActs::tokens_from(int t0) const {
 
 namespace {
 
-// Where every value of a block goes, grouped by sub-block.
+// Where every value of a block goes, grouped by scale group.
 struct LayoutTable {
-  int members[kSubsPerBlock][kActSub] = {}; // value indices of each sub-block
+  int n_groups = 0;
+  int group_size = 0;
+  int members[kLaneCount][kActSub] = {}; // value indices of each group
   int position[kActBlock] = {};
-  int lane[kActBlock] = {};
   bool lane_meta = false;
 };
 
 LayoutTable make_table(QuantLayout layout) {
   LayoutTable table;
-  int filled[kSubsPerBlock] = {};
+  table.n_groups = layout_scale_groups(layout);
+  table.group_size = kActBlock / table.n_groups;
+  int filled[kLaneCount] = {};
   for (int e = 0; e < kActBlock; ++e) {
-    const int s = layout_sub_block(layout, e);
-    table.members[s][filled[s]++] = e;
+    const int g = layout_scale_group(layout, e);
+    table.members[g][filled[g]++] = e;
     table.position[e] = layout_position(layout, e);
-    table.lane[e] = layout_lane(layout, e);
   }
   table.lane_meta = layout_has_lane_meta(layout);
   return table;
@@ -94,18 +98,16 @@ void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const Qu
     const float *xb = x + b * kActBlock;
     int8_t *qb = out.q + b * out.stride * kActBlock;
     float *d = out.d + b * out.stride * meta;
-    float scales[kSubsPerBlock];
-    int sub_sums[kSubsPerBlock];
-    int lane_sums[kLaneCount] = {};
-    for (int s = 0; s < kSubsPerBlock; ++s) {
-      const int *members = table.members[s];
+    float block_sum = 0.0f;
+    for (int g = 0; g < table.n_groups; ++g) {
+      const int *members = table.members[g];
       float amax = 0.0f;
-      for (int j = 0; j < kActSub; ++j)
+      for (int j = 0; j < table.group_size; ++j)
         amax = std::max(amax, std::fabs(xb[members[j]])); // NaN never replaces amax
       const float scale = amax / 127.0f;
       const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
       int sum = 0;
-      for (int j = 0; j < kActSub; ++j) {
+      for (int j = 0; j < table.group_size; ++j) {
         const int e = members[j];
         // NaN becomes 0 and anything else is clamped, so the cast is never UB.
         const float r = std::nearbyint(xb[e] * inv);
@@ -113,27 +115,15 @@ void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const Qu
             std::isnan(r) ? int8_t{0} : static_cast<int8_t>(std::clamp(r, -127.0f, 127.0f));
         qb[table.position[e]] = v;
         sum += v;
-        if (table.lane_meta)
-          lane_sums[table.lane[e]] += v;
       }
-      scales[s] = scale;
-      sub_sums[s] = sum;
+      d[g] = scale;
+      if (table.lane_meta)
+        d[kLaneCount + g] = scale * static_cast<float>(sum); // group g is lane g
+      else
+        block_sum += scale * static_cast<float>(sum);
     }
-    if (table.lane_meta) {
-      // Every lane lies in one sub-block: the sub-block of its first value.
-      for (int s = 0; s < kSubsPerBlock; ++s)
-        for (int j = 0; j < kActSub; ++j)
-          d[table.lane[table.members[s][j]]] = scales[s];
-      for (int lane = 0; lane < kLaneCount; ++lane)
-        d[kLaneCount + lane] = d[lane] * static_cast<float>(lane_sums[lane]);
-      continue;
-    }
-    float block_sum = 0.0f;
-    for (int s = 0; s < kSubsPerBlock; ++s) {
-      d[s] = scales[s];
-      block_sum += scales[s] * static_cast<float>(sub_sums[s]);
-    }
-    out.dsum[b * out.stride] = block_sum;
+    if (!table.lane_meta)
+      out.dsum[b * out.stride] = block_sum;
   }
 }
 

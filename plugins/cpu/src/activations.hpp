@@ -1,10 +1,11 @@
 #pragma once
 // Activations for the fast kernels: each token row quantized once per matmul
 // input to int8. Kernels walk 128-value blocks (the weight block size), and
-// every 16-value sub-block has its own f32 scale: with one scale per 128
-// values the tiny golden models reach only cosine 0.9994-0.9996 against the
-// float64 reference, at the 0.9995 gate; per-16 scales give >= 0.9997 at
-// almost no cost (see plugins/cpu/README.md).
+// every 16-value sub-block (AVX2 layouts) or 8-value lane (AVX-512 layouts)
+// has its own f32 scale: with one scale per 128 values the tiny golden models
+// reach only cosine 0.9994-0.9996 against the float64 reference, at the
+// 0.9995 gate; per-16 scales give >= 0.9997 and per-8 >= 0.9998 at almost no
+// cost (see plugins/cpu/README.md).
 //
 // Inside a block the values are stored in a per-kernel order chosen so that,
 // once a kernel has summed its four 32-byte chunks, int32 lane j of the AVX2
@@ -23,11 +24,12 @@ inline constexpr int kActSub = 16;
 inline constexpr int kSubsPerBlock = kActBlock / kActSub; // 8
 
 // Where value e (0..127) of a block is stored, and which values share a
-// scale. The first three layouts keep 8 sub-block scales (contiguous runs of
-// 16 values) and dsum per block, for the AVX2 kernels. The "512" layouts are
-// for the AVX-512 kernels, whose accumulator has 16 int32 lanes per block:
-// they store per lane the scale of the lane's sub-block and the lane's
-// correction term (see LaneMeta), so a kernel needs no shuffles of scales.
+// scale (a scale group). The first three layouts keep 8 sub-block scales
+// (contiguous runs of 16 values) and dsum per block, for the AVX2 kernels.
+// The "512" layouts are for the AVX-512 kernels, whose accumulator has 16
+// int32 lanes per block: each lane (8 values) is its own scale group, and
+// they store per lane its scale and its correction term (see
+// meta_per_block), so a kernel needs no shuffles of scales.
 enum class QuantLayout {
   Natural, // at e
   // At 32c + 4j + r for e = 16j + 4c + r: chunk c, bytes 4j..4j+3 hold four
@@ -37,17 +39,19 @@ enum class QuantLayout {
   // every Q2_0 byte b, and bytes 4j..4j+3 are values 16j..16j+15.
   Q2Lanes,
   // At e (the raw Q1_0 sign bits are the byte mask of the block). Lane j
-  // sums values 4j..4j+3 and 64+4j..64+4j+3; sub-block s is lanes 2s, 2s+1,
-  // i.e. values 8s..8s+7 and 64+8s..64+8s+7.
+  // sums values 4j..4j+3 and 64+4j..64+4j+3.
   Q1Mask512,
-  // Q2Lanes order and sub-blocks. Lane j sums the 8 values of sub-block
-  // j % 8 at positions 4j..4j+3 and 64+4j..64+4j+3.
+  // Q2Lanes order. Lane j sums positions 4j..4j+3 and 64+4j..64+4j+3: the
+  // values 16s + 4i + k (i < 4) of s = j % 8 with k = 0, 2 (j < 8) or 1, 3.
   Q2Lanes512,
 };
 inline constexpr int kQuantLayouts = 5;
 
 int layout_position(QuantLayout layout, int e);
-int layout_sub_block(QuantLayout layout, int e); // 0..7, 16 values each
+// The scale group of value e: its sub-block (0..7, 16 values each), or for
+// the 512 layouts its lane (0..15, 8 values each).
+int layout_scale_group(QuantLayout layout, int e);
+int layout_scale_groups(QuantLayout layout); // 8 or 16
 // For the 512 layouts: the int32 lane (0..15) value e is summed into, i.e.
 // (position % 64) / 4; -1 for the others.
 int layout_lane(QuantLayout layout, int e);
@@ -102,7 +106,7 @@ struct QuantTarget {
   int64_t stride = 1;
 };
 
-// Quantizes one row: per sub-block d = max|x| / 127, q = round-to-nearest(x / d).
+// Quantizes one row: per scale group d = max|x| / 127, q = round-to-nearest(x / d).
 // The scalar definition; SIMD versions must give the same bytes and meta.
 void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const QuantTarget &out);
 using QuantizeRowFn = void (*)(const float *x, int64_t cols, QuantLayout layout,

@@ -29,11 +29,17 @@ BONSAI_TARGET_AVX512 inline __m512 abs_no_nan(__m512 x) {
   return _mm512_maskz_mov_ps(ordered, _mm512_abs_ps(x));
 }
 
-// Max over each aligned group of 8 lanes, broadcast within the group.
-BONSAI_TARGET_AVX512 inline __m512 max_in_eights(__m512 v) {
+// Max over each aligned group of 4 lanes, broadcast within the group.
+BONSAI_TARGET_AVX512 inline __m512 max_in_fours(__m512 v) {
   v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+}
+
+// Lane 0: max over the even lanes, lane 1: max over the odd lanes.
+BONSAI_TARGET_AVX512 inline __m512 max_by_parity(__m512 v) {
   v = _mm512_max_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
-  return _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  v = _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_max_ps(v, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(1, 0, 3, 2)));
 }
 
 // Rounds x * inv to int32 lanes in [-127, 127]; NaN lanes become 0. Clamped
@@ -55,15 +61,15 @@ BONSAI_TARGET_AVX512 inline __m512i narrow4(const __m512i *q) {
   return _mm512_inserti32x4(out, _mm512_cvtepi32_epi8(q[3]), 3);
 }
 
-// Scales and inverse scales of the 8 sub-blocks from their amax, exactly as
-// the scalar quantizer computes them.
-struct SubScales {
-  alignas(32) float scale[kSubsPerBlock];
-  alignas(32) float inv[kSubsPerBlock];
+// Scales and inverse scales of the 16 lanes (the scale groups of both
+// layouts) from their amax, exactly as the scalar quantizer computes them.
+struct LaneScales {
+  alignas(64) float scale[kLaneCount];
+  alignas(64) float inv[kLaneCount];
 };
-inline SubScales sub_scales(const float *amax) {
-  SubScales s;
-  for (int i = 0; i < kSubsPerBlock; ++i) {
+inline LaneScales lane_scales(const float *amax) {
+  LaneScales s;
+  for (int i = 0; i < kLaneCount; ++i) {
     s.scale[i] = amax[i] / 127.0f;
     s.inv[i] = s.scale[i] > 0.0f ? 1.0f / s.scale[i] : 0.0f;
   }
@@ -71,23 +77,22 @@ inline SubScales sub_scales(const float *amax) {
 }
 
 // Writes the block's 128 bytes and its lane meta: lane j sums positions
-// 4j..4j+3 of both 64-byte halves; lane_sub[j] is the sub-block of lane j.
-BONSAI_TARGET_AVX512 inline void store_block(__m512i low, __m512i high, const SubScales &s,
-                                             __m512i lane_sub, int8_t *q, float *meta) {
+// 4j..4j+3 of both 64-byte halves and has scale[j].
+BONSAI_TARGET_AVX512 inline void store_block(__m512i low, __m512i high, const LaneScales &s,
+                                             int8_t *q, float *meta) {
   _mm512_storeu_si512(q, low);
   _mm512_storeu_si512(q + 64, high);
   // Signed bytes times 1 (unsigned): dpbusd with the bytes as the signed side.
   const __m512i ones = _mm512_set1_epi8(1);
   const __m512i sums =
       _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, low), ones, high);
-  const __m512 lane_scale =
-      _mm512_permutexvar_ps(lane_sub, _mm512_castps256_ps512(_mm256_load_ps(s.scale)));
-  _mm512_storeu_ps(meta, lane_scale);
-  _mm512_storeu_ps(meta + kLaneCount, _mm512_mul_ps(lane_scale, _mm512_cvtepi32_ps(sums)));
+  const __m512 scale = _mm512_load_ps(s.scale);
+  _mm512_storeu_ps(meta, scale);
+  _mm512_storeu_ps(meta + kLaneCount, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(sums)));
 }
 
-// Q1Mask512: natural order; sub-block s = values 8s..8s+7 and 64+8s..64+8s+7,
-// i.e. half s % 2 of vectors s / 2 and 4 + s / 2.
+// Q1Mask512: natural order; lane j = values 4j..4j+3 and 64+4j..64+4j+3,
+// i.e. lanes 4(j % 4).. of vectors j / 4 and 4 + j / 4.
 BONSAI_TARGET_AVX512 void quantize_q1_mask(const float *xb, int8_t *q, float *meta) {
   __m512 x[kVectors];
   for (int k = 0; k < kVectors; ++k)
@@ -95,53 +100,54 @@ BONSAI_TARGET_AVX512 void quantize_q1_mask(const float *xb, int8_t *q, float *me
   alignas(64) float group_max[4][16];
   for (int k = 0; k < 4; ++k)
     _mm512_store_ps(group_max[k],
-                    max_in_eights(_mm512_max_ps(abs_no_nan(x[k]), abs_no_nan(x[k + 4]))));
-  float amax[kSubsPerBlock];
-  for (int s = 0; s < kSubsPerBlock; ++s)
-    amax[s] = group_max[s / 2][8 * (s % 2)];
-  const SubScales s = sub_scales(amax);
-  const __m512 inv8 = _mm512_castps256_ps512(_mm256_load_ps(s.inv));
+                    max_in_fours(_mm512_max_ps(abs_no_nan(x[k]), abs_no_nan(x[k + 4]))));
+  float amax[kLaneCount];
+  for (int j = 0; j < kLaneCount; ++j)
+    amax[j] = group_max[j / 4][4 * (j % 4)];
+  const LaneScales s = lane_scales(amax);
+  const __m512 inv16 = _mm512_load_ps(s.inv);
   __m512i r[kVectors];
   for (int k = 0; k < kVectors; ++k) {
-    const int pair = 2 * (k % 4); // sub-blocks of the vector's two halves
-    const __m512i pick =
-        _mm512_setr_epi32(pair, pair, pair, pair, pair, pair, pair, pair, pair + 1, pair + 1,
-                          pair + 1, pair + 1, pair + 1, pair + 1, pair + 1, pair + 1);
-    r[k] = round_clamped(x[k], _mm512_permutexvar_ps(pick, inv8));
+    const int first = 4 * (k % 4); // the lanes of the vector's four 4-value groups
+    const __m512i pick = _mm512_setr_epi32(first, first, first, first, first + 1, first + 1,
+                                           first + 1, first + 1, first + 2, first + 2, first + 2,
+                                           first + 2, first + 3, first + 3, first + 3, first + 3);
+    r[k] = round_clamped(x[k], _mm512_permutexvar_ps(pick, inv16));
   }
-  // Lane j covers values 4j..4j+3: sub-block j / 2.
-  const __m512i lane_sub = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-  store_block(narrow4(r), narrow4(r + 4), s, lane_sub, q, meta);
+  store_block(narrow4(r), narrow4(r + 4), s, q, meta);
 }
 
-// Q2Lanes512: sub-block s = values 16s..16s+15 (vector s); value e = 4b + k
-// goes to position 32k + b.
+// Q2Lanes512: value e = 4b + k goes to position 32k + b; vector s holds
+// values 16s..16s+15, whose even elements (k = 0, 2) are lane s and odd
+// elements (k = 1, 3) lane 8 + s.
 BONSAI_TARGET_AVX512 void quantize_q2_lanes(const float *xb, int8_t *q, float *meta) {
   __m512 x[kVectors];
-  float amax[kSubsPerBlock];
+  float amax[kLaneCount];
   for (int k = 0; k < kVectors; ++k) {
     x[k] = _mm512_loadu_ps(xb + 16 * k);
-    const __m512 m = max_in_eights(abs_no_nan(x[k]));
-    amax[k] = std::max(_mm512_cvtss_f32(m),
-                       _mm512_cvtss_f32(_mm512_shuffle_f32x4(m, m, _MM_SHUFFLE(3, 2, 3, 2))));
+    alignas(64) float m[16];
+    _mm512_store_ps(m, max_by_parity(abs_no_nan(x[k])));
+    amax[k] = m[0];
+    amax[8 + k] = m[1];
   }
-  const SubScales s = sub_scales(amax);
+  const LaneScales s = lane_scales(amax);
   // Within a vector, value 4j + k (j, k < 4) moves to lane 4k + j, so that
   // after narrowing, dword k of vector s holds the bytes of b = 4s..4s+3.
   const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   __m512i r[kVectors];
-  for (int k = 0; k < kVectors; ++k)
-    r[k] = _mm512_permutexvar_epi32(transpose, round_clamped(x[k], _mm512_set1_ps(s.inv[k])));
+  for (int k = 0; k < kVectors; ++k) {
+    const __m512 inv =
+        _mm512_mask_blend_ps(0xAAAA, _mm512_set1_ps(s.inv[k]), _mm512_set1_ps(s.inv[8 + k]));
+    r[k] = _mm512_permutexvar_epi32(transpose, round_clamped(x[k], inv));
+  }
   const __m512i first = narrow4(r);      // dwords 4s + k for s = 0..3
   const __m512i second = narrow4(r + 4); // the same for s = 4..7 (index + 16)
   // Chunk k (32 bytes) = dword k of every vector s, in order of s.
   const __m512i chunks01 =
       _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
   const __m512i chunks23 = _mm512_add_epi32(chunks01, _mm512_set1_epi32(2));
-  // Lane j (positions 4j..4j+3 in each half) holds values of sub-block j % 8.
-  const __m512i lane_sub = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
   store_block(_mm512_permutex2var_epi32(first, chunks01, second),
-              _mm512_permutex2var_epi32(first, chunks23, second), s, lane_sub, q, meta);
+              _mm512_permutex2var_epi32(first, chunks23, second), s, q, meta);
 }
 
 } // namespace
