@@ -42,11 +42,42 @@ void attend_exact(const AttentionJob &job, int head, int token) {
     out[i] = static_cast<float>(acc[i] / denom);
 }
 
+// The keys and values of a query head's KV head at positions 0..n_keys-1.
+struct HeadKv {
+  HeadSpan keys;
+  HeadSpan values;
+};
+HeadKv head_kv(const AttentionJob &job, int head, int64_t n_keys) {
+  const ModelDims &d = *job.dims;
+  const int64_t offset = static_cast<int64_t>(head / (d.n_head / d.n_head_kv)) * d.head_dim;
+  HeadKv kv;
+  kv.keys.base = job.kv->k_at(job.layer, 0) + offset;
+  kv.keys.stride = d.kv_dim();
+  kv.keys.n = n_keys;
+  kv.keys.dim = d.head_dim;
+  kv.values = kv.keys;
+  kv.values.base = job.kv->v_at(job.layer, 0) + offset;
+  return kv;
+}
+
+// Scores [0, n) -> unnormalised softmax weights exp(score - max); returns
+// their sum.
+float softmax_weights(float *scores, int64_t n) {
+  float max_score = -INFINITY;
+  for (int64_t j = 0; j < n; ++j)
+    max_score = std::max(max_score, scores[j]);
+  float denom = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    scores[j] = std::exp(scores[j] - max_score);
+    denom += scores[j];
+  }
+  return denom;
+}
+
 // Fast path: f32 with the kernel set's SIMD dot and axpy.
 void attend_fast(const AttentionJob &job, int head, int token) {
   const ModelDims &d = *job.dims;
   const int hd = d.head_dim;
-  const int kv_head = head / (d.n_head / d.n_head_kv);
   const int64_t n_keys = job.first_pos + token + 1;
   const float *q = job.q + token * d.q_dim() + static_cast<int64_t>(head) * hd;
   float *scores = job.scores + static_cast<int64_t>(head) * kMaxQueries * job.kv->max_context;
@@ -55,13 +86,7 @@ void attend_fast(const AttentionJob &job, int head, int token) {
   float *out = job.out + token * d.q_dim() + static_cast<int64_t>(head) * hd;
   const KernelSet &kernels = *job.kernels;
   const bool whole_head = kernels.key_scores != nullptr && hd % 16 == 0;
-  HeadSpan keys;
-  keys.base = job.kv->k_at(job.layer, 0) + static_cast<int64_t>(kv_head) * hd;
-  keys.stride = d.kv_dim();
-  keys.n = n_keys;
-  keys.dim = hd;
-  HeadSpan values = keys;
-  values.base = job.kv->v_at(job.layer, 0) + static_cast<int64_t>(kv_head) * hd;
+  const auto [keys, values] = head_kv(job, head, n_keys);
 
   if (whole_head) {
     kernels.key_scores(q, keys, scale, scores);
@@ -69,14 +94,7 @@ void attend_fast(const AttentionJob &job, int head, int token) {
     for (int64_t j = 0; j < n_keys; ++j)
       scores[j] = kernels.dot(q, keys.base + j * keys.stride, hd) * scale;
   }
-  float max_score = -INFINITY;
-  for (int64_t j = 0; j < n_keys; ++j)
-    max_score = std::max(max_score, scores[j]);
-  float denom = 0.0f;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    scores[j] = std::exp(scores[j] - max_score); // now the unnormalised weight
-    denom += scores[j];
-  }
+  const float denom = softmax_weights(scores, n_keys);
   if (whole_head) {
     kernels.weighted_values(scores, values, out);
   } else {
@@ -95,17 +113,11 @@ void attend_fast(const AttentionJob &job, int head, int token) {
 void attend_fast_multi(const AttentionJob &job, int head, int token0, int n_queries) {
   const ModelDims &d = *job.dims;
   const int hd = d.head_dim;
-  const int kv_head = head / (d.n_head / d.n_head_kv);
   const int64_t max_context = job.kv->max_context;
   float *scores = job.scores + static_cast<int64_t>(head) * kMaxQueries * max_context;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  HeadSpan keys;
-  keys.base = job.kv->k_at(job.layer, 0) + static_cast<int64_t>(kv_head) * hd;
-  keys.stride = d.kv_dim();
-  keys.n = job.first_pos + token0 + n_queries; // the last query's keys
-  keys.dim = hd;
-  HeadSpan values = keys;
-  values.base = job.kv->v_at(job.layer, 0) + static_cast<int64_t>(kv_head) * hd;
+  // Every key of the last query; earlier queries weigh the later keys zero.
+  const auto [keys, values] = head_kv(job, head, job.first_pos + token0 + n_queries);
   MultiQuery queries;
   queries.q = job.q + token0 * d.q_dim() + static_cast<int64_t>(head) * hd;
   queries.q_stride = d.q_dim();
@@ -117,16 +129,8 @@ void attend_fast_multi(const AttentionJob &job, int head, int token0, int n_quer
   for (int i = 0; i < n_queries; ++i) {
     float *row = scores + i * max_context;
     const int64_t n_keys = job.first_pos + token0 + i + 1;
-    float max_score = -INFINITY;
-    for (int64_t j = 0; j < n_keys; ++j)
-      max_score = std::max(max_score, row[j]);
-    float denom = 0.0f;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      row[j] = std::exp(row[j] - max_score); // now the unnormalised weight
-      denom += row[j];
-    }
+    inv_denom[i] = 1.0f / softmax_weights(row, n_keys);
     std::fill(row + n_keys, row + keys.n, 0.0f); // causal: later keys weigh nothing
-    inv_denom[i] = 1.0f / denom;
   }
   float *out = job.out + token0 * d.q_dim() + static_cast<int64_t>(head) * hd;
   kernels.weighted_values_multi(scores, max_context, n_queries, values, out, d.q_dim());

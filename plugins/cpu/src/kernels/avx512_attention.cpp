@@ -3,17 +3,9 @@
 // of once per query, and four keys' scores are reduced together.
 #if defined(__x86_64__) || defined(__i386__)
 
-// GCC 12's avx512fintrin.h trips -W(maybe-)uninitialized on its own
-// _mm512_undefined_* helpers (GCC bug 105593); the warning is about the header.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.hpp"
 
 #include <algorithm>
-
-#include "kernels/simd_kernels.hpp"
-#include "kernels/x86_helpers.hpp"
 
 namespace bonsai::cpu {
 namespace {
@@ -136,7 +128,5 @@ void avx512_weighted_values_multi(const float *p, int64_t p_stride, int n_rows,
 }
 
 } // namespace bonsai::cpu
-
-#pragma GCC diagnostic pop
 
 #endif

@@ -7,15 +7,7 @@
 
 #include <algorithm>
 
-// GCC 12's avx512fintrin.h trips -W(maybe-)uninitialized on its own
-// _mm512_undefined_* helpers (GCC bug 105593); the warning is about the header.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-
-#include "kernels/simd_kernels.hpp"
-#include "kernels/x86_helpers.hpp"
+#include "kernels/avx512_intrinsics.hpp"
 
 namespace bonsai::cpu {
 namespace {
@@ -170,7 +162,5 @@ void avx512_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
 }
 
 } // namespace bonsai::cpu
-
-#pragma GCC diagnostic pop
 
 #endif
