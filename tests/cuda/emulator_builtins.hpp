@@ -6,6 +6,8 @@
 // this header.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace emu {
@@ -51,6 +53,16 @@ inline uint16_t float_to_half_bits(float f) {
   if (dropped > 0x1000u || (dropped == 0x1000u && (half & 1u)))
     ++half; // may carry into the exponent, which is right
   return static_cast<uint16_t>(sign | half);
+}
+
+// A vector load's address must be aligned as on the GPU, where a
+// misaligned one faults.
+inline void require_aligned(const void *p, size_t alignment) {
+  if (reinterpret_cast<uintptr_t>(p) % alignment != 0) {
+    std::fprintf(stderr, "emulated kernel: %zu-byte load from misaligned address %p\n", alignment,
+                 p);
+    std::abort();
+  }
 }
 
 // Lane 0 of the running thread's warp: the emulated tensor-core fragments
@@ -130,6 +142,15 @@ inline float __uint_as_float(unsigned bits) {
 }
 inline float __int_as_float(int bits) {
   return emu::bits_to_float(static_cast<uint32_t>(bits));
+}
+// dp4a.u32.s32: unsigned bytes of a times signed bytes of b, plus c.
+inline int dp4a_u8_s8(unsigned a, unsigned b, int c) {
+  for (int i = 0; i < 4; ++i)
+    c += static_cast<int>((a >> (8 * i)) & 255u) * static_cast<signed char>((b >> (8 * i)) & 255u);
+  return c;
+}
+inline int __float2int_rn(float v) { // round half to even, as cvt.rni
+  return static_cast<int>(std::nearbyint(v));
 }
 inline float half_to_float(unsigned short h) {
   return emu::half_bits_to_float(h);

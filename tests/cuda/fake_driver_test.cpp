@@ -74,11 +74,12 @@ TEST(CudaFakeDriver, SecondContextLoadsPtxFromTheCacheWithoutNvrtc) {
     ASSERT_EQ(api.create_context(&desc, &ctx, error, sizeof error), BONSAI_OK) << error;
     api.destroy_context(ctx);
     if (start == 0) {
-      // Three programs on the fake sm_90: matmul, layer, tensor-core matmul.
-      EXPECT_EQ(log.count("PTX cache miss"), 3);
-      EXPECT_EQ(log.count("NVRTC compile"), 3);
+      // Four programs on the fake sm_90: matmul, layer, tensor-core matmul,
+      // int8 GEMV.
+      EXPECT_EQ(log.count("PTX cache miss"), 4);
+      EXPECT_EQ(log.count("NVRTC compile"), 4);
     } else {
-      EXPECT_EQ(log.count("PTX cache hit"), 3);
+      EXPECT_EQ(log.count("PTX cache hit"), 4);
       EXPECT_EQ(log.count("NVRTC compile"), 0);
     }
   }
@@ -95,32 +96,35 @@ TEST(CudaFakeDriver, CacheOffOptionCompilesEveryTime) {
   ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
   cuda_api().destroy_context(ctx);
   EXPECT_EQ(log.count("PTX cache off: disabled by the context option ptx_cache=off"), 1);
-  EXPECT_EQ(log.count("NVRTC compile"), 3);
+  EXPECT_EQ(log.count("NVRTC compile"), 4); // base, layer, tensor-core and int8 programs
   EXPECT_TRUE(std::filesystem::is_empty(cache.path()));
 }
 
-TEST(CudaFakeDriver, ReferenceKernelsLeaveTheTensorCoreProgramOut) {
+TEST(CudaFakeDriver, ReferenceKernelsLeaveTheFastProgramsOut) {
   // kernels=reference keeps every matmul in f32 on CUDA cores (exact
-  // tolerances), so the tensor-core program is neither compiled nor used.
+  // tolerances), so neither the tensor-core nor the int8 program is compiled
+  // or used; tensor_cores=off and int8_gemv=off drop one each.
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  for (const char *options :
-       {"kernels=reference;ptx_cache=off", "tensor_cores=off;ptx_cache=off"}) {
+  struct Case {
+    const char *options;
+    bool tensor_cores, int8_gemv;
+  };
+  for (const Case c :
+       {Case{"kernels=reference;ptx_cache=off", false, false},
+        Case{"tensor_cores=off;ptx_cache=off", false, true},
+        Case{"int8_gemv=off;ptx_cache=off", true, false}, Case{"ptx_cache=off", true, true}}) {
     Lines log;
-    const bonsai_context_desc desc = context_desc(&log, options);
+    const bonsai_context_desc desc = context_desc(&log, c.options);
     bonsai_context *ctx = nullptr;
     ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
     cuda_api().destroy_context(ctx);
-    EXPECT_EQ(log.count("NVRTC compile"), 2) << options;
-    EXPECT_EQ(log.count("NVRTC compile: bonsai_matmul_tc.cu"), 0) << options;
-    EXPECT_EQ(log.count("prefill on tensor cores"), 0) << options;
+    EXPECT_EQ(log.count("NVRTC compile"), 2 + c.tensor_cores + c.int8_gemv) << c.options;
+    EXPECT_EQ(log.count("NVRTC compile: bonsai_matmul_tc.cu"), c.tensor_cores) << c.options;
+    EXPECT_EQ(log.count("prefill on tensor cores"), c.tensor_cores) << c.options;
+    EXPECT_EQ(log.count("NVRTC compile: bonsai_gemv_dp4a.cu"), c.int8_gemv) << c.options;
+    EXPECT_EQ(log.count("int8 decode GEMVs"), c.int8_gemv) << c.options;
   }
-  Lines log;
-  const bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
-  bonsai_context *ctx = nullptr;
-  ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
-  cuda_api().destroy_context(ctx);
-  EXPECT_EQ(log.count("prefill on tensor cores"), 1); // the default on the fake sm_90
 }
 
 TEST(CudaFakeDriver, DeviceOutOfMemoryNamesTheWeightTheBytesNeededAndFree) {

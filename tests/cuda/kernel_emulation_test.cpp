@@ -5,6 +5,7 @@
 // launch limits, performance).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <ostream>
@@ -14,11 +15,13 @@
 #include "kernel_emulator.hpp"
 // The kernel files, compiled as C++ (they are at global scope, as in NVRTC).
 #include "common_prelude.cuh"
+#include "gemv_dp4a.cuh"
 #include "layer.cuh"
 #include "matmul.cuh"
 #include "matmul_tc.cuh"
 
 #include "bonsai/core/formats.hpp"
+#include "weight_repack.hpp"
 
 namespace {
 
@@ -38,12 +41,13 @@ std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
 struct QuantMatrix {
   GgmlType type;
   int rows, cols;
-  std::vector<u8> bytes;
+  std::vector<u8> bytes;      // GGUF layout
+  std::vector<u8> device;     // as uploaded: planar for Q1_0/Q2_0 (weight_repack.hpp)
   std::vector<float> decoded; // rows x cols, from core's dequantize_row
 };
 
 QuantMatrix make_matrix(GgmlType type, int rows, int cols, uint32_t seed) {
-  QuantMatrix m{type, rows, cols, {}, {}};
+  QuantMatrix m{type, rows, cols, {}, {}, {}};
   const size_t row_bytes = bonsai::row_bytes(type, cols);
   m.bytes.resize(row_bytes * rows);
   m.decoded.resize(static_cast<size_t>(rows) * cols);
@@ -54,6 +58,10 @@ QuantMatrix make_matrix(GgmlType type, int rows, int cols, uint32_t seed) {
     bonsai::dequantize_row(type, m.bytes.data() + r * row_bytes,
                            m.decoded.data() + static_cast<size_t>(r) * cols, cols);
   }
+  m.device = m.bytes;
+  if (bonsai::cuda::is_planar_type(static_cast<uint32_t>(type)))
+    bonsai::cuda::repack_planar({static_cast<uint32_t>(type), m.bytes.data(), rows, cols},
+                                m.device.data());
   return m;
 }
 
@@ -76,7 +84,7 @@ constexpr double kRelTol = 2e-6;
 
 using MatmulKernel = void (*)(const u8 *, const float *, float *, int, int, int, int);
 using SwigluKernel = void (*)(const u8 *, const u8 *, const float *, float *, int, int, int);
-using RowsKernel = void (*)(const u8 *, const int *, float *, int);
+using RowsKernel = void (*)(const u8 *, const int *, float *, int, int);
 
 struct TypeKernels {
   GgmlType type;
@@ -125,7 +133,7 @@ TEST_P(KernelByType, GemvAndGemmMatchFloat64WithAndWithoutResidual) {
       std::vector<float> y = accumulate ? residual : std::vector<float>(residual.size(), -99.0f);
       const MatmulKernel kernel = gemm ? k.gemm : k.gemv;
       emu::launch(matmul_grid(rows, n_tokens, gemm), 128, 0, [&] {
-        kernel(w.bytes.data(), x.data(), y.data(), rows, cols, n_tokens, accumulate);
+        kernel(w.device.data(), x.data(), y.data(), rows, cols, n_tokens, accumulate);
       });
       for (int t = 0; t < n_tokens; ++t)
         for (int r = 0; r < rows; ++r) {
@@ -151,12 +159,12 @@ TEST_P(KernelByType, GemvAndGemmGiveBitIdenticalRows) {
   const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 23);
   std::vector<float> batched(static_cast<size_t>(n_tokens) * rows);
   emu::launch(matmul_grid(rows, n_tokens, true), 128, 0,
-              [&] { k.gemm(w.bytes.data(), x.data(), batched.data(), rows, cols, n_tokens, 0); });
+              [&] { k.gemm(w.device.data(), x.data(), batched.data(), rows, cols, n_tokens, 0); });
   for (int t = 0; t < n_tokens; ++t) {
     std::vector<float> single(rows);
     emu::launch(matmul_grid(rows, 1, false), 128, 0, [&] {
-      k.gemv(w.bytes.data(), x.data() + static_cast<size_t>(t) * cols, single.data(), rows, cols, 1,
-             0);
+      k.gemv(w.device.data(), x.data() + static_cast<size_t>(t) * cols, single.data(), rows, cols,
+             1, 0);
     });
     for (int r = 0; r < rows; ++r)
       EXPECT_EQ(single[r], batched[t * rows + r]) << "token " << t << " row " << r;
@@ -174,7 +182,7 @@ TEST_P(KernelByType, SwigluEpilogueMatchesFloat64) {
     std::vector<float> out(static_cast<size_t>(n_tokens) * rows, -99.0f);
     const SwigluKernel kernel = gemm ? k.gemm_swiglu : k.gemv_swiglu;
     emu::launch(matmul_grid(rows, n_tokens, gemm), 128, 0, [&] {
-      kernel(gate.bytes.data(), up.bytes.data(), x.data(), out.data(), rows, cols, n_tokens);
+      kernel(gate.device.data(), up.device.data(), x.data(), out.data(), rows, cols, n_tokens);
     });
     for (int t = 0; t < n_tokens; ++t)
       for (int r = 0; r < rows; ++r) {
@@ -195,7 +203,7 @@ TEST_P(KernelByType, GetRowsDecodesTheRequestedRowsExactly) {
   const std::vector<int> ids = {3, 0, 4, 3};
   std::vector<float> out(ids.size() * cols);
   emu::launch({static_cast<unsigned>(ids.size()), 1, 1}, 256, 0,
-              [&] { k.get_rows(w.bytes.data(), ids.data(), out.data(), cols); });
+              [&] { k.get_rows(w.device.data(), ids.data(), out.data(), rows, cols); });
   for (size_t t = 0; t < ids.size(); ++t)
     for (int c = 0; c < cols; ++c)
       ASSERT_EQ(out[t * cols + c], w.decoded[static_cast<size_t>(ids[t]) * cols + c])
@@ -239,7 +247,7 @@ TEST_P(TensorCoreGemm, MatchesFloat64WithAndWithoutResidual) {
   for (const int accumulate : {0, 1}) {
     std::vector<float> y = accumulate ? residual : std::vector<float>(residual.size(), -99.0f);
     emu::launch(tensor_core_grid(rows, n_tokens), 128, 0, [&] {
-      k.gemm(w.bytes.data(), x.data(), y.data(), rows, cols, n_tokens, accumulate);
+      k.gemm(w.device.data(), x.data(), y.data(), rows, cols, n_tokens, accumulate);
     });
     for (int t = 0; t < n_tokens; ++t)
       for (int r = 0; r < rows; ++r) {
@@ -262,7 +270,7 @@ TEST_P(TensorCoreGemm, WritesNothingOutsideTheOutput) {
   const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 79);
   std::vector<float> buffer(static_cast<size_t>(n_tokens * rows) + 64, 12345.0f);
   emu::launch(tensor_core_grid(rows, n_tokens), 128, 0,
-              [&] { k.gemm(w.bytes.data(), x.data(), buffer.data(), rows, cols, n_tokens, 0); });
+              [&] { k.gemm(w.device.data(), x.data(), buffer.data(), rows, cols, n_tokens, 0); });
   for (size_t i = static_cast<size_t>(n_tokens * rows); i < buffer.size(); ++i)
     ASSERT_EQ(buffer[i], 12345.0f) << "guard " << i;
 }
@@ -275,7 +283,7 @@ TEST_P(TensorCoreGemm, SwigluEpilogueMatchesFloat64) {
   const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 97, 0.2f);
   std::vector<float> out(static_cast<size_t>(n_tokens) * rows, -99.0f);
   emu::launch(tensor_core_grid(rows, n_tokens), 128, 0, [&] {
-    k.gemm_swiglu(gate.bytes.data(), up.bytes.data(), x.data(), out.data(), rows, cols, n_tokens);
+    k.gemm_swiglu(gate.device.data(), up.device.data(), x.data(), out.data(), rows, cols, n_tokens);
   });
   for (int t = 0; t < n_tokens; ++t)
     for (int r = 0; r < rows; ++r) {
@@ -298,6 +306,146 @@ INSTANTIATE_TEST_SUITE_P(Types, TensorCoreGemm, ::testing::ValuesIn(kTensorCoreT
                            return std::string(
                                bonsai::type_name(static_cast<uint32_t>(info.param.type)));
                          });
+
+// The planar layout, from hand-built GGUF blocks: weight j of a block goes
+// to word j / W, bit 8 * (r % 4) + bits * (r / 4) with r = j % W, W = 32 /
+// bits; the scales follow all codes.
+TEST(PlanarLayout, Q1_0SignBitsMoveToTheirDp4aPlanes) {
+  // Two rows of one block each: scale bytes 0x3c00 / 0xc000, one bit set.
+  std::vector<u8> gguf(2 * 18, 0);
+  gguf[0] = 0x00, gguf[1] = 0x3c;       // row 0: d = 1.0
+  gguf[2 + 5 / 8] |= 1 << (5 % 8);      // weight 5: word 0, r 5 -> bit 8 * 1 + 1 = 9
+  gguf[18] = 0x00, gguf[19] = 0xc0;     // row 1: d = -2.0
+  gguf[20 + 37 / 8] |= 1 << (37 % 8);   // weight 37: word 1, r 5 -> bit 9 of word 1
+  gguf[20 + 127 / 8] |= 1 << (127 % 8); // weight 127: word 3, r 31 -> bit 24 + 7 = 31
+  std::vector<u8> planar(gguf.size(), 0xee);
+  bonsai::cuda::repack_planar({41, gguf.data(), 2, 128}, planar.data());
+  std::vector<u8> expected(36, 0);
+  expected[1] = 0x02;                       // row 0, word 0, bit 9
+  expected[16 + 4 + 1] = 0x02;              // row 1, word 1, bit 9
+  expected[16 + 12 + 3] = 0x80;             // row 1, word 3, bit 31
+  expected[32] = 0x00, expected[33] = 0x3c; // scale plane: row 0
+  expected[34] = 0x00, expected[35] = 0xc0; // row 1
+  EXPECT_EQ(planar, expected);
+}
+
+TEST(PlanarLayout, Q2_0CodesMoveToTheirDp4aPlanes) {
+  std::vector<u8> gguf(34, 0);
+  gguf[0] = 0x55, gguf[1] = 0x35;
+  gguf[2 + 6 / 4] |= 3 << (2 * (6 % 4));     // weight 6 = code 3: word 0, r 6 -> shift 16 + 2
+  gguf[2 + 125 / 4] |= 2 << (2 * (125 % 4)); // weight 125 = code 2: word 7, r 13 -> shift 8 + 6
+  std::vector<u8> planar(34, 0xee);
+  bonsai::cuda::repack_planar({42, gguf.data(), 1, 128}, planar.data());
+  std::vector<u8> expected(34, 0);
+  expected[2] = 3 << 2;      // word 0, byte 2, bits 2..3
+  expected[28 + 1] = 2 << 6; // word 7, byte 1, bits 6..7
+  expected[32] = 0x55, expected[33] = 0x35;
+  EXPECT_EQ(planar, expected);
+}
+
+// The int8 decode GEMVs (kernels/gemv_dp4a.cuh) with their launch geometry:
+// 256 threads, 16 rows per block, 152 bytes of shared memory per 128
+// columns. Besides f32 rounding, their only error is the activations'
+// rounding to int8 with one scale s = max |x| / 127 per 32 values:
+// |x - s q| <= s / 2, so |y - ref| <= sum_j |w_j| s_j / 2.
+struct Dp4aKernels {
+  GgmlType type;
+  MatmulKernel gemv;
+  SwigluKernel gemv_swiglu;
+};
+const Dp4aKernels kDp4aTypes[] = {
+    {GgmlType::Q1_0, bonsai_gemv_dp4a_q1_0, bonsai_gemv_swiglu_dp4a_q1_0},
+    {GgmlType::Q2_0, bonsai_gemv_dp4a_q2_0, bonsai_gemv_swiglu_dp4a_q2_0},
+};
+void PrintTo(const Dp4aKernels &k, std::ostream *out) {
+  *out << bonsai::type_name(static_cast<uint32_t>(k.type));
+}
+emu::Dim3 dp4a_grid(int rows) {
+  return {static_cast<unsigned>((rows + 15) / 16), 1, 1};
+}
+size_t dp4a_shared(int cols) {
+  return static_cast<size_t>(cols / 128) * 152;
+}
+
+// sum_j |w_j| s_j / 2 (+ a little for the f32 sums), the bound above.
+double int8_rounding_bound(const float *w, const float *x, int cols) {
+  double bound = 0;
+  for (int g = 0; g < cols / 32; ++g) {
+    double amax = 0, abs_w = 0;
+    for (int j = 32 * g; j < 32 * g + 32; ++j) {
+      amax = std::max(amax, std::fabs(static_cast<double>(x[j])));
+      abs_w += std::fabs(static_cast<double>(w[j]));
+    }
+    bound += abs_w * amax / 127.0 / 2.0;
+  }
+  return bound * (1.0 + 1e-5) + kRelTol * (abs_dot(w, x, cols) + 1.0);
+}
+
+class Dp4aGemv : public ::testing::TestWithParam<Dp4aKernels> {};
+
+TEST_P(Dp4aGemv, MatchesFloat64WithinTheInt8RoundingBound) {
+  const Dp4aKernels k = GetParam();
+  // 37 rows: a partial last block (warps with 2, 1 and 0 rows). 2048
+  // columns: a Q1_0 row is 16 chunks, so one warp load spans two rows.
+  for (const int cols : {128, 640, 2048}) {
+    const int rows = 37;
+    const QuantMatrix w = make_matrix(k.type, rows, cols, 101 + cols);
+    std::vector<float> x = random_floats(cols, 103 + cols);
+    for (int j = 32; j < 64; ++j)
+      x[j] = 0.0f;       // a group of zeros: scale 0
+    x[cols - 1] = 40.0f; // an outlier in the last group
+    const std::vector<float> residual = random_floats(rows, 107);
+    for (const int accumulate : {0, 1}) {
+      std::vector<float> y = accumulate ? residual : std::vector<float>(rows, -99.0f);
+      emu::launch(dp4a_grid(rows), 256, dp4a_shared(cols),
+                  [&] { k.gemv(w.device.data(), x.data(), y.data(), rows, cols, 1, accumulate); });
+      for (int r = 0; r < rows; ++r) {
+        const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
+        const double expected = dot(wr, x.data(), cols) + (accumulate ? residual[r] : 0.0);
+        ASSERT_NEAR(y[r], expected, int8_rounding_bound(wr, x.data(), cols))
+            << "cols " << cols << " row " << r << " accumulate " << accumulate;
+      }
+    }
+  }
+}
+
+TEST_P(Dp4aGemv, WritesNothingOutsideTheOutput) {
+  const Dp4aKernels k = GetParam();
+  const int rows = 3, cols = 256;
+  const QuantMatrix w = make_matrix(k.type, rows, cols, 109);
+  const std::vector<float> x = random_floats(cols, 113);
+  std::vector<float> buffer(rows + 40, 12345.0f);
+  emu::launch(dp4a_grid(rows), 256, dp4a_shared(cols),
+              [&] { k.gemv(w.device.data(), x.data(), buffer.data(), rows, cols, 1, 0); });
+  for (size_t i = rows; i < buffer.size(); ++i)
+    ASSERT_EQ(buffer[i], 12345.0f) << "guard " << i;
+}
+
+TEST_P(Dp4aGemv, SwigluEpilogueMatchesFloat64) {
+  const Dp4aKernels k = GetParam();
+  const int rows = 21, cols = 384;
+  const QuantMatrix gate = make_matrix(k.type, rows, cols, 127);
+  const QuantMatrix up = make_matrix(k.type, rows, cols, 131);
+  const std::vector<float> x = random_floats(cols, 137, 0.2f);
+  std::vector<float> out(rows, -99.0f);
+  emu::launch(dp4a_grid(rows), 256, dp4a_shared(cols), [&] {
+    k.gemv_swiglu(gate.device.data(), up.device.data(), x.data(), out.data(), rows, cols, 1);
+  });
+  for (int r = 0; r < rows; ++r) {
+    const float *gr = gate.decoded.data() + static_cast<size_t>(r) * cols;
+    const float *ur = up.decoded.data() + static_cast<size_t>(r) * cols;
+    const double g = dot(gr, x.data(), cols), u = dot(ur, x.data(), cols);
+    const double dg = int8_rounding_bound(gr, x.data(), cols);
+    const double du = int8_rounding_bound(ur, x.data(), cols);
+    const double silu = g / (1.0 + std::exp(-g));
+    ASSERT_NEAR(out[r], silu * u, 1.1 * (std::fabs(u) + du) * dg + std::fabs(silu) * du + 1e-6)
+        << "row " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Dp4aGemv, ::testing::ValuesIn(kDp4aTypes), [](const auto &info) {
+  return std::string(bonsai::type_name(static_cast<uint32_t>(info.param.type)));
+});
 
 TEST(HalfConversion, RoundsToNearestEvenLikeCvtRnF16F32) {
   // Hand-picked values around the rounding points of binary16.

@@ -24,6 +24,18 @@ TEST(CudaOptions, ReferenceKernelsTurnGraphsOff) {
   EXPECT_FALSE(parse_options("graphs=off").use_graphs);
 }
 
+TEST(CudaOptions, ReferenceKernelsTurnTheFastMatmulsOff) {
+  const auto reference = parse_options("kernels=reference");
+  EXPECT_FALSE(reference.tensor_cores);
+  EXPECT_FALSE(reference.int8_gemv);
+  const auto defaults = parse_options("");
+  EXPECT_TRUE(defaults.tensor_cores);
+  EXPECT_TRUE(defaults.int8_gemv);
+  EXPECT_FALSE(parse_options("int8_gemv=off").int8_gemv);
+  EXPECT_TRUE(parse_options("int8_gemv=off").tensor_cores);
+  EXPECT_THROW(parse_options("int8_gemv=sometimes"), bonsai::cuda::PluginError);
+}
+
 TEST(CudaOptions, PtxCacheSwitch) {
   EXPECT_FALSE(parse_options("ptx_cache=off").ptx_cache);
   EXPECT_FALSE(parse_options(" ptx_cache = 0 ;kernels=auto").ptx_cache);

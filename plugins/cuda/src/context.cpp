@@ -22,15 +22,20 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
     ctx.log.info("PTX cache off: " + location.reason);
   }
   KernelLoadConfig kernel_config{
-      strformat("compute_%d%d", facts.compute_major, facts.compute_minor), facts.compute_major,
-      ctx.cache.get(), ctx.log, ctx.options.tensor_cores};
+      strformat("compute_%d%d", facts.compute_major, facts.compute_minor),
+      facts.compute_major,
+      ctx.cache.get(),
+      ctx.log,
+      ctx.options.tensor_cores,
+      ctx.options.int8_gemv};
   ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);
 
   const auto [free_bytes, total_bytes] = ctx.device->memory_info();
-  ctx.log.info(strformat("CUDA device %d: %s, sm_%d%d, %.0f MiB free of %.0f MiB%s%s", device_index,
-                         facts.name.c_str(), facts.compute_major, facts.compute_minor,
+  ctx.log.info(strformat("CUDA device %d: %s, sm_%d%d, %.0f MiB free of %.0f MiB%s%s%s",
+                         device_index, facts.name.c_str(), facts.compute_major, facts.compute_minor,
                          mib(free_bytes), mib(total_bytes),
                          ctx.options.use_graphs ? ", decode steps as CUDA graphs" : "",
+                         ctx.kernels->int8_gemv() ? ", int8 decode GEMVs" : "",
                          ctx.kernels->tensor_cores() ? ", prefill on tensor cores" : ""));
 }
 

@@ -8,7 +8,8 @@
 namespace bonsai::cuda {
 
 Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
-    : device_(device), tensor_cores_(config.tensor_cores && config.compute_major >= 7) {
+    : device_(device), tensor_cores_(config.tensor_cores && config.compute_major >= 7),
+      int8_gemv_(config.int8_gemv) {
   const NvrtcLoad nvrtc = load_nvrtc();
   if (nvrtc.api == nullptr)
     fail(BONSAI_ERR_UNSUPPORTED, "the CUDA plugin compiles its kernels at run time and needs "
@@ -24,8 +25,9 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
   try {
     for (const KernelProgram &program : kernel_programs()) {
       if (program.min_compute_major > config.compute_major ||
-          (program.min_compute_major >= 7 && !tensor_cores_))
-        continue; // not for this device, or tensor cores turned off
+          (program.feature == ProgramFeature::tensor_cores && !tensor_cores_) ||
+          (program.feature == ProgramFeature::int8_gemv && !int8_gemv_))
+        continue; // not for this device, or its option is off
       CUmodule module = nullptr;
       const PtxLoader load = [&](const std::string &ptx) {
         module = nullptr;

@@ -18,6 +18,7 @@ struct KernelLoadConfig {
   const PtxCache *cache; // NULL: caching off
   Logger log;
   bool tensor_cores = true; // use the tensor-core GEMMs where the device has them
+  bool int8_gemv = true;    // use the dp4a GEMVs for single-token Q1_0/Q2_0 matmuls
 };
 
 class Kernels {
@@ -34,10 +35,13 @@ public:
   bool has(const std::string &name) const { return functions_.count(name) != 0; }
   // Whether matmuls of several tokens may use the tensor-core GEMMs.
   bool tensor_cores() const { return tensor_cores_; }
+  // Whether single-token Q1_0/Q2_0 matmuls may use the int8 (dp4a) GEMVs.
+  bool int8_gemv() const { return int8_gemv_; }
 
 private:
   const Device &device_;
   bool tensor_cores_ = false;
+  bool int8_gemv_ = false;
   std::vector<CUmodule> modules_;
   std::map<std::string, CUfunction> functions_;
 };

@@ -1,6 +1,9 @@
 #include "weight.hpp"
 
+#include <vector>
+
 #include "plugin_error.hpp"
+#include "weight_repack.hpp"
 
 namespace bonsai::cuda {
 
@@ -53,7 +56,14 @@ Weight upload_weight(const Device &device, const bonsai_weight_desc &desc) {
   w.rows = desc.rows;
   w.cols = desc.cols;
   w.data = DeviceBuffer(device, expected, "weight " + w.label());
-  device.upload(w.data.get(), desc.data, expected);
+  if (is_planar_type(desc.type)) {
+    std::vector<uint8_t> planar(expected);
+    repack_planar({desc.type, static_cast<const uint8_t *>(desc.data), desc.rows, desc.cols},
+                  planar.data());
+    device.upload(w.data.get(), planar.data(), expected);
+  } else {
+    device.upload(w.data.get(), desc.data, expected);
+  }
   // The host may free its bytes when the call returns (no OUTLIVES promise
   // is relied on), so the copy must have finished.
   device.synchronize();

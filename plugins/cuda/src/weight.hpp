@@ -1,6 +1,7 @@
 #pragma once
-// An uploaded weight: the GGUF bytes copied to device memory unchanged (rows
-// contiguous), which the kernels decode directly.
+// An uploaded weight: the GGUF bytes in device memory, rows contiguous;
+// unchanged for F32/F16/BF16/Q8_0, in the planar layout for Q1_0/Q2_0
+// (weight_repack.hpp), which the kernels decode directly.
 #include <cstdint>
 #include <string>
 

@@ -22,6 +22,7 @@
 #include "fiber_emulator.hpp"
 // The plugin's kernels, compiled as C++.
 #include "common_prelude.cuh"
+#include "gemv_dp4a.cuh"
 #include "layer.cuh"
 #include "matmul.cuh"
 #include "matmul_tc.cuh"
@@ -79,6 +80,10 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     add(make_kernel("bonsai_gemm_swiglu_tc_q1_0", bonsai_gemm_swiglu_tc_q1_0));
     add(make_kernel("bonsai_gemm_tc_q2_0", bonsai_gemm_tc_q2_0));
     add(make_kernel("bonsai_gemm_swiglu_tc_q2_0", bonsai_gemm_swiglu_tc_q2_0));
+    add(make_kernel("bonsai_gemv_dp4a_q1_0", bonsai_gemv_dp4a_q1_0));
+    add(make_kernel("bonsai_gemv_swiglu_dp4a_q1_0", bonsai_gemv_swiglu_dp4a_q1_0));
+    add(make_kernel("bonsai_gemv_dp4a_q2_0", bonsai_gemv_dp4a_q2_0));
+    add(make_kernel("bonsai_gemv_swiglu_dp4a_q2_0", bonsai_gemv_swiglu_dp4a_q2_0));
     add(make_kernel("bonsai_rmsnorm", bonsai_rmsnorm));
     add(make_kernel("bonsai_qk_norm_rope", bonsai_qk_norm_rope));
     add(make_kernel("bonsai_attention_split", bonsai_attention_split));

@@ -46,12 +46,15 @@ ContextOptions parse_options(const char *options) {
         fail_invalid("option kernels=" + value + ": expected reference or auto");
       parsed.use_graphs = value != "reference";
       parsed.tensor_cores = value != "reference";
+      parsed.int8_gemv = value != "reference";
     } else if (key == "ptx_cache") {
       parsed.ptx_cache = parse_switch(key, value);
     } else if (key == "graphs") {
       parsed.use_graphs = parse_switch(key, value);
     } else if (key == "tensor_cores") {
       parsed.tensor_cores = parse_switch(key, value);
+    } else if (key == "int8_gemv") {
+      parsed.int8_gemv = parse_switch(key, value);
     } else {
       parsed.warnings.push_back("ignoring unknown option '" + key + "'");
     }

@@ -8,10 +8,12 @@ namespace bonsai::cuda {
 struct ContextOptions {
   // "reference": every launch issued one by one (no CUDA graph) and every
   // matmul in f32 on CUDA cores, the plain path to compare against. "auto"
-  // (default): decode steps replay a captured CUDA graph and prefill of
-  // Q1_0/Q2_0 runs on tensor cores (f16 inputs, f32 sums).
+  // (default): decode steps replay a captured CUDA graph, their Q1_0/Q2_0
+  // matmuls use int8 activations (dp4a), and prefill of Q1_0/Q2_0 runs on
+  // tensor cores (f16 inputs, f32 sums).
   bool use_graphs = true;
   bool tensor_cores = true;          // tensor_cores=on|off; off under kernels=reference
+  bool int8_gemv = true;             // int8_gemv=on|off; off under kernels=reference
   bool ptx_cache = true;             // ptx_cache=off disables the disk cache
   std::vector<std::string> warnings; // unknown keys, malformed entries
 };

@@ -2,7 +2,7 @@
 // reductions. NVRTC has no standard headers here, so nothing is included.
 // The same text is compiled as plain C++ by the kernel emulator test
 // (tests/cuda/kernel_emulator.hpp), which defines BONSAI_KERNEL_EMULATION and
-// supplies the CUDA built-ins; the two #ifndef hooks below are for it.
+// supplies the CUDA built-ins; the #ifndef / #else hooks below are for it.
 typedef unsigned char u8;
 typedef unsigned short u16;
 typedef unsigned int u32;
@@ -23,45 +23,118 @@ __device__ __forceinline__ float half_to_float(u16 h) {
   return f;
 }
 #endif
+// 16 bytes, for vector loads of the planar weights and of shared memory.
+struct alignas(16) U32x4 {
+  u32 x, y, z, w;
+};
+#ifndef BONSAI_KERNEL_EMULATION
+// 16 aligned bytes of a weight through the read-only cache.
+__device__ __forceinline__ U32x4 load_weight_u32x4(const u8 *p) {
+  U32x4 v;
+  asm("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+// 16 aligned bytes of shared memory in one vector load (the compiler may
+// otherwise split a struct copy into four). Volatile with a memory clobber:
+// it must stay after the __syncthreads that publishes the data.
+__device__ __forceinline__ U32x4 load_shared_u32x4(const U32x4 *p) {
+  U32x4 v;
+  asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %4; ld.shared.v4.u32 {%0,%1,%2,%3}, [a]; }"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+// c + the sum of the four products of a's unsigned bytes with b's signed bytes.
+__device__ __forceinline__ int dp4a_u8_s8(u32 a, u32 b, int c) {
+  int d;
+  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+#else
+inline U32x4 load_weight_u32x4(const u8 *p) {
+  emu::require_aligned(p, 16);
+  return *reinterpret_cast<const U32x4 *>(p);
+}
+inline U32x4 load_shared_u32x4(const U32x4 *p) {
+  emu::require_aligned(p, 16);
+  return *p;
+}
+#endif
 // Dynamic shared memory of a kernel, sized by the launch.
 #ifndef BONSAI_DYNAMIC_SHARED
 #define BONSAI_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
 #endif
 
-// One struct per ggml type: QK weights per block of BYTES bytes, and the
-// value of weight j (0 <= j < QK) of a block.
-struct TypeF32 {
-  static const int QK = 1, BYTES = 4;
-  static __device__ __forceinline__ float value(const u8 *b, int) { return __uint_as_float(load_u32(b)); }
+// One struct per ggml type: QK weights per block, and how a kernel reads
+// them. block(w, rows, n_blocks, row, b) locates block b of row `row` in the
+// uploaded weight `w` (rows x n_blocks blocks) and value(block, j) is its
+// weight j (0 <= j < QK). The byte-stream types keep the GGUF layout, rows
+// of BYTES-byte blocks.
+template <int QK_, int BYTES_> struct ByteStreamType {
+  static const int QK = QK_, BYTES = BYTES_;
+  typedef const u8 *Block;
+  static __device__ __forceinline__ Block block(const u8 *w, int, int n_blocks, int row, int b) {
+    return w + ((size_t)row * n_blocks + b) * BYTES;
+  }
 };
-struct TypeF16 {
-  static const int QK = 1, BYTES = 2;
-  static __device__ __forceinline__ float value(const u8 *b, int) { return half_to_float(load_u16(b)); }
+struct TypeF32 : ByteStreamType<1, 4> {
+  static __device__ __forceinline__ float value(Block b, int) {
+    return __uint_as_float(load_u32(b));
+  }
 };
-struct TypeBF16 {
-  static const int QK = 1, BYTES = 2;
-  static __device__ __forceinline__ float value(const u8 *b, int) {
+struct TypeF16 : ByteStreamType<1, 2> {
+  static __device__ __forceinline__ float value(Block b, int) { return half_to_float(load_u16(b)); }
+};
+struct TypeBF16 : ByteStreamType<1, 2> {
+  static __device__ __forceinline__ float value(Block b, int) {
     return __uint_as_float((u32)load_u16(b) << 16);
   }
 };
-struct TypeQ8_0 { // f16 d, then 32 int8
-  static const int QK = 32, BYTES = 34;
-  static __device__ __forceinline__ float value(const u8 *b, int j) {
+struct TypeQ8_0 : ByteStreamType<32, 34> { // f16 d, then 32 int8
+  static __device__ __forceinline__ float value(Block b, int j) {
     return half_to_float(load_u16(b)) * (float)(signed char)b[2 + j];
   }
 };
-struct TypeQ1_0 { // f16 d, then 128 sign bits LSB-first: set -> +d, clear -> -d
-  static const int QK = 128, BYTES = 18;
-  static __device__ __forceinline__ float value(const u8 *b, int j) {
-    const float d = half_to_float(load_u16(b));
-    return ((b[2 + j / 8] >> (j % 8)) & 1) ? d : -d;
+
+// Q1_0 and Q2_0 are repacked at upload (weight_repack.cpp) into two planes:
+// all blocks' PAYLOAD code bytes (rows x n_blocks x PAYLOAD, so every block
+// is 16-byte aligned for vector loads), then all f16 scales (rows x
+// n_blocks). Inside a block the codes are regrouped per 32-bit word so that
+// one shift and mask yields four consecutive weights, one per byte, ready
+// for dp4a (kernels/gemv_dp4a.cuh): word k, plane i, byte b holds weight
+// k * W + 4 * i + b, W being the weights per word.
+template <int PAYLOAD_, int BITS_> struct PlanarType {
+  static const int QK = 128, PAYLOAD = PAYLOAD_, BITS = BITS_;
+  static const int PER_WORD = 32 / BITS; // weights per 32-bit word
+  struct Block {
+    const u8 *codes;
+    float d;
+  };
+  static __device__ __forceinline__ Block block(const u8 *w, int rows, int n_blocks, int row,
+                                                int b) {
+    const size_t index = (size_t)row * n_blocks + b;
+    const u8 *scales = w + (size_t)rows * n_blocks * PAYLOAD;
+    Block block = {w + index * PAYLOAD, half_to_float(load_u16(scales + 2 * index))};
+    return block;
+  }
+  // The BITS-bit code of weight j.
+  static __device__ __forceinline__ int code(const Block &b, int j) {
+    const int k = j / PER_WORD, r = j % PER_WORD;
+    const int shift = 8 * (r % 4) + BITS * (r / 4);
+    return (int)(load_u32(b.codes + 4 * k) >> shift) & ((1 << BITS) - 1);
   }
 };
-struct TypeQ2_0 { // f16 d, then 128 2-bit codes LSB-first: (code - 1) * d
-  static const int QK = 128, BYTES = 34;
-  static __device__ __forceinline__ float value(const u8 *b, int j) {
-    const int code = (b[2 + j / 4] >> (2 * (j % 4))) & 3;
-    return (float)(code - 1) * half_to_float(load_u16(b));
+struct TypeQ1_0 : PlanarType<16, 1> { // sign bits: set -> +d, clear -> -d
+  static __device__ __forceinline__ float value(const Block &b, int j) {
+    return code(b, j) ? b.d : -b.d;
+  }
+};
+struct TypeQ2_0 : PlanarType<32, 2> { // 2-bit codes: (code - 1) * d
+  static __device__ __forceinline__ float value(const Block &b, int j) {
+    return (float)(code(b, j) - 1) * b.d;
   }
 };
 

@@ -25,6 +25,17 @@ std::vector<std::string> tensor_core_entry_points() {
   return names;
 }
 
+// Types with int8 decode GEMVs: the planar layouts.
+const unsigned kDp4aTypes[] = {41, 42}; // Q1_0, Q2_0
+
+std::vector<std::string> dp4a_entry_points() {
+  std::vector<std::string> names;
+  for (unsigned type : kDp4aTypes)
+    for (bool swiglu : {false, true})
+      names.push_back(dp4a_gemv_name(type, swiglu));
+  return names;
+}
+
 std::vector<KernelProgram> build_programs() {
   return {
       {"bonsai_matmul.cu", std::string(kCommonPrelude) + kMatmulSource, matmul_entry_points(), 0},
@@ -34,7 +45,10 @@ std::vector<KernelProgram> build_programs() {
         "bonsai_argmax"},
        0},
       {"bonsai_matmul_tc.cu", std::string(kCommonPrelude) + kMatmulTcSource,
-       tensor_core_entry_points(), 7},
+       tensor_core_entry_points(), 7, ProgramFeature::tensor_cores},
+      // dp4a needs compute capability 6.1; NVRTC 13 starts at 7.5 anyway.
+      {"bonsai_gemv_dp4a.cu", std::string(kCommonPrelude) + kGemvDp4aSource, dp4a_entry_points(), 6,
+       ProgramFeature::int8_gemv},
   };
 }
 
@@ -49,6 +63,14 @@ std::string tensor_core_gemm_name(unsigned ggml_type, bool swiglu) {
   for (unsigned type : kTensorCoreTypes)
     if (type == ggml_type)
       return std::string(swiglu ? "bonsai_gemm_swiglu_tc_" : "bonsai_gemm_tc_") +
+             kernel_type_suffix(ggml_type);
+  return {};
+}
+
+std::string dp4a_gemv_name(unsigned ggml_type, bool swiglu) {
+  for (unsigned type : kDp4aTypes)
+    if (type == ggml_type)
+      return std::string(swiglu ? "bonsai_gemv_swiglu_dp4a_" : "bonsai_gemv_dp4a_") +
              kernel_type_suffix(ggml_type);
   return {};
 }

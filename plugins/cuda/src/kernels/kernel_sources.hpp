@@ -7,11 +7,19 @@
 
 namespace bonsai::cuda {
 
+// The context option a program serves: it is not built when that is off.
+enum class ProgramFeature {
+  always,       // every context needs it
+  tensor_cores, // prefill GEMMs on tensor cores (tensor_cores=on)
+  int8_gemv,    // int8 decode GEMVs (int8_gemv=on)
+};
+
 struct KernelProgram {
   std::string name;                      // e.g. "bonsai_matmul.cu"
   std::string source;                    // complete source handed to NVRTC
   std::vector<std::string> entry_points; // kernels the plugin looks up
   int min_compute_major = 0;             // skipped on older devices (tensor cores: 7)
+  ProgramFeature feature = ProgramFeature::always;
 };
 
 // Every program, in a fixed order (their sources are built once).
@@ -26,9 +34,14 @@ extern const char *const kCommonPrelude;
 extern const char *const kMatmulSource;
 extern const char *const kLayerSource;
 extern const char *const kMatmulTcSource;
+extern const char *const kGemvDp4aSource;
 
 // The tensor-core GEMM of a weight type ("bonsai_gemm_tc_q1_0"; the SwiGLU
 // form "bonsai_gemm_swiglu_tc_..."), or "" when the type has none.
 std::string tensor_core_gemm_name(unsigned ggml_type, bool swiglu);
+
+// The int8 (dp4a) decode GEMV of a weight type ("bonsai_gemv_dp4a_q1_0"; the
+// SwiGLU form "bonsai_gemv_swiglu_dp4a_..."), or "" when the type has none.
+std::string dp4a_gemv_name(unsigned ggml_type, bool swiglu);
 
 } // namespace bonsai::cuda

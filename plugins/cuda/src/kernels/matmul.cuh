@@ -15,12 +15,11 @@ __device__ void matmul_tile(const u8 *w, const float *x, float *out, int rows, i
     return;
   const int n_valid = min(TOK, n_tokens - t0);
   const int n_blocks = cols / T::QK;
-  const u8 *w_row = w + (size_t)row * n_blocks * T::BYTES;
   float acc[TOK];
   for (int t = 0; t < TOK; ++t)
     acc[t] = 0.0f;
   for (int b = lane; b < n_blocks; b += 32) {
-    const u8 *block = w_row + (size_t)b * T::BYTES;
+    const typename T::Block block = T::block(w, rows, n_blocks, row, b);
     const float *xb = x + (size_t)t0 * cols + (size_t)b * T::QK;
     for (int j = 0; j < T::QK; ++j) {
       const float wj = T::value(block, j);
@@ -50,13 +49,12 @@ __device__ void swiglu_tile(const u8 *wg, const u8 *wu, const float *x, float *o
     return;
   const int n_valid = min(TOK, n_tokens - t0);
   const int n_blocks = cols / T::QK;
-  const size_t row_offset = (size_t)row * n_blocks * T::BYTES;
   float g[TOK], u[TOK];
   for (int t = 0; t < TOK; ++t)
     g[t] = u[t] = 0.0f;
   for (int b = lane; b < n_blocks; b += 32) {
-    const u8 *gb = wg + row_offset + (size_t)b * T::BYTES;
-    const u8 *ub = wu + row_offset + (size_t)b * T::BYTES;
+    const typename T::Block gb = T::block(wg, rows, n_blocks, row, b);
+    const typename T::Block ub = T::block(wu, rows, n_blocks, row, b);
     const float *xb = x + (size_t)t0 * cols + (size_t)b * T::QK;
     for (int j = 0; j < T::QK; ++j) {
       const float gj = T::value(gb, j), uj = T::value(ub, j);
@@ -76,38 +74,36 @@ __device__ void swiglu_tile(const u8 *wg, const u8 *wu, const float *x, float *o
   }
 }
 
-// out[t][c] = W[ids[t]][c] for the step's tokens (embedding lookup).
+// out[t][c] = W[ids[t]][c] for the step's tokens (embedding lookup) from a
+// rows x cols matrix.
 template <class T>
-__device__ void get_rows(const u8 *w, const int *ids, float *out, int cols) {
+__device__ void get_rows(const u8 *w, const int *ids, float *out, int rows, int cols) {
   const int t = blockIdx.x;
-  const size_t row_bytes = (size_t)(cols / T::QK) * T::BYTES;
-  const u8 *row = w + (size_t)ids[t] * row_bytes;
+  const int n_blocks = cols / T::QK;
   for (int c = threadIdx.x; c < cols; c += blockDim.x)
-    out[(size_t)t * cols + c] = T::value(row + (size_t)(c / T::QK) * T::BYTES, c % T::QK);
+    out[(size_t)t * cols + c] = T::value(T::block(w, rows, n_blocks, ids[t], c / T::QK), c % T::QK);
 }
 
-#define BONSAI_MATMUL_KERNELS(suffix, Type)                                                      \
-  extern "C" __global__ void bonsai_gemv_##suffix(const u8 *w, const float *x, float *out,       \
-                                                  int rows, int cols, int n_tokens,              \
-                                                  int accumulate) {                              \
-    matmul_tile<Type, 1>(w, x, out, rows, cols, n_tokens, accumulate);                           \
-  }                                                                                              \
-  extern "C" __global__ void bonsai_gemm_##suffix(const u8 *w, const float *x, float *out,       \
-                                                  int rows, int cols, int n_tokens,              \
-                                                  int accumulate) {                              \
-    matmul_tile<Type, 8>(w, x, out, rows, cols, n_tokens, accumulate);                           \
-  }                                                                                              \
-  extern "C" __global__ void bonsai_gemv_swiglu_##suffix(                                        \
-      const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) { \
-    swiglu_tile<Type, 1>(wg, wu, x, out, rows, cols, n_tokens);                                  \
-  }                                                                                              \
-  extern "C" __global__ void bonsai_gemm_swiglu_##suffix(                                        \
-      const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) { \
-    swiglu_tile<Type, 8>(wg, wu, x, out, rows, cols, n_tokens);                                  \
-  }                                                                                              \
-  extern "C" __global__ void bonsai_get_rows_##suffix(const u8 *w, const int *ids, float *out,   \
-                                                      int cols) {                                \
-    get_rows<Type>(w, ids, out, cols);                                                           \
+#define BONSAI_MATMUL_KERNELS(suffix, Type)                                                        \
+  extern "C" __global__ void bonsai_gemv_##suffix(                                                 \
+      const u8 *w, const float *x, float *out, int rows, int cols, int n_tokens, int accumulate) { \
+    matmul_tile<Type, 1>(w, x, out, rows, cols, n_tokens, accumulate);                             \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_gemm_##suffix(                                                 \
+      const u8 *w, const float *x, float *out, int rows, int cols, int n_tokens, int accumulate) { \
+    matmul_tile<Type, 8>(w, x, out, rows, cols, n_tokens, accumulate);                             \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_gemv_swiglu_##suffix(                                          \
+      const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) {  \
+    swiglu_tile<Type, 1>(wg, wu, x, out, rows, cols, n_tokens);                                    \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_gemm_swiglu_##suffix(                                          \
+      const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) {  \
+    swiglu_tile<Type, 8>(wg, wu, x, out, rows, cols, n_tokens);                                    \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_get_rows_##suffix(const u8 *w, const int *ids, float *out,     \
+                                                      int rows, int cols) {                        \
+    get_rows<Type>(w, ids, out, rows, cols);                                                       \
   }
 
 BONSAI_MATMUL_KERNELS(f32, TypeF32)

@@ -26,15 +26,15 @@ __device__ __forceinline__ void frag_zero(FragC &c) {
 // A: 16x16, row-major, `ldm` halves between rows; 32-byte aligned.
 __device__ __forceinline__ void wmma_load_a_row(FragAB &a, const u16 *p, int ldm) {
   asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;"
-               : "=r"(a.r[0]), "=r"(a.r[1]), "=r"(a.r[2]), "=r"(a.r[3]), "=r"(a.r[4]),
-                 "=r"(a.r[5]), "=r"(a.r[6]), "=r"(a.r[7])
+               : "=r"(a.r[0]), "=r"(a.r[1]), "=r"(a.r[2]), "=r"(a.r[3]), "=r"(a.r[4]), "=r"(a.r[5]),
+                 "=r"(a.r[6]), "=r"(a.r[7])
                : "l"(p), "r"(ldm));
 }
 // B: 16x16 (k x n), column-major: element (k, n) at p[n * ldm + k].
 __device__ __forceinline__ void wmma_load_b_col(FragAB &b, const u16 *p, int ldm) {
   asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;"
-               : "=r"(b.r[0]), "=r"(b.r[1]), "=r"(b.r[2]), "=r"(b.r[3]), "=r"(b.r[4]),
-                 "=r"(b.r[5]), "=r"(b.r[6]), "=r"(b.r[7])
+               : "=r"(b.r[0]), "=r"(b.r[1]), "=r"(b.r[2]), "=r"(b.r[3]), "=r"(b.r[4]), "=r"(b.r[5]),
+                 "=r"(b.r[6]), "=r"(b.r[7])
                : "l"(p), "r"(ldm));
 }
 // d += a * b.
@@ -42,8 +42,8 @@ __device__ __forceinline__ void wmma_mma(FragC &d, const FragAB &a, const FragAB
   asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 "
                "{%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11,%12,%13,%14,%15}, "
                "{%16,%17,%18,%19,%20,%21,%22,%23}, {%0,%1,%2,%3,%4,%5,%6,%7};"
-               : "+f"(d.r[0]), "+f"(d.r[1]), "+f"(d.r[2]), "+f"(d.r[3]), "+f"(d.r[4]),
-                 "+f"(d.r[5]), "+f"(d.r[6]), "+f"(d.r[7])
+               : "+f"(d.r[0]), "+f"(d.r[1]), "+f"(d.r[2]), "+f"(d.r[3]), "+f"(d.r[4]), "+f"(d.r[5]),
+                 "+f"(d.r[6]), "+f"(d.r[7])
                : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(a.r[4]), "r"(a.r[5]),
                  "r"(a.r[6]), "r"(a.r[7]), "r"(b.r[0]), "r"(b.r[1]), "r"(b.r[2]), "r"(b.r[3]),
                  "r"(b.r[4]), "r"(b.r[5]), "r"(b.r[6]), "r"(b.r[7]));
@@ -74,8 +74,8 @@ __device__ __forceinline__ u16 float_to_half(float f) {
 // N_MATS = 1: out = W x (+ out when accumulate). N_MATS = 2: the MLP's gate
 // and up matrices, out = silu(Wg x) * (Wu x).
 template <class T, int N_MATS>
-__device__ void tc_gemm(const u8 *w0, const u8 *w1, const float *x, float *out, int rows,
-                        int cols, int n_tokens, int accumulate) {
+__device__ void tc_gemm(const u8 *w0, const u8 *w1, const float *x, float *out, int rows, int cols,
+                        int n_tokens, int accumulate) {
   // N_MATS weight tiles, then the activation tile. The staging tiles of the
   // epilogue (N_MATS x 32 x TC_LDC floats) reuse the weight tiles.
   alignas(32) __shared__ u16 smem[N_MATS * TC_TILE_A + TC_TOKENS * TC_LD];
@@ -85,7 +85,7 @@ __device__ void tc_gemm(const u8 *w0, const u8 *w1, const float *x, float *out, 
   const int warp = tid / 32;
   const int r0 = blockIdx.x * TC_ROWS;
   const int t0 = blockIdx.y * TC_TOKENS;
-  const size_t row_bytes = (size_t)(cols / T::QK) * T::BYTES;
+  const int n_blocks = cols / T::QK;
 
   FragC acc[N_MATS][2];
   for (int m = 0; m < N_MATS; ++m)
@@ -99,8 +99,8 @@ __device__ void tc_gemm(const u8 *w0, const u8 *w1, const float *x, float *out, 
       for (int m = 0; m < N_MATS; ++m) {
         u16 *dst = a_tile + m * TC_TILE_A + row * TC_LD + first;
         if (r0 + row < rows) {
-          const u8 *block = (m == 0 ? w0 : w1) + (size_t)(r0 + row) * row_bytes +
-                            (size_t)(c0 / T::QK) * T::BYTES;
+          const typename T::Block block =
+              T::block(m == 0 ? w0 : w1, rows, n_blocks, r0 + row, c0 / T::QK);
           for (int j = 0; j < TC_K / 2; ++j)
             dst[j] = float_to_half(T::value(block, first + j));
         } else {
@@ -159,15 +159,14 @@ __device__ void tc_gemm(const u8 *w0, const u8 *w1, const float *x, float *out, 
   }
 }
 
-#define BONSAI_TC_KERNELS(suffix, Type)                                                          \
-  extern "C" __global__ void bonsai_gemm_tc_##suffix(const u8 *w, const float *x, float *out,    \
-                                                     int rows, int cols, int n_tokens,           \
-                                                     int accumulate) {                           \
-    tc_gemm<Type, 1>(w, w, x, out, rows, cols, n_tokens, accumulate);                            \
-  }                                                                                              \
-  extern "C" __global__ void bonsai_gemm_swiglu_tc_##suffix(                                     \
-      const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) { \
-    tc_gemm<Type, 2>(wg, wu, x, out, rows, cols, n_tokens, 0);                                   \
+#define BONSAI_TC_KERNELS(suffix, Type)                                                            \
+  extern "C" __global__ void bonsai_gemm_tc_##suffix(                                              \
+      const u8 *w, const float *x, float *out, int rows, int cols, int n_tokens, int accumulate) { \
+    tc_gemm<Type, 1>(w, w, x, out, rows, cols, n_tokens, accumulate);                              \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_gemm_swiglu_tc_##suffix(                                       \
+      const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) {  \
+    tc_gemm<Type, 2>(wg, wu, x, out, rows, cols, n_tokens, 0);                                     \
   }
 
 BONSAI_TC_KERNELS(q1_0, TypeQ1_0)

@@ -1,0 +1,188 @@
+// Decode GEMV (one token) for the planar Q1_0/Q2_0 weights with int8
+// activations and dp4a: the bandwidth-bound path of single-token steps.
+//
+// Each block of DP4A_WARPS warps first quantizes x into shared memory: one
+// Q8Record per 128-value weight block (int8 values, an f32 scale per 32 of
+// them: x ~ scale * q) plus, per half record, the sum of scale * q. Every
+// block repeats this (x is small and sits in L2), so no extra launch or
+// global buffer is needed.
+//
+// Then each warp computes DP4A_ROWS_PER_WARP consecutive rows. Their codes
+// are one contiguous range of 16-byte chunks (the planar layout, see
+// common_prelude.cuh); lane l takes chunks l, l + 32, ..., so a warp's loads
+// are 512 contiguous bytes each. A chunk is one Q1_0 block or half a Q2_0
+// block. With w = (code - offset) * d:
+//   Q1_0: sum_j w_j x_j = d * (2 * sum_g scale_g * dot(bits_g, q_g) - sum_g scale_g * sum(q_g))
+//   Q2_0: sum_j w_j x_j = d * (sum_g scale_g * dot(codes_g, q_g) - sum_g scale_g * sum(q_g))
+// where dot(codes, q) runs on dp4a: one shift and mask of a code word gives
+// four 0/1 (or 0..3) bytes that line up with four int8 activations.
+#define DP4A_WARPS 8
+#define DP4A_ROWS_PER_WARP 2
+
+// The int8 activations for one weight block. Value 4 * i + b is byte b of
+// q[i]. 144 bytes: records start 4 banks apart, so the 8 lanes of a
+// quarter-warp reading 16 bytes each from 8 different records never share a
+// bank.
+struct alignas(16) Q8Record {
+  u32 q[32];
+  float scale[4]; // of values 32 g .. 32 g + 31
+};
+
+// Bytes of shared memory for `cols` activations: the records, then two
+// offsets (sum of scale * q over each half) per record.
+#define DP4A_SHARED_BYTES(cols) ((cols) / 128 * (sizeof(Q8Record) + 2 * sizeof(float)))
+
+__device__ __forceinline__ u32 pack_int8x4(int a, int b, int c, int d) {
+  return (u32)(a & 255) | ((u32)(b & 255) << 8) | ((u32)(c & 255) << 16) | ((u32)(d & 255) << 24);
+}
+
+// Warp w quantizes records w, w + n_warps, ...; lane l owns values
+// 4 l .. 4 l + 3 (group l / 8, half l / 16).
+__device__ void quantize_activations(const float *x, int n_blocks, Q8Record *records,
+                                     float *offsets) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+  for (int b = warp; b < n_blocks; b += n_warps) {
+    const U32x4 v = *(const U32x4 *)(x + (size_t)b * 128 + 4 * lane); // 16-byte aligned rows
+    const float v0 = __uint_as_float(v.x), v1 = __uint_as_float(v.y);
+    const float v2 = __uint_as_float(v.z), v3 = __uint_as_float(v.w);
+    float amax = fmaxf(fmaxf(fabsf(v0), fabsf(v1)), fmaxf(fabsf(v2), fabsf(v3)));
+    for (int o = 4; o > 0; o >>= 1) // the 8 lanes of a group of 32 values
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float scale = amax / 127.0f;
+    const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+    const int q0 = __float2int_rn(v0 * inverse), q1 = __float2int_rn(v1 * inverse);
+    const int q2 = __float2int_rn(v2 * inverse), q3 = __float2int_rn(v3 * inverse);
+    records[b].q[lane] = pack_int8x4(q0, q1, q2, q3);
+    if (lane % 8 == 0)
+      records[b].scale[lane / 8] = scale;
+    float offset = scale * (float)(q0 + q1 + q2 + q3);
+    for (int o = 8; o > 0; o >>= 1) // the 16 lanes of a half
+      offset += __shfl_xor_sync(0xffffffffu, offset, o);
+    if (lane % 16 == 0)
+      offsets[2 * b + lane / 16] = offset;
+  }
+}
+
+// dot(codes, x) / d of one chunk, for each planar type.
+struct Dp4aQ1_0 {
+  static const int CHUNKS = 1; // 16-byte chunks per weight block
+  static __device__ __forceinline__ int group_dot(u32 bits, const U32x4 *lo_p, const U32x4 *hi_p) {
+    const u32 m = 0x01010101u;
+    const U32x4 lo = load_shared_u32x4(lo_p), hi = load_shared_u32x4(hi_p);
+    int s = dp4a_u8_s8(bits & m, lo.x, 0);
+    s = dp4a_u8_s8((bits >> 1) & m, lo.y, s);
+    s = dp4a_u8_s8((bits >> 2) & m, lo.z, s);
+    s = dp4a_u8_s8((bits >> 3) & m, lo.w, s);
+    s = dp4a_u8_s8((bits >> 4) & m, hi.x, s);
+    s = dp4a_u8_s8((bits >> 5) & m, hi.y, s);
+    s = dp4a_u8_s8((bits >> 6) & m, hi.z, s);
+    return dp4a_u8_s8((bits >> 7) & m, hi.w, s);
+  }
+  static __device__ __forceinline__ float chunk_dot(const U32x4 &w, const Q8Record &r,
+                                                    const float *offsets, int) {
+    const U32x4 *q = (const U32x4 *)r.q;
+    const U32x4 scale = load_shared_u32x4((const U32x4 *)r.scale);
+    const float s = __uint_as_float(scale.x) * (float)group_dot(w.x, q, q + 1) +
+                    __uint_as_float(scale.y) * (float)group_dot(w.y, q + 2, q + 3) +
+                    __uint_as_float(scale.z) * (float)group_dot(w.z, q + 4, q + 5) +
+                    __uint_as_float(scale.w) * (float)group_dot(w.w, q + 6, q + 7);
+    return 2.0f * s - (offsets[0] + offsets[1]);
+  }
+};
+struct Dp4aQ2_0 {
+  static const int CHUNKS = 2; // a chunk is half a block: 64 codes, groups 2 part and 2 part + 1
+  static __device__ __forceinline__ int word_dot(u32 codes, const U32x4 *q_p, int s) {
+    const u32 m = 0x03030303u;
+    const U32x4 q = load_shared_u32x4(q_p);
+    s = dp4a_u8_s8(codes & m, q.x, s);
+    s = dp4a_u8_s8((codes >> 2) & m, q.y, s);
+    s = dp4a_u8_s8((codes >> 4) & m, q.z, s);
+    return dp4a_u8_s8((codes >> 6) & m, q.w, s);
+  }
+  static __device__ __forceinline__ float chunk_dot(const U32x4 &w, const Q8Record &r,
+                                                    const float *offsets, int part) {
+    const U32x4 *q = (const U32x4 *)r.q + 4 * part;
+    const int lo = word_dot(w.y, q + 1, word_dot(w.x, q, 0));
+    const int hi = word_dot(w.w, q + 3, word_dot(w.z, q + 2, 0));
+    return r.scale[2 * part] * (float)lo + r.scale[2 * part + 1] * (float)hi - offsets[part];
+  }
+};
+
+// N_MATS = 1: out = W x (+ out when accumulate). N_MATS = 2: the MLP's gate
+// and up matrices, out = silu(Wg x) * (Wu x). T: TypeQ1_0 or TypeQ2_0; D:
+// its Dp4a struct.
+template <class T, class D, int N_MATS>
+__device__ void gemv_dp4a(const u8 *w0, const u8 *w1, const float *x, float *out, int rows,
+                          int cols, int accumulate) {
+  BONSAI_DYNAMIC_SHARED(U32x4, dp4a_shared);
+  const int n_blocks = cols / 128;
+  Q8Record *const records = (Q8Record *)dp4a_shared;
+  float *const offsets = (float *)(records + n_blocks);
+  quantize_activations(x, n_blocks, records, offsets);
+  __syncthreads();
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int row0 = (blockIdx.x * DP4A_WARPS + warp) * DP4A_ROWS_PER_WARP;
+  if (row0 >= rows)
+    return;
+  const int n_rows = min(DP4A_ROWS_PER_WARP, rows - row0);
+  const int chunks_per_row = n_blocks * D::CHUNKS;
+  const int n_chunks = n_rows * chunks_per_row;
+  const size_t codes_bytes = (size_t)rows * n_blocks * T::PAYLOAD;
+  const size_t first_chunk = (size_t)row0 * chunks_per_row;
+
+  float acc[N_MATS][DP4A_ROWS_PER_WARP];
+  for (int m = 0; m < N_MATS; ++m)
+    for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
+      acc[m][i] = 0.0f;
+  // Chunk c is chunk k of row row0 + r; both advance without divisions.
+  int r = 0, k = lane;
+  while (k >= chunks_per_row) {
+    k -= chunks_per_row;
+    ++r;
+  }
+  for (int c = lane; c < n_chunks; c += 32) {
+    const int b = k / D::CHUNKS, part = k % D::CHUNKS;
+    const size_t block = (size_t)(row0 + r) * n_blocks + b;
+    for (int m = 0; m < N_MATS; ++m) {
+      const u8 *w = m == 0 ? w0 : w1;
+      const U32x4 codes = load_weight_u32x4(w + (first_chunk + c) * 16);
+      const float d = half_to_float(((const u16 *)(w + codes_bytes))[block]);
+      const float v = d * D::chunk_dot(codes, records[b], offsets + 2 * b, part);
+      for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i) // a constant index keeps acc in registers
+        if (i == r)
+          acc[m][i] += v;
+    }
+    k += 32;
+    while (k >= chunks_per_row) {
+      k -= chunks_per_row;
+      ++r;
+    }
+  }
+  for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i) {
+    const float a = warp_sum(acc[0][i]);
+    const float u = N_MATS == 2 ? warp_sum(acc[N_MATS - 1][i]) : 0.0f;
+    if (lane != 0 || i >= n_rows)
+      continue;
+    float *y = out + row0 + i;
+    if (N_MATS == 2)
+      *y = a / (1.0f + expf(-a)) * u;
+    else
+      *y = accumulate ? *y + a : a;
+  }
+}
+
+#define BONSAI_DP4A_KERNELS(suffix, Type, Dp4a)                                                    \
+  extern "C" __global__ void bonsai_gemv_dp4a_##suffix(                                            \
+      const u8 *w, const float *x, float *out, int rows, int cols, int n_tokens, int accumulate) { \
+    (void)n_tokens; /* always 1: same signature as bonsai_gemv_* */                                \
+    gemv_dp4a<Type, Dp4a, 1>(w, w, x, out, rows, cols, accumulate);                                \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_gemv_swiglu_dp4a_##suffix(                                     \
+      const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) {  \
+    (void)n_tokens;                                                                                \
+    gemv_dp4a<Type, Dp4a, 2>(wg, wu, x, out, rows, cols, 0);                                       \
+  }
+
+BONSAI_DP4A_KERNELS(q1_0, TypeQ1_0, Dp4aQ1_0)
+BONSAI_DP4A_KERNELS(q2_0, TypeQ2_0, Dp4aQ2_0)
