@@ -345,13 +345,15 @@ TEST(PlanarLayout, Q2_0CodesMoveToTheirDp4aPlanes) {
 
 // The int8 decode GEMVs (kernels/gemv_dp4a.cuh) with their launch geometry:
 // 256 threads, 16 rows per block, 152 bytes of shared memory per 128
-// columns. Besides f32 rounding, their only error is the activations'
-// rounding to int8 with one scale s = max |x| / 127 per 32 values:
-// |x - s q| <= s / 2, so |y - ref| <= sum_j |w_j| s_j / 2.
+// columns. Besides f32 rounding, their only error is the input's rounding
+// to int8 with one scale s = max |x| / 127 per 32 values: |x - s q| <= s / 2,
+// so |y - ref| <= sum_j |w_j| s_j / 2.
+using Dp4aGemvKernel = void (*)(Dp4aTargets, Dp4aInput, int);
+using Dp4aSwigluKernel = void (*)(const u8 *, const u8 *, Dp4aInput, float *, int);
 struct Dp4aKernels {
   GgmlType type;
-  MatmulKernel gemv;
-  SwigluKernel gemv_swiglu;
+  Dp4aGemvKernel gemv;
+  Dp4aSwigluKernel gemv_swiglu;
 };
 const Dp4aKernels kDp4aTypes[] = {
     {GgmlType::Q1_0, bonsai_gemv_dp4a_q1_0, bonsai_gemv_swiglu_dp4a_q1_0},
@@ -360,11 +362,29 @@ const Dp4aKernels kDp4aTypes[] = {
 void PrintTo(const Dp4aKernels &k, std::ostream *out) {
   *out << bonsai::type_name(static_cast<uint32_t>(k.type));
 }
-emu::Dim3 dp4a_grid(int rows) {
-  return {static_cast<unsigned>((rows + 15) / 16), 1, 1};
+unsigned dp4a_blocks(int rows) {
+  return static_cast<unsigned>((rows + 15) / 16);
 }
 size_t dp4a_shared(int cols) {
   return static_cast<size_t>(cols / 128) * 152;
+}
+
+// Launches `gemv` over `matrices` (same width) sharing one input, as the
+// plugin does for Q, K and V.
+void run_dp4a_group(Dp4aGemvKernel gemv, const std::vector<const QuantMatrix *> &matrices,
+                    const std::vector<float *> &outs, const Dp4aInput &in, int accumulate) {
+  Dp4aTargets targets{};
+  targets.n = static_cast<int>(matrices.size());
+  unsigned blocks = 0;
+  for (size_t m = 0; m < matrices.size(); ++m) {
+    targets.w[m] = matrices[m]->device.data();
+    targets.out[m] = outs[m];
+    targets.rows[m] = matrices[m]->rows;
+    targets.first_block[m] = static_cast<int>(blocks);
+    blocks += dp4a_blocks(matrices[m]->rows);
+  }
+  targets.first_block[matrices.size()] = static_cast<int>(blocks);
+  emu::launch({blocks, 1, 1}, 256, dp4a_shared(in.cols), [&] { gemv(targets, in, accumulate); });
 }
 
 // sum_j |w_j| s_j / 2 (+ a little for the f32 sums), the bound above.
@@ -379,6 +399,18 @@ double int8_rounding_bound(const float *w, const float *x, int cols) {
     bound += abs_w * amax / 127.0 / 2.0;
   }
   return bound * (1.0 + 1e-5) + kRelTol * (abs_dot(w, x, cols) + 1.0);
+}
+
+// x / sqrt(mean(x^2) + eps) * norm in float64, rounded to float.
+std::vector<float> rms_normalized(const std::vector<float> &x, const std::vector<float> &norm,
+                                  double eps) {
+  const double inv = 1.0 / std::sqrt(dot(x.data(), x.data(), static_cast<int>(x.size())) /
+                                         static_cast<double>(x.size()) +
+                                     eps);
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = static_cast<float>(x[i] * inv * norm[i]);
+  return out;
 }
 
 class Dp4aGemv : public ::testing::TestWithParam<Dp4aKernels> {};
@@ -397,8 +429,7 @@ TEST_P(Dp4aGemv, MatchesFloat64WithinTheInt8RoundingBound) {
     const std::vector<float> residual = random_floats(rows, 107);
     for (const int accumulate : {0, 1}) {
       std::vector<float> y = accumulate ? residual : std::vector<float>(rows, -99.0f);
-      emu::launch(dp4a_grid(rows), 256, dp4a_shared(cols),
-                  [&] { k.gemv(w.device.data(), x.data(), y.data(), rows, cols, 1, accumulate); });
+      run_dp4a_group(k.gemv, {&w}, {y.data()}, {x.data(), nullptr, 0.0f, cols}, accumulate);
       for (int r = 0; r < rows; ++r) {
         const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
         const double expected = dot(wr, x.data(), cols) + (accumulate ? residual[r] : 0.0);
@@ -409,37 +440,61 @@ TEST_P(Dp4aGemv, MatchesFloat64WithinTheInt8RoundingBound) {
   }
 }
 
-TEST_P(Dp4aGemv, WritesNothingOutsideTheOutput) {
+TEST_P(Dp4aGemv, GroupOfThreeWithFusedRmsNormMatchesFloat64) {
+  // Q, K and V in one launch: different row counts, one normalized input.
   const Dp4aKernels k = GetParam();
-  const int rows = 3, cols = 256;
-  const QuantMatrix w = make_matrix(k.type, rows, cols, 109);
-  const std::vector<float> x = random_floats(cols, 113);
-  std::vector<float> buffer(rows + 40, 12345.0f);
-  emu::launch(dp4a_grid(rows), 256, dp4a_shared(cols),
-              [&] { k.gemv(w.device.data(), x.data(), buffer.data(), rows, cols, 1, 0); });
-  for (size_t i = rows; i < buffer.size(); ++i)
-    ASSERT_EQ(buffer[i], 12345.0f) << "guard " << i;
+  const int cols = 256;
+  const float eps = 1e-6f;
+  const QuantMatrix q = make_matrix(k.type, 37, cols, 139);
+  const QuantMatrix kk = make_matrix(k.type, 5, cols, 149);
+  const QuantMatrix v = make_matrix(k.type, 16, cols, 151);
+  const std::vector<float> x = random_floats(cols, 157, 3.0f);
+  const std::vector<float> norm = random_floats(cols, 163);
+  const std::vector<float> xn = rms_normalized(x, norm, eps);
+  std::vector<float> yq(q.rows + 8, 12345.0f), yk(kk.rows + 8, 12345.0f), yv(v.rows + 8, 12345.0f);
+  run_dp4a_group(k.gemv, {&q, &kk, &v}, {yq.data(), yk.data(), yv.data()},
+                 {x.data(), norm.data(), eps, cols}, 0);
+  const std::pair<const QuantMatrix *, const std::vector<float> *> outputs[] = {
+      {&q, &yq}, {&kk, &yk}, {&v, &yv}};
+  for (const auto &[w, y] : outputs) {
+    for (int r = 0; r < w->rows; ++r) {
+      const float *wr = w->decoded.data() + static_cast<size_t>(r) * cols;
+      // The input's own f32 rounding (normalization) adds ~1e-6 relative.
+      const double bound =
+          int8_rounding_bound(wr, xn.data(), cols) + 1e-5 * abs_dot(wr, xn.data(), cols);
+      ASSERT_NEAR((*y)[r], dot(wr, xn.data(), cols), bound) << "rows " << w->rows << " row " << r;
+    }
+    for (size_t i = static_cast<size_t>(w->rows); i < y->size(); ++i)
+      ASSERT_EQ((*y)[i], 12345.0f) << "guard " << i << " of the " << w->rows << "-row output";
+  }
 }
 
-TEST_P(Dp4aGemv, SwigluEpilogueMatchesFloat64) {
+TEST_P(Dp4aGemv, SwigluEpilogueMatchesFloat64WithAndWithoutFusedNorm) {
   const Dp4aKernels k = GetParam();
   const int rows = 21, cols = 384;
+  const float eps = 1e-6f;
   const QuantMatrix gate = make_matrix(k.type, rows, cols, 127);
   const QuantMatrix up = make_matrix(k.type, rows, cols, 131);
   const std::vector<float> x = random_floats(cols, 137, 0.2f);
-  std::vector<float> out(rows, -99.0f);
-  emu::launch(dp4a_grid(rows), 256, dp4a_shared(cols), [&] {
-    k.gemv_swiglu(gate.device.data(), up.device.data(), x.data(), out.data(), rows, cols, 1);
-  });
-  for (int r = 0; r < rows; ++r) {
-    const float *gr = gate.decoded.data() + static_cast<size_t>(r) * cols;
-    const float *ur = up.decoded.data() + static_cast<size_t>(r) * cols;
-    const double g = dot(gr, x.data(), cols), u = dot(ur, x.data(), cols);
-    const double dg = int8_rounding_bound(gr, x.data(), cols);
-    const double du = int8_rounding_bound(ur, x.data(), cols);
-    const double silu = g / (1.0 + std::exp(-g));
-    ASSERT_NEAR(out[r], silu * u, 1.1 * (std::fabs(u) + du) * dg + std::fabs(silu) * du + 1e-6)
-        << "row " << r;
+  const std::vector<float> norm = random_floats(cols, 139, 0.1f);
+  for (const bool fused : {false, true}) {
+    const std::vector<float> input = fused ? rms_normalized(x, norm, eps) : x;
+    std::vector<float> out(rows, -99.0f);
+    const Dp4aInput in{x.data(), fused ? norm.data() : nullptr, eps, cols};
+    emu::launch({dp4a_blocks(rows), 1, 1}, 256, dp4a_shared(cols),
+                [&] { k.gemv_swiglu(gate.device.data(), up.device.data(), in, out.data(), rows); });
+    for (int r = 0; r < rows; ++r) {
+      const float *gr = gate.decoded.data() + static_cast<size_t>(r) * cols;
+      const float *ur = up.decoded.data() + static_cast<size_t>(r) * cols;
+      const double g = dot(gr, input.data(), cols), u = dot(ur, input.data(), cols);
+      const double dg =
+          int8_rounding_bound(gr, input.data(), cols) + 1e-5 * abs_dot(gr, input.data(), cols);
+      const double du =
+          int8_rounding_bound(ur, input.data(), cols) + 1e-5 * abs_dot(ur, input.data(), cols);
+      const double silu = g / (1.0 + std::exp(-g));
+      ASSERT_NEAR(out[r], silu * u, 1.1 * (std::fabs(u) + du) * dg + std::fabs(silu) * du + 1e-6)
+          << "row " << r << " fused norm " << fused;
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "launch.hpp"
 
+#include <cstdint>
 #include <string>
 
 #include "kernel_sources.hpp"
@@ -46,36 +47,61 @@ LaunchShape matmul_shape(int64_t rows, int n_tokens) {
 }
 
 // The int8 GEMVs (kernels/gemv_dp4a.cuh): 8 warps of 2 rows per block, the
-// quantized activations in dynamic shared memory (152 bytes per 128 columns).
+// quantized input in dynamic shared memory (152 bytes per 128 columns).
 constexpr int kDp4aRowsPerBlock = 16;
-constexpr int64_t kDp4aSharedPerBlock = 152;
+constexpr int64_t kDp4aSharedPer128 = 152;
 constexpr int64_t kMaxDynamicShared = 48 * 1024; // without the opt-in attribute
+constexpr int kDp4aMaxTargets = 3;
 
-std::string dp4a_kernel(const Kernels &kernels, const Weight &w, int n_tokens, bool swiglu) {
-  if (!kernels.int8_gemv() || n_tokens != 1 || w.cols % 128 != 0 ||
-      w.cols / 128 * kDp4aSharedPerBlock > kMaxDynamicShared)
+// Host images of the kernels' by-value parameter structs.
+struct Dp4aTargetsArg {
+  CUdeviceptr w[kDp4aMaxTargets];
+  CUdeviceptr out[kDp4aMaxTargets];
+  int32_t rows[kDp4aMaxTargets];
+  int32_t first_block[kDp4aMaxTargets + 1];
+  int32_t n;
+};
+static_assert(sizeof(Dp4aTargetsArg) == 80, "must match Dp4aTargets in gemv_dp4a.cuh");
+struct Dp4aInputArg {
+  CUdeviceptr x;
+  CUdeviceptr norm;
+  float eps;
+  int32_t cols;
+};
+static_assert(sizeof(Dp4aInputArg) == 24, "must match Dp4aInput in gemv_dp4a.cuh");
+
+// The int8 kernel for weights of w's type and shape, or "".
+std::string dp4a_kernel(const Kernels &kernels, const Weight &w, bool swiglu) {
+  if (!kernels.int8_gemv() || w.cols % 128 != 0 ||
+      w.cols / 128 * kDp4aSharedPer128 > kMaxDynamicShared)
     return {};
   std::string name = dp4a_gemv_name(w.layout.type, swiglu);
   return kernels.has(name) ? name : std::string();
 }
 
-LaunchShape dp4a_shape(int64_t rows, int64_t cols) {
+unsigned dp4a_blocks(int64_t rows) {
+  return static_cast<unsigned>((rows + kDp4aRowsPerBlock - 1) / kDp4aRowsPerBlock);
+}
+
+LaunchShape dp4a_shape(unsigned blocks, int64_t cols) {
   LaunchShape shape;
-  shape.grid_x = static_cast<unsigned>((rows + kDp4aRowsPerBlock - 1) / kDp4aRowsPerBlock);
+  shape.grid_x = blocks;
   shape.block_x = 256;
-  shape.shared_bytes = static_cast<unsigned>(cols / 128 * kDp4aSharedPerBlock);
+  shape.shared_bytes = static_cast<unsigned>(cols / 128 * kDp4aSharedPer128);
   return shape;
 }
 
-// The fastest kernel that applies: int8 GEMV, tensor cores, CUDA-core tiles.
+Dp4aInputArg input_arg(const NormedInput &in, int64_t cols) {
+  return {in.x, in.norm, in.eps, static_cast<int32_t>(cols)};
+}
+
+// The faster of tensor cores and CUDA-core tiles for n_tokens.
 struct MatmulChoice {
   std::string name;
   LaunchShape shape;
 };
 
 MatmulChoice choose_matmul(const Kernels &kernels, const Weight &w, int n_tokens, bool swiglu) {
-  if (std::string dp4a = dp4a_kernel(kernels, w, n_tokens, swiglu); !dp4a.empty())
-    return {dp4a, dp4a_shape(w.rows, w.cols)};
   if (std::string tc = tensor_core_kernel(kernels, w, n_tokens, swiglu); !tc.empty())
     return {tc, tensor_core_shape(w.rows, n_tokens)};
   const char *kind = n_tokens == 1 ? (swiglu ? "bonsai_gemv_swiglu_" : "bonsai_gemv_")
@@ -85,8 +111,51 @@ MatmulChoice choose_matmul(const Kernels &kernels, const Weight &w, int n_tokens
 
 } // namespace
 
+bool launch_int8_group(const Device &device, const Kernels &kernels, const MatmulGroup &group,
+                       const NormedInput &in, bool accumulate) {
+  if (group.n < 1 || group.n > kDp4aMaxTargets)
+    return false;
+  const Weight &first = *group.weights[0];
+  const std::string name = dp4a_kernel(kernels, first, false);
+  if (name.empty())
+    return false;
+  Dp4aTargetsArg targets{};
+  targets.n = group.n;
+  unsigned blocks = 0;
+  for (int m = 0; m < group.n; ++m) {
+    const Weight &w = *group.weights[m];
+    if (w.layout.type != first.layout.type || w.cols != first.cols)
+      return false;
+    targets.w[m] = w.data.get();
+    targets.out[m] = group.outs[m];
+    targets.rows[m] = static_cast<int32_t>(w.rows);
+    targets.first_block[m] = static_cast<int32_t>(blocks);
+    blocks += dp4a_blocks(w.rows);
+  }
+  targets.first_block[group.n] = static_cast<int32_t>(blocks);
+  launch(device, kernels.get(name), dp4a_shape(blocks, first.cols), targets,
+         input_arg(in, first.cols), accumulate ? 1 : 0);
+  return true;
+}
+
+bool launch_int8_swiglu(const Device &device, const Kernels &kernels, const Weight &gate,
+                        const Weight &up, const NormedInput &in, CUdeviceptr out) {
+  const std::string name = dp4a_kernel(kernels, gate, true);
+  if (name.empty() || up.layout.type != gate.layout.type)
+    return false;
+  launch(device, kernels.get(name), dp4a_shape(dp4a_blocks(gate.rows), gate.cols), gate.data.get(),
+         up.data.get(), input_arg(in, gate.cols), out, static_cast<int>(gate.rows));
+  return true;
+}
+
 void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr x,
                    CUdeviceptr out, int n_tokens, bool accumulate) {
+  MatmulGroup single;
+  single.weights[0] = &w;
+  single.outs[0] = out;
+  single.n = 1;
+  if (n_tokens == 1 && launch_int8_group(device, kernels, single, {x, 0, 0.0f}, accumulate))
+    return;
   const MatmulChoice choice = choose_matmul(kernels, w, n_tokens, false);
   launch(device, kernels.get(choice.name), choice.shape, w.data.get(), x, out,
          static_cast<int>(w.rows), static_cast<int>(w.cols), n_tokens, accumulate ? 1 : 0);
@@ -94,6 +163,8 @@ void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w
 
 void launch_swiglu(const Device &device, const Kernels &kernels, const Weight &gate,
                    const Weight &up, CUdeviceptr x, CUdeviceptr out, int n_tokens) {
+  if (n_tokens == 1 && launch_int8_swiglu(device, kernels, gate, up, {x, 0, 0.0f}, out))
+    return;
   const MatmulChoice choice = choose_matmul(kernels, gate, n_tokens, true);
   launch(device, kernels.get(choice.name), choice.shape, gate.data.get(), up.data.get(), x, out,
          static_cast<int>(gate.rows), static_cast<int>(gate.cols), n_tokens);

@@ -31,6 +31,31 @@ inline unsigned threads_for(int n) {
   return static_cast<unsigned>((n + 31) / 32 * 32);
 }
 
+// A single-token input row: x, or RMSNorm(x) * norm when norm is not 0.
+struct NormedInput {
+  CUdeviceptr x = 0;
+  CUdeviceptr norm = 0; // f32 vector of x's length, or 0
+  float eps = 0.0f;
+};
+
+// Up to three matmuls of one token that share their input (Q, K and V).
+struct MatmulGroup {
+  const Weight *weights[3] = {};
+  CUdeviceptr outs[3] = {};
+  int n = 0;
+};
+
+// The group as one int8 GEMV launch (kernels/gemv_dp4a.cuh) with the norm
+// fused, out_i = W_i in (+ out_i when accumulate). Returns false and
+// launches nothing when the int8 GEMVs do not apply (option off, weight
+// types without them, mixed types or widths, too many columns).
+bool launch_int8_group(const Device &device, const Kernels &kernels, const MatmulGroup &group,
+                       const NormedInput &in, bool accumulate);
+
+// out = silu(Wg in) * (Wu in) for one token as one int8 launch; false as above.
+bool launch_int8_swiglu(const Device &device, const Kernels &kernels, const Weight &gate,
+                        const Weight &up, const NormedInput &in, CUdeviceptr out);
+
 // out[t] = W x[t] for n_tokens rows of x (device pointers); `accumulate`
 // adds into out instead (residual connections).
 void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr x,

@@ -37,10 +37,17 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n) {
   const LayerBinding &L = m.layers[layer];
   const Activations &a = m.act;
 
-  launch_rmsnorm(ctx, a.x.get(), L.attn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
-  launch_matmul(dev, k, *L.wq, a.h.get(), a.q.get(), n, false);
-  launch_matmul(dev, k, *L.wk, a.h.get(), a.k.get(), n, false);
-  launch_matmul(dev, k, *L.wv, a.h.get(), a.v.get(), n, false);
+  // A single token runs RMSNorm + Q/K/V as one int8 launch where it can.
+  MatmulGroup qkv;
+  qkv.weights[0] = L.wq, qkv.weights[1] = L.wk, qkv.weights[2] = L.wv;
+  qkv.outs[0] = a.q.get(), qkv.outs[1] = a.k.get(), qkv.outs[2] = a.v.get();
+  qkv.n = 3;
+  if (n != 1 || !launch_int8_group(dev, k, qkv, {a.x.get(), L.attn_norm, d.rms_eps}, false)) {
+    launch_rmsnorm(ctx, a.x.get(), L.attn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
+    launch_matmul(dev, k, *L.wq, a.h.get(), a.q.get(), n, false);
+    launch_matmul(dev, k, *L.wk, a.h.get(), a.k.get(), n, false);
+    launch_matmul(dev, k, *L.wv, a.h.get(), a.v.get(), n, false);
+  }
 
   LaunchShape rope;
   rope.grid_x = static_cast<unsigned>(d.n_head + d.n_head_kv);
@@ -65,8 +72,11 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n) {
          a.attn.get(), d.n_head, d.head_dim, m.n_splits);
 
   launch_matmul(dev, k, *L.wo, a.attn.get(), a.x.get(), n, true);
-  launch_rmsnorm(ctx, a.x.get(), L.ffn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
-  launch_swiglu(dev, k, *L.w_gate, *L.w_up, a.h.get(), a.ff.get(), n);
+  if (n != 1 || !launch_int8_swiglu(dev, k, *L.w_gate, *L.w_up, {a.x.get(), L.ffn_norm, d.rms_eps},
+                                    a.ff.get())) {
+    launch_rmsnorm(ctx, a.x.get(), L.ffn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
+    launch_swiglu(dev, k, *L.w_gate, *L.w_up, a.h.get(), a.ff.get(), n);
+  }
   launch_matmul(dev, k, *L.w_down, a.ff.get(), a.x.get(), n, true);
 }
 

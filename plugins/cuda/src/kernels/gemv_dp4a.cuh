@@ -1,11 +1,13 @@
 // Decode GEMV (one token) for the planar Q1_0/Q2_0 weights with int8
 // activations and dp4a: the bandwidth-bound path of single-token steps.
 //
-// Each block of DP4A_WARPS warps first quantizes x into shared memory: one
-// Q8Record per 128-value weight block (int8 values, an f32 scale per 32 of
-// them: x ~ scale * q) plus, per half record, the sum of scale * q. Every
-// block repeats this (x is small and sits in L2), so no extra launch or
-// global buffer is needed.
+// Each block of DP4A_WARPS warps first quantizes its input row into shared
+// memory: one Q8Record per 128-value weight block (int8 values, an f32 scale
+// per 32 of them: x ~ scale * q) plus, per half record, the sum of scale *
+// q. The input is x itself or, fused, RMSNorm(x) * norm. Every block repeats
+// this (x is small and sits in L2), so no extra launch or global buffer is
+// needed, and one launch can serve several matrices that share the input
+// (Dp4aTargets: Q, K and V).
 //
 // Then each warp computes DP4A_ROWS_PER_WARP consecutive rows. Their codes
 // are one contiguous range of 16-byte chunks (the planar layout, see
@@ -36,15 +38,43 @@ __device__ __forceinline__ u32 pack_int8x4(int a, int b, int c, int d) {
   return (u32)(a & 255) | ((u32)(b & 255) << 8) | ((u32)(c & 255) << 16) | ((u32)(d & 255) << 24);
 }
 
+// The input row of a GEMV: x (cols floats, 16-byte aligned), normalized
+// first when norm is not NULL: x / sqrt(mean(x^2) + eps) * norm, the
+// arithmetic of bonsai_rmsnorm.
+struct Dp4aInput {
+  const float *x;
+  const float *norm;
+  float eps;
+  int cols;
+};
+
+// 1 / sqrt(mean(x^2) + eps) of the input, or 1 without a norm.
+__device__ float input_scale(const Dp4aInput &in) {
+  if (in.norm == 0)
+    return 1.0f;
+  __shared__ float scratch[32];
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < in.cols; c += blockDim.x)
+    ss += in.x[c] * in.x[c];
+  return 1.0f / sqrtf(block_sum(ss, scratch) / (float)in.cols + in.eps);
+}
+
 // Warp w quantizes records w, w + n_warps, ...; lane l owns values
 // 4 l .. 4 l + 3 (group l / 8, half l / 16).
-__device__ void quantize_activations(const float *x, int n_blocks, Q8Record *records,
-                                     float *offsets) {
+__device__ void quantize_activations(const Dp4aInput &in, Q8Record *records, float *offsets) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+  const int n_blocks = in.cols / 128;
+  const float inv_rms = input_scale(in);
   for (int b = warp; b < n_blocks; b += n_warps) {
-    const U32x4 v = *(const U32x4 *)(x + (size_t)b * 128 + 4 * lane); // 16-byte aligned rows
-    const float v0 = __uint_as_float(v.x), v1 = __uint_as_float(v.y);
-    const float v2 = __uint_as_float(v.z), v3 = __uint_as_float(v.w);
+    const size_t at = (size_t)b * 128 + 4 * lane;
+    const U32x4 v = *(const U32x4 *)(in.x + at);
+    float v0 = __uint_as_float(v.x), v1 = __uint_as_float(v.y);
+    float v2 = __uint_as_float(v.z), v3 = __uint_as_float(v.w);
+    if (in.norm != 0) {
+      const U32x4 n = *(const U32x4 *)(in.norm + at);
+      v0 = v0 * inv_rms * __uint_as_float(n.x), v1 = v1 * inv_rms * __uint_as_float(n.y);
+      v2 = v2 * inv_rms * __uint_as_float(n.z), v3 = v3 * inv_rms * __uint_as_float(n.w);
+    }
     float amax = fmaxf(fmaxf(fabsf(v0), fabsf(v1)), fmaxf(fabsf(v2), fabsf(v3)));
     for (int o = 4; o > 0; o >>= 1) // the 8 lanes of a group of 32 values
       amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
@@ -108,33 +138,43 @@ struct Dp4aQ2_0 {
   }
 };
 
-// N_MATS = 1: out = W x (+ out when accumulate). N_MATS = 2: the MLP's gate
-// and up matrices, out = silu(Wg x) * (Wu x). T: TypeQ1_0 or TypeQ2_0; D:
-// its Dp4a struct.
-template <class T, class D, int N_MATS>
-__device__ void gemv_dp4a(const u8 *w0, const u8 *w1, const float *x, float *out, int rows,
-                          int cols, int accumulate) {
-  BONSAI_DYNAMIC_SHARED(U32x4, dp4a_shared);
-  const int n_blocks = cols / 128;
-  Q8Record *const records = (Q8Record *)dp4a_shared;
-  float *const offsets = (float *)(records + n_blocks);
-  quantize_activations(x, n_blocks, records, offsets);
-  __syncthreads();
+// Up to DP4A_MAX_TARGETS matrices of one type with the same input and
+// column count in one launch: blocks [first_block[m], first_block[m + 1])
+// compute matrix m (first_block[n] = the grid size).
+#define DP4A_MAX_TARGETS 3
+struct Dp4aTargets {
+  const u8 *w[DP4A_MAX_TARGETS];
+  float *out[DP4A_MAX_TARGETS];
+  int rows[DP4A_MAX_TARGETS];
+  int first_block[DP4A_MAX_TARGETS + 1];
+  int n;
+};
 
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int row0 = (blockIdx.x * DP4A_WARPS + warp) * DP4A_ROWS_PER_WARP;
-  if (row0 >= rows)
-    return;
+// Quantizes the input into the block's shared memory (records, then offsets).
+__device__ Q8Record *stage_input(const Dp4aInput &in, float **offsets) {
+  BONSAI_DYNAMIC_SHARED(U32x4, dp4a_shared);
+  Q8Record *const records = (Q8Record *)dp4a_shared;
+  *offsets = (float *)(records + in.cols / 128);
+  quantize_activations(in, records, *offsets);
+  __syncthreads();
+  return records;
+}
+
+// This warp's DP4A_ROWS_PER_WARP rows starting at row0 of N_MATS matrices
+// with the same shape (the MLP's gate and up): acc[m][i] = W_m[row0 + i] . x.
+template <class T, class D, int N_MATS>
+__device__ void warp_rows(const u8 *const *w, int rows, int n_blocks, int row0,
+                          const Q8Record *records, const float *offsets,
+                          float (&acc)[N_MATS][DP4A_ROWS_PER_WARP]) {
+  const int lane = threadIdx.x % 32;
+  for (int m = 0; m < N_MATS; ++m)
+    for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
+      acc[m][i] = 0.0f;
   const int n_rows = min(DP4A_ROWS_PER_WARP, rows - row0);
   const int chunks_per_row = n_blocks * D::CHUNKS;
   const int n_chunks = n_rows * chunks_per_row;
   const size_t codes_bytes = (size_t)rows * n_blocks * T::PAYLOAD;
   const size_t first_chunk = (size_t)row0 * chunks_per_row;
-
-  float acc[N_MATS][DP4A_ROWS_PER_WARP];
-  for (int m = 0; m < N_MATS; ++m)
-    for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
-      acc[m][i] = 0.0f;
   // Chunk c is chunk k of row row0 + r; both advance without divisions.
   int r = 0, k = lane;
   while (k >= chunks_per_row) {
@@ -145,9 +185,8 @@ __device__ void gemv_dp4a(const u8 *w0, const u8 *w1, const float *x, float *out
     const int b = k / D::CHUNKS, part = k % D::CHUNKS;
     const size_t block = (size_t)(row0 + r) * n_blocks + b;
     for (int m = 0; m < N_MATS; ++m) {
-      const u8 *w = m == 0 ? w0 : w1;
-      const U32x4 codes = load_weight_u32x4(w + (first_chunk + c) * 16);
-      const float d = half_to_float(((const u16 *)(w + codes_bytes))[block]);
+      const U32x4 codes = load_weight_u32x4(w[m] + (first_chunk + c) * 16);
+      const float d = half_to_float(((const u16 *)(w[m] + codes_bytes))[block]);
       const float v = d * D::chunk_dot(codes, records[b], offsets + 2 * b, part);
       for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i) // a constant index keeps acc in registers
         if (i == r)
@@ -159,29 +198,65 @@ __device__ void gemv_dp4a(const u8 *w0, const u8 *w1, const float *x, float *out
       ++r;
     }
   }
-  for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i) {
-    const float a = warp_sum(acc[0][i]);
-    const float u = N_MATS == 2 ? warp_sum(acc[N_MATS - 1][i]) : 0.0f;
-    if (lane != 0 || i >= n_rows)
-      continue;
-    float *y = out + row0 + i;
-    if (N_MATS == 2)
-      *y = a / (1.0f + expf(-a)) * u;
-    else
-      *y = accumulate ? *y + a : a;
-  }
+  for (int m = 0; m < N_MATS; ++m)
+    for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
+      acc[m][i] = warp_sum(acc[m][i]);
+}
+
+// out_m = W_m x (+ out_m when accumulate) for each target m.
+template <class T, class D>
+__device__ void gemv_dp4a(const Dp4aTargets &targets, const Dp4aInput &in, int accumulate) {
+  float *offsets;
+  const Q8Record *records = stage_input(in, &offsets);
+  // Constant indices only: a dynamic one would copy the parameters to local memory.
+  const u8 *w = targets.w[0];
+  float *out = targets.out[0];
+  int rows = targets.rows[0], first_block = 0;
+  for (int m = 1; m < DP4A_MAX_TARGETS; ++m)
+    if (m < targets.n && (int)blockIdx.x >= targets.first_block[m]) {
+      w = targets.w[m];
+      out = targets.out[m];
+      rows = targets.rows[m];
+      first_block = targets.first_block[m];
+    }
+  const int warp = threadIdx.x / 32;
+  const int row0 = ((blockIdx.x - first_block) * DP4A_WARPS + warp) * DP4A_ROWS_PER_WARP;
+  if (row0 >= rows)
+    return;
+  float acc[1][DP4A_ROWS_PER_WARP];
+  warp_rows<T, D, 1>(&w, rows, in.cols / 128, row0, records, offsets, acc);
+  for (int i = 0; i < DP4A_ROWS_PER_WARP && row0 + i < rows; ++i)
+    if (threadIdx.x % 32 == 0) {
+      float *y = out + row0 + i;
+      *y = accumulate ? *y + acc[0][i] : acc[0][i];
+    }
+}
+
+// out = silu(Wg x) * (Wu x), both rows x cols.
+template <class T, class D>
+__device__ void gemv_swiglu_dp4a(const u8 *wg, const u8 *wu, const Dp4aInput &in, float *out,
+                                 int rows) {
+  float *offsets;
+  const Q8Record *records = stage_input(in, &offsets);
+  const int row0 = (blockIdx.x * DP4A_WARPS + threadIdx.x / 32) * DP4A_ROWS_PER_WARP;
+  if (row0 >= rows)
+    return;
+  const u8 *const w[2] = {wg, wu};
+  float acc[2][DP4A_ROWS_PER_WARP];
+  warp_rows<T, D, 2>(w, rows, in.cols / 128, row0, records, offsets, acc);
+  for (int i = 0; i < DP4A_ROWS_PER_WARP && row0 + i < rows; ++i)
+    if (threadIdx.x % 32 == 0)
+      out[row0 + i] = acc[0][i] / (1.0f + expf(-acc[0][i])) * acc[1][i];
 }
 
 #define BONSAI_DP4A_KERNELS(suffix, Type, Dp4a)                                                    \
-  extern "C" __global__ void bonsai_gemv_dp4a_##suffix(                                            \
-      const u8 *w, const float *x, float *out, int rows, int cols, int n_tokens, int accumulate) { \
-    (void)n_tokens; /* always 1: same signature as bonsai_gemv_* */                                \
-    gemv_dp4a<Type, Dp4a, 1>(w, w, x, out, rows, cols, accumulate);                                \
+  extern "C" __global__ void bonsai_gemv_dp4a_##suffix(Dp4aTargets targets, Dp4aInput in,          \
+                                                       int accumulate) {                           \
+    gemv_dp4a<Type, Dp4a>(targets, in, accumulate);                                                \
   }                                                                                                \
   extern "C" __global__ void bonsai_gemv_swiglu_dp4a_##suffix(                                     \
-      const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) {  \
-    (void)n_tokens;                                                                                \
-    gemv_dp4a<Type, Dp4a, 2>(wg, wu, x, out, rows, cols, 0);                                       \
+      const u8 *wg, const u8 *wu, Dp4aInput in, float *out, int rows) {                            \
+    gemv_swiglu_dp4a<Type, Dp4a>(wg, wu, in, out, rows);                                           \
   }
 
 BONSAI_DP4A_KERNELS(q1_0, TypeQ1_0, Dp4aQ1_0)
