@@ -14,25 +14,19 @@ std::vector<std::string> matmul_entry_points() {
   return names;
 }
 
-// Types with tensor-core GEMMs: 128-value blocks whose weights are exact in f16.
-const unsigned kTensorCoreTypes[] = {41, 42}; // Q1_0, Q2_0
+// Types with tensor-core GEMMs (128-value blocks whose weights are exact in
+// f16) and with int8 decode GEMVs (the planar layouts): Q1_0, Q2_0.
+const unsigned kTensorCoreTypes[] = {41, 42};
+const unsigned kDp4aTypes[] = {41, 42};
 
-std::vector<std::string> tensor_core_entry_points() {
+// The plain and SwiGLU kernels `name` gives for each of `types`.
+template <size_t N>
+std::vector<std::string> entry_points(const unsigned (&types)[N],
+                                      std::string (*name)(unsigned, bool)) {
   std::vector<std::string> names;
-  for (unsigned type : kTensorCoreTypes)
+  for (unsigned type : types)
     for (bool swiglu : {false, true})
-      names.push_back(tensor_core_gemm_name(type, swiglu));
-  return names;
-}
-
-// Types with int8 decode GEMVs: the planar layouts.
-const unsigned kDp4aTypes[] = {41, 42}; // Q1_0, Q2_0
-
-std::vector<std::string> dp4a_entry_points() {
-  std::vector<std::string> names;
-  for (unsigned type : kDp4aTypes)
-    for (bool swiglu : {false, true})
-      names.push_back(dp4a_gemv_name(type, swiglu));
+      names.push_back(name(type, swiglu));
   return names;
 }
 
@@ -45,10 +39,10 @@ std::vector<KernelProgram> build_programs() {
         "bonsai_argmax"},
        0},
       {"bonsai_matmul_tc.cu", std::string(kCommonPrelude) + kMatmulTcSource,
-       tensor_core_entry_points(), 7, ProgramFeature::tensor_cores},
+       entry_points(kTensorCoreTypes, tensor_core_gemm_name), 7, ProgramFeature::tensor_cores},
       // dp4a needs compute capability 6.1; NVRTC 13 starts at 7.5 anyway.
-      {"bonsai_gemv_dp4a.cu", std::string(kCommonPrelude) + kGemvDp4aSource, dp4a_entry_points(), 6,
-       ProgramFeature::int8_gemv},
+      {"bonsai_gemv_dp4a.cu", std::string(kCommonPrelude) + kGemvDp4aSource,
+       entry_points(kDp4aTypes, dp4a_gemv_name), 6, ProgramFeature::int8_gemv},
   };
 }
 
