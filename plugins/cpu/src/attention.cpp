@@ -8,40 +8,6 @@
 namespace bonsai::cpu {
 namespace {
 
-// Exact path: scores, softmax and the weighted sum in double.
-void attend_exact(const AttentionJob &job, int head, int token) {
-  const ModelDims &d = *job.dims;
-  const int hd = d.head_dim;
-  const int kv_head = head / (d.n_head / d.n_head_kv);
-  const int64_t n_keys = job.first_pos + token + 1;
-  const float *q = job.q + token * d.q_dim() + static_cast<int64_t>(head) * hd;
-  float *scores = job.scores + static_cast<int64_t>(head) * kMaxQueries * job.kv->max_context;
-  double *acc = job.head_acc + static_cast<int64_t>(head) * hd;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-
-  double max_score = -INFINITY;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float *k = job.kv->k_at(job.layer, j) + static_cast<int64_t>(kv_head) * hd;
-    double dot = 0.0;
-    for (int i = 0; i < hd; ++i)
-      dot += static_cast<double>(q[i]) * k[i];
-    scores[j] = static_cast<float>(dot * scale);
-    max_score = std::max(max_score, static_cast<double>(scores[j]));
-  }
-  std::fill(acc, acc + hd, 0.0);
-  double denom = 0.0;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const double p = std::exp(static_cast<double>(scores[j]) - max_score);
-    denom += p;
-    const float *v = job.kv->v_at(job.layer, j) + static_cast<int64_t>(kv_head) * hd;
-    for (int i = 0; i < hd; ++i)
-      acc[i] += p * v[i];
-  }
-  float *out = job.out + token * d.q_dim() + static_cast<int64_t>(head) * hd;
-  for (int i = 0; i < hd; ++i)
-    out[i] = static_cast<float>(acc[i] / denom);
-}
-
 // The keys and values of a query head's KV head at positions 0..n_keys-1.
 struct HeadKv {
   HeadSpan keys;
@@ -58,6 +24,45 @@ HeadKv head_kv(const AttentionJob &job, int head, int64_t n_keys) {
   kv.values = kv.keys;
   kv.values.base = job.kv->v_at(job.layer, 0) + offset;
   return kv;
+}
+
+// The head's score rows: kMaxQueries rows of max_context floats.
+float *head_scores(const AttentionJob &job, int head) {
+  return job.scores + static_cast<int64_t>(head) * kMaxQueries * job.kv->max_context;
+}
+
+// Exact path: scores, softmax and the weighted sum in double.
+void attend_exact(const AttentionJob &job, int head, int token) {
+  const ModelDims &d = *job.dims;
+  const int hd = d.head_dim;
+  const int64_t n_keys = job.first_pos + token + 1;
+  const float *q = job.q + token * d.q_dim() + static_cast<int64_t>(head) * hd;
+  float *scores = head_scores(job, head);
+  const auto [keys, values] = head_kv(job, head, n_keys);
+  double *acc = job.head_acc + static_cast<int64_t>(head) * hd;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+
+  double max_score = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float *k = keys.base + j * keys.stride;
+    double dot = 0.0;
+    for (int i = 0; i < hd; ++i)
+      dot += static_cast<double>(q[i]) * k[i];
+    scores[j] = static_cast<float>(dot * scale);
+    max_score = std::max(max_score, static_cast<double>(scores[j]));
+  }
+  std::fill(acc, acc + hd, 0.0);
+  double denom = 0.0;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const double p = std::exp(static_cast<double>(scores[j]) - max_score);
+    denom += p;
+    const float *v = values.base + j * values.stride;
+    for (int i = 0; i < hd; ++i)
+      acc[i] += p * v[i];
+  }
+  float *out = job.out + token * d.q_dim() + static_cast<int64_t>(head) * hd;
+  for (int i = 0; i < hd; ++i)
+    out[i] = static_cast<float>(acc[i] / denom);
 }
 
 // Scores [0, n) -> unnormalised softmax weights exp(score - max); returns
@@ -80,7 +85,7 @@ void attend_fast(const AttentionJob &job, int head, int token) {
   const int hd = d.head_dim;
   const int64_t n_keys = job.first_pos + token + 1;
   const float *q = job.q + token * d.q_dim() + static_cast<int64_t>(head) * hd;
-  float *scores = job.scores + static_cast<int64_t>(head) * kMaxQueries * job.kv->max_context;
+  float *scores = head_scores(job, head);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
 
   float *out = job.out + token * d.q_dim() + static_cast<int64_t>(head) * hd;
@@ -114,7 +119,7 @@ void attend_fast_multi(const AttentionJob &job, int head, int token0, int n_quer
   const ModelDims &d = *job.dims;
   const int hd = d.head_dim;
   const int64_t max_context = job.kv->max_context;
-  float *scores = job.scores + static_cast<int64_t>(head) * kMaxQueries * max_context;
+  float *scores = head_scores(job, head);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // Every key of the last query; earlier queries weigh the later keys zero.
   const auto [keys, values] = head_kv(job, head, job.first_pos + token0 + n_queries);

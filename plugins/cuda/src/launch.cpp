@@ -51,14 +51,13 @@ LaunchShape matmul_shape(int64_t rows, int n_tokens) {
 constexpr int kDp4aRowsPerBlock = 16;
 constexpr int64_t kDp4aSharedPer128 = 152;
 constexpr int64_t kMaxDynamicShared = 48 * 1024; // without the opt-in attribute
-constexpr int kDp4aMaxTargets = 3;
 
 // Host images of the kernels' by-value parameter structs.
 struct Dp4aTargetsArg {
-  CUdeviceptr w[kDp4aMaxTargets];
-  CUdeviceptr out[kDp4aMaxTargets];
-  int32_t rows[kDp4aMaxTargets];
-  int32_t first_block[kDp4aMaxTargets + 1];
+  CUdeviceptr w[kMaxGroupWeights];
+  CUdeviceptr out[kMaxGroupWeights];
+  int32_t rows[kMaxGroupWeights];
+  int32_t first_block[kMaxGroupWeights + 1];
   int32_t n;
 };
 static_assert(sizeof(Dp4aTargetsArg) == 80, "must match Dp4aTargets in gemv_dp4a.cuh");
@@ -113,7 +112,7 @@ MatmulChoice choose_matmul(const Kernels &kernels, const Weight &w, int n_tokens
 
 bool launch_int8_group(const Device &device, const Kernels &kernels, const MatmulGroup &group,
                        const NormedInput &in, bool accumulate) {
-  if (group.n < 1 || group.n > kDp4aMaxTargets)
+  if (group.n < 1 || group.n > kMaxGroupWeights)
     return false;
   const Weight &first = *group.weights[0];
   const std::string name = dp4a_kernel(kernels, first, false);

@@ -38,10 +38,12 @@ struct NormedInput {
   float eps = 0.0f;
 };
 
-// Up to three matmuls of one token that share their input (Q, K and V).
+// Up to kMaxGroupWeights matmuls of one token that share their input (Q, K
+// and V).
+inline constexpr int kMaxGroupWeights = 3; // DP4A_MAX_TARGETS of gemv_dp4a.cuh
 struct MatmulGroup {
-  const Weight *weights[3] = {};
-  CUdeviceptr outs[3] = {};
+  const Weight *weights[kMaxGroupWeights] = {};
+  CUdeviceptr outs[kMaxGroupWeights] = {};
   int n = 0;
 };
 

@@ -63,32 +63,36 @@ const std::map<std::string, FakeKernel> &kernel_table() {
   static const std::map<std::string, FakeKernel> table = [] {
     std::map<std::string, FakeKernel> t;
     auto add = [&t](FakeKernel k) { t.emplace(k.name, std::move(k)); };
+// Each kernel under its own name (the PTX entry name is the symbol's).
+#define BONSAI_FAKE(kernel) add(make_kernel(#kernel, kernel));
 #define BONSAI_FAKE_TYPE(s)                                                                        \
-  add(make_kernel("bonsai_gemv_" #s, bonsai_gemv_##s));                                            \
-  add(make_kernel("bonsai_gemm_" #s, bonsai_gemm_##s));                                            \
-  add(make_kernel("bonsai_gemv_swiglu_" #s, bonsai_gemv_swiglu_##s));                              \
-  add(make_kernel("bonsai_gemm_swiglu_" #s, bonsai_gemm_swiglu_##s));                              \
-  add(make_kernel("bonsai_get_rows_" #s, bonsai_get_rows_##s));
+  BONSAI_FAKE(bonsai_gemv_##s)                                                                     \
+  BONSAI_FAKE(bonsai_gemm_##s)                                                                     \
+  BONSAI_FAKE(bonsai_gemv_swiglu_##s)                                                              \
+  BONSAI_FAKE(bonsai_gemm_swiglu_##s)                                                              \
+  BONSAI_FAKE(bonsai_get_rows_##s)
+// The tensor-core and int8 kernels of the 128-value block types.
+#define BONSAI_FAKE_FAST_TYPE(s)                                                                   \
+  BONSAI_FAKE(bonsai_gemm_tc_##s)                                                                  \
+  BONSAI_FAKE(bonsai_gemm_swiglu_tc_##s)                                                           \
+  BONSAI_FAKE(bonsai_gemv_dp4a_##s)                                                                \
+  BONSAI_FAKE(bonsai_gemv_swiglu_dp4a_##s)
     BONSAI_FAKE_TYPE(f32)
     BONSAI_FAKE_TYPE(f16)
     BONSAI_FAKE_TYPE(bf16)
     BONSAI_FAKE_TYPE(q8_0)
     BONSAI_FAKE_TYPE(q1_0)
     BONSAI_FAKE_TYPE(q2_0)
+    BONSAI_FAKE_FAST_TYPE(q1_0)
+    BONSAI_FAKE_FAST_TYPE(q2_0)
+    BONSAI_FAKE(bonsai_rmsnorm)
+    BONSAI_FAKE(bonsai_qk_norm_rope)
+    BONSAI_FAKE(bonsai_attention_split)
+    BONSAI_FAKE(bonsai_attention_merge)
+    BONSAI_FAKE(bonsai_argmax)
+#undef BONSAI_FAKE_FAST_TYPE
 #undef BONSAI_FAKE_TYPE
-    add(make_kernel("bonsai_gemm_tc_q1_0", bonsai_gemm_tc_q1_0));
-    add(make_kernel("bonsai_gemm_swiglu_tc_q1_0", bonsai_gemm_swiglu_tc_q1_0));
-    add(make_kernel("bonsai_gemm_tc_q2_0", bonsai_gemm_tc_q2_0));
-    add(make_kernel("bonsai_gemm_swiglu_tc_q2_0", bonsai_gemm_swiglu_tc_q2_0));
-    add(make_kernel("bonsai_gemv_dp4a_q1_0", bonsai_gemv_dp4a_q1_0));
-    add(make_kernel("bonsai_gemv_swiglu_dp4a_q1_0", bonsai_gemv_swiglu_dp4a_q1_0));
-    add(make_kernel("bonsai_gemv_dp4a_q2_0", bonsai_gemv_dp4a_q2_0));
-    add(make_kernel("bonsai_gemv_swiglu_dp4a_q2_0", bonsai_gemv_swiglu_dp4a_q2_0));
-    add(make_kernel("bonsai_rmsnorm", bonsai_rmsnorm));
-    add(make_kernel("bonsai_qk_norm_rope", bonsai_qk_norm_rope));
-    add(make_kernel("bonsai_attention_split", bonsai_attention_split));
-    add(make_kernel("bonsai_attention_merge", bonsai_attention_merge));
-    add(make_kernel("bonsai_argmax", bonsai_argmax));
+#undef BONSAI_FAKE
     return t;
   }();
   return table;
