@@ -48,9 +48,24 @@ TEST(Bench, MarkdownTableHasTheLlamaBenchColumns) {
   EXPECT_NE(lines[2].find("| 1.99 MiB |"), std::string::npos) << lines[2]; // 2,086,912 tensor bytes
 }
 
+TEST(Bench, DepthRunsEachTestAfterThatManyCachedTokens) {
+  const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n",
+                                      "4", "-d", "40", "-r", "1", "-o", "json", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const mini_json::Value rows = mini_json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  // llama-bench's spelling of a test at depth: "pp8 @ d40".
+  EXPECT_EQ(rows[0]["test"].as_string(), "pp8 @ d40");
+  EXPECT_EQ(rows[1]["test"].as_string(), "tg4 @ d40");
+  EXPECT_EQ(rows[1]["n_tokens"].as_int(), 4); // the depth tokens are not timed
+}
+
 TEST(Bench, RejectsBadValues) {
-  for (const std::vector<std::string> &extra :
-       {std::vector<std::string>{"-r", "0"}, {"-p", "-1"}, {"-p", "0", "-n", "0"}, {"-o", "xml"}}) {
+  for (const std::vector<std::string> &extra : {std::vector<std::string>{"-r", "0"},
+                                                {"-p", "-1"},
+                                                {"-p", "0", "-n", "0"},
+                                                {"-o", "xml"},
+                                                {"-d", "-3"}}) {
     std::vector<std::string> args{"bench", "-m", data_file("tiny-q1.gguf")};
     args.insert(args.end(), extra.begin(), extra.end());
     const ProcessResult r = run_bonsai(args);
