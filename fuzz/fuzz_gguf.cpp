@@ -49,8 +49,11 @@ void walk_value(const gguf::Value &v, int depth) {
 void walk_tensor(const gguf::File &file, const gguf::TensorInfo &t) {
   require(file.find_tensor(t.name) == &t, "tensor index does not find the tensor");
   require(!t.dims.empty() && t.dims.size() <= 4, "tensor with an invalid dimension count");
-  const auto traits = type_traits(t.type_id);
-  require(traits.has_value(), "tensor of an unknown type accepted");
+  require(file_type_traits(t.type_id).has_value(), "tensor of an unknown type accepted");
+  require(t.type_id == 42 || static_cast<uint32_t>(t.type()) == t.type_id,
+          "only type 42 may be read as another encoding");
+  const auto traits = type_traits(static_cast<uint32_t>(t.type()));
+  require(traits.has_value(), "tensor resolved to an unknown encoding");
   const int64_t n = t.n_elements();
   require(n >= 0, "negative element count");
   require(t.nbytes == static_cast<size_t>(n / traits->block_elements) * traits->block_bytes,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bonsai/core/convert.hpp"
 #include "bonsai/core/error.hpp"
 #include "bonsai/core/formats.hpp"
 #include "bonsai/core/gguf.hpp"
@@ -32,6 +33,17 @@ void check_view(const gguf::File &file, const TensorView &v) {
   // Touch the first and last byte: ASan reports anything past the input.
   volatile uint8_t sink = v.data[0] ^ v.data[v.nbytes - 1];
   (void)sink;
+  // The exact conversions the host may apply at upload, on the first row
+  // (any data: a refusal is an Error, never a crash).
+  if (v.cols() > 0 && v.cols() <= (int64_t{1} << 16)) {
+    for (const GgmlType to : upload_candidates(v.type)) {
+      std::vector<uint8_t> out(row_bytes(to, v.cols()));
+      try {
+        convert_row(v.type, to, v.data, out.data(), v.cols());
+      } catch (const Error &) {
+      }
+    }
+  }
 }
 
 void check_spec(const gguf::File &file, const ModelSpec &spec) {

@@ -262,6 +262,11 @@ std::vector<uint8_t> all_types_file() {
   add("q8_0", GgmlType::Q8_0, {32, 2});
   add("q1_0", GgmlType::Q1_0, {128});
   add("q2_0", GgmlType::Q2_0, {128, 1, 1, 2});
+  add("q4_0", GgmlType::Q4_0, {32, 2});
+  add("pq2_0", GgmlType::PQ2_0, {128});
+  add("ptq1_0", GgmlType::PTQ1_0, {128, 2});
+  add("tq1_0", GgmlType::TQ1_0, {256});
+  add("tq2_0", GgmlType::TQ2_0, {256});
   w.add_tensor("empty", GgmlType::F32, {0, 3}, std::vector<uint8_t>{});
   return w.serialize();
 }
@@ -317,6 +322,14 @@ int main(int argc, char **argv) {
                                                                     .key_length = false},
                                                                    nullptr));
     save_cuts(root / "model", "q1", q1);
+    // Every other encoding of Bonsai weights (TQ blocks are 256 wide).
+    save(root / "model" / "q2g64.gguf", tiny_model({.matrix = GgmlType::Q2_0_G64}, &vocab));
+    save(root / "model" / "pq2.gguf", tiny_model({.matrix = GgmlType::PQ2_0}, &vocab));
+    save(root / "model" / "ptq1.gguf", tiny_model({.matrix = GgmlType::PTQ1_0}, &vocab));
+    for (const auto &[name, type] :
+         {std::pair{"tq1.gguf", GgmlType::TQ1_0}, std::pair{"tq2.gguf", GgmlType::TQ2_0}})
+      save(root / "model" / name,
+           tiny_model({.matrix = type, .embd = 256, .head_dim = 128, .ff = 256}, &vocab));
 
     const auto types = all_types_file();
     save(root / "gguf" / "all-types.gguf", types);

@@ -41,11 +41,11 @@ std::string human_count(int64_t n) {
   return buf;
 }
 
-// "q1_0 x 197, f32 x 113" in order of first use.
+// "Q1_0 (1-bit, 128 per block) x 197, F32 x 113" in order of first use.
 std::string type_census(const ModelSpec &spec) {
   std::vector<std::pair<std::string, int>> counts;
   for (const TensorView *t : spec.all_tensors()) {
-    const std::string name(type_name(static_cast<uint32_t>(t->type)));
+    const std::string name = type_description(t->type);
     auto it =
         std::find_if(counts.begin(), counts.end(), [&](const auto &c) { return c.first == name; });
     if (it == counts.end())

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "bonsai/core/error.hpp"
+#include "bonsai/core/weight_prep.hpp"
+
 namespace bonsai::host {
 namespace {
 
@@ -12,18 +15,27 @@ public:
 
   const bonsai_weight *upload(const TensorView &tensor) {
     const auto &api = context_.api();
-    const uint32_t type = static_cast<uint32_t>(tensor.type);
-    if (api.supports_type != nullptr && api.supports_type(context_.get(), type) != BONSAI_OK)
-      context_.library().fail(fmt::format("the plugin cannot use weight type {} (tensor {})",
-                                          type_name(type), tensor.name));
+    // Hand over the stored bytes when the plugin takes the encoding, else
+    // an exact conversion to one it computes with.
+    PreparedWeight prepared;
+    try {
+      prepared = prepare_weight(tensor, [&](GgmlType type) {
+        return api.supports_type == nullptr
+                   ? type == tensor.type
+                   : api.supports_type(context_.get(), static_cast<uint32_t>(type)) == BONSAI_OK;
+      });
+    } catch (const Error &e) {
+      context_.library().fail(e.what());
+    }
     bonsai_weight_desc desc{};
     desc.struct_size = sizeof desc;
-    desc.type = type;
+    desc.type = static_cast<uint32_t>(prepared.type);
     desc.cols = tensor.cols();
     desc.rows = tensor.rows();
-    desc.data = tensor.data;
-    desc.nbytes = tensor.nbytes;
-    desc.flags = BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT;
+    desc.data = prepared.data;
+    desc.nbytes = prepared.nbytes;
+    // Converted bytes are freed after the call: the plugin copies them.
+    desc.flags = prepared.converted() ? 0u : BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT;
     desc.name = tensor.name.c_str();
     bonsai_weight *handle = nullptr;
     context_.check(api.upload_weight(context_.get(), &desc, &handle),

@@ -40,9 +40,18 @@ TEST(Info, DescribesTheGoldenModels) {
     const char *types;
     const char *head;
   };
-  for (const Case &c : {Case{"tiny-q1.gguf", "q1_0", "untied (output.weight, q1_0)"},
-                        Case{"tiny-q1-tied.gguf", "q1_0", "tied (token_embd.weight)"},
-                        Case{"tiny-q2.gguf", "q2_0", "untied (output.weight, q2_0)"}}) {
+  for (const Case &c :
+       {Case{"tiny-q1.gguf", "Q1_0 (1-bit, 128 per block)", "untied (output.weight, q1_0)"},
+        Case{"tiny-q1-tied.gguf", "Q1_0 (1-bit, 128 per block)", "tied (token_embd.weight)"},
+        Case{"tiny-q2.gguf", "Q2_0 (ternary, 128 per block, PrismML)",
+             "untied (output.weight, q2_0)"},
+        // Type 42 with 64 per block: named as mainline's layout, never as PrismML's.
+        Case{"tiny-q2g64.gguf", "Q2_0 (ternary, 64 per block, mainline llama.cpp)",
+             "untied (output.weight, q2_0_g64)"},
+        Case{"tiny-ptq1.gguf", "PTQ1_0 (ternary, 1.75 bits, 128 per block, PrismML)",
+             "untied (output.weight, ptq1_0)"},
+        Case{"tiny-tq1.gguf", "TQ1_0 (ternary, 256 per block, ggml)",
+             "tied (token_embd.weight)"}}) {
     const auto r = run_bonsai({"info", "-m", data_file(c.file)});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::string &o = r.out;

@@ -113,6 +113,7 @@ public:
   TempDir(const TempDir &) = delete;
   TempDir &operator=(const TempDir &) = delete;
   std::string file(const std::string &name) const { return (path_ / name).string(); }
+  const std::filesystem::path &path() const { return path_; }
 
 private:
   std::filesystem::path path_;

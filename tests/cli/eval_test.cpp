@@ -60,15 +60,18 @@ TEST_P(EvalLogits, MatchGoldenReferenceAtEveryPosition) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Eval, EvalLogits,
-                         ::testing::Values(EvalCase{"tiny-q1", true, false, 0.99999},
-                                           EvalCase{"tiny-q1", true, true, 0.99999},
-                                           EvalCase{"tiny-q1", false, false, 0.9995},
-                                           EvalCase{"tiny-q1", false, true, 0.9995},
-                                           EvalCase{"tiny-q1-tied", true, false, 0.99999},
-                                           EvalCase{"tiny-q2", true, false, 0.99999},
-                                           EvalCase{"tiny-q2", false, true, 0.9995}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Eval, EvalLogits,
+    ::testing::Values(
+        EvalCase{"tiny-q1", true, false, 0.99999}, EvalCase{"tiny-q1", true, true, 0.99999},
+        EvalCase{"tiny-q1", false, false, 0.9995}, EvalCase{"tiny-q1", false, true, 0.9995},
+        EvalCase{"tiny-q1-tied", true, false, 0.99999}, EvalCase{"tiny-q2", true, false, 0.99999},
+        EvalCase{"tiny-q2", false, true, 0.9995}, EvalCase{"tiny-q2g64", true, false, 0.99999},
+        EvalCase{"tiny-q2g64", false, true, 0.9995}, EvalCase{"tiny-ptq1", true, false, 0.99999},
+        EvalCase{"tiny-ptq1", false, false, 0.9995}, EvalCase{"tiny-tq1", false, true, 0.9995},
+        EvalCase{"tiny-tq2-mixed", true, true, 0.99999},
+        EvalCase{"tiny-tq2-mixed", false, false, 0.9995}),
+    case_name);
 
 class EvalGreedy : public ::testing::TestWithParam<std::string> {};
 
@@ -89,7 +92,10 @@ TEST_P(EvalGreedy, PrintsTheGoldenContinuation) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Eval, EvalGreedy, ::testing::Values("tiny-q1", "tiny-q1-tied", "tiny-q2"),
+INSTANTIATE_TEST_SUITE_P(Eval, EvalGreedy,
+                         ::testing::Values("tiny-q1", "tiny-q1-tied", "tiny-q2", "tiny-q2g64",
+                                           "tiny-pq2", "tiny-ptq1", "tiny-tq1", "tiny-tq2",
+                                           "tiny-tq2-mixed", "tiny-f16"),
                          [](const auto &info) {
                            std::string n = info.param;
                            for (char &c : n)

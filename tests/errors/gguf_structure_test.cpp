@@ -108,8 +108,8 @@ const Row kRows[] = {
     {"TensorDataMisaligned", [] { return one_tensor(16, 64); },
      "MODEL: tensor 'w' data offset 16 is not a multiple of the alignment 32"},
     {"UnknownTensorType", [] { return one_tensor(0, 32, 99); },
-     "MODEL: tensor 'w' has unknown type id 99 (known: 0 f32, 1 f16, 8 q8_0, 30 bf16, 41 q1_0, 42 "
-     "q2_0)"},
+     "MODEL: tensor 'w' has unknown type id 99 (known: 0 f32, 1 f16, 2 q4_0, 8 q8_0, 30 bf16, 34 "
+     "tq1_0, 35 tq2_0, 41 q1_0, 42 q2_0, 142 pq2_0, 143 ptq1_0)"},
     {"RowNotWholeBlocks", [] { return one_tensor(0, 32, kQ1_0, {100}); },
      "MODEL: tensor 'w' has dims[0] = 100, not a whole number of q1_0 blocks of 128"},
     {"TooManyDimensions",

@@ -18,6 +18,12 @@ namespace {
 
 constexpr int kGoldenVocab = 2048;
 
+// Every golden model: one per weight encoding in circulation
+// (tests/data/README.md), all through the same gates.
+const std::vector<std::string> kGoldenModels = {
+    "tiny-q1",   "tiny-q1-tied", "tiny-q2",  "tiny-q2g64",     "tiny-pq2",
+    "tiny-ptq1", "tiny-tq1",     "tiny-tq2", "tiny-tq2-mixed", "tiny-f16"};
+
 struct Scores {
   double min_cosine = 1.0;
   int worst_position = -1;
@@ -132,7 +138,7 @@ TEST_P(Golden, GreedyContinuationMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, Golden,
-                         ::testing::Combine(::testing::Values("tiny-q1", "tiny-q1-tied", "tiny-q2"),
+                         ::testing::Combine(::testing::ValuesIn(kGoldenModels),
                                             ::testing::ValuesIn(plugin_option_sets_from_env())),
                          [](const auto &info) {
                            std::string model = std::get<0>(info.param);

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "bonsai/core/weight_prep.hpp"
+
 namespace bonsai::test {
 
 PluginModel::PluginModel(const bonsai_backend_api &api, const std::string &gguf_path,
@@ -45,14 +47,18 @@ PluginModel::PluginModel(const bonsai_backend_api &api, const std::string &gguf_
 }
 
 const bonsai_weight *PluginModel::upload(const TensorView &tensor) {
+  // As the host does: the stored encoding, or an exact conversion.
+  const PreparedWeight prepared = prepare_weight(tensor, [&](GgmlType type) {
+    return api_.supports_type(ctx_.get(), static_cast<uint32_t>(type)) == BONSAI_OK;
+  });
   bonsai_weight_desc d{};
   d.struct_size = sizeof(d);
-  d.type = static_cast<uint32_t>(tensor.type);
+  d.type = static_cast<uint32_t>(prepared.type);
   d.cols = tensor.cols();
   d.rows = tensor.rows();
-  d.data = tensor.data;
-  d.nbytes = tensor.nbytes;
-  d.flags = BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT;
+  d.data = prepared.data;
+  d.nbytes = prepared.nbytes;
+  d.flags = prepared.converted() ? 0u : BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT;
   d.name = tensor.name.c_str();
   bonsai_weight *handle = nullptr;
   StepRunner(api_, ctx_.get(), 0, 0)

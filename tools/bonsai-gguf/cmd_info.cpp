@@ -129,11 +129,12 @@ void print_tensors(const gguf::File &f) {
   std::printf("\ntensors (%zu):\n", f.tensors().size());
   if (f.tensors().empty())
     return;
-  std::printf("  %-32s %-6s %-22s %12s %12s\n", "name", "type", "dims", "offset", "bytes");
+  // The type column names the encoding: type 42 shows which layout it is.
+  std::printf("  %-32s %-8s %-22s %12s %12s\n", "name", "type", "dims", "offset", "bytes");
   for (const auto &t : f.tensors())
-    std::printf("  %-32s %-6s %-22s %12" PRIu64 " %12zu\n", t.name.c_str(),
-                std::string(type_name(t.type_id)).c_str(), dims_text(t.dims).c_str(), t.offset,
-                t.nbytes);
+    std::printf("  %-32s %-8s %-22s %12" PRIu64 " %12zu\n", t.name.c_str(),
+                std::string(type_name(static_cast<uint32_t>(t.type()))).c_str(),
+                dims_text(t.dims).c_str(), t.offset, t.nbytes);
 }
 
 void print_totals(const gguf::File &f) {
@@ -144,23 +145,23 @@ void print_totals(const gguf::File &f) {
     uint64_t bytes = 0;
     int64_t elements = 0;
   };
-  std::map<uint32_t, Total> by_type; // ordered by type id
+  std::map<uint32_t, Total> by_type; // ordered by encoding id
   Total all;
   for (const auto &t : f.tensors()) {
-    for (Total *total : {&by_type[t.type_id], &all}) {
+    for (Total *total : {&by_type[static_cast<uint32_t>(t.type())], &all}) {
       total->count += 1;
       total->bytes += t.nbytes;
       total->elements += t.n_elements();
     }
   }
-  std::printf("\ntotals by type:\n  %-6s %6s %14s %10s %16s\n", "type", "count", "bytes", "MiB",
-              "elements");
+  std::printf("\ntotals by encoding:\n  %-50s %6s %14s %10s %16s\n", "encoding", "count", "bytes",
+              "MiB", "elements");
   const auto row = [](const char *name, const Total &t) {
-    std::printf("  %-6s %6zu %14" PRIu64 " %10.2f %16" PRId64 "\n", name, t.count, t.bytes,
+    std::printf("  %-50s %6zu %14" PRIu64 " %10.2f %16" PRId64 "\n", name, t.count, t.bytes,
                 mib(t.bytes), t.elements);
   };
   for (const auto &[id, total] : by_type)
-    row(std::string(type_name(id)).c_str(), total);
+    row(type_description(static_cast<GgmlType>(id)).c_str(), total);
   row("all", all);
 }
 

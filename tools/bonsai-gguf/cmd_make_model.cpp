@@ -54,8 +54,19 @@ const std::map<std::string, ModelShape> &presets() {
 
 // Q1_0 and Q2_0 as llama.cpp's file-type ids for "mostly" that type (what
 // the golden models carry in general.file_type).
+// general.file_type: llama.cpp's ftype for TQ1_0/TQ2_0 (36, 37); 40 for
+// Q1_0 and 41 for the other ternary files, as PrismML's files carry.
 uint32_t file_type_of(GgmlType type) {
-  return type == GgmlType::Q1_0 ? 40 : 41;
+  switch (type) {
+  case GgmlType::Q1_0:
+    return 40;
+  case GgmlType::TQ1_0:
+    return 36;
+  case GgmlType::TQ2_0:
+    return 37;
+  default:
+    return 41;
+  }
 }
 
 void require(bool ok, const std::string &message) {
@@ -144,7 +155,7 @@ struct Options {
 
 const char *kUsage =
     "usage: bonsai-gguf make-model --vocab VOCAB.gguf -o OUT.gguf [--preset 1.7b|4b|8b|tiny]\n"
-    "                              [shape options] [--type q1_0|q2_0] [--seed N]\n"
+    "                              [shape options] [--type TYPE] [--seed N]\n"
     "Writes a Qwen3 GGUF with random weights of the given shape. Without --preset,\n"
     "--hidden --layers --heads --kv-heads --ffn are required; with one, they override it.\n"
     "Every matrix (embedding and LM head included) is in --type; norms are f32 in\n"
@@ -159,7 +170,7 @@ Options parse(const std::vector<std::string> &args, bool &help) {
     ("vocab", po::value<std::string>(), "GGUF file whose tokenizer.* keys are copied (required)")
     ("output,o", po::value<std::string>(), "output GGUF path (required)")
     ("preset", po::value<std::string>(), "1.7b, 4b, 8b (real Bonsai shapes) or tiny")
-    ("type", po::value<std::string>()->default_value("q1_0"), "q1_0 or q2_0")
+    ("type", po::value<std::string>()->default_value("q1_0"), "matrix encoding: q1_0, q2_0, q2_0_g64, pq2_0, ptq1_0, tq1_0 or tq2_0")
     ("hidden", po::value<int64_t>(), "embedding length")
     ("layers", po::value<int64_t>(), "block count")
     ("heads", po::value<int64_t>(), "query heads")
@@ -190,8 +201,8 @@ Options parse(const std::vector<std::string> &args, bool &help) {
 
   const std::string type = vm["type"].as<std::string>();
   const auto parsed_type = type_from_name(type);
-  require(parsed_type == GgmlType::Q1_0 || parsed_type == GgmlType::Q2_0,
-          "--type must be q1_0 or q2_0, not '" + type + "'");
+  require(parsed_type && (*parsed_type == GgmlType::Q1_0 || traits_of(*parsed_type).ternary),
+          "--type must be q1_0, q2_0, q2_0_g64, pq2_0, ptq1_0, tq1_0 or tq2_0, not '" + type + "'");
   o.type = *parsed_type;
 
   std::string shape_name = "custom";

@@ -19,7 +19,9 @@ bool register_command(const Command &command) {
   return true;
 }
 
-const std::vector<Command> &commands() { return registry(); }
+const std::vector<Command> &commands() {
+  return registry();
+}
 
 } // namespace bonsai::tools
 

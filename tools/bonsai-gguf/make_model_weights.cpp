@@ -1,10 +1,13 @@
 #include "make_model_weights.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "bonsai/core/convert.hpp"
 #include "bonsai/core/error.hpp"
 
 namespace bonsai::tools {
@@ -67,6 +70,27 @@ void fill_q2_blocks(FastRng &rng, float scale, std::span<uint8_t> out) {
   }
 }
 
+// The other ternary encodings: random Q2_0 rows whose blocks share a scale
+// over the target's block (256 for TQ1_0/TQ2_0), converted exactly.
+void fill_other_ternary(const RandomMatrixSpec &spec, FastRng &rng, float scale,
+                        std::span<uint8_t> out) {
+  const TypeTraits t = traits_of(spec.type);
+  const size_t dst_row = row_bytes(spec.type, spec.in_features);
+  if (dst_row == 0 || out.size() % dst_row != 0 || spec.in_features % t.block_elements != 0)
+    throw Error("random weights: " + std::to_string(out.size()) +
+                " bytes is not a whole number of " + std::string(t.name) + " rows of " +
+                std::to_string(spec.in_features));
+  std::vector<uint8_t> q2(row_bytes(GgmlType::Q2_0, spec.in_features));
+  const size_t share = static_cast<size_t>(std::max<int64_t>(1, t.block_elements / kQ2BlockSize));
+  for (size_t at = 0; at < out.size(); at += dst_row) {
+    fill_q2_blocks(rng, scale, q2);
+    for (size_t b = 0; b < q2.size() / sizeof(BlockQ2_0); b += share)
+      for (size_t k = 1; k < share; ++k) // repeat the first block's scale
+        std::memcpy(q2.data() + (b + k) * sizeof(BlockQ2_0), q2.data() + b * sizeof(BlockQ2_0), 2);
+    convert_row(GgmlType::Q2_0, spec.type, q2.data(), out.data() + at, spec.in_features);
+  }
+}
+
 } // namespace
 
 FastRng::FastRng(uint64_t seed) {
@@ -118,7 +142,9 @@ void fill_random_matrix(const RandomMatrixSpec &spec, std::span<uint8_t> out) {
       break;
     return fill_q2_blocks(rng, std::sqrt(1.5f) * inv_sqrt_in, out);
   default:
-    throw Error("random weights can only be made as q1_0 or q2_0, not " +
+    if (traits_of(spec.type).ternary)
+      return fill_other_ternary(spec, rng, std::sqrt(1.5f) * inv_sqrt_in, out);
+    throw Error("random weights can only be made as q1_0 or a ternary type, not " +
                 std::string(type_name(static_cast<uint32_t>(spec.type))));
   }
   throw Error("random weights: " + std::to_string(out.size()) + " bytes is not a whole number of " +

@@ -26,16 +26,16 @@ private:
 uint64_t tensor_seed(uint64_t model_seed, std::string_view tensor_name);
 
 struct RandomMatrixSpec {
-  GgmlType type = GgmlType::Q1_0; // Q1_0 or Q2_0
+  GgmlType type = GgmlType::Q1_0; // Q1_0 or a ternary type
   int64_t in_features = 0;        // ne0: sets the scale so outputs stay O(1)
   uint64_t seed = 0;
 };
 
 // Fills `out` (whole blocks) with random blocks: Q1_0 random sign bits, Q2_0
-// random codes 0..2; each block's d = c / sqrt(in_features) * U[0.5, 1.5)
-// with c = 1 (Q1_0) or sqrt(1.5) (Q2_0, a third of whose weights are zero),
-// so a row dotted with an O(1) vector gives O(1). Throws bonsai::Error for
-// another type or a size that is not a whole number of blocks.
+// random codes 0..2 (other ternary types: the same, converted exactly); each block's d = c /
+// sqrt(in_features) * U[0.5, 1.5) with c = 1 (Q1_0) or sqrt(1.5) (Q2_0, a third of whose weights
+// are zero), so a row dotted with an O(1) vector gives O(1). Throws bonsai::Error for another type
+// or a size that is not a whole number of blocks.
 void fill_random_matrix(const RandomMatrixSpec &spec, std::span<uint8_t> out);
 
 // Fills `out` with f32 values uniform in [0.8, 1.2): RMSNorm weights far enough

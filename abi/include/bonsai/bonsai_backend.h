@@ -96,24 +96,24 @@ typedef struct bonsai_weight bonsai_weight;
 /* ------------------------------------------------------------------------ */
 
 typedef struct bonsai_device_info {
-  uint32_t struct_size;         /* in: sizeof(bonsai_device_info) of the host */
-  uint32_t device_count;        /* out: usable devices (0 with NO_DEVICE) */
-  char name[128];               /* out: device 0's name, NUL-terminated */
-  uint64_t total_memory_bytes;  /* out: device 0 memory (host RAM for a CPU) */
-  uint64_t free_memory_bytes;   /* out: free now; 0 if unknown */
-  uint32_t compute_major;       /* out: e.g. CUDA compute capability major; 0 if n/a */
-  uint32_t compute_minor;       /* out: minor part; 0 if n/a */
-  char detail[256];             /* out: features or, with NO_DEVICE, why not */
+  uint32_t struct_size;        /* in: sizeof(bonsai_device_info) of the host */
+  uint32_t device_count;       /* out: usable devices (0 with NO_DEVICE) */
+  char name[128];              /* out: device 0's name, NUL-terminated */
+  uint64_t total_memory_bytes; /* out: device 0 memory (host RAM for a CPU) */
+  uint64_t free_memory_bytes;  /* out: free now; 0 if unknown */
+  uint32_t compute_major;      /* out: e.g. CUDA compute capability major; 0 if n/a */
+  uint32_t compute_minor;      /* out: minor part; 0 if n/a */
+  char detail[256];            /* out: features or, with NO_DEVICE, why not */
 } bonsai_device_info;
 
 typedef struct bonsai_context_desc {
-  uint32_t struct_size;      /* sizeof(bonsai_context_desc) of the host */
-  int32_t device_index;      /* which device, 0-based */
-  int32_t max_context;       /* KV cache capacity in positions (>= 1) */
-  int32_t max_batch;         /* most tokens a single step or matmul may carry (>= 1) */
-  int32_t n_threads;         /* CPU worker threads; 0 = plugin's choice */
-  bonsai_log_fn log;         /* log sink; NULL = plugin stays silent */
-  void *log_user_data;       /* passed back to `log` unchanged */
+  uint32_t struct_size;       /* sizeof(bonsai_context_desc) of the host */
+  int32_t device_index;       /* which device, 0-based */
+  int32_t max_context;        /* KV cache capacity in positions (>= 1) */
+  int32_t max_batch;          /* most tokens a single step or matmul may carry (>= 1) */
+  int32_t n_threads;          /* CPU worker threads; 0 = plugin's choice */
+  bonsai_log_fn log;          /* log sink; NULL = plugin stays silent */
+  void *log_user_data;        /* passed back to `log` unchanged */
   bonsai_log_level log_level; /* least severe level worth sending */
   /* Plugin-specific options as "key=value" pairs separated by ';' (e.g.
    * "kernels=reference"); NULL or "" for none. Unknown keys are ignored with
@@ -125,6 +125,25 @@ typedef struct bonsai_context_desc {
 /* Group 2: weight upload                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* Weight encodings, the values of bonsai_weight_desc.type and of
+ * supports_type(). Each is the ggml type id where ggml has one; layouts are in
+ * docs/formats.md. The host converts the other encodings found in files
+ * (PQ2_0 142, PTQ1_0 143, TQ1_0 34, TQ2_0 35, Q4_0 2) exactly to one of these
+ * unless a plugin's supports_type() accepts them as stored. */
+typedef enum bonsai_weight_type {
+  BONSAI_WEIGHT_F32 = 0,   /* 32-bit floats */
+  BONSAI_WEIGHT_F16 = 1,   /* IEEE half floats */
+  BONSAI_WEIGHT_Q8_0 = 8,  /* 32 per block: f16 d, 32 int8; value q * d */
+  BONSAI_WEIGHT_BF16 = 30, /* bfloat16 */
+  BONSAI_WEIGHT_Q1_0 = 41, /* 128 per block: f16 d, 16 bytes of signs (set +d, clear -d) */
+  BONSAI_WEIGHT_Q2_0 = 42, /* 128 per block: f16 d, 32 bytes of 2-bit codes; (code - 1) * d */
+  /* Mainline llama.cpp's Q2_0: 64 per block, f16 d + 16 bytes of codes. Files
+   * store it as 42 too; bonsai tells them apart by size and gives it this id.
+   * Plugins built before it existed report UNSUPPORTED, and the host then
+   * converts to Q8_0. */
+  BONSAI_WEIGHT_Q2_0_G64 = 1042
+} bonsai_weight_type;
+
 /* Host promise for upload_weight(): `data` stays valid and unchanged until the
  * context is destroyed (e.g. it points into a read-only mmap of the model
  * file), so the plugin may keep the pointer instead of copying. */
@@ -132,7 +151,7 @@ typedef struct bonsai_context_desc {
 
 typedef struct bonsai_weight_desc {
   uint32_t struct_size; /* sizeof(bonsai_weight_desc) of the host */
-  uint32_t type;        /* ggml type id: 0 F32, 1 F16, 8 Q8_0, 30 BF16, 41 Q1_0, 42 Q2_0 */
+  uint32_t type;        /* a bonsai_weight_type value */
   int64_t cols;         /* inputs per row (ggml ne0); a whole number of blocks */
   int64_t rows;         /* outputs (ggml ne1); 1 for a vector such as a norm */
   const void *data;     /* the bytes exactly as stored in GGUF, rows contiguous */
@@ -146,11 +165,11 @@ typedef struct bonsai_weight_desc {
 /* ------------------------------------------------------------------------ */
 
 typedef struct bonsai_matmul_desc {
-  uint32_t struct_size;         /* sizeof(bonsai_matmul_desc) of the host */
-  const bonsai_weight *weight;  /* W: rows x cols */
-  int32_t n_tokens;             /* 1 = GEMV; > 1 = GEMM; 1..max_batch */
-  const float *x;               /* in: n_tokens x cols, row-major, host memory */
-  float *y;                     /* out: n_tokens x rows, row-major, host memory */
+  uint32_t struct_size;        /* sizeof(bonsai_matmul_desc) of the host */
+  const bonsai_weight *weight; /* W: rows x cols */
+  int32_t n_tokens;            /* 1 = GEMV; > 1 = GEMM; 1..max_batch */
+  const float *x;              /* in: n_tokens x cols, row-major, host memory */
+  float *y;                    /* out: n_tokens x rows, row-major, host memory */
 } bonsai_matmul_desc;
 
 /* ------------------------------------------------------------------------ */
@@ -163,7 +182,7 @@ typedef struct bonsai_matmul_desc {
  * n_embd. Norms are vectors (rows = 1): attn_norm/ffn_norm of n_embd,
  * q_norm/k_norm of head_dim. */
 typedef struct bonsai_layer_weights {
-  uint32_t struct_size;          /* sizeof(bonsai_layer_weights) of the host */
+  uint32_t struct_size;           /* sizeof(bonsai_layer_weights) of the host */
   const bonsai_weight *attn_norm; /* RMSNorm before attention */
   const bonsai_weight *wq;        /* query projection */
   const bonsai_weight *wk;        /* key projection */
@@ -178,16 +197,16 @@ typedef struct bonsai_layer_weights {
 } bonsai_layer_weights;
 
 typedef struct bonsai_model_desc {
-  uint32_t struct_size;  /* sizeof(bonsai_model_desc) of the host */
-  int32_t n_embd;        /* hidden size */
-  int32_t n_layer;       /* decoder layers */
-  int32_t n_head;        /* query heads */
-  int32_t n_head_kv;     /* key/value heads; n_head % n_head_kv == 0 */
-  int32_t head_dim;      /* per-head size (even) */
-  int32_t n_ff;          /* MLP inner size */
-  int32_t n_vocab;       /* rows of token_embd and lm_head */
-  float rms_eps;         /* RMSNorm epsilon */
-  float rope_freq_base;  /* NEOX RoPE base: angle = pos * base^(-2i/head_dim) */
+  uint32_t struct_size;             /* sizeof(bonsai_model_desc) of the host */
+  int32_t n_embd;                   /* hidden size */
+  int32_t n_layer;                  /* decoder layers */
+  int32_t n_head;                   /* query heads */
+  int32_t n_head_kv;                /* key/value heads; n_head % n_head_kv == 0 */
+  int32_t head_dim;                 /* per-head size (even) */
+  int32_t n_ff;                     /* MLP inner size */
+  int32_t n_vocab;                  /* rows of token_embd and lm_head */
+  float rms_eps;                    /* RMSNorm epsilon */
+  float rope_freq_base;             /* NEOX RoPE base: angle = pos * base^(-2i/head_dim) */
   const bonsai_weight *token_embd;  /* n_vocab rows of n_embd */
   const bonsai_weight *output_norm; /* final RMSNorm, n_embd */
   const bonsai_weight *lm_head;     /* n_vocab rows of n_embd; == token_embd when tied */
@@ -324,7 +343,7 @@ typedef struct bonsai_backend_api {
  * while the library is loaded) or NULL when the plugin cannot serve a host
  * of host_abi_major. The host checks abi_major itself too. */
 typedef const bonsai_backend_api *(*bonsai_backend_get_api_fn)(uint32_t host_abi_major,
-                                                              uint32_t host_abi_minor);
+                                                               uint32_t host_abi_minor);
 
 #ifdef __cplusplus
 } /* extern "C" */

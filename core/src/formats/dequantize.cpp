@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "bonsai/core/formats.hpp"
+#include "int_blocks.hpp"
 
 namespace bonsai {
 namespace {
@@ -32,6 +33,19 @@ void dequantize_q8_0(const BlockQ8_0 *blocks, float *dst, int64_t n_blocks) {
     float *out = dst + b * kQ8BlockSize;
     for (int j = 0; j < kQ8BlockSize; ++j)
       out[j] = static_cast<float>(blocks[b].qs[j]) * d;
+  }
+}
+
+// Any other quantized type through its integer view: k * d.
+void dequantize_int_blocks(GgmlType type, const uint8_t *src, float *dst, int64_t n_blocks) {
+  const TypeTraits t = traits_of(type);
+  int8_t k[kTqBlockSize];
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint16_t d_bits = 0;
+    detail::decode_block(type, src + static_cast<size_t>(b) * t.block_bytes, k, &d_bits);
+    const float d = fp16_to_f32(d_bits);
+    for (int64_t e = 0; e < t.block_elements; ++e)
+      dst[b * t.block_elements + e] = static_cast<float>(k[e]) * d;
   }
 }
 
@@ -70,7 +84,15 @@ void dequantize_row(GgmlType type, const void *src, float *dst, int64_t n) {
     dequantize_q1_0(static_cast<const BlockQ1_0 *>(src), dst, n_blocks);
     return;
   case GgmlType::Q2_0:
+  case GgmlType::PQ2_0:
     dequantize_q2_0(static_cast<const BlockQ2_0 *>(src), dst, n_blocks);
+    return;
+  case GgmlType::Q4_0:
+  case GgmlType::TQ1_0:
+  case GgmlType::TQ2_0:
+  case GgmlType::PTQ1_0:
+  case GgmlType::Q2_0_G64:
+    dequantize_int_blocks(type, static_cast<const uint8_t *>(src), dst, n_blocks);
     return;
   }
 }

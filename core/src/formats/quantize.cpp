@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "bonsai/core/formats.hpp"
+#include "int_blocks.hpp"
 
 namespace bonsai {
 namespace {
@@ -81,6 +82,46 @@ void quantize_q8_0(const float *src, BlockQ8_0 *blocks, int64_t n_blocks) {
   }
 }
 
+// The other ternary types: Q2_0's absmean rule per block of the type.
+void quantize_ternary(GgmlType type, const float *src, uint8_t *dst, int64_t n_blocks) {
+  const TypeTraits t = traits_of(type);
+  const int n = static_cast<int>(t.block_elements);
+  int8_t k[kTqBlockSize];
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float *w = src + b * n;
+    const float d = mean_abs(w, n);
+    const float inv_d = d > 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < n; ++j)
+      k[j] = static_cast<int8_t>(ternary_code(w[j] * inv_d) - 1);
+    int bad = 0;
+    detail::encode_block(type, k, f32_to_fp16(d), dst + static_cast<size_t>(b) * t.block_bytes,
+                         &bad); // k is in -1..1: every ternary type stores it
+  }
+}
+
+// Q4_0 as ggml's reference: the value of largest magnitude maps to -8.
+void quantize_q4_0(const float *src, uint8_t *dst, int64_t n_blocks) {
+  int8_t k[kQ4BlockSize];
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float *w = src + b * kQ4BlockSize;
+    float extreme = 0.0f;
+    for (int j = 0; j < kQ4BlockSize; ++j)
+      if (std::fabs(w[j]) > std::fabs(extreme))
+        extreme = w[j];
+    const float d = extreme / -8.0f;
+    const float inv_d = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < kQ4BlockSize; ++j) {
+      const float v = w[j] * inv_d + 8.5f;
+      // Comparisons first so NaN and out-of-range values stay defined.
+      const int q = v >= 15.0f ? 15 : (v >= 0.0f ? static_cast<int>(v) : 0);
+      k[j] = static_cast<int8_t>(q - 8);
+    }
+    int bad = 0;
+    detail::encode_block(GgmlType::Q4_0, k, f32_to_fp16(d),
+                         dst + static_cast<size_t>(b) * sizeof(BlockQ4_0), &bad);
+  }
+}
+
 template <uint16_t (*Convert)(float)>
 void quantize_16bit(const float *src, uint8_t *dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
@@ -114,6 +155,16 @@ void quantize_row(GgmlType type, const float *src, void *dst, int64_t n) {
     return;
   case GgmlType::Q2_0:
     quantize_q2_0(src, static_cast<BlockQ2_0 *>(dst), n_blocks);
+    return;
+  case GgmlType::PQ2_0:
+  case GgmlType::PTQ1_0:
+  case GgmlType::TQ1_0:
+  case GgmlType::TQ2_0:
+  case GgmlType::Q2_0_G64:
+    quantize_ternary(type, src, static_cast<uint8_t *>(dst), n_blocks);
+    return;
+  case GgmlType::Q4_0:
+    quantize_q4_0(src, static_cast<uint8_t *>(dst), n_blocks);
     return;
   }
 }

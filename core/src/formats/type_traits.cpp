@@ -9,13 +9,26 @@
 namespace bonsai {
 namespace {
 
-constexpr std::array<TypeTraits, 6> kTypes = {{
-    {GgmlType::F32, "f32", 1, 4},
-    {GgmlType::F16, "f16", 1, 2},
-    {GgmlType::Q8_0, "q8_0", kQ8BlockSize, sizeof(BlockQ8_0)},
-    {GgmlType::BF16, "bf16", 1, 2},
-    {GgmlType::Q1_0, "q1_0", kQ1BlockSize, sizeof(BlockQ1_0)},
-    {GgmlType::Q2_0, "q2_0", kQ2BlockSize, sizeof(BlockQ2_0)},
+constexpr std::array<TypeTraits, 12> kTypes = {{
+    {GgmlType::F32, "f32", 1, 4, 0, "F32", false},
+    {GgmlType::F16, "f16", 1, 2, 1, "F16", false},
+    {GgmlType::Q4_0, "q4_0", kQ4BlockSize, sizeof(BlockQ4_0), 2, "Q4_0 (32 per block)", false},
+    {GgmlType::Q8_0, "q8_0", kQ8BlockSize, sizeof(BlockQ8_0), 8, "Q8_0 (32 per block)", false},
+    {GgmlType::BF16, "bf16", 1, 2, 30, "BF16", false},
+    {GgmlType::TQ1_0, "tq1_0", kTqBlockSize, sizeof(BlockTQ1_0), 34,
+     "TQ1_0 (ternary, 256 per block, ggml)", true},
+    {GgmlType::TQ2_0, "tq2_0", kTqBlockSize, sizeof(BlockTQ2_0), 35,
+     "TQ2_0 (ternary, 256 per block, ggml)", true},
+    {GgmlType::Q1_0, "q1_0", kQ1BlockSize, sizeof(BlockQ1_0), 41, "Q1_0 (1-bit, 128 per block)",
+     false},
+    {GgmlType::Q2_0, "q2_0", kQ2BlockSize, sizeof(BlockQ2_0), 42,
+     "Q2_0 (ternary, 128 per block, PrismML)", true},
+    {GgmlType::PQ2_0, "pq2_0", kQ2BlockSize, sizeof(BlockQ2_0), 142,
+     "PQ2_0 (ternary, 128 per block, PrismML)", true},
+    {GgmlType::PTQ1_0, "ptq1_0", kPtq1BlockSize, sizeof(BlockPTQ1_0), 143,
+     "PTQ1_0 (ternary, 1.75 bits, 128 per block, PrismML)", true},
+    {GgmlType::Q2_0_G64, "q2_0_g64", kQ2G64BlockSize, sizeof(BlockQ2_0G64), 42,
+     "Q2_0 (ternary, 64 per block, mainline llama.cpp)", true},
 }};
 
 } // namespace
@@ -24,6 +37,13 @@ std::optional<TypeTraits> type_traits(uint32_t type_id) {
   for (const auto &t : kTypes)
     if (static_cast<uint32_t>(t.type) == type_id)
       return t;
+  return std::nullopt;
+}
+
+std::optional<TypeTraits> file_type_traits(uint32_t file_id) {
+  for (const auto &t : kTypes)
+    if (t.file_id == file_id)
+      return t; // Q2_0 comes before Q2_0_G64
   return std::nullopt;
 }
 
@@ -38,6 +58,12 @@ std::string_view type_name(uint32_t type_id) {
   if (auto t = type_traits(type_id))
     return t->name;
   return "unknown";
+}
+
+std::string type_description(GgmlType type) {
+  if (auto t = type_traits(static_cast<uint32_t>(type)))
+    return std::string(t->description);
+  return "unknown type " + std::to_string(static_cast<uint32_t>(type));
 }
 
 std::optional<GgmlType> type_from_name(std::string_view name) {

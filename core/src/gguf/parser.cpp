@@ -11,6 +11,7 @@
 #include "bonsai/core/gguf.hpp"
 #include "cursor.hpp"
 #include "parser.hpp"
+#include "type42.hpp"
 
 namespace bonsai::gguf {
 
@@ -244,29 +245,38 @@ private:
     const uint64_t table_end = in_.pos();
     const uint64_t data_start = (table_end + a - 1) / a * a;
     const uint64_t file_size = in_.size();
+    const uint64_t section = data_start <= file_size ? file_size - data_start : 0;
     file_.data_offset_ = data_start;
     for (TensorInfo &t : file_.tensors_) {
       const std::string where = "tensor " + in_quotes(t.name);
-      const auto traits = type_traits(t.type_id);
+      const auto traits = file_type_traits(t.type_id);
       if (!traits)
         in_.fail(where + " has unknown type id " + std::to_string(t.type_id) +
-                 " (known: 0 f32, 1 f16, 8 q8_0, 30 bf16, 41 q1_0, 42 q2_0)");
+                 " (known: 0 f32, 1 f16, 2 q4_0, 8 q8_0, 30 bf16, 34 tq1_0, 35 tq2_0, 41 q1_0, "
+                 "42 q2_0, 142 pq2_0, 143 ptq1_0)");
       int64_t n = 1;
       for (int64_t ne : t.dims)
         if (__builtin_mul_overflow(n, ne, &n))
           in_.fail(where + " element count (dims " + dims_text(t.dims) + ") overflows 64 bits");
-      if (t.dims[0] % traits->block_elements != 0)
+      t.encoding = traits->type;
+    }
+    if (const std::string problem = resolve_type42(file_.tensors_, section, a); !problem.empty())
+      in_.fail(problem);
+    for (TensorInfo &t : file_.tensors_) {
+      const std::string where = "tensor " + in_quotes(t.name);
+      const TypeTraits traits = traits_of(t.encoding);
+      const int64_t n = t.n_elements();
+      if (t.dims[0] % traits.block_elements != 0)
         in_.fail(where + " has dims[0] = " + std::to_string(t.dims[0]) +
-                 ", not a whole number of " + std::string(traits->name) + " blocks of " +
-                 std::to_string(traits->block_elements));
+                 ", not a whole number of " + std::string(traits.name) + " blocks of " +
+                 std::to_string(traits.block_elements));
       uint64_t nbytes = 0;
-      if (__builtin_mul_overflow(static_cast<uint64_t>(n / traits->block_elements),
-                                 static_cast<uint64_t>(traits->block_bytes), &nbytes))
+      if (__builtin_mul_overflow(static_cast<uint64_t>(n / traits.block_elements),
+                                 static_cast<uint64_t>(traits.block_bytes), &nbytes))
         in_.fail(where + " byte size (dims " + dims_text(t.dims) + ") overflows 64 bits");
       if (t.offset % a != 0)
         in_.fail(where + " data offset " + std::to_string(t.offset) +
                  " is not a multiple of the alignment " + std::to_string(a));
-      const uint64_t section = data_start <= file_size ? file_size - data_start : 0;
       if (t.offset > section || nbytes > section - t.offset)
         in_.fail(where + " data (offset " + std::to_string(t.offset) + ", " +
                  std::to_string(nbytes) + " bytes) lies outside the data section (" +

@@ -278,7 +278,7 @@ Writer::Layout Writer::layout() const {
     put<uint32_t>(out, static_cast<uint32_t>(t.dims.size()));
     for (int64_t ne : t.dims)
       put<uint64_t>(out, static_cast<uint64_t>(ne));
-    put(out, static_cast<uint32_t>(t.type));
+    put(out, traits_of(t.type).file_id); // Q2_0_G64 is stored as 42, like mainline
     put<uint64_t>(out, offset);
     l.offsets.push_back(offset);
     offset = align_up(offset + t.nbytes, alignment);

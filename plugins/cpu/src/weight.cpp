@@ -7,6 +7,12 @@
 
 namespace bonsai::cpu {
 
+// core's encoding ids are the ABI's.
+static_assert(static_cast<uint32_t>(GgmlType::Q1_0) == BONSAI_WEIGHT_Q1_0);
+static_assert(static_cast<uint32_t>(GgmlType::Q2_0) == BONSAI_WEIGHT_Q2_0);
+static_assert(static_cast<uint32_t>(GgmlType::Q2_0_G64) == BONSAI_WEIGHT_Q2_0_G64);
+static_assert(static_cast<uint32_t>(GgmlType::Q8_0) == BONSAI_WEIGHT_Q8_0);
+
 bool is_supported_type(uint32_t type_id) {
   switch (type_id) {
   case static_cast<uint32_t>(GgmlType::F32):
@@ -15,6 +21,7 @@ bool is_supported_type(uint32_t type_id) {
   case static_cast<uint32_t>(GgmlType::Q8_0):
   case static_cast<uint32_t>(GgmlType::Q1_0):
   case static_cast<uint32_t>(GgmlType::Q2_0):
+  case static_cast<uint32_t>(GgmlType::Q2_0_G64):
     return true;
   default:
     return false;

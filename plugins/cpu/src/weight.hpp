@@ -25,7 +25,8 @@ struct Weight {
   std::string label() const; // "'blk.0.attn_q.weight' (q1_0, 2048 x 2048)"
 };
 
-// Types this plugin accepts: F32, F16, BF16, Q8_0, Q1_0, Q2_0.
+// Types this plugin accepts: F32, F16, BF16, Q8_0, Q1_0, Q2_0, Q2_0_G64 (the
+// host converts the other encodings exactly to one of these).
 bool is_supported_type(uint32_t type_id);
 
 // Validates a descriptor (already size-checked) and builds the weight.

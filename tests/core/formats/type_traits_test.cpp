@@ -35,10 +35,14 @@ TEST(TypeTraits, KnownIds) {
 }
 
 TEST(TypeTraits, UnknownIds) {
-  EXPECT_FALSE(type_traits(2).has_value()); // q4_0: not supported here
+  EXPECT_FALSE(type_traits(3).has_value()); // q4_1: not an encoding of Bonsai weights
   EXPECT_FALSE(type_traits(40).has_value());
   EXPECT_FALSE(type_traits(0xFFFFFFFFu).has_value());
-  EXPECT_EQ(type_name(2), "unknown");
+  EXPECT_EQ(type_name(3), "unknown");
+  // 1042 is bonsai's id for mainline Q2_0; no file stores it.
+  EXPECT_TRUE(type_traits(1042).has_value());
+  EXPECT_FALSE(file_type_traits(1042).has_value());
+  EXPECT_EQ(file_type_traits(42)->type, GgmlType::Q2_0);
   EXPECT_THROW(traits_of(static_cast<GgmlType>(7)), Error);
 }
 

@@ -207,8 +207,8 @@ TEST(GgufReaderErrors, MisalignedTensorOffset) {
 }
 
 TEST(GgufReaderErrors, UnknownTensorType) {
-  EXPECT_THAT(parse_error(one_tensor_file({32}, 2).bytes), // 2 = q4_0, not supported here
-              AllOf(HasSubstr("crafted.gguf: "), HasSubstr("tensor 'w' has unknown type id 2")));
+  EXPECT_THAT(parse_error(one_tensor_file({32}, 3).bytes), // 3 = q4_1, not supported here
+              AllOf(HasSubstr("crafted.gguf: "), HasSubstr("tensor 'w' has unknown type id 3")));
 }
 
 TEST(GgufReaderErrors, DimsZeroNotWholeNumberOfBlocks) {

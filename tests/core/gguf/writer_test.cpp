@@ -259,9 +259,9 @@ TEST(GgufWriter, RejectsBadTensors) {
   EXPECT_THAT(error_of([&] { w.add_tensor("q", GgmlType::Q1_0, {100}, std::vector<uint8_t>(18)); }),
               HasSubstr("not a whole number of q1_0 blocks"));
   EXPECT_THAT(error_of([&] {
-                w.add_tensor("x", static_cast<GgmlType>(2), {32}, std::vector<uint8_t>(18));
+                w.add_tensor("x", static_cast<GgmlType>(3), {32}, std::vector<uint8_t>(20));
               }),
-              HasSubstr("unknown type id 2"));
+              HasSubstr("unknown type id 3"));
   EXPECT_THAT(error_of([&] {
                 w.add_tensor("d", GgmlType::F32, {1, 1, 1, 1, 1}, f32_bytes({1}));
               }),

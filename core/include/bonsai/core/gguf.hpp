@@ -82,13 +82,16 @@ struct Value {
 
 struct TensorInfo {
   std::string name;
-  std::vector<int64_t> dims;     // ne0 (contiguous) first
-  uint32_t type_id = 0;          // ggml type id (known: validated on open)
+  std::vector<int64_t> dims; // ne0 (contiguous) first
+  uint32_t type_id = 0;      // ggml type id as stored (known: validated on open)
+  // The encoding: type_id, except that id 42 becomes Q2_0 or Q2_0_G64 as the
+  // tensor's space in the file decides (see File::open).
+  GgmlType encoding = GgmlType::F32;
   uint64_t offset = 0;           // relative to the start of the data section
   const uint8_t *data = nullptr; // into the mapping
   size_t nbytes = 0;
 
-  GgmlType type() const { return static_cast<GgmlType>(type_id); }
+  GgmlType type() const { return encoding; }
   int64_t n_elements() const; // fits in int64 (validated on open)
 };
 

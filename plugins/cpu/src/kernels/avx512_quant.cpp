@@ -39,8 +39,24 @@ BONSAI_TARGET_AVX512 inline __m512 broadcast_f16(const uint8_t *p) {
   return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(bits)));
 }
 
+// The 32 code bytes of a 128-weight block, in both halves of `packed`:
+// byte b holds the codes of values 4b..4b+3, and the Q2Lanes order keeps
+// code k of byte b at position 32k + b, so per-half shifts by 2k pick codes
+// k = 0, 1 (low) and 2, 3 (high).
+BONSAI_TARGET_AVX512 inline void split_codes(__m512i packed, __m512i &low, __m512i &high) {
+  const __m512i mask = _mm512_set1_epi8(3);
+  // _mm512_set_epi64 lists lanes 7..0: the low 256 bits take the first k.
+  const __m512i shift01 = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
+  const __m512i shift23 = _mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4);
+  low = _mm512_and_si512(_mm512_srlv_epi64(packed, shift01), mask);
+  high = _mm512_and_si512(_mm512_srlv_epi64(packed, shift23), mask);
+}
+
+// Unpackers give a 128-weight block's two registers of u_e and its weight
+// scale per int32 lane.
 struct Q1Unpack {
   static constexpr size_t kBytes = sizeof(BlockQ1_0);
+  BONSAI_TARGET_AVX512 static __m512 scales(const uint8_t *block) { return broadcast_f16(block); }
   // Bit e (LSB first) of the 16 sign bytes is value e: 2 where set, else 0.
   BONSAI_TARGET_AVX512 static void unpack(const uint8_t *block, __m512i &low, __m512i &high) {
     uint64_t bits[2];
@@ -53,18 +69,29 @@ struct Q1Unpack {
 
 struct Q2Unpack {
   static constexpr size_t kBytes = sizeof(BlockQ2_0);
-  // The 32 code bytes fill both halves of a register; byte b holds the codes
-  // of values 4b..4b+3, and the Q2Lanes order keeps code k of byte b at
-  // position 32k + b, so per-half shifts by 2k pick codes k = 0, 1 (low)
-  // and 2, 3 (high).
+  BONSAI_TARGET_AVX512 static __m512 scales(const uint8_t *block) { return broadcast_f16(block); }
   BONSAI_TARGET_AVX512 static void unpack(const uint8_t *block, __m512i &low, __m512i &high) {
     const __m512i packed = _mm512_broadcast_i64x4(load256(block + 2));
-    const __m512i mask = _mm512_set1_epi8(3);
-    // _mm512_set_epi64 lists lanes 7..0: the low 256 bits take the first k.
-    const __m512i shift01 = _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0);
-    const __m512i shift23 = _mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4);
-    low = _mm512_and_si512(_mm512_srlv_epi64(packed, shift01), mask);
-    high = _mm512_and_si512(_mm512_srlv_epi64(packed, shift23), mask);
+    split_codes(packed, low, high);
+  }
+};
+
+// Mainline Q2_0: two 64-weight blocks (d, 16 code bytes each) make one
+// 128-weight step. Their code bytes side by side are a Q2_0 block's, and
+// lane j only sums values of sub-block j % 8 (Q2Lanes512), which lies in
+// the first half for j % 8 < 4: those lanes take the first scale.
+struct Q2G64Unpack {
+  static constexpr size_t kBytes = 2 * sizeof(BlockQ2_0G64);
+  BONSAI_TARGET_AVX512 static __m512 scales(const uint8_t *block) {
+    return _mm512_mask_blend_ps(0xF0F0, broadcast_f16(block),
+                                broadcast_f16(block + sizeof(BlockQ2_0G64)));
+  }
+  BONSAI_TARGET_AVX512 static void unpack(const uint8_t *block, __m512i &low, __m512i &high) {
+    const __m128i first = _mm_loadu_si128(reinterpret_cast<const __m128i *>(block + 2));
+    const __m128i second =
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(block + sizeof(BlockQ2_0G64) + 2));
+    const __m512i packed = _mm512_broadcast_i64x4(_mm256_set_m128i(second, first));
+    split_codes(packed, low, high);
   }
 };
 
@@ -105,7 +132,7 @@ BONSAI_TARGET_AVX512 void tile(const RowJob &job, int64_t r0, int t0) {
       const uint8_t *block =
           rows + static_cast<size_t>(r) * job.w_row_bytes + static_cast<size_t>(b) * Unpack::kBytes;
       Unpack::unpack(block, low[r], high[r]);
-      dw[r] = broadcast_f16(block);
+      dw[r] = Unpack::scales(block);
     }
     // The tile's tokens are adjacent in the block-major activations.
     const int8_t *xq = q.q_block(t0, b);
@@ -157,6 +184,9 @@ void avx512_rows_q1(const RowJob &job) {
 }
 void avx512_rows_q2(const RowJob &job) {
   run_tiles<Q2Unpack>(job);
+}
+void avx512_rows_q2_g64(const RowJob &job) {
+  run_tiles<Q2G64Unpack>(job);
 }
 
 } // namespace bonsai::cpu

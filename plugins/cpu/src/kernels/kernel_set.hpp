@@ -12,8 +12,8 @@
 
 namespace bonsai::cpu {
 
-enum class WeightKind : int { F32, F16, BF16, Q8_0, Q1_0, Q2_0 };
-inline constexpr int kWeightKinds = 6;
+enum class WeightKind : int { F32, F16, BF16, Q8_0, Q1_0, Q2_0, Q2_0_G64 };
+inline constexpr int kWeightKinds = 7;
 WeightKind weight_kind(GgmlType type); // only for supported types
 
 // Computes y[t * ldy + i] = sum_c W[r0 + i][c] * x_t[c] for i < n_rows and

@@ -107,6 +107,10 @@ WeightKind weight_kind(GgmlType type) {
     return WeightKind::Q1_0;
   case GgmlType::Q2_0:
     return WeightKind::Q2_0;
+  case GgmlType::Q2_0_G64:
+    return WeightKind::Q2_0_G64;
+  default:
+    break; // not accepted by upload_weight
   }
   return WeightKind::F32; // unreachable: weights are validated on upload
 }

@@ -25,6 +25,7 @@ KernelSet make_avx2_set() {
   use(WeightKind::Q8_0, avx2_rows_q8, true, QuantLayout::Natural);
   use(WeightKind::Q1_0, avx2_rows_q1, true, QuantLayout::Q1Lanes);
   use(WeightKind::Q2_0, avx2_rows_q2, true, QuantLayout::Q2Lanes);
+  use(WeightKind::Q2_0_G64, avx2_rows_q2_g64, true, QuantLayout::Q2Lanes);
   set.dot = avx2_dot;
   set.axpy = avx2_axpy;
   set.key_scores = avx2_key_scores;
@@ -39,6 +40,8 @@ KernelSet make_avx512_set() {
   set.layout[static_cast<int>(WeightKind::Q1_0)] = QuantLayout::Q1Mask512; // masks are raw bits
   set.rows[static_cast<int>(WeightKind::Q2_0)] = avx512_rows_q2;
   set.layout[static_cast<int>(WeightKind::Q2_0)] = QuantLayout::Q2Lanes512;
+  set.rows[static_cast<int>(WeightKind::Q2_0_G64)] = avx512_rows_q2_g64;
+  set.layout[static_cast<int>(WeightKind::Q2_0_G64)] = QuantLayout::Q2Lanes512;
   set.quantize = avx512_quantize_act_row;
   set.key_scores_multi = avx512_key_scores_multi;
   set.weighted_values_multi = avx512_weighted_values_multi;

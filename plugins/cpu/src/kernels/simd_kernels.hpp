@@ -10,7 +10,8 @@ namespace bonsai::cpu {
 void avx2_rows_q1(const RowJob &job);
 void avx2_rows_q2(const RowJob &job);
 void avx2_rows_q8(const RowJob &job);
-void avx2_rows_float(const RowJob &job); // F32, F16, BF16
+void avx2_rows_q2_g64(const RowJob &job); // mainline Q2_0, Q2Lanes activations
+void avx2_rows_float(const RowJob &job);  // F32, F16, BF16
 float avx2_dot(const float *a, const float *b, int64_t n);
 void avx2_axpy(float alpha, const float *x, float *y, int64_t n);
 void avx2_key_scores(const float *q, const HeadSpan &keys, float scale, float *out);
@@ -25,5 +26,6 @@ void avx512_weighted_values_multi(const float *p, int64_t p_stride, int n_rows,
 void avx512_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
                              const QuantTarget &out);
 void avx512_rows_q2(const RowJob &job);
+void avx512_rows_q2_g64(const RowJob &job); // mainline Q2_0, Q2Lanes512 activations
 
 } // namespace bonsai::cpu
