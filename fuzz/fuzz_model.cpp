@@ -53,7 +53,7 @@ void check_spec(const gguf::File &file, const ModelSpec &spec) {
           "non-positive hyper-parameter accepted");
   require(h.n_head % h.n_head_kv == 0, "head_count not a multiple of head_count_kv");
   require(h.head_dim % 2 == 0, "odd head dim accepted");
-  require(h.rms_eps > 0 && h.rope_freq_base > 0, "non-positive eps or rope base");
+  require(h.rms_eps > 0 && h.rope.freq_base > 0, "non-positive eps or rope base");
   require(spec.layers.size() == static_cast<size_t>(h.n_layer), "layer count mismatch");
   require(spec.token_embd.cols() == h.n_embd && spec.token_embd.rows() == h.n_vocab,
           "embedding shape mismatch");

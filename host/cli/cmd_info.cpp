@@ -75,14 +75,16 @@ void line(std::string &out, const char *key, const std::string &value) {
 
 int info_command(const Args &args) {
   std::string model;
+  RopeOverrides rope_overrides;
   CommandLine command_line("info", "info -m FILE");
-  command_line.model(model).logging();
+  command_line.model(model).rope(rope_overrides).logging();
   if (!command_line.parse(args))
     return kExitOk;
   check_model_path(model);
 
   const gguf::File file = gguf::File::open(model);
-  const ModelSpec spec = ModelSpec::from_gguf(file);
+  ModelSpec spec = ModelSpec::from_gguf(file);
+  apply_rope_overrides(spec.hparams.rope, rope_overrides);
   const Tokenizer tokenizer = Tokenizer::from_gguf(file);
   const Qwen3Hparams &hp = spec.hparams;
 
@@ -104,9 +106,10 @@ int info_command(const Args &args) {
            " key/value, head dim " + std::to_string(hp.head_dim));
   line(out, "feed-forward:", std::to_string(hp.n_ff));
   line(out, "context:", std::to_string(hp.n_ctx_train) + " tokens (training)");
-  char rope[64];
-  std::snprintf(rope, sizeof rope, "rope base %g, rms eps %g", hp.rope_freq_base, hp.rms_eps);
-  line(out, "norms/rope:", rope);
+  char norms[64];
+  std::snprintf(norms, sizeof norms, "rms eps %g", static_cast<double>(hp.rms_eps));
+  line(out, "norms:", norms);
+  line(out, "rope:", hp.rope.describe());
   line(out, "lm head:",
        spec.tied() ? "tied (token_embd.weight)"
                    : "untied (output.weight, " +

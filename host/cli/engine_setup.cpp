@@ -23,6 +23,10 @@ Engine open_engine(const EngineArgs &args) {
   options.n_ctx = args.n_ctx;
   options.n_batch = args.n_batch;
   options.plugin_options = args.backend_options;
+  options.rope_scaling = args.rope.scaling;
+  options.rope_scale = args.rope.scale;
+  options.rope_freq_base = args.rope.freq_base;
+  options.yarn_orig_ctx = static_cast<int32_t>(args.rope.yarn_orig_ctx);
   ProgressBar bar("loading model", draw_progress(args));
   if (bar.enabled())
     options.on_progress = [&bar](double fraction) { bar.update(fraction); };

@@ -113,6 +113,27 @@ CommandLine &CommandLine::engine(EngineArgs &a) {
     a.progress = !values_["no-progress"].as<bool>();
     validate_engine(a);
   });
+  return rope(a.rope);
+}
+
+CommandLine &CommandLine::rope(RopeOverrides &r) {
+  po::options_description group("RoPE (the file's settings unless given)");
+  auto add = group.add_options();
+  add("rope-scaling", po::value(&r.scaling)->value_name("TYPE"), "none, linear or yarn");
+  add("rope-scale", po::value(&r.scale)->value_name("N"),
+      "context extension factor (alone: linear scaling)");
+  add("rope-freq-base", po::value(&r.freq_base)->value_name("N"), "RoPE base frequency");
+  add("yarn-orig-ctx", po::value(&r.yarn_orig_ctx)->value_name("N"),
+      "the context the model was trained with, for YaRN");
+  groups_.push_back(group);
+  checks_.push_back([&r] {
+    RopeSettings probe; // the same checks as the engine, as usage errors
+    try {
+      apply_rope_overrides(probe, r);
+    } catch (const Error &e) {
+      throw UsageError(e.what());
+    }
+  });
   return *this;
 }
 

@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+
+#include "bonsai/core/rope.hpp"
 #include <vector>
 
 #include <boost/program_options.hpp>
@@ -26,6 +28,7 @@ struct EngineArgs {
   int32_t n_ctx = 4096;         // 0 = the model's training context
   int32_t n_batch = 512;
   bool progress = true; // load progress bar (drawn only on a terminal)
+  RopeOverrides rope;   // --rope-scaling, --rope-scale, --rope-freq-base, --yarn-orig-ctx
 };
 
 // A --x / --no-x pair; `unset` when neither was given.
@@ -59,7 +62,8 @@ public:
   CommandLine(std::string command, std::string synopsis);
 
   CommandLine &model(std::string &path);     // -m/--model (required)
-  CommandLine &engine(EngineArgs &args);     // -m and the backend/context flags
+  CommandLine &engine(EngineArgs &args);     // -m, the backend/context and RoPE flags
+  CommandLine &rope(RopeOverrides &rope);    // the RoPE override flags alone
   CommandLine &prompt(PromptArgs &args);     // -p, -f, --system, --chat, --think
   CommandLine &chat_style(PromptArgs &args); // --system, --think (chat)
   CommandLine &generation(GenerationArgs &args);

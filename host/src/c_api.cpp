@@ -68,6 +68,10 @@ bonsai_engine_options bonsai_engine_options_default(void) {
   options.n_ctx = defaults.n_ctx;
   options.n_batch = defaults.n_batch;
   options.plugin_options = nullptr;
+  options.rope_scaling = nullptr;
+  options.rope_scale = 0.0f;
+  options.rope_freq_base = 0.0f;
+  options.yarn_orig_ctx = 0;
   return options;
 }
 
@@ -92,6 +96,11 @@ bonsai_engine *bonsai_engine_open(const char *model_path, const bonsai_engine_op
         cpp.n_batch = c_options.n_batch;
         if (c_options.plugin_options != nullptr)
           cpp.plugin_options = c_options.plugin_options;
+        if (c_options.rope_scaling != nullptr)
+          cpp.rope_scaling = c_options.rope_scaling;
+        cpp.rope_scale = c_options.rope_scale;
+        cpp.rope_freq_base = c_options.rope_freq_base;
+        cpp.yarn_orig_ctx = c_options.yarn_orig_ctx;
         return new bonsai_engine{bonsai::Engine::open(model_path, cpp)};
       },
       static_cast<bonsai_engine *>(nullptr));

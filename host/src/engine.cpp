@@ -41,8 +41,9 @@ template <typename Step> auto as_model_error(Step &&step) {
   }
 }
 
-int32_t effective_n_ctx(int32_t requested, int64_t n_ctx_train, const std::string &path) {
+int32_t effective_n_ctx(int32_t requested, const Qwen3Hparams &hp, const std::string &path) {
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  const int64_t n_ctx_train = rope_context_limit(hp.rope, hp.n_ctx_train);
   const int64_t train = n_ctx_train > 0 ? std::min(n_ctx_train, kMax) : 0;
   if (requested == 0) {
     if (train == 0)
@@ -51,8 +52,15 @@ int32_t effective_n_ctx(int32_t requested, int64_t n_ctx_train, const std::strin
     return static_cast<int32_t>(train);
   }
   if (train > 0 && requested > train) {
-    host::logger().warn("n_ctx {} is larger than the model's training context {}; using {}",
-                        requested, train, train);
+    if (rope_is_scaled(hp.rope))
+      host::logger().warn("n_ctx {} is larger than the context the model's RoPE scaling covers "
+                          "({}); using {}",
+                          requested, train, train);
+    else
+      host::logger().warn(
+          "n_ctx {} is larger than the model's training context {}; using {}. To extend it, "
+          "turn on RoPE scaling, e.g. --rope-scaling yarn --rope-scale {} --yarn-orig-ctx {}",
+          requested, train, train, (requested + train - 1) / train, train);
     return static_cast<int32_t>(train);
   }
   return requested;
@@ -78,6 +86,7 @@ ModelInfo describe_model(const gguf::File &file, const ModelSpec &spec) {
   info.head_dim = static_cast<int32_t>(hp.head_dim);
   info.n_ff = static_cast<int32_t>(hp.n_ff);
   info.n_vocab = static_cast<int32_t>(hp.n_vocab);
+  info.rope = hp.rope.describe();
   info.n_ctx_train =
       static_cast<int32_t>(std::min<int64_t>(hp.n_ctx_train, std::numeric_limits<int32_t>::max()));
   info.tied_lm_head = spec.tied();
@@ -115,6 +124,13 @@ Engine Engine::open(const std::filesystem::path &model_path, const EngineOptions
   auto file =
       as_model_error([&] { return std::make_unique<gguf::File>(gguf::File::open(model_path)); });
   auto spec = as_model_error([&] { return ModelSpec::from_gguf(*file); });
+  try {
+    apply_rope_overrides(spec.hparams.rope,
+                         RopeOverrides{options.rope_scaling, options.rope_scale,
+                                       options.rope_freq_base, options.yarn_orig_ctx});
+  } catch (const Error &e) {
+    throw InvalidArgument(e.what());
+  }
   auto tokenizer = as_model_error([&] { return Tokenizer::from_gguf(*file); });
   if (spec.hparams.n_vocab > std::numeric_limits<int32_t>::max())
     throw ModelError(
@@ -137,7 +153,7 @@ Engine Engine::open(const std::filesystem::path &model_path, const EngineOptions
       });
 
   impl->options = options;
-  impl->options.n_ctx = effective_n_ctx(options.n_ctx, impl->spec.hparams.n_ctx_train, impl->path);
+  impl->options.n_ctx = effective_n_ctx(options.n_ctx, impl->spec.hparams, impl->path);
   impl->options.n_batch = std::min(options.n_batch, impl->options.n_ctx);
 
   impl->plugin = host::select_plugin(options.backend, plugin_search_path());

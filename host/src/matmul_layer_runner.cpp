@@ -28,14 +28,15 @@ void rms_norm(const float *v, const float *weight, int64_t n, float eps, float *
 }
 
 // NEOX RoPE: rotates the pairs (i, i + half) of one head by pos * inv_freq[i].
-void rope_neox(float *head, int32_t head_dim, int32_t pos, const std::vector<float> &inv_freq) {
+void rope_neox(float *head, int32_t head_dim, int32_t pos, const std::vector<double> &inv_freq,
+               double magnitude) {
   const int32_t half = head_dim / 2;
   for (int32_t i = 0; i < half; ++i) {
     // The angle in double: pos * freq reaches thousands of radians, where f32
     // would lose the low bits the reference keeps.
     const double angle = static_cast<double>(pos) * inv_freq[static_cast<size_t>(i)];
-    const auto c = static_cast<float>(std::cos(angle));
-    const auto s = static_cast<float>(std::sin(angle));
+    const auto c = static_cast<float>(magnitude * std::cos(angle));
+    const auto s = static_cast<float>(magnitude * std::sin(angle));
     const float a = head[i];
     const float b = head[i + half];
     head[i] = a * c - b * s;
@@ -63,10 +64,8 @@ MatmulLayerRunner::MatmulLayerRunner(const PluginContext &context, const ModelSp
   kv_dim_ = n_head_kv_ * head_dim_;
   eps_ = hp.rms_eps;
 
-  inv_freq_.resize(static_cast<size_t>(head_dim_ / 2));
-  for (int32_t i = 0; i < head_dim_ / 2; ++i)
-    inv_freq_[static_cast<size_t>(i)] =
-        static_cast<float>(std::pow(static_cast<double>(hp.rope_freq_base), -2.0 * i / head_dim_));
+  inv_freq_ = rope_inv_freq(hp.rope, hp.head_dim);
+  rope_magnitude_ = rope_magnitude(hp.rope);
 
   norms_.reserve(spec.layers.size());
   for (const auto &layer : spec.layers)
@@ -166,12 +165,12 @@ void MatmulLayerRunner::run_layer(int32_t layer, int32_t n_tokens) {
     for (int32_t head = 0; head < n_head_; ++head) {
       float *q = q_.data() + t * q_dim_ + head * head_dim_;
       rms_norm(q, norms.q.data(), head_dim_, eps_, q);
-      rope_neox(q, head_dim_, pos, inv_freq_);
+      rope_neox(q, head_dim_, pos, inv_freq_, rope_magnitude_);
     }
     for (int32_t head = 0; head < n_head_kv_; ++head) {
       float *k = k_.data() + t * kv_dim_ + head * head_dim_;
       rms_norm(k, norms.k.data(), head_dim_, eps_, k);
-      rope_neox(k, head_dim_, pos, inv_freq_);
+      rope_neox(k, head_dim_, pos, inv_freq_, rope_magnitude_);
     }
     const size_t slot = layer_offset + static_cast<size_t>(pos) * kv_dim_;
     std::copy_n(k_.data() + t * kv_dim_, kv_dim_, k_cache_.data() + slot);

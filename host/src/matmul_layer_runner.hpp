@@ -48,7 +48,8 @@ private:
   int32_t n_embd_, n_head_, n_head_kv_, head_dim_, n_ff_, n_vocab_;
   int32_t q_dim_, kv_dim_; // n_head * head_dim, n_head_kv * head_dim
   float eps_;
-  std::vector<float> inv_freq_; // head_dim / 2 RoPE frequencies
+  std::vector<double> inv_freq_; // RoPE rate of each pair (scaled as the model asks)
+  double rope_magnitude_ = 1.0;  // factor on cos and sin
   std::vector<LayerNorms> norms_;
   std::vector<float> output_norm_;
   std::vector<float> k_cache_, v_cache_; // [layer][position][kv_dim]

@@ -98,11 +98,15 @@ void upload_model(const PluginContext &context, const ModelSpec &spec, const Pro
   desc.n_ff = static_cast<int32_t>(hp.n_ff);
   desc.n_vocab = static_cast<int32_t>(hp.n_vocab);
   desc.rms_eps = hp.rms_eps;
-  desc.rope_freq_base = hp.rope_freq_base;
+  desc.rope_freq_base = hp.rope.freq_base;
   desc.token_embd = out.token_embd;
   desc.output_norm = out.output_norm;
   desc.lm_head = out.lm_head;
   desc.layers = out.layers.data();
+  // Always the rates, scaled or not: one path for every 1.1 plugin.
+  out.rope_rates = rope_inv_freq(hp.rope, hp.head_dim);
+  desc.rope_inv_freq = out.rope_rates.data();
+  desc.rope_magnitude = static_cast<float>(rope_magnitude(hp.rope));
   if (progress)
     progress(1.0);
 }

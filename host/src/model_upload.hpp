@@ -16,7 +16,8 @@ struct UploadedModel {
   const bonsai_weight *output_norm = nullptr;
   const bonsai_weight *lm_head = nullptr; // == token_embd when tied
   std::vector<bonsai_layer_weights> layers;
-  bonsai_model_desc desc{}; // desc.layers points into `layers`
+  std::vector<double> rope_rates; // the model's RoPE rates (desc.rope_inv_freq)
+  bonsai_model_desc desc{};       // desc.layers and desc.rope_inv_freq point into this
 
   UploadedModel() = default;
   UploadedModel(const UploadedModel &) = delete; // desc points into itself

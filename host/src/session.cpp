@@ -42,7 +42,15 @@ Session Engine::create_session(const SessionOptions &options) const {
   host::upload_model(context, engine.spec, progress, session->weights);
 
   const auto &api = context.api();
-  const bonsai_status bind = api.bind_model != nullptr
+  // A plugin built against ABI 1.0 cannot be told about scaled RoPE: its
+  // layers would silently compute another model, so the host runs them.
+  const bool rope_unknown_to_plugin = rope_is_scaled(engine.spec.hparams.rope) && api.abi_minor < 1;
+  if (rope_unknown_to_plugin)
+    host::logger().warn("plugin {} was built against ABI 1.{}, which cannot pass scaled RoPE ({}); "
+                        "the host runs the layers through its matmul (slower)",
+                        engine.plugin.info.name, api.abi_minor,
+                        engine.spec.hparams.rope.describe());
+  const bonsai_status bind = api.bind_model != nullptr && !rope_unknown_to_plugin
                                  ? api.bind_model(context.get(), &session->weights.desc)
                                  : BONSAI_ERR_UNSUPPORTED;
   if (bind == BONSAI_OK) {
@@ -50,9 +58,10 @@ Session Engine::create_session(const SessionOptions &options) const {
         context, static_cast<int32_t>(engine.spec.hparams.n_layer));
     session->plugin_layers = true;
   } else if (bind == BONSAI_ERR_UNSUPPORTED) {
-    host::logger().info("plugin {} does not run whole layers; the host runs them through its "
-                        "matmul (slower)",
-                        engine.plugin.info.name);
+    if (!rope_unknown_to_plugin)
+      host::logger().info("plugin {} does not run whole layers; the host runs them through its "
+                          "matmul (slower)",
+                          engine.plugin.info.name);
     session->runner = std::make_unique<host::MatmulLayerRunner>(
         context, engine.spec, session->weights,
         host::MatmulRunnerConfig{engine.options.n_ctx, engine.options.n_batch});

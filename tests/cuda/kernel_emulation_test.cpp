@@ -568,9 +568,13 @@ TEST(LayerKernels, QkNormRopeRotatesQueriesAndStoresKeysAndValuesAtTheirPosition
   std::vector<float> k_cache(static_cast<size_t>(n_kv) * max_ctx * hd, 0.0f);
   std::vector<float> v_cache(k_cache.size(), 0.0f);
   const int step_info[2] = {kv_length, n_tokens};
+  std::vector<double> rates(hd / 2); // plain RoPE: the host passes base^(-2i/hd)
+  for (int i = 0; i < hd / 2; ++i)
+    rates[static_cast<size_t>(i)] = std::pow(static_cast<double>(base), -2.0 * i / hd);
   emu::launch({n_head + n_kv, n_tokens, 1}, 32, hd * sizeof(float), [&] {
     bonsai_qk_norm_rope(q.data(), k.data(), v.data(), q_norm.data(), k_norm.data(), k_cache.data(),
-                        v_cache.data(), step_info, n_head, n_kv, hd, max_ctx, eps, base);
+                        v_cache.data(), step_info, n_head, n_kv, hd, max_ctx, eps, rates.data(),
+                        1.0f);
   });
   for (int t = 0; t < n_tokens; ++t) {
     const int pos = kv_length + t;

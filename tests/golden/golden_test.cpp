@@ -18,11 +18,12 @@ namespace {
 
 constexpr int kGoldenVocab = 2048;
 
-// Every golden model: one per weight encoding in circulation
+// Every golden model: one per weight encoding in circulation and one with
+// YaRN rope scaling
 // (tests/data/README.md), all through the same gates.
 const std::vector<std::string> kGoldenModels = {
-    "tiny-q1",   "tiny-q1-tied", "tiny-q2",  "tiny-q2g64",     "tiny-pq2",
-    "tiny-ptq1", "tiny-tq1",     "tiny-tq2", "tiny-tq2-mixed", "tiny-f16"};
+    "tiny-q1",  "tiny-q1-tied", "tiny-q2",        "tiny-q2g64", "tiny-pq2",    "tiny-ptq1",
+    "tiny-tq1", "tiny-tq2",     "tiny-tq2-mixed", "tiny-f16",   "tiny-q1-yarn"};
 
 struct Scores {
   double min_cosine = 1.0;

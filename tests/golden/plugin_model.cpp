@@ -21,7 +21,7 @@ PluginModel::PluginModel(const bonsai_backend_api &api, const std::string &gguf_
   desc.n_ff = static_cast<int32_t>(hp.n_ff);
   desc.n_vocab = static_cast<int32_t>(hp.n_vocab);
   desc.rms_eps = hp.rms_eps;
-  desc.rope_freq_base = hp.rope_freq_base;
+  desc.rope_freq_base = hp.rope.freq_base;
   desc.token_embd = upload(spec_.token_embd);
   desc.output_norm = upload(spec_.output_norm);
   desc.lm_head = spec_.tied() ? desc.token_embd : upload(*spec_.output);
@@ -42,6 +42,9 @@ PluginModel::PluginModel(const bonsai_backend_api &api, const std::string &gguf_
     layers_.push_back(lw);
   }
   desc.layers = layers_.data();
+  rope_rates_ = rope_inv_freq(hp.rope, hp.head_dim);
+  desc.rope_inv_freq = rope_rates_.data();
+  desc.rope_magnitude = static_cast<float>(rope_magnitude(hp.rope));
   StepRunner(api_, ctx_.get(), desc.n_layer, desc.n_vocab)
       .check(api_.bind_model(ctx_.get(), &desc), "bind_model");
 }

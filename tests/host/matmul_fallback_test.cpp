@@ -48,9 +48,11 @@ TEST_P(MatmulFallbackGolden, GreedyTokensMatchGolden) {
   EXPECT_EQ(result.stats.gen_tokens, 24);
 }
 
-// Untied Q1_0, tied Q1_0 (LM head = token_embd) and ternary Q2_0.
+// Untied Q1_0, tied Q1_0 (LM head = token_embd), ternary Q2_0, YaRN RoPE (the
+// host's own layers apply it), and encodings the host converts at upload.
 INSTANTIATE_TEST_SUITE_P(GoldenModels, MatmulFallbackGolden,
-                         ::testing::Values("tiny-q1", "tiny-q1-tied", "tiny-q2"),
+                         ::testing::Values("tiny-q1", "tiny-q1-tied", "tiny-q2", "tiny-q1-yarn",
+                                           "tiny-q2g64", "tiny-ptq1", "tiny-tq2-mixed"),
                          [](const auto &info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -195,7 +195,7 @@ void print_model(const gguf::File &f) {
               ", dim %" PRId64 "), ffn %" PRId64 "\n",
               h.n_layer, h.n_embd, h.n_head, h.n_head_kv, h.head_dim, h.n_ff);
   std::printf("  vocab %" PRId64 ", trained context %" PRId64 ", rope base %g, rms eps %g\n",
-              h.n_vocab, h.n_ctx_train, static_cast<double>(h.rope_freq_base),
+              h.n_vocab, h.n_ctx_train, static_cast<double>(h.rope.freq_base),
               static_cast<double>(h.rms_eps));
   std::printf("  LM head: %s (%s, %s)\n", spec.tied() ? "tied" : "untied",
               spec.lm_head().name.c_str(),

@@ -1,5 +1,5 @@
 /*
- * bonsai backend ABI, version 1.0.
+ * bonsai backend ABI, version 1.1.
  *
  * The contract between the bonsai host and a backend plugin (a shared library
  * such as libbonsai_cpu.so). A plugin includes this header and nothing else
@@ -39,7 +39,7 @@ extern "C" {
 /* The version a plugin or host was compiled against. A major bump breaks
  * compatibility; a minor bump only appends fields/functions. */
 #define BONSAI_ABI_MAJOR 1
-#define BONSAI_ABI_MINOR 0
+#define BONSAI_ABI_MINOR 1
 
 /* The single symbol a plugin exports (use BONSAI_PLUGIN_EXPORT on it). */
 #define BONSAI_BACKEND_ENTRY_SYMBOL "bonsai_backend_get_api"
@@ -215,6 +215,19 @@ typedef struct bonsai_model_desc {
    * bytes (not its own sizeof), so a host built with a later minor version
    * (larger entries) still works with an older plugin. */
   const bonsai_layer_weights *layers;
+  /* --- Added in ABI 1.1: a reader checks struct_size before using these
+   * (offsetof(bonsai_model_desc, rope_magnitude) + sizeof(float)). A 1.0
+   * plugin never sees them, so the host runs scaled-RoPE models on such a
+   * plugin through matmul() (docs/abi.md). --- */
+  /* head_dim / 2 angle rates: pair i of every head (values i and i +
+   * head_dim/2) rotates by pos * rope_inv_freq[i] radians. NULL means plain
+   * RoPE, rope_freq_base^(-2i/head_dim). The host passes the rates of a
+   * scaled RoPE (linear, YaRN: docs/formats.md); double, since angles reach
+   * thousands of radians. Borrowed for bind_model, which copies them. */
+  const double *rope_inv_freq;
+  /* Factor on cos and sin of every rotation (YaRN's 1 + 0.1 ln(factor));
+   * 0 means 1. */
+  float rope_magnitude;
 } bonsai_model_desc;
 
 /* One step: n_tokens tokens appended to the sequence. */

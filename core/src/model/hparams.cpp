@@ -97,7 +97,7 @@ Qwen3Hparams read_qwen3_hparams(const gguf::File &file) {
              " differs from key_length " + std::to_string(h.head_dim) + " (not supported)");
   }
 
-  h.rope_freq_base = r.positive("rope.freq_base", 1e6f, 1e12);
+  read_forward_pass_keys(file, kArch, h);
   h.rms_eps = r.positive("attention.layer_norm_rms_epsilon", 1e-6f, 1.0);
 
   const gguf::TensorInfo *embd = file.find_tensor("token_embd.weight");

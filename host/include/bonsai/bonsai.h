@@ -41,6 +41,13 @@ typedef struct bonsai_engine_options {
   int32_t n_ctx;              /* context window; 0 = model's training context */
   int32_t n_batch;            /* most tokens per step */
   const char *plugin_options; /* "key=value;..." or NULL */
+  /* RoPE overrides (llama.cpp's --rope-scaling, --rope-scale, --rope-freq-base,
+   * --yarn-orig-ctx); NULL / 0 keep the file's settings. Appended later: a
+   * caller built before them passes a smaller struct_size and gets the file's. */
+  const char *rope_scaling; /* "none", "linear", "yarn" or NULL */
+  float rope_scale;         /* context factor >= 1 (alone: linear); 0 = the file's */
+  float rope_freq_base;     /* > 0; 0 = the file's */
+  int32_t yarn_orig_ctx;    /* > 0; 0 = the file's */
 } bonsai_engine_options;
 
 BONSAI_API bonsai_engine_options bonsai_engine_options_default(void);

@@ -150,14 +150,24 @@ struct EngineOptions {
   int32_t n_threads = 0;    // CPU worker threads for the plugin; 0 = plugin's choice
   int32_t device_index = 0; // device of the plugin to use
   // Context window (KV positions) of every session. 0 = the model's training
-  // context. Larger than the model's training context: clamped to it with a
-  // warning. Negative: InvalidArgument.
+  // context. Larger than the context the model is made for (its training
+  // context, or original context x factor with RoPE scaling): clamped to it,
+  // with a warning that says how to turn scaling on. Negative: InvalidArgument.
   int32_t n_ctx = 4096;
   // Most tokens evaluated in one step (prompt is split into steps of at most
   // n_batch); >= 1, clamped to n_ctx.
   int32_t n_batch = 512;
   // Plugin-specific options, "key=value;key=value" (e.g. "kernels=reference").
   std::string plugin_options;
+  // RoPE overrides for extending the context yourself, as llama.cpp's flags:
+  // rope_scaling "none" | "linear" | "yarn" ("" = the file's), rope_scale the
+  // context factor (0 = the file's; alone it means linear), rope_freq_base
+  // (0 = the file's), yarn_orig_ctx (0 = the file's). Bad values:
+  // InvalidArgument. ModelInfo::rope shows the result.
+  std::string rope_scaling;
+  float rope_scale = 0.0f;
+  float rope_freq_base = 0.0f;
+  int32_t yarn_orig_ctx = 0;
   // Weight upload progress of every new session (0 at the start, 1 when all
   // weights are in), unless SessionOptions::on_progress is set. Opening the
   // model itself is quick (mmap) and reports nothing. May be empty.
@@ -181,6 +191,7 @@ struct ModelInfo {
   int32_t n_ff = 0;
   int32_t n_vocab = 0;
   int32_t n_ctx_train = 0;
+  std::string rope;          // effective RoPE: "yarn, factor 4, original context 1024, ..."
   bool tied_lm_head = false; // no output.weight: the LM head is token_embd
 };
 

@@ -155,7 +155,7 @@ bonsai_status api_matmul(bonsai_context *handle, const bonsai_matmul_desc *desc)
 
 bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *model) {
   return guarded(live(handle), [&](Context &ctx) {
-    const bonsai_model_desc d = read_abi_struct(model, "bind_model: model");
+    const bonsai_model_desc d = read_abi_struct(model, "bind_model: model", kModelDescV10Size);
     BindLimits limits;
     limits.max_batch = ctx.max_batch;
     limits.max_context = ctx.max_context;

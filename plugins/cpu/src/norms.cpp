@@ -17,17 +17,16 @@ void rmsnorm_rows(const float *x, float *out, int n_rows, int64_t dim, const flo
   }
 }
 
-void rope_table(const int32_t *positions, int n, int head_dim, double base,
-                std::vector<double> &cos_out, std::vector<double> &sin_out) {
-  const int half = head_dim / 2;
+void rope_table(const int32_t *positions, int n, const std::vector<double> &inv_freq,
+                double magnitude, std::vector<double> &cos_out, std::vector<double> &sin_out) {
+  const size_t half = inv_freq.size();
   cos_out.resize(static_cast<size_t>(n) * half);
   sin_out.resize(static_cast<size_t>(n) * half);
-  for (int i = 0; i < half; ++i) {
-    const double inv_freq = std::pow(base, -2.0 * i / head_dim);
+  for (size_t i = 0; i < half; ++i) {
     for (int t = 0; t < n; ++t) {
-      const double angle = positions[t] * inv_freq;
-      cos_out[static_cast<size_t>(t) * half + i] = std::cos(angle);
-      sin_out[static_cast<size_t>(t) * half + i] = std::sin(angle);
+      const double angle = positions[t] * inv_freq[i];
+      cos_out[static_cast<size_t>(t) * half + i] = magnitude * std::cos(angle);
+      sin_out[static_cast<size_t>(t) * half + i] = magnitude * std::sin(angle);
     }
   }
 }

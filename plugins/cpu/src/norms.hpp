@@ -10,10 +10,10 @@ namespace bonsai::cpu {
 // values (both row strides are `dim`). out may equal x.
 void rmsnorm_rows(const float *x, float *out, int n_rows, int64_t dim, const float *w, float eps);
 
-// cos/sin of angle = position * base^(-2i / head_dim), i < head_dim / 2, for
-// each of the n positions: [n][head_dim / 2].
-void rope_table(const int32_t *positions, int n, int head_dim, double base,
-                std::vector<double> &cos_out, std::vector<double> &sin_out);
+// magnitude * cos/sin of angle = position * inv_freq[i], i < head_dim / 2,
+// for each of the n positions: [n][head_dim / 2].
+void rope_table(const int32_t *positions, int n, const std::vector<double> &inv_freq,
+                double magnitude, std::vector<double> &cos_out, std::vector<double> &sin_out);
 
 // In place, for each token t and head: v = rope(rmsnorm(v) * w) with NEOX
 // pairs (i, i + head_dim / 2) and token t's angles. Rows have stride ld.

@@ -193,7 +193,7 @@ bonsai_status api_matmul(bonsai_context *handle, const bonsai_matmul_desc *desc)
 
 bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *model) {
   return guarded(live(handle), [&](Context &ctx) {
-    const bonsai_model_desc d = read_abi_struct(model, "bind_model: model");
+    const bonsai_model_desc d = read_abi_struct(model, "bind_model: model", kModelDescV10Size);
     const BindLimits limits{ctx.max_context, ctx.max_batch};
     const WeightLookup find = [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); };
     // A bad description leaves the current binding alone; a good one frees

@@ -23,6 +23,7 @@ struct LayerBinding {
 struct ModelDims {
   int n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_vocab = 0;
   float rms_eps = 0, rope_freq_base = 0;
+  float rope_magnitude = 1.0f; // factor on RoPE's cos and sin
 };
 
 // Device buffers a step writes; sized once at bind for max_batch tokens.
@@ -65,6 +66,7 @@ struct BoundModel {
   std::vector<LayerBinding> layers;
   std::set<const Weight *> used;         // handles free_weight must refuse
   std::vector<DeviceBuffer> norm_copies; // f32 copies of non-F32 norm vectors
+  DeviceBuffer rope_rates;               // head_dim / 2 doubles: pair i turns pos * rate[i]
   Activations act;
   int max_context = 0;
   int max_batch = 0;

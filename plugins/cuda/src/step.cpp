@@ -56,7 +56,7 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n) {
   rope.shared_bytes = static_cast<unsigned>(d.head_dim * sizeof(float));
   launch(dev, k.get("bonsai_qk_norm_rope"), rope, a.q.get(), a.k.get(), a.v.get(), L.q_norm,
          L.k_norm, L.k_cache, L.v_cache, a.step_info.get(), d.n_head, d.n_head_kv, d.head_dim,
-         m.max_context, d.rms_eps, d.rope_freq_base);
+         m.max_context, d.rms_eps, m.rope_rates.get(), d.rope_magnitude);
 
   LaunchShape split;
   split.grid_x = static_cast<unsigned>(d.n_head);

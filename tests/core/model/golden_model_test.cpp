@@ -27,7 +27,7 @@ void expect_golden_hparams(const bonsai::Qwen3Hparams &h) {
   EXPECT_EQ(h.n_ff, 1536);
   EXPECT_EQ(h.n_vocab, 2048);
   EXPECT_EQ(h.n_ctx_train, 4096);
-  EXPECT_FLOAT_EQ(h.rope_freq_base, 1e6f);
+  EXPECT_FLOAT_EQ(h.rope.freq_base, 1e6f);
   EXPECT_FLOAT_EQ(h.rms_eps, 1e-6f);
 }
 

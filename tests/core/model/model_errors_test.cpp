@@ -45,7 +45,7 @@ TEST(ModelSpecCrafted, ValidUntiedAndTiedLoad) {
     EXPECT_EQ(spec.hparams.n_ff, 96);
     EXPECT_EQ(spec.hparams.n_vocab, 50);
     EXPECT_EQ(spec.hparams.n_ctx_train, 1024);
-    EXPECT_FLOAT_EQ(spec.hparams.rope_freq_base, 10000.0f);
+    EXPECT_FLOAT_EQ(spec.hparams.rope.freq_base, 10000.0f);
     EXPECT_FLOAT_EQ(spec.hparams.rms_eps, 1e-5f);
     EXPECT_EQ(spec.layers.size(), 2u);
     EXPECT_EQ(spec.all_tensors().size(), tied ? 24u : 25u);
@@ -61,7 +61,7 @@ TEST(ModelSpecCrafted, DefaultsWhenOptionalKeysAreAbsent) {
   const File f = File::parse(image, "crafted.gguf");
   const ModelSpec spec = ModelSpec::from_gguf(f);
   EXPECT_EQ(spec.hparams.head_dim, 16);
-  EXPECT_FLOAT_EQ(spec.hparams.rope_freq_base, 1e6f);
+  EXPECT_FLOAT_EQ(spec.hparams.rope.freq_base, 1e6f);
   EXPECT_FLOAT_EQ(spec.hparams.rms_eps, 1e-6f);
 }
 
@@ -192,7 +192,7 @@ TEST(ModelSpecCrafted, BadEpsilonAndRopeBase) {
   EXPECT_THAT(load_error(m), HasSubstr("qwen3.attention.layer_norm_rms_epsilon"));
   CraftedModel r;
   r.set(Value::f32(0.0f), "qwen3.rope.freq_base");
-  EXPECT_THAT(load_error(r), HasSubstr("qwen3.rope.freq_base 0"));
+  EXPECT_THAT(load_error(r), HasSubstr("qwen3.rope.freq_base = 0"));
 }
 
 TEST(ModelSpecCrafted, OneDimensionalEmbedding) {

@@ -10,20 +10,21 @@
 
 #include "bonsai/core/formats.hpp"
 #include "bonsai/core/gguf.hpp"
+#include "bonsai/core/rope.hpp"
 
 namespace bonsai {
 
 struct Qwen3Hparams {
-  int64_t n_embd = 0;          // qwen3.embedding_length
-  int64_t n_layer = 0;         // qwen3.block_count
-  int64_t n_head = 0;          // qwen3.attention.head_count
-  int64_t n_head_kv = 0;       // qwen3.attention.head_count_kv
-  int64_t head_dim = 0;        // qwen3.attention.key_length (default n_embd / n_head)
-  int64_t n_ff = 0;            // qwen3.feed_forward_length
-  int64_t n_vocab = 0;         // rows of token_embd.weight
-  int64_t n_ctx_train = 0;     // qwen3.context_length
-  float rope_freq_base = 1e6f; // qwen3.rope.freq_base
-  float rms_eps = 1e-6f;       // qwen3.attention.layer_norm_rms_epsilon
+  int64_t n_embd = 0;      // qwen3.embedding_length
+  int64_t n_layer = 0;     // qwen3.block_count
+  int64_t n_head = 0;      // qwen3.attention.head_count
+  int64_t n_head_kv = 0;   // qwen3.attention.head_count_kv
+  int64_t head_dim = 0;    // qwen3.attention.key_length (default n_embd / n_head)
+  int64_t n_ff = 0;        // qwen3.feed_forward_length
+  int64_t n_vocab = 0;     // rows of token_embd.weight
+  int64_t n_ctx_train = 0; // qwen3.context_length
+  RopeSettings rope;       // qwen3.rope.* (base and scaling)
+  float rms_eps = 1e-6f;   // qwen3.attention.layer_norm_rms_epsilon
 };
 
 // A weight tensor inside the mapped file. dims follow GGUF: ne0 (the

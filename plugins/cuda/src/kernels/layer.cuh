@@ -19,7 +19,8 @@ extern "C" __global__ void bonsai_rmsnorm(const float *x, const float *weight, f
 }
 
 // Per head: RMSNorm with the q/k norm weight, then NEOX RoPE (pairs i and
-// i + head_dim/2, angle = pos * base^(-2i/head_dim)). Blocks x < n_head are
+// i + head_dim/2, angle = pos * inv_freq[i], cos and sin times `magnitude`:
+// plain or scaled RoPE rates, computed once per model on the host). Blocks x < n_head are
 // query heads (rotated in place); the rest are key heads, whose rotated keys
 // and plain values go into the KV cache at the token's position. Cache
 // layout: [kv_head][max_ctx][head_dim]. Block: head_dim rounded up to 32.
@@ -28,7 +29,7 @@ extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const f
                                                float *k_cache, float *v_cache,
                                                const int *step_info, int n_head, int n_head_kv,
                                                int head_dim, int max_ctx, float eps,
-                                               float freq_base) {
+                                               const double *inv_freq, float magnitude) {
   __shared__ float scratch[32];
   BONSAI_DYNAMIC_SHARED(float, normed); // head_dim floats
   const int i = threadIdx.x;
@@ -48,8 +49,8 @@ extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const f
   float *dst = is_query ? q + ((size_t)t * n_head + head) * head_dim
                         : k_cache + ((size_t)head * max_ctx + pos) * head_dim;
   if (i < half) {
-    const double theta = (double)pos * pow((double)freq_base, -2.0 * i / head_dim);
-    const float c = (float)cos(theta), s = (float)sin(theta);
+    const double theta = (double)pos * inv_freq[i];
+    const float c = (float)(magnitude * cos(theta)), s = (float)(magnitude * sin(theta));
     const float a = normed[i], b = normed[i + half];
     dst[i] = a * c - b * s;
     dst[i + half] = a * s + b * c;

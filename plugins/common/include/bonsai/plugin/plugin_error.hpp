@@ -2,8 +2,11 @@
 // Shared by the bonsai plugins: the one exception type a plugin throws
 // internally (its ABI entry points turn it into a bonsai_status plus the
 // context's last_error), printf-style formatting and ABI struct reading.
+#include <algorithm>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -52,13 +55,23 @@ __attribute__((format(printf, 1, 2))) inline std::string strformat(const char *f
 // Copies an ABI argument struct after checking the pointer and struct_size.
 // Bytes past the caller's struct_size are never read; in ABI 1.0 every field
 // is required, so a struct smaller than ours is rejected.
-template <class T> T read_abi_struct(const T *p, const char *what) {
+template <class T> T read_abi_struct(const T *p, const char *what, size_t min_size = sizeof(T)) {
   if (p == nullptr)
     fail_invalid(strformat("%s is NULL", what));
-  if (p->struct_size < sizeof(T))
-    fail_invalid(strformat("%s.struct_size is %u, smaller than the %zu bytes of ABI %d.%d", what,
-                           p->struct_size, sizeof(T), BONSAI_ABI_MAJOR, BONSAI_ABI_MINOR));
-  return *p;
+  if (p->struct_size < min_size)
+    fail_invalid(strformat("%s.struct_size is %u, smaller than the %zu bytes it needs (ABI %d.%d)",
+                           what, p->struct_size, min_size, BONSAI_ABI_MAJOR, BONSAI_ABI_MINOR));
+  // An older host's struct is shorter: copy what it wrote, the rest reads as
+  // zero. A newer host's is longer: its extra fields are not ours to read.
+  T out{};
+  std::memcpy(static_cast<void *>(&out), p, std::min<size_t>(p->struct_size, sizeof(T)));
+  return out;
+}
+
+// ABI 1.0's bonsai_model_desc ended with `layers`; 1.1 appended the RoPE rates.
+inline constexpr size_t kModelDescV10Size = offsetof(bonsai_model_desc, rope_inv_freq);
+inline bool model_desc_has_rope_rates(const bonsai_model_desc &d) {
+  return d.struct_size >= offsetof(bonsai_model_desc, rope_magnitude) + sizeof(float);
 }
 
 } // namespace bonsai::plugin
