@@ -42,8 +42,8 @@ PluginModel::PluginModel(const bonsai_backend_api &api, const std::string &gguf_
     layers_.push_back(lw);
   }
   desc.layers = layers_.data();
-  rope_rates_ = rope_inv_freq(hp.rope, hp.head_dim);
-  desc.rope_inv_freq = rope_rates_.data();
+  const std::vector<double> rope_rates = rope_inv_freq(hp.rope, hp.head_dim); // bind copies them
+  desc.rope_inv_freq = rope_rates.data();
   desc.rope_magnitude = static_cast<float>(rope_magnitude(hp.rope));
   StepRunner(api_, ctx_.get(), desc.n_layer, desc.n_vocab)
       .check(api_.bind_model(ctx_.get(), &desc), "bind_model");

@@ -31,7 +31,6 @@ private:
   ModelSpec spec_;
   ContextHandle ctx_;
   std::vector<bonsai_layer_weights> layers_;
-  std::vector<double> rope_rates_; // bind_model copies them; kept for clarity of lifetime
 };
 
 } // namespace bonsai::test

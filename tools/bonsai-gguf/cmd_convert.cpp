@@ -21,9 +21,11 @@ namespace po = boost::program_options;
 namespace bonsai::tools {
 namespace {
 
+// A weight matrix in an encoding convert_row may repack (an empty tensor has
+// nothing to convert).
 bool is_matrix_source(const gguf::TensorInfo &t) {
   const GgmlType type = t.type();
-  return t.dims.size() >= 2 &&
+  return t.dims.size() >= 2 && t.dims[0] > 0 &&
          (type == GgmlType::Q1_0 || traits_of(type).ternary || type == GgmlType::F16 ||
           type == GgmlType::BF16 || type == GgmlType::F32);
 }
@@ -32,23 +34,6 @@ struct Plan {
   std::vector<std::string> converted;
   std::vector<std::string> kept; // matrices whose encoding has no exact way to the target
 };
-
-// Converts tensor `t` row by row into `out` (the Writer calls this while
-// writing), naming the tensor and row when the data refuses.
-void convert_tensor(const gguf::TensorInfo &t, GgmlType to, std::span<uint8_t> out) {
-  const int64_t cols = t.dims[0];
-  const int64_t rows = t.n_elements() / cols;
-  const size_t src_row = row_bytes(t.type(), cols);
-  const size_t dst_row = row_bytes(to, cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    try {
-      convert_row(t.type(), to, t.data + static_cast<size_t>(r) * src_row,
-                  out.data() + static_cast<size_t>(r) * dst_row, cols);
-    } catch (const Error &e) {
-      throw Error("tensor '" + t.name + "' row " + std::to_string(r) + ": " + e.what());
-    }
-  }
-}
 
 int run_convert(const std::vector<std::string> &args) {
   po::options_description visible("bonsai-gguf convert IN.gguf -o OUT.gguf --type TYPE");
@@ -99,8 +84,10 @@ int run_convert(const std::vector<std::string> &args) {
     }
     plan.converted.push_back(t.name);
     const GgmlType to = *target;
-    w.add_tensor_filled(t.name, to, t.dims,
-                        [&t, to](std::span<uint8_t> out) { convert_tensor(t, to, out); });
+    w.add_tensor_filled(t.name, to, t.dims, [&t, to](std::span<uint8_t> out) {
+      // Rows while the Writer writes; a refusal names tensor and row.
+      convert_rows(t.type(), to, t.data, out.data(), t.dims[0], t.n_elements() / t.dims[0], t.name);
+    });
   }
   std::printf("converting %zu matrices of %s to %s ...\n", plan.converted.size(), input.c_str(),
               type_description(*target).c_str());

@@ -139,6 +139,20 @@ void convert_row(GgmlType from, GgmlType to, const void *src, void *dst, int64_t
   encode_int_row(from, to, row, static_cast<uint8_t *>(dst), n);
 }
 
+void convert_rows(GgmlType from, GgmlType to, const uint8_t *src, uint8_t *dst, int64_t cols,
+                  int64_t rows, const std::string &name) {
+  const size_t src_row = row_bytes(from, cols);
+  const size_t dst_row = row_bytes(to, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    try {
+      convert_row(from, to, src + static_cast<size_t>(r) * src_row,
+                  dst + static_cast<size_t>(r) * dst_row, cols);
+    } catch (const Error &e) {
+      throw Error("tensor '" + name + "' row " + std::to_string(r) + ": " + e.what());
+    }
+  }
+}
+
 std::vector<GgmlType> upload_candidates(GgmlType stored) {
   switch (stored) {
   case GgmlType::PQ2_0:

@@ -23,18 +23,10 @@ PreparedWeight prepare_weight(const TensorView &tensor,
       out.nbytes = tensor.nbytes;
       return out;
     }
-    const size_t src_row = row_bytes(tensor.type, tensor.cols());
-    const size_t dst_row = row_bytes(type, tensor.cols());
-    out.nbytes = dst_row * static_cast<size_t>(tensor.rows());
+    out.nbytes = row_bytes(type, tensor.cols()) * static_cast<size_t>(tensor.rows());
     out.owned = std::make_unique_for_overwrite<uint8_t[]>(out.nbytes);
-    for (int64_t r = 0; r < tensor.rows(); ++r) {
-      try {
-        convert_row(tensor.type, type, tensor.data + static_cast<size_t>(r) * src_row,
-                    out.owned.get() + static_cast<size_t>(r) * dst_row, tensor.cols());
-      } catch (const Error &e) {
-        throw Error("tensor '" + tensor.name + "' row " + std::to_string(r) + ": " + e.what());
-      }
-    }
+    convert_rows(tensor.type, type, tensor.data, out.owned.get(), tensor.cols(), tensor.rows(),
+                 tensor.name);
     out.data = out.owned.get();
     return out;
   }

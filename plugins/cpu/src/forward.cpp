@@ -30,7 +30,7 @@ void embed_tokens(BoundModel &m, const int32_t *token_ids, const int32_t *positi
   for (int i = 0; i < n_tokens; ++i)
     dequantize_row(m.token_embd->type, m.token_embd->row(token_ids[i]),
                    m.buffers.x.get() + i * n_embd, n_embd);
-  rope_table(positions, n_tokens, m.dims.rope_inv_freq, m.dims.rope_magnitude, m.buffers.rope_cos,
+  rope_table(positions, n_tokens, m.dims.rope.inv_freq, m.dims.rope.magnitude, m.buffers.rope_cos,
              m.buffers.rope_sin);
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "bonsai/plugin/rope_rates.hpp"
 #include "plugin_error.hpp"
 
 namespace bonsai::cpu {
@@ -46,24 +47,6 @@ private:
   BoundModel &model_;
 };
 
-// The host's per-pair rates (ABI 1.1), or plain RoPE's.
-std::vector<double> rope_rates(const bonsai_model_desc &desc) {
-  const size_t half = static_cast<size_t>(desc.head_dim / 2);
-  std::vector<double> rates(half);
-  if (model_desc_has_rope_rates(desc) && desc.rope_inv_freq != nullptr) {
-    std::copy(desc.rope_inv_freq, desc.rope_inv_freq + half, rates.begin());
-    for (size_t i = 0; i < half; ++i)
-      if (!(rates[i] >= 0.0) || !std::isfinite(rates[i]))
-        fail_invalid(strformat("bind_model: rope_inv_freq[%zu] = %g is not a finite rate >= 0", i,
-                               rates[i]));
-    return rates;
-  }
-  for (size_t i = 0; i < half; ++i)
-    rates[i] = std::pow(static_cast<double>(desc.rope_freq_base),
-                        -2.0 * static_cast<double>(i) / desc.head_dim);
-  return rates;
-}
-
 ModelDims check_dims(const bonsai_model_desc &desc) {
   const auto positive = [](int32_t v, const char *name) {
     if (v <= 0)
@@ -101,12 +84,7 @@ ModelDims check_dims(const bonsai_model_desc &desc) {
   d.n_vocab = desc.n_vocab;
   d.rms_eps = desc.rms_eps;
   d.rope_freq_base = desc.rope_freq_base;
-  d.rope_inv_freq = rope_rates(desc);
-  d.rope_magnitude =
-      model_desc_has_rope_rates(desc) && desc.rope_magnitude != 0.0f ? desc.rope_magnitude : 1.0;
-  if (!(d.rope_magnitude > 0.0) || !std::isfinite(d.rope_magnitude))
-    fail_invalid(strformat("bind_model: rope_magnitude %g must be a positive finite number",
-                           d.rope_magnitude));
+  d.rope = read_rope_rates(desc);
   return d;
 }
 

@@ -8,6 +8,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "bonsai/plugin/rope_rates.hpp"
+
 #include "bonsai/bonsai_backend.h"
 #include "matmul.hpp"
 #include "weight.hpp"
@@ -24,8 +26,7 @@ struct ModelDims {
   int n_vocab = 0;
   float rms_eps = 0.0f;
   float rope_freq_base = 0.0f;
-  std::vector<double> rope_inv_freq; // head_dim / 2 angle rates (plain or the host's scaled ones)
-  double rope_magnitude = 1.0;       // factor on cos and sin
+  plugin::RopeRates rope; // per-pair angle rates and magnitude (plain or the host's scaled ones)
 
   int64_t q_dim() const { return int64_t{n_head} * head_dim; }
   int64_t kv_dim() const { return int64_t{n_head_kv} * head_dim; }

@@ -1,10 +1,9 @@
 #include "model.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <vector>
 
+#include "bonsai/plugin/rope_rates.hpp"
 #include "launch.hpp"
 #include "plugin_error.hpp"
 
@@ -119,22 +118,6 @@ void StepGraph::reset() {
 
 namespace {
 
-// The host's per-pair RoPE rates (ABI 1.1), or plain RoPE's.
-std::vector<double> rope_rates(const bonsai_model_desc &desc) {
-  const size_t half = static_cast<size_t>(desc.head_dim / 2);
-  std::vector<double> rates(half);
-  const bool given = model_desc_has_rope_rates(desc) && desc.rope_inv_freq != nullptr;
-  for (size_t i = 0; i < half; ++i) {
-    rates[i] = given ? desc.rope_inv_freq[i]
-                     : std::pow(static_cast<double>(desc.rope_freq_base),
-                                -2.0 * static_cast<double>(i) / desc.head_dim);
-    if (!(rates[i] >= 0.0) || !std::isfinite(rates[i]))
-      fail_invalid(
-          strformat("bind_model: RoPE rate %zu is %g, not a finite rate >= 0", i, rates[i]));
-  }
-  return rates;
-}
-
 std::unique_ptr<BoundModel> resolve_model(const Device &device, const Kernels &kernels,
                                           const bonsai_model_desc &desc, const WeightLookup &find,
                                           const BindLimits &limits, bool dry_run) {
@@ -143,14 +126,12 @@ std::unique_ptr<BoundModel> resolve_model(const Device &device, const Kernels &k
   ModelDims &d = model->dims;
   d = {desc.n_embd, desc.n_layer, desc.n_head,  desc.n_head_kv,     desc.head_dim,
        desc.n_ff,   desc.n_vocab, desc.rms_eps, desc.rope_freq_base};
-  const std::vector<double> rates = rope_rates(desc);
-  if (model_desc_has_rope_rates(desc) && desc.rope_magnitude != 0.0f)
-    d.rope_magnitude = desc.rope_magnitude;
-  if (!(d.rope_magnitude > 0.0f) || !std::isfinite(d.rope_magnitude))
-    fail_invalid("bind_model: rope_magnitude must be a positive finite number");
+  const plugin::RopeRates rope = plugin::read_rope_rates(desc);
+  d.rope_magnitude = static_cast<float>(rope.magnitude);
   if (!dry_run) {
-    model->rope_rates = DeviceBuffer(device, rates.size() * sizeof(double), "RoPE rates");
-    device.upload(model->rope_rates.get(), rates.data(), rates.size() * sizeof(double));
+    const size_t bytes = rope.inv_freq.size() * sizeof(double);
+    model->rope_rates = DeviceBuffer(device, bytes, "RoPE rates");
+    device.upload(model->rope_rates.get(), rope.inv_freq.data(), bytes);
   }
   model->max_context = limits.max_context;
   model->max_batch = limits.max_batch;

@@ -4,6 +4,7 @@
 // The host uses them to hand a plugin an encoding it computes with (e.g.
 // PTQ1_0 as Q2_0), bonsai-gguf convert to repack files.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "bonsai/core/formats.hpp"
@@ -20,6 +21,11 @@ namespace bonsai {
 //    -d, d (and 0 for ternary) for one f16-exact d.
 // Throws bonsai::Error("... block N (elements a..b): why") otherwise.
 void convert_row(GgmlType from, GgmlType to, const void *src, void *dst, int64_t n);
+
+// convert_row over `rows` rows of `cols` elements, src and dst packed row
+// after row. A refusal is rethrown as "tensor '<name>' row R: ...".
+void convert_rows(GgmlType from, GgmlType to, const uint8_t *src, uint8_t *dst, int64_t cols,
+                  int64_t rows, const std::string &name);
 
 // Whether convert_row has a rule from `from` to `to` (the data may still
 // refuse).

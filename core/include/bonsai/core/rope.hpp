@@ -26,8 +26,8 @@ struct RopeSettings {
   float yarn_beta_fast = 32.0f; // qwen3.rope.scaling.yarn_beta_fast
   float yarn_beta_slow = 1.0f;  // qwen3.rope.scaling.yarn_beta_slow
 
-  bool operator==(const RopeSettings &) const = default;
-  // "yarn, factor 4, original context 1024, beta 32/1, base 1e+06"
+  // "yarn, factor 4, original context 1024, beta fast 32 / slow 1,
+  // magnitude 1.138629, base 1e+06"
   std::string describe() const;
 };
 

@@ -68,10 +68,8 @@ template <class T> T read_abi_struct(const T *p, const char *what, size_t min_si
   return out;
 }
 
-// ABI 1.0's bonsai_model_desc ended with `layers`; 1.1 appended the RoPE rates.
+// ABI 1.0's bonsai_model_desc ended with `layers`; 1.1 appended the RoPE rates
+// (rope_rates.hpp reads them).
 inline constexpr size_t kModelDescV10Size = offsetof(bonsai_model_desc, rope_inv_freq);
-inline bool model_desc_has_rope_rates(const bonsai_model_desc &d) {
-  return d.struct_size >= offsetof(bonsai_model_desc, rope_magnitude) + sizeof(float);
-}
 
 } // namespace bonsai::plugin
