@@ -255,10 +255,10 @@ struct FakeToolchain {
     return [this](const std::string &ptx) {
       if (refuse_next) {
         refuse_next = false;
-        return false;
+        return std::string("CUDA_ERROR_INVALID_PTX (218): refused by the test");
       }
       loaded.push_back(ptx);
-      return true;
+      return std::string();
     };
   }
 };
@@ -303,7 +303,9 @@ TEST(KernelJit, CachedEntryTheDriverRefusesIsDeletedAndRebuilt) {
   EXPECT_TRUE(again.evicted_entry);
   EXPECT_FALSE(again.cache_hit);
   EXPECT_EQ(again.compiles, 1);
-  EXPECT_EQ(sink.count(BONSAI_LOG_WARN, "did not load; deleted, rebuilding"), 1);
+  EXPECT_EQ(sink.count(BONSAI_LOG_WARN, "did not load (CUDA_ERROR_INVALID_PTX (218): refused by "
+                                        "the test); deleted, rebuilding"),
+            1);
   // The rebuilt entry is stored and used next time.
   const auto third =
       bonsai::cuda::jit_load(kProgram, fake.tools(&cache, sink.logger()), fake.loader());
@@ -348,6 +350,9 @@ TEST(KernelJit, FreshPtxTheDriverRefusesIsAnError) {
   } catch (const bonsai::cuda::PluginError &error) {
     EXPECT_EQ(error.status(), BONSAI_ERR_INTERNAL);
     EXPECT_THAT(std::string(error.what()), HasSubstr("prog.cu"));
+    // The driver's own reason is kept, not dropped.
+    EXPECT_THAT(std::string(error.what()),
+                HasSubstr("cuModuleLoadData: CUDA_ERROR_INVALID_PTX (218): refused by the test"));
   }
 }
 

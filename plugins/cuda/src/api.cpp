@@ -118,9 +118,15 @@ void api_destroy_context(bonsai_context *handle) {
   try {
     CurrentContext current(*ctx->device);
     ctx->release_device_objects();
-  } catch (...) {
-    // Destruction cannot fail; the driver reclaims what is left with the
-    // primary context.
+  } catch (const std::exception &e) {
+    // Destruction cannot fail. Without a current context the frees would go
+    // to no context (or to another one), so they are skipped and the driver
+    // reclaims the memory with the primary context.
+    ctx->device->abandon();
+    ctx->log.log(BONSAI_LOG_ERROR,
+                 strformat("destroy_context: %s; the context's device memory and modules are "
+                           "left to the driver",
+                           e.what()));
   }
   delete ctx;
 }

@@ -27,7 +27,8 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
       ctx.cache.get(),
       ctx.log,
       ctx.options.tensor_cores,
-      ctx.options.int8_gemv};
+      ctx.options.int8_gemv,
+      facts.shared_per_block_optin};
   ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);
 
   const auto [free_bytes, total_bytes] = ctx.device->memory_info();
@@ -70,14 +71,24 @@ std::unique_ptr<Context> make_context(const bonsai_context_desc &desc) {
   DeviceFacts facts;
   if (const std::string why = query_device(driver, desc.device_index, &facts); !why.empty())
     fail(BONSAI_ERR_NO_DEVICE, "CUDA plugin: no usable device: " + why);
+  // The kernels put a step's tokens on the grid's y dimension.
+  if (desc.max_batch > facts.max_grid_y)
+    fail_invalid(strformat("create_context: max_batch %d exceeds %d, the most tokens one CUDA step "
+                           "can launch on %s (the grid's y limit)",
+                           desc.max_batch, facts.max_grid_y, facts.name.c_str()));
   ctx->device = std::make_unique<Device>(*driver.api, desc.device_index);
   try {
     setup_device_objects(*ctx, desc.device_index, facts);
   } catch (...) {
-    // Kernels hold modules of the device's context: free them with it current.
-    CurrentContext current(*ctx->device);
-    ctx->release_device_objects();
-    throw;
+    // Kernels hold modules of the device's context: free them with it
+    // current, or leave them to the driver when it cannot be made current.
+    try {
+      CurrentContext current(*ctx->device);
+      ctx->release_device_objects();
+    } catch (const std::exception &) {
+      ctx->device->abandon();
+    }
+    throw; // the first failure, which says why the context could not be made
   }
   return ctx;
 }

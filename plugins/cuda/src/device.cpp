@@ -11,36 +11,45 @@ double mib(size_t bytes) {
 
 } // namespace
 
-Device::Device(const DriverApi &api, int device_index) : api_(api) {
+void check_cuda(const DriverApi &api, CUresult result, const char *what) {
+  if (result != kCudaSuccess)
+    fail(result == kCudaErrorOutOfMemory ? BONSAI_ERR_OUT_OF_MEMORY : BONSAI_ERR_INTERNAL,
+         strformat("%s: %s", what, cuda_error_text(api, result).c_str()));
+}
+
+PrimaryContext::PrimaryContext(const DriverApi &api, int device_index) : api_(api) {
   int count = 0;
-  check(api_.cuDeviceGetCount(&count), "cuDeviceGetCount");
+  check_cuda(api_, api_.cuDeviceGetCount(&count), "cuDeviceGetCount");
   if (device_index < 0 || device_index >= count)
     fail(BONSAI_ERR_NO_DEVICE,
          strformat("device index %d is out of range: %d CUDA device(s)", device_index, count));
-  check(api_.cuDeviceGet(&device_, device_index), "cuDeviceGet");
-  check(api_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+  check_cuda(api_, api_.cuDeviceGet(&device_, device_index), "cuDeviceGet");
+  check_cuda(api_, api_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+}
+
+PrimaryContext::~PrimaryContext() {
+  api_.cuDevicePrimaryCtxRelease(device_);
+}
+
+// A throwing constructor leaves ~Device unrun, but primary_ (a finished
+// member) still releases its retain.
+Device::Device(const DriverApi &api, int device_index) : api_(api), primary_(api, device_index) {
   CurrentContext current(*this);
-  const CUresult result = api_.cuStreamCreate(&stream_, kStreamNonBlocking);
-  if (result != kCudaSuccess) {
-    api_.cuDevicePrimaryCtxRelease(device_);
-    check(result, "cuStreamCreate");
-  }
+  check(api_.cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate");
 }
 
 Device::~Device() {
-  if (stream_ != nullptr) {
-    CurrentContext current(*this);
-    api_.cuStreamSynchronize(stream_);
-    api_.cuStreamDestroy(stream_);
-  }
-  if (context_ != nullptr)
-    api_.cuDevicePrimaryCtxRelease(device_);
+  // Not CurrentContext: a throwing push here would terminate the process.
+  if (stream_ == nullptr || abandoned_ || api_.cuCtxPushCurrent(primary_.context()) != kCudaSuccess)
+    return;
+  api_.cuStreamSynchronize(stream_);
+  api_.cuStreamDestroy(stream_);
+  CUcontext popped = nullptr;
+  api_.cuCtxPopCurrent(&popped);
 }
 
 void Device::check(CUresult result, const char *what) const {
-  if (result != kCudaSuccess)
-    fail(result == kCudaErrorOutOfMemory ? BONSAI_ERR_OUT_OF_MEMORY : BONSAI_ERR_INTERNAL,
-         strformat("%s: %s", what, cuda_error_text(api_, result).c_str()));
+  check_cuda(api_, result, what);
 }
 
 CUdeviceptr Device::allocate(size_t bytes, const std::string &what) const {
@@ -58,7 +67,7 @@ CUdeviceptr Device::allocate(size_t bytes, const std::string &what) const {
 }
 
 void Device::release(CUdeviceptr pointer) const {
-  if (pointer != 0)
+  if (pointer != 0 && !abandoned_)
     api_.cuMemFree(pointer);
 }
 

@@ -10,21 +10,53 @@
 
 namespace bonsai::cuda {
 
+// Throws PluginError "<what>: <CUDA error text>" unless `result` is success
+// (OUT_OF_MEMORY for the driver's out-of-memory error, else INTERNAL).
+void check_cuda(const DriverApi &api, CUresult result, const char *what);
+
+// One reference on a device's primary context, released with the object, so
+// that no error path after cuDevicePrimaryCtxRetain can leak it.
+class PrimaryContext {
+public:
+  // Throws PluginError (NO_DEVICE when the driver has no such device).
+  PrimaryContext(const DriverApi &api, int device_index);
+  ~PrimaryContext();
+  PrimaryContext(const PrimaryContext &) = delete;
+  PrimaryContext &operator=(const PrimaryContext &) = delete;
+
+  CUdevice device() const { return device_; }
+  CUcontext context() const { return context_; }
+
+private:
+  const DriverApi &api_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+};
+
 class Device {
 public:
   // Retains the primary context of `device_index` and creates a non-blocking
   // stream. Throws PluginError (NO_DEVICE when the driver has no such device).
   Device(const DriverApi &api, int device_index);
+  // Never throws: when the context cannot be made current (driver shut
+  // down, context broken) the stream is left to the driver.
   ~Device();
   Device(const Device &) = delete;
   Device &operator=(const Device &) = delete;
 
   const DriverApi &api() const { return api_; }
   CUstream stream() const { return stream_; }
-  CUcontext context() const { return context_; }
+  CUcontext context() const { return primary_.context(); }
+  CUdevice device() const { return primary_.device(); }
 
   // Throws PluginError(INTERNAL) "<what>: <CUDA error text>" unless success.
   void check(CUresult result, const char *what) const;
+
+  // Called when the context can no longer be made current: from then on
+  // release() and module unloads skip the driver (which reclaims the memory
+  // with the primary context) instead of calling it with no context current.
+  void abandon() const { abandoned_ = true; }
+  bool abandoned() const { return abandoned_; }
 
   // cuMemAlloc; OUT_OF_MEMORY names `what`, the bytes needed and free.
   CUdeviceptr allocate(size_t bytes, const std::string &what) const;
@@ -39,15 +71,16 @@ public:
 
 private:
   const DriverApi &api_;
-  CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
+  PrimaryContext primary_;
   CUstream stream_ = nullptr;
+  mutable bool abandoned_ = false;
 };
 
 // Makes the device's context current on this thread for a scope (each ABI
 // call may come from a different thread).
 class CurrentContext {
 public:
+  // Throws PluginError when cuCtxPushCurrent fails.
   explicit CurrentContext(const Device &device);
   ~CurrentContext();
   CurrentContext(const CurrentContext &) = delete;

@@ -1,5 +1,7 @@
 #include "kernels.hpp"
 
+#include <algorithm>
+
 #include "kernel_jit.hpp"
 #include "kernel_sources.hpp"
 #include "nvrtc_library.hpp"
@@ -22,6 +24,7 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
   const NvrtcApi &api = *nvrtc.api;
   tools.compile = [&api](const CompileRequest &request) { return compile_to_ptx(api, request); };
 
+  const int shared_per_block = std::max(config.shared_per_block_optin, kDefaultSharedPerBlock);
   try {
     for (const KernelProgram &program : kernel_programs()) {
       if (program.min_compute_major > config.compute_major ||
@@ -31,16 +34,13 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
       CUmodule module = nullptr;
       const PtxLoader load = [&](const std::string &ptx) {
         module = nullptr;
-        return device_.api().cuModuleLoadData(&module, ptx.c_str()) == kCudaSuccess;
+        const CUresult result = device_.api().cuModuleLoadData(&module, ptx.c_str());
+        return result == kCudaSuccess ? std::string() : cuda_error_text(device_.api(), result);
       };
       jit_load({program.name, program.source, config.arch}, tools, load);
       modules_.push_back(module);
-      for (const std::string &entry : program.entry_points) {
-        CUfunction function = nullptr;
-        device_.check(device_.api().cuModuleGetFunction(&function, module, entry.c_str()),
-                      ("cuModuleGetFunction " + entry).c_str());
-        functions_[entry] = function;
-      }
+      for (const std::string &entry : program.entry_points)
+        functions_[entry] = load_entry(module, entry, shared_per_block);
     }
   } catch (...) {
     for (CUmodule module : modules_)
@@ -50,15 +50,47 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
 }
 
 Kernels::~Kernels() {
+  if (device_.abandoned())
+    return; // the driver unloads them with the primary context
   for (CUmodule module : modules_)
     device_.api().cuModuleUnload(module);
 }
 
-CUfunction Kernels::get(const std::string &name) const {
+Kernels::Entry Kernels::load_entry(CUmodule module, const std::string &name,
+                                   int shared_per_block) const {
+  const DriverApi &api = device_.api();
+  Entry entry;
+  device_.check(api.cuModuleGetFunction(&entry.function, module, name.c_str()),
+                ("cuModuleGetFunction " + name).c_str());
+  int static_bytes = 0;
+  device_.check(api.cuFuncGetAttribute(&static_bytes, kFuncAttrSharedSizeBytes, entry.function),
+                ("cuFuncGetAttribute " + name).c_str());
+  // Past 48 KB in all, a block must opt in; doing it once here lets every
+  // launch use what the device has.
+  entry.dynamic_shared_limit = kDefaultSharedPerBlock - static_bytes;
+  if (shared_per_block > kDefaultSharedPerBlock) {
+    const int raised = shared_per_block - static_bytes;
+    device_.check(
+        api.cuFuncSetAttribute(entry.function, kFuncAttrMaxDynamicSharedSizeBytes, raised),
+        ("cuFuncSetAttribute " + name).c_str());
+    entry.dynamic_shared_limit = raised;
+  }
+  return entry;
+}
+
+const Kernels::Entry &Kernels::entry(const std::string &name) const {
   const auto it = functions_.find(name);
   if (it == functions_.end())
     fail(BONSAI_ERR_INTERNAL, "no kernel named " + name);
   return it->second;
+}
+
+CUfunction Kernels::get(const std::string &name) const {
+  return entry(name).function;
+}
+
+int Kernels::dynamic_shared_limit(const std::string &name) const {
+  return entry(name).dynamic_shared_limit;
 }
 
 } // namespace bonsai::cuda

@@ -17,8 +17,9 @@ struct KernelLoadConfig {
   int compute_major = 0; // programs needing a newer device are not built
   const PtxCache *cache; // NULL: caching off
   Logger log;
-  bool tensor_cores = true; // use the tensor-core GEMMs where the device has them
-  bool int8_gemv = true;    // use the dp4a GEMVs for single-token Q1_0/Q2_0 matmuls
+  bool tensor_cores = true;       // use the tensor-core GEMMs where the device has them
+  bool int8_gemv = true;          // use the dp4a GEMVs for single-token Q1_0/Q2_0 matmuls
+  int shared_per_block_optin = 0; // the device's opt-in shared memory per block (0: unknown)
 };
 
 class Kernels {
@@ -33,6 +34,10 @@ public:
   // Throws PluginError(INTERNAL) for an unknown name.
   CUfunction get(const std::string &name) const;
   bool has(const std::string &name) const { return functions_.count(name) != 0; }
+  // The most dynamic shared bytes a launch of `name` may ask for: the
+  // device's opt-in limit less the kernel's static shared memory (the
+  // driver checks their sum). Throws like get() for an unknown name.
+  int dynamic_shared_limit(const std::string &name) const;
   // Whether matmuls of several tokens may use the tensor-core GEMMs.
   bool tensor_cores() const { return tensor_cores_; }
   // Whether single-token Q1_0/Q2_0 matmuls may use the int8 (dp4a) GEMVs.
@@ -43,7 +48,15 @@ private:
   bool tensor_cores_ = false;
   bool int8_gemv_ = false;
   std::vector<CUmodule> modules_;
-  std::map<std::string, CUfunction> functions_;
+  struct Entry {
+    CUfunction function = nullptr;
+    int dynamic_shared_limit = 0;
+  };
+  const Entry &entry(const std::string &name) const;
+  // Looks up `name` in `module` and raises its dynamic shared limit.
+  Entry load_entry(CUmodule module, const std::string &name, int shared_per_block) const;
+
+  std::map<std::string, Entry> functions_;
 };
 
 } // namespace bonsai::cuda

@@ -50,7 +50,6 @@ LaunchShape matmul_shape(int64_t rows, int n_tokens) {
 // quantized input in dynamic shared memory (152 bytes per 128 columns).
 constexpr int kDp4aRowsPerBlock = 16;
 constexpr int64_t kDp4aSharedPer128 = 152;
-constexpr int64_t kMaxDynamicShared = 48 * 1024; // without the opt-in attribute
 
 // Host images of the kernels' by-value parameter structs.
 struct Dp4aTargetsArg {
@@ -69,13 +68,15 @@ struct Dp4aInputArg {
 };
 static_assert(sizeof(Dp4aInputArg) == 24, "must match Dp4aInput in gemv_dp4a.cuh");
 
-// The int8 kernel for weights of w's type and shape, or "".
+// The int8 kernel for weights of w's type and shape, or "" (also when its
+// input does not fit the shared memory a block can have).
 std::string dp4a_kernel(const Kernels &kernels, const Weight &w, bool swiglu) {
-  if (!kernels.int8_gemv() || w.cols % 128 != 0 ||
-      w.cols / 128 * kDp4aSharedPer128 > kMaxDynamicShared)
+  if (!kernels.int8_gemv() || w.cols % 128 != 0)
     return {};
   std::string name = dp4a_gemv_name(w.layout.type, swiglu);
-  return kernels.has(name) ? name : std::string();
+  if (!kernels.has(name) || w.cols / 128 * kDp4aSharedPer128 > kernels.dynamic_shared_limit(name))
+    return {};
+  return name;
 }
 
 unsigned dp4a_blocks(int64_t rows) {

@@ -6,6 +6,16 @@
 // PTX handed to cuModuleLoadData must come from NVRTC and name every kernel
 // the plugin asks for. BONSAI_FAKE_CUDA_MEMORY sets the device size in bytes
 // (default 8 GiB) to test out-of-memory paths.
+//
+// It keeps the real driver's rules that the plugin must respect: calls that
+// need a current context fail without one, launches are held to the real
+// grid, block and shared-memory limits (static + dynamic bytes, 48 KB unless
+// the kernel opted in with cuFuncSetAttribute), and primary-context retains
+// are counted. BONSAI_FAKE_CUDA_FAIL="cuCtxPushCurrent_v2,cuMemAlloc_v2=2"
+// makes the named functions fail (with CUDA_ERROR_DEINITIALIZED, 4, unless a
+// code is given), read at every call so a test can inject a fault midway.
+// bonsai_fake_cuda_counts() (fake_cuda_control.h) reports what is live.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -13,12 +23,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "cuda_abi_decls.hpp"
+#include "fake_cuda_control.h"
 #include "fiber_emulator.hpp"
 // The plugin's kernels, compiled as C++.
 #include "common_prelude.cuh"
@@ -32,9 +44,42 @@ using namespace bonsai::cuda;
 namespace {
 
 constexpr CUresult kInvalidValue = 1;
-constexpr CUresult kNotFound = 500;
+constexpr CUresult kDeinitialized = 4;
 constexpr CUresult kInvalidImage = 200;
+constexpr CUresult kInvalidContext = 201;
+constexpr CUresult kNotFound = 500;
 
+// An H100's launch limits.
+constexpr unsigned kMaxGridX = 2147483647u;
+constexpr unsigned kMaxGridYZ = 65535u;
+constexpr unsigned kMaxBlockThreads = 1024u;
+constexpr int kSharedPerBlockOptin = 232448; // 227 KB
+
+// The fault BONSAI_FAKE_CUDA_FAIL injects into `function`, or success.
+CUresult injected_fault(const char *function) {
+  const char *env = std::getenv("BONSAI_FAKE_CUDA_FAIL");
+  if (env == nullptr)
+    return kCudaSuccess;
+  const std::string list = std::string(",") + env + ",";
+  const size_t at = list.find(std::string(",") + function);
+  if (at == std::string::npos)
+    return kCudaSuccess;
+  const size_t end = at + 1 + std::strlen(function);
+  if (list[end] == ',')
+    return kDeinitialized;
+  if (list[end] == '=')
+    return static_cast<CUresult>(std::atoi(list.c_str() + end + 1));
+  return kCudaSuccess; // a longer name that starts with `function`
+}
+#define BONSAI_FAKE_FAULT()                                                                        \
+  if (const CUresult fault = injected_fault(__func__); fault != kCudaSuccess)                      \
+  return fault
+
+// Pushes minus pops on this thread: the real driver's current-context stack.
+thread_local int current_depth = 0;
+#define BONSAI_FAKE_NEEDS_CONTEXT()                                                                \
+  if (current_depth <= 0)                                                                          \
+  return kInvalidContext
 struct FakeKernel {
   std::string name;
   std::vector<size_t> arg_sizes;
@@ -98,9 +143,42 @@ const std::map<std::string, FakeKernel> &kernel_table() {
   return table;
 }
 
+// A kernel as cuModuleGetFunction returns it: the emulated code plus the
+// attributes the driver keeps per function.
+struct FakeFunction {
+  const FakeKernel *kernel = nullptr;
+  int static_shared = 0; // bytes of the .shared variables its PTX uses
+  int max_dynamic_shared = 0;
+};
+
 struct FakeModule {
   std::string ptx;
+  std::map<std::string, std::unique_ptr<FakeFunction>> functions;
 };
+
+// The static shared bytes of `entry` in `ptx`: every non-extern .shared
+// variable of the module that the entry's body names (NVRTC declares them
+// at module scope or inside the body), as ptxas allocates them.
+int static_shared_bytes(const std::string &ptx, const std::string &entry) {
+  const size_t begin = ptx.find(".entry " + entry + "(");
+  const size_t end = ptx.find(".entry ", begin + 1);
+  const std::string body = ptx.substr(begin, end == std::string::npos ? end : end - begin);
+  static const std::regex declaration(
+      R"((^|\n)[ \t]*\.shared\s+\.align\s+\d+\s+\.b8\s+([A-Za-z0-9_$]+)\[(\d+)\];)");
+  int bytes = 0;
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), declaration);
+       it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[2];
+    for (size_t at = body.find(name); at != std::string::npos; at = body.find(name, at + 1)) {
+      const char next = at + name.size() < body.size() ? body[at + name.size()] : ' ';
+      if (!std::isalnum(static_cast<unsigned char>(next)) && next != '_' && next != '$') {
+        bytes += std::stoi((*it)[3]);
+        break;
+      }
+    }
+  }
+  return bytes;
+}
 
 struct RecordedLaunch {
   const FakeKernel *kernel;
@@ -118,6 +196,9 @@ struct State {
   std::mutex mutex; // the plugin may probe from several threads
   std::map<CUdeviceptr, size_t> allocations;
   size_t allocated = 0;
+  int primary_retains = 0;
+  int modules = 0;
+  int streams = 0;
   FakeGraph *capturing = nullptr;
 };
 
@@ -145,71 +226,123 @@ void run_launch(const RecordedLaunch &launch) {
 
 extern "C" {
 
-__attribute__((visibility("default"))) CUresult cuInit(unsigned) {
+#define BONSAI_FAKE_API __attribute__((visibility("default")))
+
+BONSAI_FAKE_API void bonsai_fake_cuda_counts(bonsai_fake_cuda_counts_t *counts) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  counts->allocations = static_cast<int>(state().allocations.size());
+  counts->primary_retains = state().primary_retains;
+  counts->modules = state().modules;
+  counts->streams = state().streams;
+}
+
+BONSAI_FAKE_API CUresult cuInit(unsigned) {
+  BONSAI_FAKE_FAULT();
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuDriverGetVersion(int *version) {
+BONSAI_FAKE_API CUresult cuDriverGetVersion(int *version) {
+  BONSAI_FAKE_FAULT();
   *version = 13000;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuGetErrorName(CUresult, const char **text) {
+BONSAI_FAKE_API CUresult cuGetErrorName(CUresult, const char **text) {
   *text = "FAKE_CUDA_ERROR";
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuGetErrorString(CUresult, const char **text) {
+BONSAI_FAKE_API CUresult cuGetErrorString(CUresult, const char **text) {
   *text = "error reported by the fake driver";
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuDeviceGetCount(int *count) {
+BONSAI_FAKE_API CUresult cuDeviceGetCount(int *count) {
+  BONSAI_FAKE_FAULT();
   *count = 1;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+BONSAI_FAKE_API CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  BONSAI_FAKE_FAULT();
   if (ordinal != 0)
     return kInvalidValue;
   *device = 0;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuDeviceGetName(char *name, int length, CUdevice) {
+BONSAI_FAKE_API CUresult cuDeviceGetName(char *name, int length, CUdevice) {
+  BONSAI_FAKE_FAULT();
   std::snprintf(name, static_cast<size_t>(length), "%s", "bonsai fake GPU (CPU emulation)");
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice) {
+BONSAI_FAKE_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice) {
+  BONSAI_FAKE_FAULT();
   *bytes = device_bytes();
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuDeviceGetAttribute(int *value, int attribute,
-                                                                     CUdevice) {
-  *value = attribute == kAttrComputeCapabilityMajor   ? 9
-           : attribute == kAttrComputeCapabilityMinor ? 0
-           : attribute == kAttrMultiprocessorCount    ? 4
-                                                      : 0;
+BONSAI_FAKE_API CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice) {
+  BONSAI_FAKE_FAULT();
+  switch (attribute) {
+  case 5: // CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X
+    *value = static_cast<int>(kMaxGridX);
+    break;
+  case 6: // ..._MAX_GRID_DIM_Y
+  case 7: // ..._MAX_GRID_DIM_Z
+    *value = static_cast<int>(kMaxGridYZ);
+    break;
+  case 8: // ..._MAX_SHARED_MEMORY_PER_BLOCK
+    *value = kDefaultSharedPerBlock;
+    break;
+  case kAttrMaxSharedPerBlockOptin:
+    *value = kSharedPerBlockOptin;
+    break;
+  case kAttrComputeCapabilityMajor:
+    *value = 9;
+    break;
+  case kAttrMultiprocessorCount:
+    *value = 4;
+    break;
+  default:
+    *value = 0;
+  }
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRetain(CUcontext *context,
-                                                                         CUdevice) {
+BONSAI_FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
+  BONSAI_FAKE_FAULT();
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().primary_retains;
   *context = reinterpret_cast<CUcontext>(&fake_context_tag);
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) {
+BONSAI_FAKE_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) {
+  BONSAI_FAKE_FAULT();
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().primary_retains <= 0)
+    return kInvalidContext; // released more often than retained
+  --state().primary_retains;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuCtxPushCurrent_v2(CUcontext context) {
-  return context == reinterpret_cast<CUcontext>(&fake_context_tag) ? kCudaSuccess : kInvalidValue;
+BONSAI_FAKE_API CUresult cuCtxPushCurrent_v2(CUcontext context) {
+  BONSAI_FAKE_FAULT();
+  if (context != reinterpret_cast<CUcontext>(&fake_context_tag))
+    return kInvalidValue;
+  ++current_depth;
+  return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuCtxPopCurrent_v2(CUcontext *context) {
+BONSAI_FAKE_API CUresult cuCtxPopCurrent_v2(CUcontext *context) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  --current_depth;
   if (context != nullptr)
     *context = reinterpret_cast<CUcontext>(&fake_context_tag);
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuMemGetInfo_v2(size_t *free_bytes,
-                                                                size_t *total_bytes) {
+BONSAI_FAKE_API CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   std::lock_guard<std::mutex> lock(state().mutex);
   *total_bytes = device_bytes();
   *free_bytes = *total_bytes - std::min(*total_bytes, state().allocated);
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
+BONSAI_FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   std::lock_guard<std::mutex> lock(state().mutex);
   if (bytes == 0)
     return kInvalidValue;
@@ -224,7 +357,9 @@ __attribute__((visibility("default"))) CUresult cuMemAlloc_v2(CUdeviceptr *point
   state().allocated += bytes;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuMemFree_v2(CUdeviceptr pointer) {
+BONSAI_FAKE_API CUresult cuMemFree_v2(CUdeviceptr pointer) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   std::lock_guard<std::mutex> lock(state().mutex);
   const auto it = state().allocations.find(pointer);
   if (it == state().allocations.end())
@@ -234,72 +369,127 @@ __attribute__((visibility("default"))) CUresult cuMemFree_v2(CUdeviceptr pointer
   std::free(reinterpret_cast<void *>(pointer));
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult
-cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream) {
+BONSAI_FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes,
+                                              CUstream) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   if (state().capturing != nullptr)
     return kInvalidValue; // copies are not captured by the plugin
   std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src,
-                                                                     size_t bytes, CUstream) {
+BONSAI_FAKE_API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   if (state().capturing != nullptr)
     return kInvalidValue;
   std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value,
-                                                                 size_t count, CUstream) {
+BONSAI_FAKE_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t count, CUstream) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   auto *words = reinterpret_cast<unsigned *>(dst);
   for (size_t i = 0; i < count; ++i)
     words[i] = value;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuStreamCreate(CUstream *stream, unsigned) {
+BONSAI_FAKE_API CUresult cuStreamCreate(CUstream *stream, unsigned) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().streams;
   *stream = reinterpret_cast<CUstream>(&fake_stream_tag);
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuStreamDestroy_v2(CUstream) {
+BONSAI_FAKE_API CUresult cuStreamDestroy_v2(CUstream) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  std::lock_guard<std::mutex> lock(state().mutex);
+  --state().streams;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuStreamSynchronize(CUstream) {
+BONSAI_FAKE_API CUresult cuStreamSynchronize(CUstream) {
+  BONSAI_FAKE_FAULT();
   return state().capturing != nullptr ? kInvalidValue : kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuModuleLoadData(CUmodule *module,
-                                                                 const void *image) {
+BONSAI_FAKE_API CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   const std::string ptx(static_cast<const char *>(image));
   if (ptx.find(".entry") == std::string::npos || ptx.find(".target") == std::string::npos)
     return kInvalidImage;
-  *module = reinterpret_cast<CUmodule>(new FakeModule{ptx});
+  auto *loaded = new FakeModule;
+  loaded->ptx = ptx;
+  *module = reinterpret_cast<CUmodule>(loaded);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().modules;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuModuleUnload(CUmodule module) {
+BONSAI_FAKE_API CUresult cuModuleUnload(CUmodule module) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   delete reinterpret_cast<FakeModule *>(module);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  --state().modules;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult
-cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
+BONSAI_FAKE_API CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
+                                             const char *name) {
+  BONSAI_FAKE_FAULT();
   // The real driver finds only kernels the module's PTX defines.
-  const auto *m = reinterpret_cast<const FakeModule *>(module);
+  auto *m = reinterpret_cast<FakeModule *>(module);
   if (m->ptx.find(std::string(".entry ") + name + "(") == std::string::npos)
     return kNotFound;
   const auto it = kernel_table().find(name);
   if (it == kernel_table().end())
     return kNotFound;
-  *function = reinterpret_cast<CUfunction>(const_cast<FakeKernel *>(&it->second));
+  auto &slot = m->functions[name];
+  if (!slot) {
+    slot = std::make_unique<FakeFunction>();
+    slot->kernel = &it->second;
+    slot->static_shared = static_shared_bytes(m->ptx, name);
+    slot->max_dynamic_shared = kDefaultSharedPerBlock - slot->static_shared;
+  }
+  *function = reinterpret_cast<CUfunction>(slot.get());
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult
-cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
-               unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
-               CUstream, void **params, void **extra) {
-  // The limits of every GPU the plugin targets.
-  if (block_y != 1 || block_z != 1 || block_x == 0 || block_x > 1024 || grid_x == 0 ||
-      grid_y == 0 || grid_z == 0 || grid_y > 65535 || grid_z > 65535 || shared_bytes > 48 * 1024 ||
+BONSAI_FAKE_API CUresult cuFuncGetAttribute(int *value, int attribute, CUfunction function) {
+  BONSAI_FAKE_FAULT();
+  const auto *f = reinterpret_cast<const FakeFunction *>(function);
+  if (attribute == kFuncAttrSharedSizeBytes)
+    *value = f->static_shared;
+  else if (attribute == kFuncAttrMaxDynamicSharedSizeBytes)
+    *value = f->max_dynamic_shared;
+  else
+    return kInvalidValue;
+  return kCudaSuccess;
+}
+BONSAI_FAKE_API CUresult cuFuncSetAttribute(CUfunction function, int attribute, int value) {
+  BONSAI_FAKE_FAULT();
+  auto *f = reinterpret_cast<FakeFunction *>(function);
+  if (attribute != kFuncAttrMaxDynamicSharedSizeBytes || value < 0 ||
+      value > kSharedPerBlockOptin - f->static_shared)
+    return kInvalidValue;
+  f->max_dynamic_shared = value;
+  return kCudaSuccess;
+}
+BONSAI_FAKE_API CUresult cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y,
+                                        unsigned grid_z, unsigned block_x, unsigned block_y,
+                                        unsigned block_z, unsigned shared_bytes, CUstream,
+                                        void **params, void **extra) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  const auto *f = reinterpret_cast<const FakeFunction *>(function);
+  // The real limits: grid and block dimensions, and shared memory (the
+  // kernel's static bytes plus these dynamic ones) within what it opted in to.
+  if (block_y != 1 || block_z != 1 || block_x == 0 || block_x > kMaxBlockThreads || grid_x == 0 ||
+      grid_y == 0 || grid_z == 0 || grid_x > kMaxGridX || grid_y > kMaxGridYZ ||
+      grid_z > kMaxGridYZ || shared_bytes > static_cast<unsigned>(f->max_dynamic_shared) ||
       extra != nullptr || params == nullptr)
     return kInvalidValue;
   RecordedLaunch launch;
-  launch.kernel = reinterpret_cast<const FakeKernel *>(function);
+  launch.kernel = f->kernel;
   launch.grid = {grid_x, grid_y, grid_z};
   launch.block = block_x;
   launch.shared = shared_bytes;
@@ -313,34 +503,41 @@ cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned g
     run_launch(launch);
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuStreamBeginCapture_v2(CUstream, int) {
+BONSAI_FAKE_API CUresult cuStreamBeginCapture_v2(CUstream, int) {
+  BONSAI_FAKE_FAULT();
   if (state().capturing != nullptr)
     return kInvalidValue;
   state().capturing = new FakeGraph;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuStreamEndCapture(CUstream, CUgraph *graph) {
+BONSAI_FAKE_API CUresult cuStreamEndCapture(CUstream, CUgraph *graph) {
+  BONSAI_FAKE_FAULT();
   if (state().capturing == nullptr)
     return kInvalidValue;
   *graph = reinterpret_cast<CUgraph>(state().capturing);
   state().capturing = nullptr;
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult
-cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long) {
+BONSAI_FAKE_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
+                                                     unsigned long long) {
+  BONSAI_FAKE_FAULT();
   *exec = reinterpret_cast<CUgraphExec>(new FakeGraph(*reinterpret_cast<FakeGraph *>(graph)));
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
+BONSAI_FAKE_API CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   for (const RecordedLaunch &launch : reinterpret_cast<FakeGraph *>(exec)->launches)
     run_launch(launch);
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuGraphExecDestroy(CUgraphExec exec) {
+BONSAI_FAKE_API CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  BONSAI_FAKE_FAULT();
   delete reinterpret_cast<FakeGraph *>(exec);
   return kCudaSuccess;
 }
-__attribute__((visibility("default"))) CUresult cuGraphDestroy(CUgraph graph) {
+BONSAI_FAKE_API CUresult cuGraphDestroy(CUgraph graph) {
+  BONSAI_FAKE_FAULT();
   delete reinterpret_cast<FakeGraph *>(graph);
   return kCudaSuccess;
 }

@@ -29,7 +29,14 @@ inline constexpr CUresult kCudaSuccess = 0;
 inline constexpr CUresult kCudaErrorOutOfMemory = 2;
 inline constexpr CUresult kCudaErrorNoDevice = 100;
 
+inline constexpr int kAttrMaxGridDimY = 6;
 inline constexpr int kAttrMultiprocessorCount = 16;
+inline constexpr int kAttrMaxSharedPerBlockOptin = 97;
+// Shared memory a block gets without opting in (static + dynamic bytes).
+inline constexpr int kDefaultSharedPerBlock = 48 * 1024;
+// CUfunction_attribute values.
+inline constexpr int kFuncAttrSharedSizeBytes = 1; // the kernel's static shared bytes
+inline constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
 inline constexpr int kAttrComputeCapabilityMajor = 75;
 inline constexpr int kAttrComputeCapabilityMinor = 76;
 inline constexpr unsigned kStreamNonBlocking = 0x1;
@@ -65,6 +72,8 @@ using cuStreamSynchronize_t = CUresult (*)(CUstream stream);
 using cuModuleLoadData_t = CUresult (*)(CUmodule *module, const void *image);
 using cuModuleUnload_t = CUresult (*)(CUmodule module);
 using cuModuleGetFunction_t = CUresult (*)(CUfunction *function, CUmodule module, const char *name);
+using cuFuncGetAttribute_t = CUresult (*)(int *value, int attribute, CUfunction function);
+using cuFuncSetAttribute_t = CUresult (*)(CUfunction function, int attribute, int value);
 using cuLaunchKernel_t = CUresult (*)(CUfunction function, unsigned grid_x, unsigned grid_y,
                                       unsigned grid_z, unsigned block_x, unsigned block_y,
                                       unsigned block_z, unsigned shared_bytes, CUstream stream,

@@ -46,6 +46,8 @@ std::string resolve_all(void *handle, DriverApi &api) {
       BONSAI_RESOLVE(cuModuleLoadData, "cuModuleLoadData"),
       BONSAI_RESOLVE(cuModuleUnload, "cuModuleUnload"),
       BONSAI_RESOLVE(cuModuleGetFunction, "cuModuleGetFunction"),
+      BONSAI_RESOLVE(cuFuncGetAttribute, "cuFuncGetAttribute"),
+      BONSAI_RESOLVE(cuFuncSetAttribute, "cuFuncSetAttribute"),
       BONSAI_RESOLVE(cuLaunchKernel, "cuLaunchKernel"),
       BONSAI_RESOLVE(cuStreamBeginCapture, "cuStreamBeginCapture_v2"),
       BONSAI_RESOLVE(cuStreamEndCapture, "cuStreamEndCapture"),

@@ -35,6 +35,8 @@ struct DriverApi {
   cuModuleLoadData_t cuModuleLoadData = nullptr;
   cuModuleUnload_t cuModuleUnload = nullptr;
   cuModuleGetFunction_t cuModuleGetFunction = nullptr;
+  cuFuncGetAttribute_t cuFuncGetAttribute = nullptr;
+  cuFuncSetAttribute_t cuFuncSetAttribute = nullptr;
   cuLaunchKernel_t cuLaunchKernel = nullptr;
   cuStreamBeginCapture_v2_t cuStreamBeginCapture = nullptr;
   cuStreamEndCapture_t cuStreamEndCapture = nullptr;

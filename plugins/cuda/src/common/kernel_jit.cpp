@@ -19,14 +19,15 @@ JitOutcome jit_load(const JitProgram &program, const JitTools &tools, const PtxL
 
   if (tools.cache != nullptr) {
     if (std::optional<std::string> cached = tools.cache->load(outcome.key)) {
-      if (load(*cached)) {
+      const std::string refused = load(*cached);
+      if (refused.empty()) {
         outcome.cache_hit = true;
         tools.log.debug(strformat("PTX cache hit: %s for %s (%s)", program.name.c_str(),
                                   program.arch.c_str(), outcome.key.c_str()));
         return outcome;
       }
-      tools.log.warn(strformat("PTX cache entry %s for %s did not load; deleted, rebuilding",
-                               outcome.key.c_str(), program.name.c_str()));
+      tools.log.warn(strformat("PTX cache entry %s for %s did not load (%s); deleted, rebuilding",
+                               outcome.key.c_str(), program.name.c_str(), refused.c_str()));
       tools.cache->remove(outcome.key);
       outcome.evicted_entry = true;
     } else {
@@ -42,9 +43,10 @@ JitOutcome jit_load(const JitProgram &program, const JitTools &tools, const PtxL
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   tools.log.info(strformat("NVRTC compile: %s for %s in %.0f ms (%zu bytes of PTX)",
                            program.name.c_str(), program.arch.c_str(), ms, ptx.size()));
-  if (!load(ptx))
-    fail(BONSAI_ERR_INTERNAL, strformat("the driver refused the PTX NVRTC made for %s (%s)",
-                                        program.name.c_str(), program.arch.c_str()));
+  if (const std::string refused = load(ptx); !refused.empty())
+    fail(BONSAI_ERR_INTERNAL,
+         strformat("the driver refused the PTX NVRTC made for %s (%s): cuModuleLoadData: %s",
+                   program.name.c_str(), program.arch.c_str(), refused.c_str()));
   if (tools.cache != nullptr)
     tools.cache->store(outcome.key, ptx);
   return outcome;

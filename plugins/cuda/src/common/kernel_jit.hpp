@@ -27,8 +27,9 @@ struct JitTools {
   Logger log;
 };
 
-// Returns true when the PTX loaded; false means "the driver refused it".
-using PtxLoader = std::function<bool(const std::string &ptx)>;
+// Loads PTX as a module. Returns "" when it loaded, else the driver's
+// reason for refusing it (e.g. "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222): ...").
+using PtxLoader = std::function<std::string(const std::string &ptx)>;
 
 struct JitOutcome {
   bool cache_hit = false;     // the loaded PTX came from the cache

@@ -37,9 +37,12 @@ std::string query_device(const DriverLoad &driver, int device_index, DeviceFacts
   if ((result = api.cuDeviceTotalMem(&total, device)) != kCudaSuccess)
     return "cuDeviceTotalMem failed: " + cuda_error_text(api, result);
   facts->total_bytes = total;
-  const std::pair<int, int *> attributes[] = {{kAttrComputeCapabilityMajor, &facts->compute_major},
-                                              {kAttrComputeCapabilityMinor, &facts->compute_minor},
-                                              {kAttrMultiprocessorCount, &facts->multiprocessors}};
+  const std::pair<int, int *> attributes[] = {
+      {kAttrComputeCapabilityMajor, &facts->compute_major},
+      {kAttrComputeCapabilityMinor, &facts->compute_minor},
+      {kAttrMultiprocessorCount, &facts->multiprocessors},
+      {kAttrMaxGridDimY, &facts->max_grid_y},
+      {kAttrMaxSharedPerBlockOptin, &facts->shared_per_block_optin}};
   for (const auto &[attribute, value] : attributes)
     if ((result = api.cuDeviceGetAttribute(value, attribute, device)) != kCudaSuccess)
       return strformat("cuDeviceGetAttribute(%d) failed: %s", attribute,

@@ -14,6 +14,8 @@ struct DeviceFacts {
   int compute_major = 0;
   int compute_minor = 0;
   int multiprocessors = 0;
+  int max_grid_y = 0;             // most blocks along a launch grid's y (65,535 today)
+  int shared_per_block_optin = 0; // most shared bytes a block may opt in to (static + dynamic)
 };
 
 // Facts about `device_index`. Returns an empty string on success, else why

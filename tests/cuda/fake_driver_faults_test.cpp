@@ -1,0 +1,227 @@
+// The CUDA plugin against the real driver's rules, as the fake driver
+// enforces them: faults injected into single driver calls
+// (BONSAI_FAKE_CUDA_FAIL), primary-context retains and other live objects
+// counted, the grid's y limit, and shared memory counted as static + dynamic
+// bytes with the 48 KB default and the opt-in above it.
+#include <dlfcn.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "fake_cuda_control.h"
+#include "fake_driver_support.hpp"
+
+namespace {
+
+using namespace cuda_test;
+using namespace fake_driver_test;
+using ::testing::HasSubstr;
+
+// What the fake driver holds now (it is the copy the plugin loaded).
+bonsai_fake_cuda_counts_t live_counts() {
+  void *handle = dlopen(kFakeDriver, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr)
+    throw std::runtime_error(dlerror());
+  auto counts_fn =
+      reinterpret_cast<bonsai_fake_cuda_counts_fn>(dlsym(handle, "bonsai_fake_cuda_counts"));
+  bonsai_fake_cuda_counts_t counts{};
+  counts_fn(&counts);
+  dlclose(handle);
+  return counts;
+}
+
+// Q1_0 rows where weight (r, c) is +1 when (c + r) % 3 == 0, else -1
+// (scale d = 1.0, an exact f16).
+std::vector<uint8_t> q1_rows(int64_t rows, int64_t cols) {
+  std::vector<uint8_t> data;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t block = 0; block < cols / 128; ++block) {
+      data.push_back(0x00); // f16 1.0 = 0x3C00, little-endian
+      data.push_back(0x3C);
+      for (int byte = 0; byte < 16; ++byte) {
+        uint8_t bits = 0;
+        for (int bit = 0; bit < 8; ++bit) {
+          const int64_t c = block * 128 + byte * 8 + bit;
+          bits |= static_cast<uint8_t>(((c + r) % 3 == 0) << bit);
+        }
+        data.push_back(bits);
+      }
+    }
+  return data;
+}
+
+// W x for those weights, in double.
+double expected_row(int64_t r, const std::vector<float> &x) {
+  double sum = 0.0;
+  for (size_t c = 0; c < x.size(); ++c)
+    sum += ((static_cast<int64_t>(c) + r) % 3 == 0 ? 1.0 : -1.0) * x[c];
+  return sum;
+}
+
+// One GEMV through the plugin's matmul() on a fresh context; fills `y`.
+bonsai_status run_q1_gemv(int64_t rows, int64_t cols, const std::vector<float> &x,
+                          std::vector<float> *y, std::string *error) {
+  Lines log;
+  const bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+  bonsai_context *ctx = nullptr;
+  const bonsai_backend_api &api = cuda_api();
+  if (api.create_context(&desc, &ctx, nullptr, 0) != BONSAI_OK)
+    return BONSAI_ERR_INTERNAL;
+  const std::vector<uint8_t> data = q1_rows(rows, cols);
+  bonsai_weight_desc w{};
+  w.struct_size = sizeof w;
+  w.type = BONSAI_WEIGHT_Q1_0;
+  w.cols = cols;
+  w.rows = rows;
+  w.data = data.data();
+  w.nbytes = data.size();
+  bonsai_weight *handle = nullptr;
+  bonsai_status status = api.upload_weight(ctx, &w, &handle);
+  if (status == BONSAI_OK) {
+    y->assign(static_cast<size_t>(rows), 0.0f);
+    bonsai_matmul_desc m{};
+    m.struct_size = sizeof m;
+    m.weight = handle;
+    m.n_tokens = 1;
+    m.x = x.data();
+    m.y = y->data();
+    status = api.matmul(ctx, &m);
+  }
+  *error = api.last_error(ctx);
+  api.destroy_context(ctx);
+  return status;
+}
+
+void expect_q1_gemv_exact(int64_t cols) {
+  const int64_t rows = 16;
+  // Activations from a few int8 levels, so the int8 path is near exact.
+  std::vector<float> x(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c)
+    x[static_cast<size_t>(c)] = static_cast<float>((c * 7) % 5 - 2) * 0.5f;
+  std::vector<float> y;
+  std::string error;
+  ASSERT_EQ(run_q1_gemv(rows, cols, x, &y, &error), BONSAI_OK) << error;
+  double scale = 0.0; // sum |x|: the size of the rounding of a row
+  for (const float v : x)
+    scale += std::fabs(v);
+  for (int64_t r = 0; r < rows; ++r)
+    EXPECT_NEAR(y[static_cast<size_t>(r)], expected_row(r, x), 1e-4 * scale) << "row " << r;
+}
+
+TEST(CudaFakeDriverRules, Int8GemvPastTheDefault48KBOfSharedMemoryOptsIn) {
+  // 323 blocks of 128 columns: the int8 GEMV stages 323 x 152 = 49,096
+  // dynamic bytes, under 48 KB alone but over it with the kernel's 128
+  // static bytes. The driver refuses that launch unless the kernel opted in.
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  expect_q1_gemv_exact(323 * 128);
+}
+
+TEST(CudaFakeDriverRules, Int8GemvPastTheOptInLimitFallsBackToCudaCores) {
+  // 1,530 blocks need 232,560 bytes, more than an H100 block can have
+  // (232,448): the GEMV must take the kernel without staged input.
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  expect_q1_gemv_exact(1530 * 128);
+}
+
+TEST(CudaFakeDriverRules, MaxBatchPastTheGridsYLimitIsRefusedAtCreation) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  Lines log;
+  bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+  desc.max_context = 70000;
+  desc.max_batch = 65536; // one more token than a grid's y dimension holds
+  bonsai_context *ctx = nullptr;
+  char error[512] = {};
+  EXPECT_EQ(cuda_api().create_context(&desc, &ctx, error, sizeof error),
+            BONSAI_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ctx, nullptr);
+  EXPECT_THAT(error, HasSubstr("max_batch 65536 exceeds 65535"));
+
+  desc.max_batch = 65535;
+  ASSERT_EQ(cuda_api().create_context(&desc, &ctx, error, sizeof error), BONSAI_OK) << error;
+  cuda_api().destroy_context(ctx);
+}
+
+TEST(CudaFakeDriverRules, FailedCreationReleasesThePrimaryContextAndEverythingElse) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  // Faults after the retain: the push, the stream, the module load.
+  for (const char *fault : {"cuCtxPushCurrent_v2", "cuStreamCreate", "cuModuleLoadData"}) {
+    Lines log;
+    const bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+    cuda_api(); // the plugin loads the driver before the counts are read
+    bonsai_context *probe = nullptr;
+    ASSERT_EQ(cuda_api().create_context(&desc, &probe, nullptr, 0), BONSAI_OK);
+    cuda_api().destroy_context(probe);
+    const bonsai_fake_cuda_counts_t before = live_counts();
+
+    const EnvGuard fail("BONSAI_FAKE_CUDA_FAIL", std::string(fault));
+    bonsai_context *ctx = nullptr;
+    char error[512] = {};
+    EXPECT_NE(cuda_api().create_context(&desc, &ctx, error, sizeof error), BONSAI_OK) << fault;
+    EXPECT_EQ(ctx, nullptr);
+    EXPECT_THAT(error, HasSubstr(std::string(fault).substr(0, std::string(fault).find('_'))));
+    const bonsai_fake_cuda_counts_t after = live_counts();
+    EXPECT_EQ(after.primary_retains, before.primary_retains) << fault;
+    EXPECT_EQ(after.streams, before.streams) << fault;
+    EXPECT_EQ(after.modules, before.modules) << fault;
+    EXPECT_EQ(after.allocations, before.allocations) << fault;
+  }
+}
+
+// The child of the death test below: a context with device memory and
+// modules is destroyed while the driver refuses to make it current (as
+// after cuInit's driver is shut down at exit). Exits 0 when the plugin
+// survived, said so in its log and gave the retain back.
+[[noreturn]] void destroy_with_the_context_unreachable() {
+  Lines log;
+  const bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+  bonsai_context *ctx = nullptr;
+  if (cuda_api().create_context(&desc, &ctx, nullptr, 0) != BONSAI_OK)
+    std::_Exit(10);
+  const std::vector<uint8_t> data = q1_rows(4, 128);
+  bonsai_weight_desc w{};
+  w.struct_size = sizeof w;
+  w.type = BONSAI_WEIGHT_Q1_0;
+  w.cols = 128;
+  w.rows = 4;
+  w.data = data.data();
+  w.nbytes = data.size();
+  bonsai_weight *handle = nullptr;
+  if (cuda_api().upload_weight(ctx, &w, &handle) != BONSAI_OK)
+    std::_Exit(11);
+  setenv("BONSAI_FAKE_CUDA_FAIL", "cuCtxPushCurrent_v2", 1);
+  cuda_api().destroy_context(ctx); // aborted the process before the fix
+  unsetenv("BONSAI_FAKE_CUDA_FAIL");
+  for (const std::string &line : log.lines)
+    std::fprintf(stderr, "%s\n", line.c_str());
+  const bonsai_fake_cuda_counts_t counts = live_counts();
+  std::fprintf(stderr, "retains %d allocations %d modules %d\n", counts.primary_retains,
+               counts.allocations, counts.modules);
+  const bool reported =
+      log.count("destroy_context: cuCtxPushCurrent") == 1 && log.count("left to the driver") == 1;
+  // Skipped knowingly: the weight's memory and the modules stay with the
+  // driver; only the context reference is given back.
+  std::_Exit(reported && counts.primary_retains == 0 && counts.allocations >= 1 &&
+                     counts.modules >= 1
+                 ? 0
+                 : 12);
+}
+
+TEST(CudaFakeDriverRulesDeathTest, DestroyWithoutACurrentContextSurvivesAndReportsIt) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(destroy_with_the_context_unreachable(), ::testing::ExitedWithCode(0),
+              "left to the driver");
+}
+
+} // namespace

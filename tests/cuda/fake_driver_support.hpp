@@ -1,0 +1,59 @@
+#pragma once
+// Shared by the tests that run the CUDA plugin on the fake driver
+// (fake_driver/): the skip guard, a log sink that keeps every line, and a
+// small context description.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bonsai/bonsai_backend.h"
+#include "cuda_test_support.hpp"
+#include "nvrtc_library.hpp"
+
+namespace fake_driver_test {
+
+#ifdef BONSAI_FAKE_CUDA_DRIVER
+inline const char *const kFakeDriver = BONSAI_FAKE_CUDA_DRIVER;
+#else
+inline const char *const kFakeDriver = nullptr;
+#endif
+
+#define REQUIRE_FAKE_DRIVER_AND_NVRTC()                                                            \
+  do {                                                                                             \
+    if (kFakeDriver == nullptr)                                                                    \
+      GTEST_SKIP() << "skipped: the fake CUDA driver is not built in this configuration";          \
+    if (bonsai::cuda::load_nvrtc().api == nullptr)                                                 \
+      GTEST_SKIP() << "skipped: NVRTC not available";                                              \
+  } while (0)
+
+struct Lines {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  static void sink(void *self, bonsai_log_level, const char *message) {
+    auto *l = static_cast<Lines *>(self);
+    std::lock_guard<std::mutex> lock(l->mutex);
+    l->lines.emplace_back(message);
+  }
+  int count(const std::string &text) {
+    int n = 0;
+    for (const auto &line : lines)
+      n += line.find(text) != std::string::npos;
+    return n;
+  }
+};
+
+inline bonsai_context_desc context_desc(Lines *log, const char *options = "") {
+  bonsai_context_desc desc{};
+  desc.struct_size = sizeof desc;
+  desc.max_context = 32;
+  desc.max_batch = 4;
+  desc.log = Lines::sink;
+  desc.log_user_data = log;
+  desc.log_level = BONSAI_LOG_TRACE;
+  desc.options = options;
+  return desc;
+}
+
+} // namespace fake_driver_test
