@@ -68,10 +68,18 @@ private:
   void answer(const std::string &user_text) {
     history_.push_back({"user", user_text});
     GenerateRequest request;
-    request.prompt_tokens = engine_.tokenize(
-        format_chat_prompt(engine_, history_, settings_.style.think != Toggle::off));
+    try {
+      request.prompt_tokens = engine_.tokenize(
+          format_chat_prompt(engine_, history_, settings_.style.think != Toggle::off));
+    } catch (const Error &e) {
+      // e.g. a line that is not valid UTF-8: drop it, keep the conversation.
+      history_.pop_back();
+      std::fprintf(stderr, "bonsai: error: %s; that line was not sent, type it again\n", e.what());
+      return;
+    }
     request.n_predict = settings_.generation.n_predict;
     request.sampling = settings_.generation.sampling;
+    request.stop_strings = settings_.generation.stop;
     if (settings_.generation.ignore_eos)
       request.stop_tokens = std::vector<int32_t>{};
     try {
@@ -105,7 +113,9 @@ private:
       std::fputs("(reply stopped)\n", stderr);
     if (settings_.show_stats)
       std::fprintf(stderr, "%s\n",
-                   format_stats(engine_.backend().name, result.stats, result.stop_reason).c_str());
+                   format_stats(engine_.backend().name, result.stats, result.stop_reason,
+                                *request.sampling.seed)
+                       .c_str());
   }
 
   const Engine &engine_;

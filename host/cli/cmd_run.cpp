@@ -66,6 +66,7 @@ int run_command(const Args &argv) {
   request.prompt_tokens = engine.tokenize(build_prompt(engine, prompt_args, prompt, chat));
   request.n_predict = generation.n_predict;
   request.sampling = generation.sampling;
+  request.stop_strings = generation.stop;
   if (generation.ignore_eos)
     request.stop_tokens = std::vector<int32_t>{};
   check_context({.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size()),
@@ -84,8 +85,10 @@ int run_command(const Args &argv) {
   interrupt.disarm();
   std::fputs("\n", stdout);
   std::fflush(stdout);
-  std::fprintf(stderr, "%s\n",
-               format_stats(engine.backend().name, result.stats, result.stop_reason).c_str());
+  std::fprintf(
+      stderr, "%s\n",
+      format_stats(engine.backend().name, result.stats, result.stop_reason, *request.sampling.seed)
+          .c_str());
   return interrupt.interrupted() ? kExitInterrupted : kExitOk;
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "bonsai/bonsai_backend.h"
+#include "bonsai/engine.hpp"
 #include "commands.hpp"
 #include "usage_error.hpp"
 
@@ -32,7 +34,24 @@ void print_usage(std::FILE *to) {
   std::fprintf(to, "usage: bonsai <command> [options]\n\ncommands:\n");
   for (const auto &c : kSubcommands)
     std::fprintf(to, "  %-10s %s\n", c.name, c.summary);
-  std::fprintf(to, "\nRun 'bonsai <command> --help' for the options of a command.\n");
+  std::fprintf(to, "\nRun 'bonsai <command> --help' for the options of a command, 'bonsai "
+                   "--version' for the versions of the program, its ABI and its plugins.\n");
+}
+
+// --version: the program, the plugin ABI it speaks, and the plugins found.
+void print_version() {
+  std::printf("bonsai %s (plugin ABI %d.%d)\n", BONSAI_VERSION_STRING, BONSAI_ABI_MAJOR,
+              BONSAI_ABI_MINOR);
+  const auto plugins = bonsai::list_plugins();
+  std::printf("plugins:%s\n", plugins.empty() ? " none found" : "");
+  for (const auto &p : plugins) {
+    if (p.loaded)
+      std::printf("  %-6s %s, ABI %u.%u, %s\n", p.name.c_str(), p.version.c_str(), p.abi_major,
+                  p.abi_minor, p.path.c_str());
+    else
+      std::printf("  %-6s not loadable (%s), %s\n", p.name.c_str(), p.load_error.c_str(),
+                  p.path.c_str());
+  }
 }
 
 void report(const char *what) {
@@ -50,6 +69,10 @@ int main(int argc, char **argv) {
   const std::string_view name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     print_usage(stdout);
+    return kExitOk;
+  }
+  if (name == "--version" || name == "version") {
+    print_version();
     return kExitOk;
   }
   for (const auto &c : kSubcommands) {

@@ -2,15 +2,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <random>
 #include <sstream>
 
 #include "bonsai/log.hpp"
+#include "llama_flags.hpp"
 #include "usage_error.hpp"
 
 namespace bonsai::cli {
@@ -67,6 +70,52 @@ void validate_generation(const GenerationArgs &g) {
     invalid("--repeat-last-n", "must be >= 0", std::to_string(s.repeat_last_n));
   check_finite("--presence-penalty", s.presence_penalty);
   check_finite("--frequency-penalty", s.frequency_penalty);
+}
+
+// The option `token` ("-m", "--model") names in `all`, or nullptr.
+const po::option_description *find_flag(const po::options_description &all,
+                                        const std::string &token) {
+  if (token.rfind("--", 0) == 0)
+    return all.find_nothrow(token.substr(2), false);
+  if (token.size() == 2 && token[0] == '-')
+    for (const auto &d : all.options())
+      if (d->canonical_display_name(po::command_line_style::allow_dash_for_short) == token)
+        return d.get();
+  return nullptr;
+}
+
+size_t edit_distance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The known long flag closest to `unknown` ("--tmp" -> "--temp"), or "" when
+// none is near enough to be a likely typo.
+std::string nearest_flag(const po::options_description &all, const std::string &unknown) {
+  std::string word = unknown;
+  while (!word.empty() && word[0] == '-')
+    word.erase(0, 1);
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto &d : all.options()) {
+    const size_t distance = edit_distance(word, d->long_name());
+    if (!d->long_name().empty() && distance < best_distance) {
+      best_distance = distance;
+      best = "--" + d->long_name();
+    }
+  }
+  return best;
 }
 
 const CommandLine::ToggleHelp kThinkHelp = {
@@ -215,14 +264,18 @@ CommandLine &CommandLine::generation(GenerationArgs &g) {
           ->default_value(s.frequency_penalty, shortest(s.frequency_penalty)),
       "frequency penalty (0 = off)");
   add("seed", po::value(&seed_)->value_name("N")->default_value(seed_),
-      "random seed (-1 = a random one)");
+      "random seed (-1 = a random one, printed in the stats line)");
   add("ignore-eos", po::bool_switch(&g.ignore_eos), "keep generating through end-of-turn tokens");
+  add("stop", po::value(&g.stop)->value_name("TEXT")->composing(),
+      "end the answer where TEXT appears (repeatable; -r/--reverse-prompt is the same)");
   groups_.push_back(group);
   checks_.push_back([this, &g] {
     if (seed_ < -1)
       invalid("--seed", "must be >= 0, or -1 for a random seed", std::to_string(seed_));
-    if (seed_ >= 0)
-      g.sampling.seed = static_cast<uint64_t>(seed_);
+    // A random seed is drawn here, not in the sampler, so that the stats
+    // line can print it and any run can be repeated with --seed.
+    g.sampling.seed =
+        seed_ >= 0 ? static_cast<uint64_t>(seed_) : std::random_device{}() & 0x7fffffffu;
     validate_generation(g);
   });
   return *this;
@@ -247,6 +300,32 @@ po::options_description_easy_init CommandLine::add_options() {
   return own_.add_options();
 }
 
+void CommandLine::store(const std::vector<std::string> &args, const po::options_description &all) {
+  po::options_description with_words = all;
+  with_words.add_options()("positional-words", po::value(&positional_));
+  po::positional_options_description words;
+  words.add("positional-words", -1);
+  // No abbreviations: `--temp` must never silently mean another flag.
+  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+  po::parsed_options parsed =
+      po::command_line_parser(args).options(with_words).positional(words).style(style).run();
+  // A flag given twice: the last one wins, as in llama.cpp (repeatable
+  // flags such as --stop keep every value).
+  std::vector<po::option> kept;
+  for (size_t i = 0; i < parsed.options.size(); ++i) {
+    const po::option &o = parsed.options[i];
+    const po::option_description *d = with_words.find_nothrow(o.string_key, false);
+    const bool repeatable = o.position_key != -1 || d == nullptr || d->semantic()->is_composing();
+    bool later = false;
+    for (size_t j = i + 1; j < parsed.options.size() && !repeatable && !later; ++j)
+      later = parsed.options[j].string_key == o.string_key;
+    if (!later)
+      kept.push_back(o);
+  }
+  parsed.options = kept;
+  po::store(parsed, values_);
+}
+
 bool CommandLine::parse(const std::vector<std::string> &args) {
   po::options_description all;
   all.add(general_);
@@ -254,17 +333,36 @@ bool CommandLine::parse(const std::vector<std::string> &args) {
     all.add(own_);
   for (const auto &g : groups_)
     all.add(g);
-  // No abbreviations: `--temp` must never silently mean another flag.
-  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+  const FlagSchema schema{
+      [&all](const std::string &token) { return find_flag(all, token) != nullptr; },
+      [&all](const std::string &token) {
+        const po::option_description *d = find_flag(all, token);
+        return d != nullptr && d->semantic()->max_tokens() > 0;
+      }};
+  const TranslatedArgs translated = translate_llama_flags(args, schema);
+  for (const std::string &note : translated.notes)
+    std::fprintf(stderr, "bonsai: note: %s\n", note.c_str());
   try {
-    po::store(po::command_line_parser(args).options(all).style(style).run(), values_);
+    store(translated.args, all);
     if (values_.count("help")) {
       std::cout << "usage: bonsai " << synopsis_ << "\n" << all << std::flush;
       return false;
     }
     po::notify(values_);
+  } catch (const po::unknown_option &e) {
+    const std::string near = nearest_flag(all, e.get_option_name());
+    throw UsageError(std::string(e.what()) + (near.empty() ? "" : "; did you mean " + near + "?") +
+                     " (see 'bonsai " + command_ + " --help')");
   } catch (const po::error &e) {
     throw UsageError(std::string(e.what()) + " (see 'bonsai " + command_ + " --help')");
+  }
+  if (!positional_.empty()) {
+    std::string words;
+    for (const std::string &w : positional_)
+      words += (words.empty() ? "'" : ", '") + w + "'";
+    throw UsageError("unexpected argument" + std::string(positional_.size() > 1 ? "s " : " ") +
+                     words + ": every value belongs to a flag; quote text with spaces, e.g. -p " +
+                     "\"Hello world\" (see 'bonsai " + command_ + " --help')");
   }
   for (const auto &check : checks_)
     check();

@@ -8,10 +8,11 @@
 #include <memory>
 #include <string>
 
-#include "bonsai/core/rope.hpp"
 #include <vector>
 
 #include <boost/program_options.hpp>
+
+#include "bonsai/core/rope.hpp"
 
 #include "bonsai/engine.hpp"
 
@@ -45,7 +46,8 @@ struct PromptArgs {
 struct GenerationArgs {
   int32_t n_predict = 128; // -1 = until a stop token or the context is full
   SamplingParams sampling;
-  bool ignore_eos = false; // generate through end-of-turn tokens
+  bool ignore_eos = false;       // generate through end-of-turn tokens
+  std::vector<std::string> stop; // --stop / -r: end the answer at any of these strings
 };
 
 // One subcommand's option table. Groups are added before parse().
@@ -94,6 +96,8 @@ private:
   std::vector<std::unique_ptr<SwitchPair>> switches_;
   std::string log_level_;
   int64_t seed_ = -1;
+  std::vector<std::string> positional_; // words outside any flag: an error
+  void store(const std::vector<std::string> &args, const po::options_description &all);
   void add_toggle(po::options_description &group, const ToggleHelp &help, Toggle &target);
 };
 

@@ -4,16 +4,18 @@
 
 namespace bonsai::cli {
 
-std::string format_stats(std::string_view backend, const GenerateStats &s, StopReason stop_reason) {
+std::string format_stats(std::string_view backend, const GenerateStats &s, StopReason stop_reason,
+                         uint64_t seed) {
   char reused[48] = "";
   if (s.reused_tokens > 0)
     std::snprintf(reused, sizeof reused, " (+%d reused)", s.reused_tokens);
   char line[320];
   std::snprintf(line, sizeof line,
                 "stats: backend %.*s | load %.1f ms | prompt %d tokens%s, %.1f t/s | "
-                "generated %d tokens, %.1f t/s | stop: %.*s",
+                "generated %d tokens, %.1f t/s | seed %llu | stop: %.*s",
                 static_cast<int>(backend.size()), backend.data(), s.load_ms, s.prompt_tokens,
                 reused, s.prompt_tps, s.gen_tokens, s.gen_tps,
+                static_cast<unsigned long long>(seed),
                 static_cast<int>(to_string(stop_reason).size()), to_string(stop_reason).data());
   return line;
 }

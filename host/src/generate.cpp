@@ -240,6 +240,8 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       if (!stepped) {
         s.pending = one[0];
         stop = StopReason::cancelled;
+      } else {
+        ++result.stats.gen_steps;
       }
     }
   }
@@ -252,7 +254,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   const auto gen_end = Clock::now();
   result.stop_reason = *stop;
   result.stats.gen_ms = ms_between(prompt_end, gen_end);
-  result.stats.gen_tps = per_second(result.stats.gen_tokens, result.stats.gen_ms);
+  result.stats.gen_tps = per_second(result.stats.gen_steps, result.stats.gen_ms);
   return result;
 }
 

@@ -82,6 +82,10 @@ TEST_F(EngineCpu, GreedyGenerationMatchesGolden) {
   EXPECT_GT(result.stats.gen_tps, 0.0);
   // 8 prompt tokens + 23 fed back; the 24th is sampled but not evaluated.
   EXPECT_EQ(session.position(), 31);
+  // The rate counts those 23 decode steps, not the 24 tokens: the first
+  // token came from the prompt's logits (llama.cpp's definition).
+  EXPECT_EQ(result.stats.gen_steps, 23);
+  EXPECT_NEAR(result.stats.gen_tps * result.stats.gen_ms / 1000.0, 23.0, 1e-6);
 }
 
 TEST_F(EngineCpu, SamplerPathWithTopKOneEqualsGreedy) {

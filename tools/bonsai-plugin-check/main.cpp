@@ -13,6 +13,8 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bonsai/core/formats.hpp"
 #include "data_dir.hpp"
@@ -47,6 +49,10 @@ conformance::CheckResult guarded(const std::string &name,
   }
 }
 
+// The golden models run_golden checks, with the weight type each needs.
+constexpr std::pair<const char *, GgmlType> kGoldenModels[] = {
+    {"tiny-q1", GgmlType::Q1_0}, {"tiny-q1-tied", GgmlType::Q1_0}, {"tiny-q2", GgmlType::Q2_0}};
+
 void run_golden(const conformance::PluginChecker &checker, const Arguments &args, Tally &tally) {
   const std::filesystem::path dir =
       args.golden_dir.empty() ? find_golden_dir() : std::filesystem::path(args.golden_dir);
@@ -59,9 +65,7 @@ void run_golden(const conformance::PluginChecker &checker, const Arguments &args
     return;
   }
   const bool f32 = checker.supports(static_cast<uint32_t>(GgmlType::F32));
-  for (const auto &[model, type] :
-       {std::pair{"tiny-q1", GgmlType::Q1_0}, std::pair{"tiny-q1-tied", GgmlType::Q1_0},
-        std::pair{"tiny-q2", GgmlType::Q2_0}}) {
+  for (const auto &[model, type] : kGoldenModels) {
     conformance::CheckResult r{std::string("golden ") + model};
     if (!f32 || !checker.supports(static_cast<uint32_t>(type))) {
       r.skipped = true;
@@ -118,11 +122,34 @@ int run(const Arguments &args) {
     return kExitFail;
   }
 
+  // The checks that need a context on a device.
+  std::vector<std::pair<std::string, std::function<conformance::CheckResult()>>> device_checks;
+  device_checks.emplace_back("error_paths", [&] { return c.error_paths(); });
+  for (uint32_t type : conformance::known_weight_types()) {
+    const std::string label(type_name(type));
+    device_checks.emplace_back("matmul " + label, [&c, type] { return c.matmul(type); });
+    device_checks.emplace_back("layer_encode " + label,
+                               [&c, type] { return c.layer_encode(type); });
+  }
+  device_checks.emplace_back("kv_truncate_redecode", [&] { return c.kv_truncate_redecode(); });
+  device_checks.emplace_back("argmax_matches_logits", [&] { return c.argmax_matches_logits(); });
+
   const std::string skip_reason = c.context_skip_reason();
   if (!skip_reason.empty()) {
-    std::printf("\nSKIPPED: %s\nNo device check ran (matmul, layer encode, LM head, KV cache, "
-                "error paths, golden models).\n",
-                skip_reason.c_str());
+    // Every check that could not run is counted and named, never passed.
+    std::printf("\nSKIPPED: %s\n", skip_reason.c_str());
+    std::vector<std::string> skipped;
+    for (const auto &check : device_checks)
+      skipped.push_back(check.first);
+    if (!args.no_golden)
+      for (const auto &golden : kGoldenModels)
+        skipped.push_back(std::string("golden ") + golden.first);
+    for (const std::string &name : skipped) {
+      conformance::CheckResult r{name};
+      r.skipped = true;
+      r.note("skipped: no device");
+      print_check(stdout, r, tally);
+    }
     std::printf("\nsummary: %d passed, %d failed, %d skipped\n", tally.passed, tally.failed,
                 tally.skipped);
     if (tally.failed > 0)
@@ -131,14 +158,8 @@ int run(const Arguments &args) {
     return kExitNoDevice;
   }
 
-  report("error_paths", [&] { return c.error_paths(); });
-  for (uint32_t type : conformance::known_weight_types()) {
-    const std::string label(type_name(type));
-    report("matmul " + label, [&] { return c.matmul(type); });
-    report("layer_encode " + label, [&] { return c.layer_encode(type); });
-  }
-  report("kv_truncate_redecode", [&] { return c.kv_truncate_redecode(); });
-  report("argmax_matches_logits", [&] { return c.argmax_matches_logits(); });
+  for (const auto &[name, check] : device_checks)
+    report(name, check);
   if (!args.no_golden)
     run_golden(c, args, tally);
 

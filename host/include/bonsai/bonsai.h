@@ -115,9 +115,10 @@ typedef struct bonsai_generate_result {
   int32_t prompt_tokens;
   double prompt_ms;
   double prompt_tps;
-  int32_t gen_tokens;
+  int32_t gen_tokens; /* tokens sampled, a stop token included */
   double gen_ms;
-  double gen_tps;
+  double gen_tps; /* decode steps per second (N tokens are N - 1 steps: the
+                     first comes from the prompt's logits), as llama.cpp counts */
 } bonsai_generate_result;
 
 /* Generates; streams through on_text (may be NULL). Returns 0 on success and

@@ -330,7 +330,11 @@ struct GenerateStats {
   double prompt_tps = 0;  // prompt_tokens / prompt seconds (0 if none)
   int32_t gen_tokens = 0; // tokens sampled (including a stop token)
   double gen_ms = 0;      // from the first sampled token to the last
-  double gen_tps = 0;     // gen_tokens / gen seconds (0 if none)
+  // Decode steps per second, as llama.cpp's "eval time" counts them: the
+  // first token is sampled from the prompt's logits (its cost is in
+  // prompt_ms), so N tokens take N - 1 steps when the last is not fed back.
+  double gen_tps = 0;    // gen_steps / gen seconds (0 if none)
+  int32_t gen_steps = 0; // single-token forward passes after the prompt
 };
 
 struct GenerateResult {

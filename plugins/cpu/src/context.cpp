@@ -1,5 +1,7 @@
 #include "context.hpp"
 
+#include <algorithm>
+
 #include <cstdlib>
 
 #include <oneapi/tbb/info.h>
@@ -35,8 +37,15 @@ std::unique_ptr<Context> make_context(const bonsai_context_desc &desc) {
   auto ctx = std::make_unique<Context>();
   ctx->max_context = desc.max_context;
   ctx->max_batch = desc.max_batch;
-  ctx->n_threads = desc.n_threads > 0 ? desc.n_threads : oneapi::tbb::info::default_concurrency();
+  // More threads than the process may run only queue up (and oneTBB warns
+  // on stderr): clamp to what this process has, and say so.
+  const int available = oneapi::tbb::info::default_concurrency();
+  ctx->n_threads = desc.n_threads > 0 ? std::min(desc.n_threads, available) : available;
   ctx->log = Logger(desc.log, desc.log_user_data, desc.log_level);
+  if (desc.n_threads > available)
+    ctx->log.warn(strformat("bonsai_cpu: n_threads %d is more than the %d hardware threads this "
+                            "process may use; using %d",
+                            desc.n_threads, available, available));
   ctx->kernels = selection.set;
   ctx->arena = std::make_unique<oneapi::tbb::task_arena>(ctx->n_threads);
 

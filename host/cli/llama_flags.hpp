@@ -1,0 +1,32 @@
+#pragma once
+// llama.cpp's flags as people type them (-ngl 99, -fa, -cnv, -tb 2, -ub 512,
+// -sys TEXT), translated into bonsai's before parsing. Flags that mean
+// something here become bonsai's own; the others are dropped with a one-line
+// note, instead of being misread as a short flag plus a value (-fa used to
+// read as "-f a").
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace bonsai::cli {
+
+struct TranslatedArgs {
+  std::vector<std::string> args;  // what boost::program_options parses
+  std::vector<std::string> notes; // e.g. "-fa: attention is always fused in bonsai; ignored"
+};
+
+// What the translation needs to know about the subcommand's own flags.
+struct FlagSchema {
+  // Whether the command has the long option `name` (e.g. "backend").
+  std::function<bool(const std::string &name)> has;
+  // Whether the option spelled `token` ("-m", "--model") takes a value, so
+  // that its value is passed through untouched.
+  std::function<bool(const std::string &token)> takes_value;
+};
+
+// Throws UsageError for a llama.cpp flag without its value, or a -ngl value
+// that is not a whole number.
+TranslatedArgs translate_llama_flags(const std::vector<std::string> &args,
+                                     const FlagSchema &schema);
+
+} // namespace bonsai::cli

@@ -1,0 +1,177 @@
+// What users of llama.cpp type, and what bonsai does with it: extra words,
+// llama.cpp's flags, repeated flags, typos, absurd thread counts, stop
+// strings, the seed in the stats, a chat line that is not UTF-8, and the
+// plugin checker's count of skipped checks.
+#include <cctype>
+#include <regex>
+
+#include "bonsai/bonsai_backend.h"
+#include "cli_harness.hpp"
+
+namespace bonsai::test {
+namespace {
+
+const std::string kTiny = data_file("tiny-q1.gguf");
+
+std::vector<std::string> run_args(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"run", "-m", kTiny, "-p", "Hello", "--no-progress"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+int generated(const std::string &err) {
+  return number_after(err, "| generated ");
+}
+
+TEST(Habits, ExtraWordsAfterAPromptAreAnErrorThatNamesThem) {
+  const auto r = run_bonsai({"run", "-m", kTiny, "-p", "Hello", "world", "again"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unexpected arguments 'world', 'again'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-p \"Hello world\""), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << "nothing may be generated: " << r.out;
+}
+
+TEST(Habits, TheLastOfARepeatedFlagWins) {
+  const auto r = run_bonsai(run_args({"-n", "2", "--temp", "0", "--ignore-eos", "-n", "5"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(generated(r.err), 5) << r.err;
+}
+
+TEST(Habits, NglZeroMeansCpuAndOtherwiseTheGpuBackend) {
+  // -ngl 0 after --backend cuda: the last one wins, so the CPU runs it.
+  const auto cpu = run_bonsai(run_args({"-n", "1", "--backend", "cuda", "-ngl", "0"}));
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_NE(cpu.err.find("stats: backend cpu"), std::string::npos) << cpu.err;
+  // -ngl 99 asks for the CUDA backend, which this machine may lack: either
+  // it runs there, or it fails naming the CUDA plugin (never the CPU).
+  const auto gpu = run_bonsai(run_args({"-n", "1", "-ngl", "99"}));
+  if (gpu.exit_code == 0)
+    EXPECT_NE(gpu.err.find("stats: backend cuda"), std::string::npos) << gpu.err;
+  else
+    EXPECT_NE(gpu.err.find("libbonsai_cuda"), std::string::npos) << gpu.err;
+  const auto bad = run_bonsai(run_args({"-ngl", "all"}));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("-ngl needs a number of layers"), std::string::npos) << bad.err;
+}
+
+TEST(Habits, LlamaFlagsThatDoNotApplyGetANoteAndAreNotMisread) {
+  // -fa once read as "-f a" (a prompt file), -cnv as "-c nv", -tb 2 as "-t b".
+  const auto r = run_bonsai(
+      run_args({"-n", "1", "-fa", "-cnv", "-tb", "2", "-fa", "on", "--flash-attn", "auto"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("bonsai: note: -fa: attention is always fused"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bonsai: note: -cnv: for a conversation use 'bonsai chat'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("bonsai: note: -tb: bonsai uses -t"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--flash-attn: attention"), std::string::npos) << r.err;
+  // -ub is the step size, bonsai's -b: a bad value is reported as -b's.
+  const auto ub = run_bonsai(run_args({"-ub", "0"}));
+  EXPECT_EQ(ub.exit_code, 2);
+  EXPECT_NE(ub.err.find("-b/--batch-size must be >= 1"), std::string::npos) << ub.err;
+  // A value of our own flag that looks like a llama.cpp flag is a value.
+  const auto text = run_bonsai({"run", "-m", kTiny, "-p", "-fa", "-n", "1", "--no-progress"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.err.find("note"), std::string::npos) << text.err;
+}
+
+TEST(Habits, AnUnknownFlagSuggestsTheNearestKnownOne) {
+  const auto r = run_bonsai(run_args({"--tmp", "0.5"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unrecognised option '--tmp'; did you mean --temp?"), std::string::npos)
+      << r.err;
+  const auto far = run_bonsai(run_args({"--zzzzzzzz"}));
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+}
+
+TEST(Habits, TooManyThreadsAreClampedWithAMessage) {
+  const auto r = run_bonsai(run_args({"-n", "1", "-t", "1000"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("n_threads 1000 is more than the"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("TBB Warning"), std::string::npos) << r.err;
+}
+
+TEST(Habits, StopStringsEndTheAnswerBeforeThem) {
+  const auto full = run_bonsai(run_args({"-n", "16", "--temp", "0", "--ignore-eos"}));
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  std::string text = full.out.substr(0, full.out.size() - 1); // the final newline
+  ASSERT_GE(text.size(), 8u) << text;
+  // An ASCII piece from the second half of the greedy text (never part of
+  // a multi-byte character): the answer must end before it.
+  size_t at = text.size() / 2;
+  while (at + 3 <= text.size() && !(std::isprint(static_cast<unsigned char>(text[at])) &&
+                                    std::isprint(static_cast<unsigned char>(text[at + 1])) &&
+                                    std::isprint(static_cast<unsigned char>(text[at + 2]))))
+    ++at;
+  if (at + 3 > text.size())
+    GTEST_SKIP() << "skipped: no ASCII run in the greedy text to stop at: " << text;
+  const std::string stop = text.substr(at, 3);
+  const size_t first = text.find(stop);
+  for (const char *flag : {"--stop", "-r", "--reverse-prompt"}) {
+    const auto cut = run_bonsai(run_args({"-n", "16", "--temp", "0", "--ignore-eos", flag, stop}));
+    ASSERT_EQ(cut.exit_code, 0) << cut.err;
+    EXPECT_EQ(cut.out, text.substr(0, first) + "\n") << flag;
+    EXPECT_NE(cut.err.find("stop: stop string"), std::string::npos) << cut.err;
+  }
+}
+
+TEST(Habits, TheStatsNameTheSeedAndItRepeatsTheRun) {
+  const auto first = run_bonsai(run_args({"-n", "12", "--temp", "1.0", "--ignore-eos"}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(first.err, m, std::regex(R"(\| seed (\d+) \|)"))) << first.err;
+  const auto again =
+      run_bonsai(run_args({"-n", "12", "--temp", "1.0", "--ignore-eos", "--seed", m[1]}));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, first.out);
+}
+
+TEST(Habits, AChatLineThatIsNotUtf8IsRefusedAndTheChatGoesOn) {
+  const auto r = run_bonsai({"chat", "-m", kTiny, "-n", "3", "--temp", "0", "--ignore-eos"},
+                            "bad \xff\xfe line\nHello\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("not valid UTF-8"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("that line was not sent, type it again"), std::string::npos) << r.err;
+  // Prompts before the bad line, before Hello, and at end of input; Hello
+  // got an answer in between.
+  const size_t hello_prompt = r.out.find("> ", r.out.find("> ") + 2);
+  ASSERT_NE(hello_prompt, std::string::npos) << r.out;
+  const size_t last_prompt = r.out.rfind("> ");
+  EXPECT_GT(last_prompt, hello_prompt + 3) << "no answer to Hello: " << r.out;
+}
+
+TEST(Habits, PluginCheckCountsAndNamesTheChecksItSkips) {
+  const std::string plugin = std::string(BONSAI_PLUGIN_DIR) + "/libbonsai_cuda.so";
+  if (!std::filesystem::exists(plugin))
+    GTEST_SKIP() << "skipped: the CUDA plugin is not built in this configuration";
+  setenv("BONSAI_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1); // no device, for sure
+  const auto r = run_process(
+      {{std::string(BONSAI_BIN_DIR) + "/bonsai-plugin-check", plugin}, "", milliseconds(60000)});
+  unsetenv("BONSAI_CUDA_DRIVER");
+  EXPECT_EQ(r.exit_code, 77) << r.out << r.err;
+  int skip_lines = 0;
+  for (const std::string &line : lines_of(r.out))
+    skip_lines += line.rfind("SKIP  ", 0) == 0;
+  EXPECT_NE(r.out.find("SKIP  matmul q1_0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SKIP  golden tiny-q1"), std::string::npos) << r.out;
+  EXPECT_GE(skip_lines, 10) << r.out;
+  EXPECT_NE(r.out.find(", " + std::to_string(skip_lines) + " skipped"), std::string::npos) << r.out;
+}
+
+TEST(Habits, VersionNamesTheProgramTheAbiAndThePlugins) {
+  const auto r = run_bonsai({"--version"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.out, m, std::regex(R"(^bonsai \d+\.\d+\.\d+ \(plugin ABI (\d+)\.(\d+)\)\n)")))
+      << r.out;
+  EXPECT_EQ(std::stoi(m[1]), BONSAI_ABI_MAJOR);
+  EXPECT_EQ(std::stoi(m[2]), BONSAI_ABI_MINOR);
+  const std::string cpu = std::string(BONSAI_PLUGIN_DIR) + "/libbonsai_cpu.so";
+  EXPECT_NE(r.out.find("  cpu    "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(cpu), std::string::npos) << r.out;
+}
+
+} // namespace
+} // namespace bonsai::test
