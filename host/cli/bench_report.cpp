@@ -63,39 +63,103 @@ BenchStats summarize(const BenchRow &row) {
   return stats;
 }
 
-std::string format_markdown(const std::vector<BenchRow> &rows) {
-  std::string out = "| model | size | params | backend | threads | test | t/s | median t/s |\n"
-                    "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
-  for (const BenchRow &row : rows) {
-    const BenchStats s = summarize(row);
-    const std::string threads = row.threads > 0 ? std::to_string(row.threads) : "auto";
-    out += printf_string("| %s | %s | %s | %s | %s | %s | %.2f ± %.2f | %.2f |\n",
-                         row.model.c_str(), human_size(row.size_bytes).c_str(),
-                         human_params(row.n_params).c_str(), row.backend.c_str(), threads.c_str(),
-                         row.test.c_str(), s.mean_tps, s.stddev_tps, s.median_tps);
-  }
-  return out;
+namespace {
+
+std::string markdown_row(const BenchRow &row) {
+  const BenchStats s = summarize(row);
+  const std::string threads = row.threads > 0 ? std::to_string(row.threads) : "auto";
+  return printf_string("| %s | %s | %s | %s | %s | %s | %.2f ± %.2f | %.2f |\n", row.model.c_str(),
+                       human_size(row.size_bytes).c_str(), human_params(row.n_params).c_str(),
+                       row.backend.c_str(), threads.c_str(), row.test.c_str(), s.mean_tps,
+                       s.stddev_tps, s.median_tps);
 }
 
-std::string format_json(const std::vector<BenchRow> &rows) {
-  std::string out = "[\n";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const BenchRow &row = rows[i];
-    const BenchStats s = summarize(row);
-    out += printf_string("  {\"model\": \"%s\", \"size_bytes\": %llu, \"n_params\": %llu, ",
-                         json_escape(row.model).c_str(),
-                         static_cast<unsigned long long>(row.size_bytes),
-                         static_cast<unsigned long long>(row.n_params));
-    out += printf_string("\"backend\": \"%s\", \"threads\": %d, \"test\": \"%s\", ",
-                         json_escape(row.backend).c_str(), row.threads, row.test.c_str());
-    out += printf_string("\"n_tokens\": %d, \"avg_ts\": %.4f, \"stddev_ts\": %.4f, "
-                         "\"median_ts\": %.4f, \"samples_s\": [",
-                         row.n_tokens, s.mean_tps, s.stddev_tps, s.median_tps);
-    for (size_t k = 0; k < row.seconds.size(); ++k)
-      out += printf_string(k ? ", %.6f" : "%.6f", row.seconds[k]);
-    out += i + 1 < rows.size() ? "]},\n" : "]}\n";
+// CSV fields are quoted when they hold a comma, a quote or a line break.
+std::string csv_field(const std::string &s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos)
+    return s;
+  std::string out = "\"";
+  for (const char c : s)
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string csv_row(const BenchRow &row) {
+  const BenchStats s = summarize(row);
+  std::string samples;
+  for (size_t k = 0; k < row.seconds.size(); ++k)
+    samples += printf_string(k ? ";%.6f" : "%.6f", row.seconds[k]);
+  return csv_field(row.model) +
+         printf_string(",%llu,%llu,", static_cast<unsigned long long>(row.size_bytes),
+                       static_cast<unsigned long long>(row.n_params)) +
+         csv_field(row.backend) + printf_string(",%d,", row.threads) + csv_field(row.test) +
+         printf_string(",%d,%.4f,%.4f,%.4f,", row.n_tokens, s.mean_tps, s.stddev_tps,
+                       s.median_tps) +
+         samples + "\n";
+}
+
+std::string json_object(const BenchRow &row) {
+  const BenchStats s = summarize(row);
+  std::string out =
+      printf_string("{\"model\": \"%s\", \"size_bytes\": %llu, \"n_params\": %llu, ",
+                    json_escape(row.model).c_str(), static_cast<unsigned long long>(row.size_bytes),
+                    static_cast<unsigned long long>(row.n_params));
+  out += printf_string("\"backend\": \"%s\", \"threads\": %d, \"test\": \"%s\", ",
+                       json_escape(row.backend).c_str(), row.threads, row.test.c_str());
+  out += printf_string("\"n_tokens\": %d, \"avg_ts\": %.4f, \"stddev_ts\": %.4f, "
+                       "\"median_ts\": %.4f, \"samples_s\": [",
+                       row.n_tokens, s.mean_tps, s.stddev_tps, s.median_tps);
+  for (size_t k = 0; k < row.seconds.size(); ++k)
+    out += printf_string(k ? ", %.6f" : "%.6f", row.seconds[k]);
+  return out + "]}";
+}
+
+} // namespace
+
+std::optional<BenchFormat> parse_bench_format(const std::string &name) {
+  if (name == "md")
+    return BenchFormat::md;
+  if (name == "csv")
+    return BenchFormat::csv;
+  if (name == "json")
+    return BenchFormat::json;
+  if (name == "jsonl")
+    return BenchFormat::jsonl;
+  return std::nullopt;
+}
+
+std::string bench_header(BenchFormat format) {
+  switch (format) {
+  case BenchFormat::md:
+    return "| model | size | params | backend | threads | test | t/s | median t/s |\n"
+           "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
+  case BenchFormat::csv:
+    return "model,size_bytes,n_params,backend,threads,test,n_tokens,avg_ts,stddev_ts,median_ts,"
+           "samples_s\n";
+  case BenchFormat::json:
+    return "[\n";
+  case BenchFormat::jsonl:
+    return "";
   }
-  return out + "]\n";
+  return "";
+}
+
+std::string bench_row(BenchFormat format, const BenchRow &row, bool first) {
+  switch (format) {
+  case BenchFormat::md:
+    return markdown_row(row);
+  case BenchFormat::csv:
+    return csv_row(row);
+  case BenchFormat::json:
+    return std::string(first ? "  " : ",\n  ") + json_object(row);
+  case BenchFormat::jsonl:
+    return json_object(row) + "\n";
+  }
+  return "";
+}
+
+std::string bench_footer(BenchFormat format) {
+  return format == BenchFormat::json ? "\n]\n" : "";
 }
 
 } // namespace bonsai::cli

@@ -2,6 +2,7 @@
 // Formatting of `bonsai bench` results in llama-bench's shape, so our rows can
 // be put next to llama.cpp's: a Markdown table or JSON for scripts.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,14 @@ struct BenchStats {
 };
 
 BenchStats summarize(const BenchRow &row);
-std::string format_markdown(const std::vector<BenchRow> &rows);
-std::string format_json(const std::vector<BenchRow> &rows);
+
+// -o: md (llama-bench's table), csv, json (one array), jsonl (one object a
+// line). Rows are printed one by one as they are measured:
+// header, then bench_row for each (first = the first row), then footer.
+enum class BenchFormat { md, csv, json, jsonl };
+std::optional<BenchFormat> parse_bench_format(const std::string &name);
+std::string bench_header(BenchFormat format);
+std::string bench_row(BenchFormat format, const BenchRow &row, bool first);
+std::string bench_footer(BenchFormat format);
 
 } // namespace bonsai::cli

@@ -4,6 +4,8 @@
 // through the backend's argmax, no logits copied). With -d D both run after D
 // tokens are already in the cache (llama-bench's n_depth; the D-token prefill
 // is not timed). One warm-up run of each test is done first and not counted.
+// -p, -n, -d and -t take comma lists, as llama-bench's do: every combination
+// runs, threads outermost (each count opens the engine afresh).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,12 +26,17 @@ namespace {
 
 struct BenchArgs {
   EngineArgs engine;
-  int32_t n_prompt = 512;    // -p: tokens of the pp test (0 = skip it)
-  int32_t n_gen = 128;       // -n: tokens of the tg test (0 = skip it)
-  int32_t depth = 0;         // -d: tokens in the cache before each test
-  int32_t repetitions = 5;   // -r
-  std::string output = "md"; // -o md|json
+  std::string n_prompt_text = "512";           // -p: tokens of the pp tests (0 = skip)
+  std::string n_gen_text = "128";              // -n: tokens of the tg tests (0 = skip)
+  std::string depth_text = "0";                // -d: tokens in the cache before each test
+  std::vector<int32_t> n_prompt, n_gen, depth; // the lists above, parsed
+  int32_t repetitions = 5;                     // -r
+  std::string output = "md";                   // -o md|csv|json|jsonl
 };
+
+int32_t largest(const std::vector<int32_t> &values) {
+  return *std::max_element(values.begin(), values.end());
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -70,15 +77,16 @@ double time_generation(Session &session, const std::vector<int32_t> &depth_token
   return seconds_since(start);
 }
 
-void validate(const BenchArgs &a) {
-  if (a.n_prompt < 0 || a.n_gen < 0 || a.depth < 0)
-    throw UsageError("-p, -n and -d must be >= 0");
-  if (a.n_prompt == 0 && a.n_gen == 0)
+void parse_lists(BenchArgs &a) {
+  a.n_prompt = parse_int_list("-p/--n-prompt", a.n_prompt_text, 0);
+  a.n_gen = parse_int_list("-n/--n-gen", a.n_gen_text, 0);
+  a.depth = parse_int_list("-d/--depth", a.depth_text, 0);
+  if (largest(a.n_prompt) == 0 && largest(a.n_gen) == 0)
     throw UsageError("nothing to measure: -p and -n are both 0");
   if (a.repetitions < 1)
     throw UsageError("-r/--repetitions must be >= 1");
-  if (a.output != "md" && a.output != "json")
-    throw UsageError("-o/--output must be 'md' or 'json', not '" + a.output + "'");
+  if (!parse_bench_format(a.output))
+    throw UsageError("-o/--output must be md, csv, json or jsonl, not '" + a.output + "'");
 }
 
 } // namespace
@@ -87,54 +95,66 @@ int bench_command(const Args &argv) {
   BenchArgs a;
   CommandLine command_line("bench",
                            "bench -m FILE [-p 512] [-n 128] [-d 0] [-r 5] [-t N] [-o md|json]");
-  command_line.engine(a.engine).logging();
-  command_line.add_options()("n-prompt,p", po::value(&a.n_prompt)->value_name("N"),
-                             "prompt tokens of the ppN test, one prefill (0 = skip; default 512)")(
-      "n-gen,n", po::value(&a.n_gen)->value_name("N"),
-      "tokens of the tgN test, decoded one by one (0 = skip; default 128)")(
-      "depth,d", po::value(&a.depth)->value_name("N"),
+  command_line.engine(a.engine, true).logging();
+  command_line.add_options()(
+      "n-prompt,p", po::value(&a.n_prompt_text)->value_name("N,..."),
+      "prompt tokens of the ppN tests, one prefill each (0 = skip; default 512)")(
+      "n-gen,n", po::value(&a.n_gen_text)->value_name("N,..."),
+      "tokens of the tgN tests, decoded one by one (0 = skip; default 128)")(
+      "depth,d", po::value(&a.depth_text)->value_name("N,..."),
       "tokens already in the cache before each test, prefilled untimed (default 0)")(
       "repetitions,r", po::value(&a.repetitions)->value_name("N"),
       "measured repetitions of each test (default 5)")(
-      "output,o", po::value(&a.output)->value_name("FMT"), "md (table) or json");
+      "output,o", po::value(&a.output)->value_name("FMT"),
+      "md (table, default), csv, json (one array) or jsonl (one object per line)");
   if (!command_line.parse(argv))
     return kExitOk;
-  validate(a);
+  parse_lists(a);
+  const int32_t max_depth = largest(a.depth);
   // Size the context and the batch to the tests unless the user chose.
   if (!command_line.given("ctx-size"))
-    a.engine.n_ctx = a.depth + std::max({a.n_prompt, a.n_gen, 1});
+    a.engine.n_ctx = max_depth + std::max({largest(a.n_prompt), largest(a.n_gen), 1});
   if (!command_line.given("batch-size"))
-    a.engine.n_batch = std::max({a.n_prompt, std::min(a.depth, 512), 1});
+    a.engine.n_batch = std::max({largest(a.n_prompt), std::min(max_depth, 512), 1});
 
-  Engine engine = open_engine(a.engine);
-  Session session = open_session(engine, a.engine);
-  const ModelInfo &model = engine.model();
-
-  const std::vector<int32_t> depth_tokens = random_tokens(a.depth, model.n_vocab);
+  const BenchFormat format = *parse_bench_format(a.output);
+  std::fputs(bench_header(format).c_str(), stdout);
   std::vector<BenchRow> rows;
-  const auto measure = [&](const char *prefix, int32_t count, auto &&timed_run) {
-    if (count == 0)
-      return;
-    const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
-    timed_run(session, depth_tokens, tokens); // warm-up, not counted
-    BenchRow row{std::filesystem::path(model.path).filename().string(),
-                 model.weight_bytes,
-                 model.n_params,
-                 engine.backend().name,
-                 a.engine.n_threads,
-                 prefix + std::to_string(count) +
-                     (a.depth > 0 ? " @ d" + std::to_string(a.depth) : std::string()),
-                 count,
-                 {}};
-    for (int32_t r = 0; r < a.repetitions; ++r)
-      row.seconds.push_back(timed_run(session, depth_tokens, tokens));
-    rows.push_back(std::move(row));
-  };
-  measure("pp", a.n_prompt, time_prompt);
-  measure("tg", a.n_gen, time_generation);
-
-  const std::string text = a.output == "json" ? format_json(rows) : format_markdown(rows);
-  std::fputs(text.c_str(), stdout);
+  for (const int32_t threads : a.engine.thread_list) {
+    a.engine.n_threads = threads;
+    Engine engine = open_engine(a.engine);
+    Session session = open_session(engine, a.engine);
+    const ModelInfo &model = engine.model();
+    for (const int32_t depth : a.depth) {
+      const std::vector<int32_t> depth_tokens = random_tokens(depth, model.n_vocab);
+      const auto measure = [&](const char *prefix, int32_t count, auto &&timed_run) {
+        if (count == 0)
+          return;
+        const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
+        timed_run(session, depth_tokens, tokens); // warm-up, not counted
+        BenchRow row{std::filesystem::path(model.path).filename().string(),
+                     model.weight_bytes,
+                     model.n_params,
+                     engine.backend().name,
+                     threads,
+                     prefix + std::to_string(count) +
+                         (depth > 0 ? " @ d" + std::to_string(depth) : std::string()),
+                     count,
+                     {}};
+        for (int32_t r = 0; r < a.repetitions; ++r)
+          row.seconds.push_back(timed_run(session, depth_tokens, tokens));
+        // Each row as soon as it is measured: a long run shows progress.
+        std::fputs(bench_row(format, row, rows.empty()).c_str(), stdout);
+        std::fflush(stdout);
+        rows.push_back(std::move(row));
+      };
+      for (const int32_t n : a.n_prompt)
+        measure("pp", n, time_prompt);
+      for (const int32_t n : a.n_gen)
+        measure("tg", n, time_generation);
+    }
+  }
+  std::fputs(bench_footer(format).c_str(), stdout);
   return kExitOk;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -141,7 +142,7 @@ CommandLine &CommandLine::model(std::string &path) {
   return *this;
 }
 
-CommandLine &CommandLine::engine(EngineArgs &a) {
+CommandLine &CommandLine::engine(EngineArgs &a, bool thread_list) {
   po::options_description group("Model and backend");
   auto add = group.add_options();
   add("model,m", po::value(&a.model)->value_name("FILE"), "GGUF model file (required)");
@@ -150,17 +151,28 @@ CommandLine &CommandLine::engine(EngineArgs &a) {
       "tried in order");
   add("backend-options", po::value(&a.backend_options)->value_name("K=V;..."),
       "options passed to the plugin, e.g. kernels=reference");
-  add("threads,t", po::value(&a.n_threads)->value_name("N")->default_value(a.n_threads),
-      "CPU threads (0 = automatic)");
+  add("threads,t",
+      po::value(&threads_text_)
+          ->value_name(thread_list ? "N,..." : "N")
+          ->default_value(threads_text_),
+      thread_list ? "CPU threads, a comma list runs every test with each (0 = automatic)"
+                  : "CPU threads (0 = automatic)");
   add("ctx-size,c", po::value(&a.n_ctx)->value_name("N")->default_value(a.n_ctx),
       "context window in tokens (0 = the model's training context)");
   add("batch-size,b", po::value(&a.n_batch)->value_name("N")->default_value(a.n_batch),
       "most prompt tokens evaluated in one step");
   add("no-progress", po::bool_switch(), "do not draw the load progress bar");
   groups_.push_back(group);
-  checks_.push_back([this, &a] {
+  checks_.push_back([this, &a, thread_list] {
     a.progress = !values_["no-progress"].as<bool>();
-    validate_engine(a);
+    a.thread_list = parse_int_list("-t/--threads", threads_text_, INT32_MIN);
+    if (!thread_list && a.thread_list.size() != 1)
+      throw UsageError("-t/--threads takes one number here, got '" + threads_text_ + "'");
+    for (const int32_t n : a.thread_list) {
+      a.n_threads = n;
+      validate_engine(a);
+    }
+    a.n_threads = a.thread_list.front();
   });
   return rope(a.rope);
 }
@@ -372,6 +384,26 @@ bool CommandLine::parse(const std::vector<std::string> &args) {
 bool CommandLine::given(const std::string &name) const {
   const auto it = values_.find(name);
   return it != values_.end() && !it->second.defaulted();
+}
+
+std::vector<int32_t> parse_int_list(const std::string &flag, const std::string &text, int32_t min) {
+  std::vector<int32_t> values;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma - start);
+    int32_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+      throw UsageError(flag + " takes whole numbers, one or a comma list (e.g. 1,2,4), got '" +
+                       text + "'");
+    if (v < min)
+      throw UsageError(flag + " must be >= " + std::to_string(min) + ", got " + item);
+    values.push_back(v);
+    if (comma == std::string::npos)
+      return values;
+    start = comma + 1;
+  }
 }
 
 std::string read_prompt(const PromptArgs &args) {

@@ -22,11 +22,12 @@ namespace po = boost::program_options;
 
 // Model and backend flags shared by run, chat and eval.
 struct EngineArgs {
-  std::string model;            // -m
-  std::string backend = "auto"; // auto | cpu | cuda | PATH.so | list
-  std::string backend_options;  // "key=value;key=value" for the plugin
-  int32_t n_threads = 0;        // 0 = the plugin's choice
-  int32_t n_ctx = 4096;         // 0 = the model's training context
+  std::string model;                      // -m
+  std::string backend = "auto";           // auto | cpu | cuda | PATH.so | list
+  std::string backend_options;            // "key=value;key=value" for the plugin
+  int32_t n_threads = 0;                  // 0 = the plugin's choice (the first of thread_list)
+  std::vector<int32_t> thread_list = {0}; // -t 1,2,4 where the command takes a list (bench)
+  int32_t n_ctx = 4096;                   // 0 = the model's training context
   int32_t n_batch = 512;
   bool progress = true; // load progress bar (drawn only on a terminal)
   RopeOverrides rope;   // --rope-scaling, --rope-scale, --rope-freq-base, --yarn-orig-ctx
@@ -63,8 +64,10 @@ public:
   // `synopsis` is the usage line after "bonsai ", e.g. "run -m FILE -p TEXT".
   CommandLine(std::string command, std::string synopsis);
 
-  CommandLine &model(std::string &path);     // -m/--model (required)
-  CommandLine &engine(EngineArgs &args);     // -m, the backend/context and RoPE flags
+  CommandLine &model(std::string &path); // -m/--model (required)
+  // -m, the backend/context and RoPE flags; with `thread_list` -t takes a
+  // comma list (bench), else one number.
+  CommandLine &engine(EngineArgs &args, bool thread_list = false);
   CommandLine &rope(RopeOverrides &rope);    // the RoPE override flags alone
   CommandLine &prompt(PromptArgs &args);     // -p, -f, --system, --chat, --think
   CommandLine &chat_style(PromptArgs &args); // --system, --think (chat)
@@ -95,11 +98,16 @@ private:
   };
   std::vector<std::unique_ptr<SwitchPair>> switches_;
   std::string log_level_;
+  std::string threads_text_ = "0"; // -t as given
   int64_t seed_ = -1;
   std::vector<std::string> positional_; // words outside any flag: an error
   void store(const std::vector<std::string> &args, const po::options_description &all);
   void add_toggle(po::options_description &group, const ToggleHelp &help, Toggle &target);
 };
+
+// "512,1024" -> {512, 1024}; each must be >= `min`. Throws UsageError
+// naming `flag` for anything else (empty items, words, out of range).
+std::vector<int32_t> parse_int_list(const std::string &flag, const std::string &text, int32_t min);
 
 // The prompt text from -p or -f (exactly one of them). Throws UsageError when
 // both or neither are given, bonsai::Error when the file cannot be read.

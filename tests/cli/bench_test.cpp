@@ -1,5 +1,7 @@
 // `bonsai bench`: the JSON report has one row per test with the token counts
 // asked for and plausible timings; bad values are usage errors.
+#include <algorithm>
+
 #include "cli_harness.hpp"
 
 namespace bonsai::test {
@@ -60,12 +62,45 @@ TEST(Bench, DepthRunsEachTestAfterThatManyCachedTokens) {
   EXPECT_EQ(rows[1]["n_tokens"].as_int(), 4); // the depth tokens are not timed
 }
 
+TEST(Bench, CommaListsRunEveryCombinationThreadsOutermost) {
+  const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8,16", "-n",
+                                      "2", "-d", "0,4", "-t", "1,2", "-r", "1", "-o", "jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  // 2 thread counts x 2 depths x (2 pp + 1 tg) tests, one JSON object a line.
+  ASSERT_EQ(lines.size(), 12u) << r.out;
+  const char *tests[] = {"pp8", "pp16", "tg2", "pp8 @ d4", "pp16 @ d4", "tg2 @ d4"};
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const mini_json::Value row = mini_json::parse(lines[i]);
+    EXPECT_EQ(row["threads"].as_int(), i < 6 ? 1 : 2) << lines[i];
+    EXPECT_EQ(row["test"].as_string(), tests[i % 6]) << lines[i];
+  }
+}
+
+TEST(Bench, CsvHasAHeaderAndOneRowPerTest) {
+  const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n",
+                                      "2", "-r", "2", "-o", "csv", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0], "model,size_bytes,n_params,backend,threads,test,n_tokens,avg_ts,stddev_ts,"
+                      "median_ts,samples_s");
+  EXPECT_EQ(lines[1].rfind("tiny-q1.gguf,2086912,", 0), 0u) << lines[1];
+  EXPECT_NE(lines[1].find(",cpu,1,pp8,8,"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find(",cpu,1,tg2,2,"), std::string::npos) << lines[2];
+  // Two samples, separated by ';' in the last field.
+  EXPECT_EQ(std::count(lines[1].begin(), lines[1].end(), ';'), 1) << lines[1];
+}
+
 TEST(Bench, RejectsBadValues) {
   for (const std::vector<std::string> &extra : {std::vector<std::string>{"-r", "0"},
                                                 {"-p", "-1"},
                                                 {"-p", "0", "-n", "0"},
                                                 {"-o", "xml"},
-                                                {"-d", "-3"}}) {
+                                                {"-d", "-3"},
+                                                {"-p", "8,"},
+                                                {"-n", "4,x"},
+                                                {"-t", "1,-2"}}) {
     std::vector<std::string> args{"bench", "-m", data_file("tiny-q1.gguf")};
     args.insert(args.end(), extra.begin(), extra.end());
     const ProcessResult r = run_bonsai(args);

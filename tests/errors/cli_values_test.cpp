@@ -32,7 +32,7 @@ const Row kRows[] = {
     {"NegativeThreads", {"-t", "-1"}, "-t/--threads must be >= 0 (0 = automatic), got -1"},
     {"NotANumber",
      {"-t", "many"},
-     "the argument ('many') for option '--threads' is invalid (see 'bonsai run --help')"},
+     "-t/--threads takes whole numbers, one or a comma list (e.g. 1,2,4), got 'many'"},
     {"NumberTooLarge",
      {"-c", "99999999999"},
      "the argument ('99999999999') for option '--ctx-size' is invalid (see 'bonsai run --help')"},
