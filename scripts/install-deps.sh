@@ -9,6 +9,7 @@ packages=(
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libspdlog-dev libfmt-dev libtbb-dev libpcre2-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libedit-dev nlohmann-json3-dev
 )
 for extra in "$@"; do
   case "$extra" in

@@ -1,19 +1,28 @@
 // bonsai chat: an interactive conversation. Each turn is formatted with the
 // chat template over the whole history; the session reuses the KV cache for
-// the prefix it already holds, so only the new turn is evaluated.
+// the prefix it already holds, so only the new turn is evaluated. When a turn
+// would not leave room for a reply, the oldest turns are dropped (the system
+// message stays) instead of stopping.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
-#include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bonsai/engine.hpp"
+#include "chat_commands.hpp"
 #include "chat_prompt.hpp"
 #include "commands.hpp"
 #include "context_check.hpp"
+#include "conversation_file.hpp"
 #include "engine_setup.hpp"
 #include "interrupt.hpp"
+#include "line_reader.hpp"
 #include "options.hpp"
 #include "stats.hpp"
+#include "think_filter.hpp"
 #include "usage_error.hpp"
 
 namespace bonsai::cli {
@@ -23,54 +32,141 @@ struct ChatSettings {
   PromptArgs style; // --system, --think
   GenerationArgs generation;
   bool show_stats = false;
+  std::string thinking; // --thinking show|dim|hide ("" = dim on a terminal)
 };
+
+// Tokens kept free for the reply when -n is -1: a turn that leaves fewer
+// drops the oldest turns first.
+int64_t reply_room(int64_t n_predict, int64_t n_ctx) {
+  return n_predict >= 0 ? n_predict : std::min<int64_t>(512, n_ctx / 4);
+}
 
 class Conversation {
 public:
-  Conversation(const Engine &engine, Session &session, const ChatSettings &settings)
-      : engine_(engine), session_(session), settings_(settings), interrupt_(session) {
-    reset();
+  Conversation(const Engine &engine, Session &session, const ChatSettings &settings,
+               ThinkingDisplay thinking)
+      : engine_(engine), session_(session), settings_(settings), interrupt_(session),
+        thinking_(thinking), think_(settings.style.think != Toggle::off),
+        system_(settings.style.system) {
+    clear();
   }
 
   // Reads and answers lines until /exit or end of input.
   void loop() {
-    std::string line;
     for (;;) {
-      std::fputs("> ", stdout);
-      std::fflush(stdout);
-      if (!std::getline(std::cin, line)) {
+      const std::optional<std::string> line = reader_.read("> ");
+      if (!line) {
         std::fputs("\n", stdout);
         return;
       }
-      if (!line.empty() && line.back() == '\r')
-        line.pop_back();
-      if (line == "/exit" || line == "/quit")
+      const ChatCommand command = parse_chat_command(*line);
+      switch (command.kind) {
+      case ChatCommand::exit:
         return;
-      if (line == "/reset") {
-        reset();
-        std::fputs("(conversation cleared)\n", stderr);
-        continue;
+      case ChatCommand::message:
+        if (command.argument.find_first_not_of(" \t\n") != std::string::npos)
+          answer(command.argument);
+        break;
+      default:
+        run(command);
       }
-      if (line.find_first_not_of(" \t") == std::string::npos)
-        continue;
-      answer(line);
     }
   }
 
 private:
-  void reset() {
+  void say(const std::string &text) { std::fprintf(stderr, "(%s)\n", text.c_str()); }
+
+  void run(const ChatCommand &command) {
+    switch (command.kind) {
+    case ChatCommand::clear:
+      clear();
+      say("conversation cleared");
+      break;
+    case ChatCommand::help:
+      std::fputs(chat_help(), stderr);
+      break;
+    case ChatCommand::system:
+      if (command.argument.empty()) {
+        say(system_.empty() ? "no system message" : "system message: " + system_);
+        break;
+      }
+      system_ = command.argument;
+      if (!history_.empty() && history_.front().role == "system")
+        history_.front().content = system_;
+      else
+        history_.insert(history_.begin(), {"system", system_});
+      say("system message set");
+      break;
+    case ChatCommand::think:
+      think_ = command.argument.empty() ? !think_ : command.argument == "on";
+      say(think_ ? "thinking on: the model reasons before it answers"
+                 : "thinking off: the model answers directly");
+      break;
+    case ChatCommand::save:
+      try {
+        save_conversation(command.argument, history_);
+        say("saved " + std::to_string(history_.size()) + " messages to " + command.argument);
+      } catch (const Error &e) {
+        std::fprintf(stderr, "bonsai: error: %s\n", e.what());
+      }
+      break;
+    case ChatCommand::load:
+      try {
+        history_ = load_conversation(command.argument);
+        system_ = !history_.empty() && history_.front().role == "system" ? history_.front().content
+                                                                         : std::string();
+        session_.reset();
+        say("loaded " + std::to_string(history_.size()) + " messages from " + command.argument);
+      } catch (const Error &e) {
+        std::fprintf(stderr, "bonsai: error: %s\n", e.what());
+      }
+      break;
+    case ChatCommand::invalid:
+      std::fprintf(stderr, "bonsai: error: %s\n", command.argument.c_str());
+      break;
+    default:
+      break;
+    }
+  }
+
+  void clear() {
     history_.clear();
-    if (!settings_.style.system.empty())
-      history_.push_back({"system", settings_.style.system});
+    if (!system_.empty())
+      history_.push_back({"system", system_});
     session_.reset();
+  }
+
+  // The prompt for the history, dropping the oldest turns while it leaves
+  // less than reply_room() tokens. Throws Error (tokenizer) as tokenize does.
+  std::vector<int32_t> fitting_prompt() {
+    const int64_t n_ctx = session_.n_ctx();
+    const int64_t room = reply_room(settings_.generation.n_predict, n_ctx);
+    const size_t first_turn = !history_.empty() && history_.front().role == "system" ? 1 : 0;
+    int dropped = 0;
+    for (;;) {
+      std::vector<int32_t> tokens = engine_.tokenize(format_chat_prompt(engine_, history_, think_));
+      // Only the new user turn left: check_context says what does not fit.
+      if (static_cast<int64_t>(tokens.size()) + room <= n_ctx ||
+          history_.size() <= first_turn + 1) {
+        if (dropped > 0)
+          say("context full: dropped the " + std::to_string(dropped) + " oldest message" +
+              (dropped > 1 ? "s" : ""));
+        return tokens;
+      }
+      // A user turn and the reply after it go together.
+      const bool pair =
+          history_.size() > first_turn + 2 && history_[first_turn + 1].role == "assistant";
+      history_.erase(history_.begin() + static_cast<std::ptrdiff_t>(first_turn),
+                     history_.begin() + static_cast<std::ptrdiff_t>(first_turn + (pair ? 2 : 1)));
+      dropped += pair ? 2 : 1;
+    }
   }
 
   void answer(const std::string &user_text) {
     history_.push_back({"user", user_text});
     GenerateRequest request;
     try {
-      request.prompt_tokens = engine_.tokenize(
-          format_chat_prompt(engine_, history_, settings_.style.think != Toggle::off));
+      request.prompt_tokens = fitting_prompt();
     } catch (const Error &e) {
       // e.g. a line that is not valid UTF-8: drop it, keep the conversation.
       history_.pop_back();
@@ -89,15 +185,19 @@ private:
                      .predict_flag = "-n/--n-predict"});
     } catch (const Error &e) {
       history_.pop_back();
-      std::fprintf(stderr, "bonsai: error: %s (type /reset to start over)\n", e.what());
+      std::fprintf(stderr, "bonsai: error: %s (type /clear to start over)\n", e.what());
       return;
     }
+    ThinkFilter filter(thinking_);
+    const auto print = [](const std::string &text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    };
     interrupt_.arm();
     GenerateResult result;
     try {
-      result = session_.generate(request, [](std::string_view piece) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
+      result = session_.generate(request, [&](std::string_view piece) {
+        print(filter.push(piece));
         return true;
       });
     } catch (...) {
@@ -105,12 +205,13 @@ private:
       throw;
     }
     interrupt_.disarm();
-    std::fputs("\n", stdout);
-    std::fflush(stdout);
-    // What was shown stays in the history, even a reply cut short.
+    print(filter.finish() + "\n");
+    // What was generated stays in the history, even a reply cut short.
     history_.push_back({"assistant", result.text});
     if (interrupt_.interrupted())
-      std::fputs("(reply stopped)\n", stderr);
+      say("reply stopped");
+    if (result.stop_reason == StopReason::context_full)
+      say("the context is full; the next turn drops the oldest messages");
     if (settings_.show_stats)
       std::fprintf(stderr, "%s\n",
                    format_stats(engine_.backend().name, result.stats, result.stop_reason,
@@ -122,8 +223,24 @@ private:
   Session &session_;
   const ChatSettings &settings_;
   InterruptHandler interrupt_;
+  LineReader reader_;
+  ThinkingDisplay thinking_;
+  bool think_;
+  std::string system_;
   std::vector<ChatMessage> history_;
 };
+
+ThinkingDisplay thinking_display(const std::string &choice) {
+  if (choice.empty())
+    return isatty(STDOUT_FILENO) ? ThinkingDisplay::dim : ThinkingDisplay::show;
+  if (choice == "show")
+    return ThinkingDisplay::show;
+  if (choice == "dim")
+    return ThinkingDisplay::dim;
+  if (choice == "hide")
+    return ThinkingDisplay::hide;
+  throw UsageError("--thinking must be show, dim or hide, not '" + choice + "'");
+}
 
 } // namespace
 
@@ -137,9 +254,13 @@ int chat_command(const Args &argv) {
       .generation(settings.generation)
       .logging();
   command_line.add_options()("stats", po::bool_switch(&settings.show_stats),
-                             "print timing statistics after each reply");
+                             "print timing statistics after each reply")(
+      "thinking", po::value(&settings.thinking)->value_name("MODE"),
+      "how the reasoning (<think> ... </think>) is shown: show, dim or hide (default: dim on "
+      "a terminal, else show)");
   if (!command_line.parse(argv))
     return kExitOk;
+  const ThinkingDisplay thinking = thinking_display(settings.thinking);
 
   Engine engine = open_engine(engine_args);
   if (settings.generation.n_predict > engine.options().n_ctx)
@@ -150,12 +271,12 @@ int chat_command(const Args &argv) {
   format_chat_prompt(engine, std::vector<ChatMessage>{{"user", "hi"}}, true);
   Session session = open_session(engine, engine_args);
   std::fprintf(stderr,
-               "chat with %s on %s. Type /exit or Ctrl-D to quit, /reset to start over; "
-               "Ctrl-C stops a reply.\n",
+               "chat with %s on %s. /help lists the commands; /exit or Ctrl-D quits; Ctrl-C "
+               "stops a reply.\n",
                engine.model().name.empty() ? engine.model().path.filename().c_str()
                                            : engine.model().name.c_str(),
                engine.backend().name.c_str());
-  Conversation conversation(engine, session, settings);
+  Conversation conversation(engine, session, settings, thinking);
   conversation.loop();
   return kExitOk;
 }

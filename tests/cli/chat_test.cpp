@@ -102,5 +102,48 @@ TEST(Chat, EndOfInputQuits) {
   EXPECT_GE(prompts, 4u) << r.out;
 }
 
+TEST(Chat, SlashCommandsSaveClearAndLoadTheConversation) {
+  TempDir dir;
+  const std::string saved = dir.file("conversation.json");
+  const auto r =
+      run_bonsai({"chat", "-m", kTiny, "-n", "3", "--temp", "0", "--ignore-eos", "--no-progress"},
+                 "/system Be brief.\nfirst \\\nsecond\n/save " + saved + "\n/clear\n/load " +
+                     saved + "\n/system\n/help\n/think maybe\n/nope\n/exit\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("(system message set)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(saved 3 messages to " + saved + ")"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(conversation cleared)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(loaded 3 messages from " + saved + ")"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(system message: Be brief.)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/save FILE"), std::string::npos) << "the /help list: " << r.err;
+  EXPECT_NE(r.err.find("/think takes on or off, not 'maybe'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown command /nope"), std::string::npos) << r.err;
+  // The file holds the system message, the two-line user turn (a trailing
+  // backslash joins lines) and the reply.
+  const mini_json::Value doc = mini_json::parse_file(saved);
+  ASSERT_EQ(doc["messages"].size(), 3u);
+  EXPECT_EQ(doc["messages"][0]["role"].as_string(), "system");
+  EXPECT_EQ(doc["messages"][0]["content"].as_string(), "Be brief.");
+  EXPECT_EQ(doc["messages"][1]["content"].as_string(), "first \nsecond");
+  EXPECT_EQ(doc["messages"][2]["role"].as_string(), "assistant");
+}
+
+TEST(Chat, AFullContextDropsTheOldestTurnsAndGoesOn) {
+  // 64 tokens of context and 8 per reply: the third turn no longer fits.
+  const auto r = run_bonsai({"chat", "-m", kTiny, "-c", "64", "-n", "8", "--temp", "0",
+                             "--ignore-eos", "--no-progress", "--system", "Be brief."},
+                            "one two three four five\nsix seven eight nine ten\n"
+                            "eleven twelve thirteen\nfourteen fifteen sixteen\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("(context full: dropped the 2 oldest messages)"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
+  // Every line got a reply: five prompts, the last at end of input.
+  size_t prompts = 0;
+  for (size_t at = r.out.find("> "); at != std::string::npos; at = r.out.find("> ", at + 2))
+    ++prompts;
+  EXPECT_GE(prompts, 5u) << r.out;
+}
+
 } // namespace
 } // namespace bonsai::test

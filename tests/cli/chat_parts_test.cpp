@@ -1,0 +1,135 @@
+// The chat's parts apart from the program: the reasoning filter, the slash
+// command parser and the conversation file.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "chat_commands.hpp"
+#include "conversation_file.hpp"
+#include "think_filter.hpp"
+
+namespace bonsai::cli {
+namespace {
+
+std::string run_filter(ThinkingDisplay display, const std::vector<std::string> &pieces) {
+  ThinkFilter filter(display);
+  std::string out;
+  for (const std::string &piece : pieces)
+    out += filter.push(piece);
+  return out + filter.finish();
+}
+
+// A reply whose tags are split across pieces, as a token stream splits them.
+const std::vector<std::string> kSplitReply = {"<th",   "ink>\nWhy", " not?</thi",
+                                              "nk>\n", "\nYes",     ", <b>"};
+
+TEST(ThinkFilter, ShowPassesEverythingThrough) {
+  EXPECT_EQ(run_filter(ThinkingDisplay::show, kSplitReply),
+            "<think>\nWhy not?</think>\n\nYes, <b>");
+}
+
+TEST(ThinkFilter, DimWrapsTheReasoningInFaintAndReset) {
+  EXPECT_EQ(run_filter(ThinkingDisplay::dim, kSplitReply),
+            "\x1b[2m<think>\nWhy not?</think>\x1b[0m\n\nYes, <b>");
+}
+
+TEST(ThinkFilter, HideDropsTheReasoningAndTheBlankLinesAfterIt) {
+  EXPECT_EQ(run_filter(ThinkingDisplay::hide, kSplitReply), "Yes, <b>");
+}
+
+TEST(ThinkFilter, AReplyCutInsideTheReasoningEndsTheStyle) {
+  EXPECT_EQ(run_filter(ThinkingDisplay::dim, {"<think>hmm"}), "\x1b[2m<think>hmm\x1b[0m");
+  EXPECT_EQ(run_filter(ThinkingDisplay::hide, {"<think>hmm"}), "");
+  // A held-back "<" that never became a tag is printed at the end.
+  EXPECT_EQ(run_filter(ThinkingDisplay::hide, {"a <"}), "a <");
+}
+
+TEST(ChatCommands, ParsesEachCommandAndItsArgument) {
+  EXPECT_EQ(parse_chat_command("hello").kind, ChatCommand::message);
+  EXPECT_EQ(parse_chat_command("//etc/hosts").argument, "/etc/hosts");
+  EXPECT_EQ(parse_chat_command("//etc/hosts").kind, ChatCommand::message);
+  EXPECT_EQ(parse_chat_command("/quit").kind, ChatCommand::exit);
+  EXPECT_EQ(parse_chat_command("/reset").kind, ChatCommand::clear);
+  EXPECT_EQ(parse_chat_command("/clear").kind, ChatCommand::clear);
+  const ChatCommand system = parse_chat_command("/system   Be brief.  ");
+  EXPECT_EQ(system.kind, ChatCommand::system);
+  EXPECT_EQ(system.argument, "Be brief.");
+  EXPECT_EQ(parse_chat_command("/think off").argument, "off");
+  EXPECT_EQ(parse_chat_command("/think").argument, "");
+  EXPECT_EQ(parse_chat_command("/think maybe").kind, ChatCommand::invalid);
+  EXPECT_EQ(parse_chat_command("/save").kind, ChatCommand::invalid);
+  EXPECT_EQ(parse_chat_command("/load a b.json").argument, "a b.json");
+  const ChatCommand unknown = parse_chat_command("/frobnicate");
+  EXPECT_EQ(unknown.kind, ChatCommand::invalid);
+  EXPECT_NE(unknown.argument.find("unknown command /frobnicate"), std::string::npos);
+}
+
+class ConversationFile : public ::testing::Test {
+protected:
+  std::filesystem::path file(const std::string &name) {
+    return std::filesystem::temp_directory_path() /
+           ("bonsai-conv-" + std::to_string(getpid()) + "-" + name);
+  }
+  void write(const std::filesystem::path &path, const std::string &text) {
+    std::ofstream(path) << text;
+    written_.push_back(path);
+  }
+  void TearDown() override {
+    for (const auto &path : written_)
+      std::filesystem::remove(path);
+  }
+  std::vector<std::filesystem::path> written_;
+};
+
+TEST_F(ConversationFile, SavedConversationsLoadBackAsTheyWere) {
+  const std::vector<ChatMessage> messages = {
+      {"system", "Be brief."}, {"user", "Say \"hi\"\nand stop"}, {"assistant", "hi ✓"}};
+  const auto path = file("round.json");
+  written_.push_back(path);
+  save_conversation(path, messages);
+  const std::vector<ChatMessage> loaded = load_conversation(path);
+  ASSERT_EQ(loaded.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(loaded[i].role, messages[i].role);
+    EXPECT_EQ(loaded[i].content, messages[i].content);
+  }
+}
+
+TEST_F(ConversationFile, AnOpenAiStyleArrayLoadsToo) {
+  const auto path = file("array.json");
+  write(path, R"([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])");
+  const auto loaded = load_conversation(path);
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded[1].content, "Hello");
+}
+
+TEST_F(ConversationFile, BadFilesAreRefusedWithTheReason) {
+  struct Case {
+    const char *text;
+    const char *expected;
+  };
+  for (const Case &c : {Case{"not json", "not a JSON conversation"},
+                        Case{R"({"messages": []})", "without \"format\": \"bonsai-chat\""},
+                        Case{R"([{"role": "tool", "content": "x"}])", "has role 'tool'"},
+                        Case{R"([{"content": "x"}])", "message 1 has no \"role\" string"},
+                        Case{R"([{"role": "user", "content": 3}])", "no \"content\" string"},
+                        Case{R"([{"role": "user", "content": "a"}, {"role": "system",
+                              "content": "b"}])",
+                             "message 2 is a system message; only the first may be one"}}) {
+    const auto path = file("bad.json");
+    write(path, c.text);
+    try {
+      load_conversation(path);
+      ADD_FAILURE() << "accepted: " << c.text;
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(load_conversation(file("missing.json")), Error);
+}
+
+} // namespace
+} // namespace bonsai::cli
