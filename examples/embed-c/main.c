@@ -1,11 +1,21 @@
-/* Embedding bonsai from C: open a model, stream one completion through a
- * callback, then cancel a second one from another thread.
+/* Embedding bonsai from C: route the library's log lines, open a model,
+ * stream one completion through a callback, answer a chat turn with a system
+ * message and read its log probabilities, then cancel a generation from
+ * another thread.
  *
  *   embed-c MODEL.gguf [BACKEND]     BACKEND: "auto" (default), "cpu", or a plugin .so path */
 #include <bonsai/bonsai.h>
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+/* The library's log lines (and its plugins'), here to stderr with a tag. */
+static void log_line(void *user_data, int level, const char *message) {
+  static const char *const levels[] = {"trace", "debug", "info", "warn", "error"};
+  (void)user_data;
+  fprintf(stderr, "[bonsai %s] %s\n", levels[level >= 0 && level <= 4 ? level : 4], message);
+}
 
 static int print_piece(void *user_data, const char *piece, size_t length) {
   (void)user_data;
@@ -71,6 +81,44 @@ static int stream_completion(bonsai_engine *engine) {
   return status;
 }
 
+/* A chat turn after a system message, thinking off; prints the reply's
+ * tokens as text again (detokenize) and their mean log probability. */
+static int chat_turn(bonsai_engine *engine) {
+  bonsai_session *session = bonsai_session_create(engine);
+  if (session == NULL)
+    return -1;
+  const bonsai_chat_message messages[] = {{"system", "You answer in one short sentence."},
+                                          {"user", "What is a bonsai?"}};
+  bonsai_generate_params params = bonsai_generate_params_default();
+  params.messages = messages;
+  params.n_messages = 2;
+  params.enable_thinking = 0;
+  params.n_predict = 16;
+  params.temperature = 0.0f;
+  params.logprobs = 1;
+  bonsai_generate_result result;
+  int status = bonsai_generate(session, &params, NULL, NULL, &result);
+  if (status == 0) {
+    float logprobs[16];
+    const int32_t n = bonsai_session_logprobs(session, logprobs, 16);
+    double sum = 0.0;
+    for (int32_t i = 0; i < n && i < 16; ++i)
+      sum += logprobs[i];
+    const int32_t length = bonsai_detokenize(engine, result.tokens, result.n_tokens, NULL, 0);
+    char *text = malloc((size_t)length + 1);
+    if (text != NULL && bonsai_detokenize(engine, result.tokens, result.n_tokens, text,
+                                          (size_t)length + 1) == length)
+      printf("[chat] %zu tokens, mean logprob %.3f, %d bytes of text\n", result.n_tokens,
+             n > 0 ? sum / n : 0.0, length);
+    else
+      status = -1;
+    free(text);
+    bonsai_generate_result_free(&result);
+  }
+  bonsai_session_destroy(session);
+  return status;
+}
+
 /* Returns 0 when the generation stopped as cancelled. */
 static int cancel_from_another_thread(bonsai_engine *engine) {
   cancel_state state = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, NULL};
@@ -102,6 +150,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s MODEL.gguf [BACKEND]\n", argv[0]);
     return 2;
   }
+  bonsai_set_log_callback(log_line, NULL);
   bonsai_engine_options options = bonsai_engine_options_default();
   options.backend = argc > 2 ? argv[2] : "auto";
   options.n_ctx = 512;
@@ -112,6 +161,8 @@ int main(int argc, char **argv) {
   }
   printf("backend %s\n", bonsai_engine_backend_name(engine));
   int status = stream_completion(engine);
+  if (status == 0)
+    status = chat_turn(engine);
   if (status == 0)
     status = cancel_from_another_thread(engine);
   if (status != 0)

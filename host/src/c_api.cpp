@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "bonsai/engine.hpp"
+#include "bonsai/log.hpp"
 
 struct bonsai_engine {
   bonsai::Engine engine;
@@ -17,6 +20,7 @@ struct bonsai_engine {
 
 struct bonsai_session {
   bonsai::Session session;
+  std::vector<float> logprobs; // of the last bonsai_generate that asked for them
 };
 
 namespace {
@@ -119,7 +123,7 @@ bonsai_session *bonsai_session_create(bonsai_engine *engine) {
       [&]() -> bonsai_session * {
         if (engine == nullptr)
           throw bonsai::InvalidArgument("bonsai_session_create: engine is NULL");
-        return new bonsai_session{engine->engine.create_session()};
+        return new bonsai_session{engine->engine.create_session(), {}};
       },
       static_cast<bonsai_session *>(nullptr));
 }
@@ -153,6 +157,7 @@ bonsai_generate_params bonsai_generate_params_default(void) {
   params.top_p = sampling.top_p;
   params.min_p = sampling.min_p;
   params.repeat_penalty = sampling.repeat_penalty;
+  params.enable_thinking = 1;
   return params;
 }
 
@@ -160,6 +165,8 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
                     bonsai_text_fn on_text, void *user_data, bonsai_generate_result *result) {
   if (result != nullptr)
     *result = bonsai_generate_result{};
+  if (session != nullptr)
+    session->logprobs.clear();
   return guarded(
       [&] {
         if (session == nullptr || params == nullptr)
@@ -178,6 +185,21 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
         } else if (p.prompt != nullptr) {
           request.prompt = p.prompt;
         }
+        for (size_t i = 0; i < p.n_messages; ++i) {
+          if (p.messages == nullptr || p.messages[i].role == nullptr ||
+              p.messages[i].content == nullptr)
+            throw bonsai::InvalidArgument(
+                "bonsai_generate: messages[" + std::to_string(i) +
+                "] (or the array) is NULL; every message needs a role and content");
+          request.messages.push_back({p.messages[i].role, p.messages[i].content});
+        }
+        if (p.system_prompt != nullptr)
+          request.system_prompt = p.system_prompt;
+        request.enable_thinking = p.enable_thinking != 0;
+        // Only a caller that knows the field gets it written.
+        const bool knows_logprobs =
+            params->struct_size >= offsetof(bonsai_generate_params, logprobs) + sizeof p.logprobs;
+        request.logprobs = knows_logprobs && p.logprobs != 0;
         request.chat = p.chat != 0;
         request.n_predict = p.n_predict;
         request.sampling.temperature = p.temperature;
@@ -197,6 +219,7 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
             return on_text(user_data, piece.data(), piece.size()) != 0;
           };
         bonsai::GenerateResult generated = session->session.generate(request, callback);
+        session->logprobs = std::move(generated.logprobs);
         if (result != nullptr) {
           bonsai_generate_result out{};
           out.text = static_cast<char *>(std::malloc(generated.text.size() + 1));
@@ -235,6 +258,56 @@ void bonsai_generate_result_free(bonsai_generate_result *result) {
   std::free(result->text);
   std::free(result->tokens);
   *result = bonsai_generate_result{};
+}
+
+int32_t bonsai_session_logprobs(const bonsai_session *session, float *out, size_t capacity) {
+  if (session == nullptr || (out == nullptr && capacity > 0)) {
+    set_error("bonsai_session_logprobs: NULL argument");
+    return -1;
+  }
+  const size_t n = std::min<size_t>(session->logprobs.size(), INT32_MAX);
+  std::copy_n(session->logprobs.begin(), std::min(n, capacity), out);
+  return static_cast<int32_t>(n);
+}
+
+int32_t bonsai_detokenize(const bonsai_engine *engine, const int32_t *tokens, size_t n_tokens,
+                          char *out, size_t capacity) {
+  return guarded(
+      [&]() -> int32_t {
+        if (engine == nullptr || (tokens == nullptr && n_tokens > 0) ||
+            (out == nullptr && capacity > 0))
+          throw bonsai::InvalidArgument("bonsai_detokenize: NULL argument");
+        const std::string text =
+            engine->engine.detokenize(std::vector<int32_t>(tokens, tokens + n_tokens));
+        if (capacity > 0) {
+          const size_t copied = std::min(text.size(), capacity - 1);
+          std::memcpy(out, text.data(), copied);
+          out[copied] = '\0';
+        }
+        return static_cast<int32_t>(std::min<size_t>(text.size(), INT32_MAX));
+      },
+      int32_t{-1});
+}
+
+void bonsai_set_log_callback(bonsai_log_callback callback, void *user_data) {
+  if (callback == nullptr) {
+    bonsai::set_log_callback(nullptr);
+    return;
+  }
+  bonsai::set_log_callback([callback, user_data](bonsai::LogLevel level, std::string_view text) {
+    const std::string line(text); // NUL-terminated for C
+    callback(user_data, static_cast<int>(level), line.c_str());
+  });
+}
+
+int bonsai_set_log_level(const char *level) {
+  const auto parsed = level != nullptr ? bonsai::parse_log_level(level) : std::nullopt;
+  if (!parsed) {
+    set_error("bonsai_set_log_level: expected trace, debug, info, warn, error or off");
+    return -1;
+  }
+  bonsai::set_log_level(*parsed);
+  return 0;
 }
 
 int32_t bonsai_tokenize(const bonsai_engine *engine, const char *text, int32_t *out,

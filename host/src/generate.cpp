@@ -2,6 +2,7 @@
 // streaming with stop strings, and statistics.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <random>
 
 #include <fmt/format.h>
@@ -18,6 +19,17 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+// log(softmax(logits)[index]), with the max subtracted so that exp cannot
+// overflow.
+float log_softmax_at(const std::vector<float> &logits, int32_t index) {
+  const float top = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (const float v : logits)
+    sum += std::exp(static_cast<double>(v) - top);
+  return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(index)]) - top -
+                            std::log(sum));
 }
 
 double per_second(int32_t count, double ms) {
@@ -133,7 +145,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   for (const auto &stop : request.stop_strings)
     if (stop.empty())
       throw InvalidArgument("generate: a stop string is empty");
-  const bool device_greedy = request.sampling.is_greedy();
+  const bool device_greedy = request.sampling.is_greedy() && !request.logprobs;
   const SamplerParams sampler_params = to_sampler_params(request.sampling);
   const std::vector<int32_t> stop_tokens =
       request.stop_tokens ? *request.stop_tokens : engine.tokenizer.stop_ids();
@@ -218,6 +230,8 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       break;
     }
     result.tokens.push_back(next);
+    if (request.logprobs)
+      result.logprobs.push_back(log_softmax_at(s.scratch_logits, next));
     bool string_stopped = false;
     release(stream.push(next, string_stopped));
     s.pending = next;

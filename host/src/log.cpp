@@ -7,6 +7,7 @@
 #include <string>
 
 #include "log_internal.hpp"
+#include "log_routing_sink.hpp"
 
 namespace bonsai {
 namespace {
@@ -29,30 +30,21 @@ spdlog::level::level_enum to_spdlog(LogLevel level) {
   return spdlog::level::off;
 }
 
-LogLevel from_spdlog(spdlog::level::level_enum level) {
-  switch (level) {
-  case spdlog::level::trace:
-    return LogLevel::trace;
-  case spdlog::level::debug:
-    return LogLevel::debug;
-  case spdlog::level::info:
-    return LogLevel::info;
-  case spdlog::level::warn:
-    return LogLevel::warn;
-  case spdlog::level::err:
-  case spdlog::level::critical:
-    return LogLevel::error;
-  default:
-    return LogLevel::off;
-  }
+host::LogRoutingSink &routing_sink() {
+  static const std::shared_ptr<host::LogRoutingSink> sink = [] {
+    auto stderr_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    stderr_sink->set_pattern("%^bonsai %l%$: %v");
+    return std::make_shared<host::LogRoutingSink>(std::move(stderr_sink));
+  }();
+  return *sink;
 }
 
 std::shared_ptr<spdlog::logger> make_logger() {
   // Not registered in spdlog's global registry, so an application using
-  // spdlog itself cannot collide with the name.
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  auto logger = std::make_shared<spdlog::logger>("bonsai", std::move(sink));
-  logger->set_pattern("%^bonsai %l%$: %v");
+  // spdlog itself cannot collide with the name. The sink is shared, never
+  // copied: its lifetime is the process's.
+  auto logger = std::make_shared<spdlog::logger>(
+      "bonsai", std::shared_ptr<spdlog::sinks::sink>(&routing_sink(), [](auto *) {}));
   LogLevel level = LogLevel::warn;
   if (const char *env = std::getenv("BONSAI_LOG_LEVEL"); env != nullptr && *env != '\0') {
     if (auto parsed = parse_log_level(env)) {
@@ -94,7 +86,11 @@ void set_log_level(LogLevel level) {
 }
 
 LogLevel log_level() {
-  return from_spdlog(host::logger().level());
+  return host::from_spdlog(host::logger().level());
+}
+
+void set_log_callback(LogCallback callback) {
+  routing_sink().set_callback(std::move(callback));
 }
 
 void log_message(LogLevel level, std::string_view message) {
@@ -104,6 +100,24 @@ void log_message(LogLevel level, std::string_view message) {
 }
 
 namespace host {
+
+LogLevel from_spdlog(spdlog::level::level_enum level) {
+  switch (level) {
+  case spdlog::level::trace:
+    return LogLevel::trace;
+  case spdlog::level::debug:
+    return LogLevel::debug;
+  case spdlog::level::info:
+    return LogLevel::info;
+  case spdlog::level::warn:
+    return LogLevel::warn;
+  case spdlog::level::err:
+  case spdlog::level::critical:
+    return LogLevel::error;
+  default:
+    return LogLevel::off;
+  }
+}
 
 spdlog::logger &logger() {
   static const std::shared_ptr<spdlog::logger> instance = make_logger();

@@ -11,6 +11,9 @@ namespace bonsai::host {
 // $BONSAI_LOG_LEVEL). Thread-safe.
 spdlog::logger &logger();
 
+// spdlog's level as ours (critical counts as error).
+LogLevel from_spdlog(spdlog::level::level_enum level);
+
 // The ABI level matching the host's current level (what plugins should send).
 bonsai_log_level plugin_log_level();
 

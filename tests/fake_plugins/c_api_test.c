@@ -1,7 +1,11 @@
 /* C API test (C99): opens tiny-q1 with the given plugin, generates 24 greedy
  * tokens from the 8 golden prompt ids, streams the text, and compares the ids
- * with the golden file's "greedy" list.
+ * with the golden file's "greedy" list. Then the rest of the API: log
+ * probabilities, detokenize, chat messages with a system prompt (against
+ * ChatML written out by hand), the log callback, stop strings, a callback
+ * that cancels, and a caller built before the appended fields.
  * Usage: test_host_c_api MODEL.gguf PLUGIN.so GREEDY.json */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +52,29 @@ typedef struct stream_state {
   size_t pieces;
   size_t bytes;
 } stream_state;
+
+typedef struct log_state {
+  int lines;
+  int template_warnings; /* "no chat template" lines */
+} log_state;
+
+static void on_log(void *user_data, int level, const char *message) {
+  log_state *state = (log_state *)user_data;
+  state->lines += 1;
+  if (level == 3 && strstr(message, "no chat template") != NULL)
+    state->template_warnings += 1;
+}
+
+static int stop_after_first(void *user_data, const char *piece, size_t length) {
+  (void)piece;
+  (void)length;
+  *(int *)user_data += 1;
+  return 0; /* cancel */
+}
+
+/* Checks the API beyond the greedy run; returns the number of failures. */
+static int check_more(bonsai_session *session, const int32_t *prompt, int n_prompt,
+                      const bonsai_engine *engine);
 
 static int on_text(void *user_data, const char *piece, size_t length) {
   stream_state *state = (stream_state *)user_data;
@@ -99,8 +126,6 @@ int main(int argc, char **argv) {
     bonsai_engine_close(engine);
     return 1;
   }
-  /* The session keeps the model alive on its own. */
-  bonsai_engine_close(engine);
 
   bonsai_generate_params params = bonsai_generate_params_default();
   params.prompt_tokens = prompt;
@@ -144,8 +169,163 @@ int main(int argc, char **argv) {
     ++failures;
   }
   bonsai_generate_result_free(&result);
+  failures += check_more(session, prompt, n_prompt, engine);
+  /* The session keeps the model alive on its own. */
+  bonsai_engine_close(engine);
+  bonsai_session_reset(session);
+  if (bonsai_generate(session, &params, NULL, NULL, NULL) != 0) {
+    fprintf(stderr, "generate after the engine was closed: %s\n", bonsai_last_error());
+    ++failures;
+  }
   bonsai_session_destroy(session);
   if (failures == 0)
-    printf("C API: 24 greedy tokens match the golden reference\n");
+    printf("C API: 24 greedy tokens match the golden reference; logprobs, detokenize, chat "
+           "messages, log callback, stop strings and cancel pass\n");
   return failures == 0 ? 0 : 1;
+}
+
+static int check_more(bonsai_session *session, const int32_t *prompt, int n_prompt,
+                      const bonsai_engine *engine) {
+  int failures = 0;
+  bonsai_generate_params params = bonsai_generate_params_default();
+  params.prompt_tokens = prompt;
+  params.n_prompt_tokens = (size_t)n_prompt;
+  params.n_predict = 6;
+  params.temperature = 0.0f;
+  bonsai_generate_result result;
+
+  /* Log probabilities: one per generated token, each a log of a probability;
+   * the greedy pick is the most likely token, so never below log(1/vocab). */
+  params.logprobs = 1;
+  if (bonsai_generate(session, &params, NULL, NULL, &result) != 0) {
+    fprintf(stderr, "generate with logprobs: %s\n", bonsai_last_error());
+    return failures + 1;
+  }
+  float logprobs[16];
+  const int32_t n_logprobs = bonsai_session_logprobs(session, logprobs, 16);
+  if (n_logprobs != (int32_t)result.n_tokens || n_logprobs != 6) {
+    fprintf(stderr, "%d log probabilities for %zu tokens\n", n_logprobs, result.n_tokens);
+    ++failures;
+  }
+  for (int32_t i = 0; i < n_logprobs && i < 16; ++i)
+    if (!(logprobs[i] <= 0.0f && logprobs[i] >= -7.63f)) { /* log(1/2048) = -7.62 */
+      fprintf(stderr, "logprob %d is %f\n", i, logprobs[i]);
+      ++failures;
+    }
+  bonsai_generate_result_free(&result);
+
+  /* A caller built before the appended fields: its smaller struct_size gets
+   * the defaults (no log probabilities), and the call still works. */
+  bonsai_generate_params old = params;
+  old.struct_size = (uint32_t)offsetof(bonsai_generate_params, messages);
+  old.logprobs = 1; /* beyond its struct: must not be read */
+  if (bonsai_generate(session, &old, NULL, NULL, &result) != 0 ||
+      bonsai_session_logprobs(session, logprobs, 16) != 0) {
+    fprintf(stderr, "an older caller's params: %s\n", bonsai_last_error());
+    ++failures;
+  }
+  bonsai_generate_result_free(&result);
+  params.logprobs = 0;
+
+  /* Detokenize undoes tokenize; a short buffer gets a cut, terminated text. */
+  const char *text = "Hello world, 1234!";
+  int32_t ids[32];
+  const int32_t n_ids = bonsai_tokenize(engine, text, ids, 32);
+  char back[64];
+  if (n_ids <= 0 ||
+      bonsai_detokenize(engine, ids, (size_t)n_ids, back, sizeof back) != (int32_t)strlen(text) ||
+      strcmp(back, text) != 0) {
+    fprintf(stderr, "detokenize(tokenize('%s')) = '%s'\n", text, back);
+    ++failures;
+  }
+  char small[6];
+  if (bonsai_detokenize(engine, ids, (size_t)n_ids, small, sizeof small) != (int32_t)strlen(text) ||
+      strcmp(small, "Hello") != 0) {
+    fprintf(stderr, "a 6-byte buffer got '%s'\n", small);
+    ++failures;
+  }
+  const int32_t bad_id = 1 << 30;
+  if (bonsai_detokenize(engine, &bad_id, 1, back, sizeof back) != -1) {
+    fprintf(stderr, "an id outside the vocabulary was detokenized\n");
+    ++failures;
+  }
+
+  /* Chat messages with a system turn: the model has no template, so the
+   * host formats ChatML (and warns through the log callback). */
+  log_state logs = {0, 0};
+  bonsai_set_log_callback(on_log, &logs);
+  const char *chatml = "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi"
+                       "<|im_end|>\n<|im_start|>assistant\n";
+  const int32_t chatml_tokens = bonsai_tokenize(engine, chatml, ids, 32);
+  const bonsai_chat_message messages[2] = {{"system", "Be brief."}, {"user", "Hi"}};
+  bonsai_generate_params chat = bonsai_generate_params_default();
+  chat.messages = messages;
+  chat.n_messages = 2;
+  chat.n_predict = 2;
+  chat.temperature = 0.0f;
+  bonsai_session_reset(session); /* nothing reused: prompt_tokens counts all */
+  if (bonsai_generate(session, &chat, NULL, NULL, &result) != 0) {
+    fprintf(stderr, "chat messages: %s\n", bonsai_last_error());
+    ++failures;
+  }
+  const int32_t evaluated = result.prompt_tokens;
+  bonsai_generate_result_free(&result);
+  bonsai_session_reset(session);
+  /* The same turns as prompt + system_prompt + chat. */
+  bonsai_generate_params wrapped = chat;
+  wrapped.messages = NULL;
+  wrapped.n_messages = 0;
+  wrapped.prompt = "Hi";
+  wrapped.chat = 1;
+  wrapped.system_prompt = "Be brief.";
+  if (bonsai_generate(session, &wrapped, NULL, NULL, &result) != 0 ||
+      result.prompt_tokens != chatml_tokens || evaluated != chatml_tokens) {
+    fprintf(stderr, "chat prompts of %d and %d tokens; hand-written ChatML has %d\n", evaluated,
+            result.prompt_tokens, chatml_tokens);
+    ++failures;
+  }
+  bonsai_generate_result_free(&result);
+  bonsai_set_log_callback(NULL, NULL);
+  if (logs.template_warnings < 1) {
+    fprintf(stderr, "the log callback got %d lines, no chat-template warning\n", logs.lines);
+    ++failures;
+  }
+  if (bonsai_set_log_level("loud") != -1 || bonsai_set_log_level("warn") != 0) {
+    fprintf(stderr, "bonsai_set_log_level accepted a bad name or refused a good one\n");
+    ++failures;
+  }
+
+  /* A stop string ends the text before it; a callback returning 0 cancels. */
+  params.n_predict = 24;
+  if (bonsai_generate(session, &params, NULL, NULL, &result) != 0 || strlen(result.text) < 4) {
+    fprintf(stderr, "greedy text: %s\n", bonsai_last_error());
+    return failures + 1;
+  }
+  char stop[4];
+  const size_t cut = strlen(result.text) / 2;
+  memcpy(stop, result.text + cut, 3);
+  stop[3] = '\0';
+  char *expected = strdup(result.text);
+  expected[strstr(result.text, stop) - result.text] = '\0';
+  bonsai_generate_result_free(&result);
+  const char *stops[1] = {stop};
+  params.stop_strings = stops;
+  params.n_stop_strings = 1;
+  if (bonsai_generate(session, &params, NULL, NULL, &result) != 0 ||
+      result.stop_reason != BONSAI_STOP_STRING || strcmp(result.text, expected) != 0) {
+    fprintf(stderr, "stop string '%s': got '%s', expected '%s'\n", stop, result.text, expected);
+    ++failures;
+  }
+  free(expected);
+  bonsai_generate_result_free(&result);
+  params.n_stop_strings = 0;
+  int calls = 0;
+  if (bonsai_generate(session, &params, stop_after_first, &calls, &result) != 0 ||
+      result.stop_reason != BONSAI_STOP_CANCELLED || calls != 1) {
+    fprintf(stderr, "a callback returning 0: stop reason %d after %d calls\n",
+            (int)result.stop_reason, calls);
+    ++failures;
+  }
+  bonsai_generate_result_free(&result);
+  return failures;
 }

@@ -4,11 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 #include "bonsai/engine.hpp"
+#include "bonsai/log.hpp"
 #include "host_test_support.hpp"
 
 namespace {
@@ -86,6 +89,85 @@ TEST_F(EngineCpu, GreedyGenerationMatchesGolden) {
   // token came from the prompt's logits (llama.cpp's definition).
   EXPECT_EQ(result.stats.gen_steps, 23);
   EXPECT_NEAR(result.stats.gen_tps * result.stats.gen_ms / 1000.0, 23.0, 1e-6);
+}
+
+TEST_F(EngineCpu, LogprobsAreTheReferenceDistributionsLogSoftmax) {
+  // The float64 reference's logits of the golden prompt: the log probability
+  // of the token generated after k prompt tokens is log_softmax(row k - 1).
+  const std::vector<int32_t> tokens = load_prompt("tiny-q1.prompt.json");
+  const std::vector<float> reference = load_f32("tiny-q1.ref.logits.f32");
+  const size_t n_vocab = 2048;
+  ASSERT_EQ(reference.size(), tokens.size() * n_vocab);
+  for (const size_t k : {size_t{8}, size_t{21}, size_t{48}}) {
+    auto session = engine_->create_session();
+    bonsai::GenerateRequest request;
+    request.prompt_tokens.assign(tokens.begin(), tokens.begin() + static_cast<ptrdiff_t>(k));
+    request.n_predict = 1;
+    request.sampling.temperature = 0.0f;
+    request.stop_tokens.emplace();
+    request.logprobs = true;
+    const auto result = session.generate(request);
+    ASSERT_EQ(result.tokens.size(), 1u);
+    ASSERT_EQ(result.logprobs.size(), 1u);
+    const float *row = reference.data() + (k - 1) * n_vocab;
+    const size_t best = static_cast<size_t>(std::max_element(row, row + n_vocab) - row);
+    EXPECT_EQ(result.tokens[0], static_cast<int32_t>(best)) << "after " << k << " tokens";
+    double sum = 0.0;
+    for (size_t v = 0; v < n_vocab; ++v)
+      sum += std::exp(static_cast<double>(row[v]) - row[best]);
+    const double expected = -std::log(sum); // log_softmax at the maximum
+    EXPECT_NEAR(result.logprobs[0], expected, 1e-3) << "after " << k << " tokens";
+  }
+}
+
+TEST_F(EngineCpu, GreedyWithLogprobsKeepsTheGoldenTokens) {
+  // Logprobs take the logits path instead of the backend's argmax: the
+  // tokens must not change.
+  auto session = engine_->create_session();
+  bonsai::GenerateRequest request = greedy_request(golden_);
+  request.logprobs = true;
+  const auto result = session.generate(request);
+  EXPECT_EQ(result.tokens, golden_.greedy);
+  ASSERT_EQ(result.logprobs.size(), golden_.greedy.size());
+  for (const float lp : result.logprobs) {
+    EXPECT_LE(lp, 0.0f);
+    EXPECT_GE(lp, -std::log(2048.0f) - 1e-4f); // the argmax is at least uniform
+  }
+  EXPECT_TRUE(session.generate(greedy_request(golden_)).logprobs.empty());
+}
+
+TEST(HostLog, TheCallbackReceivesHostAndPluginLinesAndCanBeRemoved) {
+  struct Line {
+    bonsai::LogLevel level;
+    std::string text;
+  };
+  std::mutex mutex;
+  std::vector<Line> lines;
+  bonsai::set_log_callback([&](bonsai::LogLevel level, std::string_view text) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lines.push_back({level, std::string(text)});
+  });
+  bonsai::log_message(bonsai::LogLevel::warn, "a host line");
+  bonsai::log_message(bonsai::LogLevel::debug, "below the level: dropped");
+  // The CPU plugin warns when asked for more threads than it may use.
+  bonsai::EngineOptions options = cpu_options();
+  options.n_threads = 1000;
+  auto engine = bonsai::Engine::open(tiny_q1(), options);
+  auto session = engine.create_session();
+  bonsai::set_log_callback(nullptr);
+  bonsai::log_message(bonsai::LogLevel::warn, "after removal: to stderr");
+  std::lock_guard<std::mutex> lock(mutex);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[0].level, bonsai::LogLevel::warn);
+  EXPECT_EQ(lines[0].text, "a host line");
+  bool plugin_line = false;
+  for (const Line &line : lines) {
+    EXPECT_EQ(line.text.find("dropped"), std::string::npos);
+    EXPECT_EQ(line.text.find("after removal"), std::string::npos);
+    plugin_line |=
+        line.text.rfind("[cpu] ", 0) == 0 && line.text.find("n_threads 1000") != std::string::npos;
+  }
+  EXPECT_TRUE(plugin_line) << "no [cpu] thread-count warning through the callback";
 }
 
 TEST_F(EngineCpu, SamplerPathWithTopKOneEqualsGreedy) {

@@ -72,6 +72,8 @@ for program in embed/embed embed-c/embed-c; do
   grep -q "^\[stop: length\] prompt" "$work/run.log" || fail "$program: no streamed completion"
   grep -q "^\[stop: cancelled\]" "$work/run.log" || fail "$program: the second run was not cancelled"
 done
+grep -qE "^\[chat\] [0-9]+ tokens, mean logprob -" "$work/run.log" ||
+  fail "embed-c: no chat turn with log probabilities"
 "$work/embed/embed" "$data/tiny-q1.gguf" "$example_plugin" >"$work/run.log" ||
   fail "embed with the example plugin"
 

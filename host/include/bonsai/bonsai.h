@@ -82,6 +82,12 @@ typedef enum bonsai_stop_reason {
  * borrowed for the call). Return non-zero to continue, 0 to stop. */
 typedef int (*bonsai_text_fn)(void *user_data, const char *piece, size_t length);
 
+/* One chat turn. */
+typedef struct bonsai_chat_message {
+  const char *role;    /* "system", "user" or "assistant" */
+  const char *content; /* NUL-terminated UTF-8 */
+} bonsai_chat_message;
+
 /* Parameters of bonsai_generate(). Initialize with
  * bonsai_generate_params_default(). */
 typedef struct bonsai_generate_params {
@@ -100,6 +106,15 @@ typedef struct bonsai_generate_params {
   int32_t has_seed;                /* 0: random seed */
   const char *const *stop_strings; /* n_stop_strings strings */
   size_t n_stop_strings;
+  /* Appended later: a caller built before them passes a smaller struct_size
+   * and gets the defaults (no messages, no system prompt, thinking on, no
+   * log probabilities). */
+  const bonsai_chat_message *messages; /* the conversation (used when non-empty, before
+                                          `prompt`), formatted with the chat template */
+  size_t n_messages;
+  const char *system_prompt; /* with `chat` and `prompt`: a system turn first (NULL: none) */
+  int32_t enable_thinking;   /* chat: 0 pre-fills an empty <think></think> block */
+  int32_t logprobs;          /* non-zero: keep log probabilities (bonsai_session_logprobs) */
 } bonsai_generate_params;
 
 BONSAI_API bonsai_generate_params bonsai_generate_params_default(void);
@@ -135,6 +150,33 @@ BONSAI_API void bonsai_generate_result_free(bonsai_generate_result *result);
  * written), or -1 on failure. */
 BONSAI_API int32_t bonsai_tokenize(const bonsai_engine *engine, const char *text, int32_t *out,
                                    int32_t max_tokens);
+
+/* The log probabilities of the last bonsai_generate() on this session that
+ * set params.logprobs: for each generated token (result.tokens), its natural
+ * log probability under the model's distribution at that step (the softmax of
+ * the raw logits, before temperature, penalties or truncation). Copies up to
+ * `capacity` values into `out` and returns how many there are (0 when the last
+ * call did not ask for them), or -1 for a NULL session. */
+BONSAI_API int32_t bonsai_session_logprobs(const bonsai_session *session, float *out,
+                                           size_t capacity);
+
+/* Writes the text of `tokens` into `out` (capacity `capacity` bytes, NUL
+ * included). Returns the text's length in bytes without the NUL (which may
+ * exceed capacity - 1: then the text was cut, still NUL-terminated), or -1 on
+ * failure (an id outside the vocabulary). Ids that form an incomplete UTF-8
+ * character come back as raw bytes. */
+BONSAI_API int32_t bonsai_detokenize(const bonsai_engine *engine, const int32_t *tokens,
+                                     size_t n_tokens, char *out, size_t capacity);
+
+/* Log lines of the library and its plugins: `level` is 0 trace, 1 debug,
+ * 2 info, 3 warn, 4 error; `message` is borrowed for the call. */
+typedef void (*bonsai_log_callback)(void *user_data, int level, const char *message);
+/* Sends log lines to `callback` instead of stderr (NULL restores stderr).
+ * Called from whichever thread logs, one line at a time. */
+BONSAI_API void bonsai_set_log_callback(bonsai_log_callback callback, void *user_data);
+/* The least severe level logged: "trace", "debug", "info", "warn" (default),
+ * "error" or "off". Returns 0, or -1 for an unknown name. */
+BONSAI_API int bonsai_set_log_level(const char *level);
 
 /* The last error message of the calling thread ("" if none). Valid until the
  * next failing call on this thread. */

@@ -310,6 +310,9 @@ struct GenerateRequest {
   // Tokens that end generation (not part of the output). nullopt: the model's
   // default_stop_tokens(); empty vector: none.
   std::optional<std::vector<int32_t>> stop_tokens;
+  // Fill GenerateResult::logprobs. The logits of every step are then copied
+  // to the host (greedy decoding otherwise takes only the backend's argmax).
+  bool logprobs = false;
 };
 
 enum class StopReason {
@@ -342,6 +345,10 @@ struct GenerateResult {
   std::vector<int32_t> tokens; // generated ids, without a stop token
   StopReason stop_reason = StopReason::length;
   GenerateStats stats;
+  // With GenerateRequest::logprobs: for each of `tokens`, its natural log
+  // probability under the model's distribution at that step (the softmax of
+  // the raw logits, before temperature, penalties or truncation).
+  std::vector<float> logprobs;
 };
 
 // Receives generated text as complete UTF-8 pieces, in order; return false

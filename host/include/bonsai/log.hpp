@@ -2,6 +2,7 @@
 // Host logging: one spdlog logger ("bonsai", colored, to stderr). Plugins' log
 // callbacks arrive here prefixed with the plugin name. The initial level comes
 // from $BONSAI_LOG_LEVEL (trace, debug, info, warn, error, off; default warn).
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -19,5 +20,14 @@ BONSAI_HOST_API LogLevel log_level();
 BONSAI_HOST_API std::optional<LogLevel> parse_log_level(std::string_view text);
 // Writes one message through the host logger. Thread-safe.
 BONSAI_HOST_API void log_message(LogLevel level, std::string_view message);
+
+// Receives each log line at or above log_level(): the message alone, without
+// the "bonsai warn:" prefix (plugin lines keep their "[cpu] " tag).
+using LogCallback = std::function<void(LogLevel level, std::string_view message)>;
+// Sends the host's log lines (plugins' included) to `callback` instead of
+// stderr; an empty callback restores stderr. Thread-safe. The callback is
+// called from whichever thread logs, one line at a time, and must not log
+// itself; exceptions it throws are swallowed.
+BONSAI_HOST_API void set_log_callback(LogCallback callback);
 
 } // namespace bonsai
