@@ -1,8 +1,11 @@
 // bonsai run: one prompt in, the completion streamed to stdout as it is
-// generated, timing statistics to stderr.
+// generated (or, with --json, one JSON object at the end), timing statistics
+// to stderr.
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "bonsai/engine.hpp"
 #include "chat_prompt.hpp"
@@ -40,6 +43,45 @@ std::string build_prompt(const Engine &engine, const PromptArgs &args, const std
   return format_chat_prompt(engine, messages, args.think != Toggle::off);
 }
 
+// OpenAI's finish_reason for ours.
+const char *finish_reason(StopReason reason) {
+  switch (reason) {
+  case StopReason::stop_token:
+  case StopReason::stop_string:
+    return "stop";
+  case StopReason::length:
+  case StopReason::context_full:
+    return "length";
+  case StopReason::cancelled:
+    break;
+  }
+  return "cancelled";
+}
+
+// --json: everything a script needs, as one object.
+std::string result_json(const Engine &engine, const GenerateRequest &request,
+                        const GenerateResult &result) {
+  const GenerateStats &s = result.stats;
+  const nlohmann::json doc = {{"text", result.text},
+                              {"tokens", result.tokens},
+                              {"finish_reason", finish_reason(result.stop_reason)},
+                              {"stop_reason", std::string(to_string(result.stop_reason))},
+                              {"backend", engine.backend().name},
+                              {"seed", *request.sampling.seed},
+                              {"prompt_tokens", request.prompt_tokens.size()},
+                              {"timings",
+                               {{"load_ms", s.load_ms},
+                                {"prompt_tokens", s.prompt_tokens},
+                                {"reused_tokens", s.reused_tokens},
+                                {"prompt_ms", s.prompt_ms},
+                                {"prompt_per_second", s.prompt_tps},
+                                {"generated_tokens", s.gen_tokens},
+                                {"decode_steps", s.gen_steps},
+                                {"generation_ms", s.gen_ms},
+                                {"generation_per_second", s.gen_tps}}}};
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 void check_flags(const PromptArgs &args) {
   if (args.chat == Toggle::off && !args.system.empty())
     throw UsageError("--system needs chat mode (drop --no-chat)");
@@ -53,11 +95,25 @@ int run_command(const Args &argv) {
   EngineArgs engine_args;
   PromptArgs prompt_args;
   GenerationArgs generation;
+  bool json = false;
+  bool display_prompt = false;
+  bool no_display_prompt = false;
   CommandLine command_line("run", "run -m FILE (-p TEXT | -f FILE) [options]");
   command_line.engine(engine_args).prompt(prompt_args).generation(generation).logging();
+  command_line.add_options()(
+      "json", po::bool_switch(&json),
+      "print one JSON object at the end (text, token ids, finish reason, seed, timings) "
+      "instead of streaming the text")("display-prompt", po::bool_switch(&display_prompt),
+                                       "print the prompt before the completion")(
+      "no-display-prompt", po::bool_switch(&no_display_prompt),
+      "print only the completion (the default)");
   if (!command_line.parse(argv))
     return kExitOk;
   check_flags(prompt_args);
+  if (display_prompt && no_display_prompt)
+    throw UsageError("--display-prompt and --no-display-prompt cannot be used together");
+  if (display_prompt && json)
+    throw UsageError("--display-prompt does not apply to --json (the object holds the text)");
   const std::string prompt = read_prompt(prompt_args);
 
   Engine engine = open_engine(engine_args);
@@ -76,14 +132,18 @@ int run_command(const Args &argv) {
 
   Session session = open_session(engine, engine_args);
   InterruptHandler interrupt(session);
+  if (display_prompt)
+    std::fputs(prompt.c_str(), stdout);
   interrupt.arm();
-  const GenerateResult result = session.generate(request, [](std::string_view piece) {
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
+  const GenerateResult result = session.generate(request, [json](std::string_view piece) {
+    if (!json) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
     return true;
   });
   interrupt.disarm();
-  std::fputs("\n", stdout);
+  std::fputs(json ? result_json(engine, request, result).c_str() : "\n", stdout);
   std::fflush(stdout);
   std::fprintf(
       stderr, "%s\n",

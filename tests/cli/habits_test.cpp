@@ -159,6 +159,42 @@ TEST(Habits, PluginCheckCountsAndNamesTheChecksItSkips) {
   EXPECT_NE(r.out.find(", " + std::to_string(skip_lines) + " skipped"), std::string::npos) << r.out;
 }
 
+TEST(Habits, RunJsonHoldsTheTextTokensFinishReasonSeedAndTimings) {
+  const auto streamed = run_bonsai(run_args({"-n", "6", "--seed", "7", "--ignore-eos"}));
+  const auto r = run_bonsai(run_args({"-n", "6", "--seed", "7", "--ignore-eos", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const mini_json::Value doc = mini_json::parse(r.out);
+  EXPECT_EQ(doc["text"].as_string() + "\n", streamed.out); // the same run, streamed
+  EXPECT_EQ(doc["tokens"].size(), 6u);
+  EXPECT_EQ(doc["finish_reason"].as_string(), "length");
+  EXPECT_EQ(doc["stop_reason"].as_string(), "length");
+  EXPECT_EQ(doc["seed"].as_int(), 7);
+  EXPECT_EQ(doc["backend"].as_string(), "cpu");
+  EXPECT_EQ(doc["timings"]["generated_tokens"].as_int(), 6);
+  EXPECT_EQ(doc["timings"]["decode_steps"].as_int(), 5);
+  EXPECT_GT(doc["timings"]["prompt_ms"].as_number(), 0.0);
+  // A stop string finishes as "stop", as OpenAI names it.
+  const std::string text = doc["text"].as_string();
+  size_t at = 1;
+  while (at < text.size() && !std::isalnum(static_cast<unsigned char>(text[at])))
+    ++at;
+  if (at >= text.size())
+    GTEST_SKIP() << "skipped: no ASCII letter in the sampled text to stop at: " << text;
+  const auto stopped = run_bonsai(
+      run_args({"-n", "6", "--seed", "7", "--ignore-eos", "--json", "--stop", text.substr(at, 1)}));
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
+  EXPECT_EQ(mini_json::parse(stopped.out)["finish_reason"].as_string(), "stop") << stopped.out;
+}
+
+TEST(Habits, DisplayPromptPrintsThePromptBeforeTheCompletion) {
+  const auto plain = run_bonsai(run_args({"-n", "4", "--temp", "0", "--no-display-prompt"}));
+  const auto shown = run_bonsai(run_args({"-n", "4", "--temp", "0", "--display-prompt"}));
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(shown.out, "Hello" + plain.out);
+  const auto both = run_bonsai(run_args({"--display-prompt", "--no-display-prompt"}));
+  EXPECT_EQ(both.exit_code, 2);
+}
+
 TEST(Habits, VersionNamesTheProgramTheAbiAndThePlugins) {
   const auto r = run_bonsai({"--version"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
