@@ -195,6 +195,21 @@ TEST(Habits, DisplayPromptPrintsThePromptBeforeTheCompletion) {
   EXPECT_EQ(both.exit_code, 2);
 }
 
+TEST(Habits, TheLoadProgressBarIsDrawnOnATerminalOnly) {
+  const std::vector<std::string> args = {bonsai_program(), "run", "-m", kTiny, "-p",
+                                         "Hello",          "-n",  "1"};
+  PtyChild terminal(args);
+  const ProcessResult drawn = terminal.finish(milliseconds(60000));
+  EXPECT_EQ(drawn.exit_code, 0) << drawn.out;
+  EXPECT_NE(drawn.out.find("loading model"), std::string::npos) << drawn.out;
+  EXPECT_NE(drawn.out.find("100%"), std::string::npos) << drawn.out;
+  const auto piped = run_bonsai({"run", "-m", kTiny, "-p", "Hello", "-n", "1"});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("loading model"), std::string::npos) << piped.err;
+  PtyChild quiet({bonsai_program(), "run", "-m", kTiny, "-p", "Hello", "-n", "1", "--no-progress"});
+  EXPECT_EQ(quiet.finish(milliseconds(60000)).out.find("loading model"), std::string::npos);
+}
+
 TEST(Habits, VersionNamesTheProgramTheAbiAndThePlugins) {
   const auto r = run_bonsai({"--version"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
