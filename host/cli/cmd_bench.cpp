@@ -4,14 +4,22 @@
 // through the backend's argmax, no logits copied). With -d D both run after D
 // tokens are already in the cache (llama-bench's n_depth; the D-token prefill
 // is not timed). One warm-up run of each test is done first and not counted.
-// -p, -n, -d and -t take comma lists, as llama-bench's do: every combination
-// runs, threads outermost (each count opens the engine afresh).
+// -p, -n, -d, -t and -np take comma lists, as llama-bench's do: every
+// combination runs, threads outermost (each count opens the engine afresh).
+// -np N runs each test on N sessions at once, one thread each, and reports
+// their aggregate rate: independent sequences side by side (each session
+// reads the weights for itself; a batched multi-sequence step is ABI 1.1's
+// future work).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
+#include <mutex>
 #include <random>
+#include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_report.hpp"
@@ -26,12 +34,13 @@ namespace {
 
 struct BenchArgs {
   EngineArgs engine;
-  std::string n_prompt_text = "512";           // -p: tokens of the pp tests (0 = skip)
-  std::string n_gen_text = "128";              // -n: tokens of the tg tests (0 = skip)
-  std::string depth_text = "0";                // -d: tokens in the cache before each test
-  std::vector<int32_t> n_prompt, n_gen, depth; // the lists above, parsed
-  int32_t repetitions = 5;                     // -r
-  std::string output = "md";                   // -o md|csv|json|jsonl
+  std::string n_prompt_text = "512";                     // -p: tokens of the pp tests (0 = skip)
+  std::string n_gen_text = "128";                        // -n: tokens of the tg tests (0 = skip)
+  std::string depth_text = "0";                          // -d: tokens in the cache before each test
+  std::string parallel_text = "1";                       // -np: sequences run side by side
+  std::vector<int32_t> n_prompt, n_gen, depth, parallel; // the lists above, parsed
+  int32_t repetitions = 5;                               // -r
+  std::string output = "md";                             // -o md|csv|json|jsonl
 };
 
 int32_t largest(const std::vector<int32_t> &values) {
@@ -60,27 +69,56 @@ void prepare(Session &session, const std::vector<int32_t> &depth_tokens) {
     session.eval(depth_tokens);
 }
 
-double time_prompt(Session &session, const std::vector<int32_t> &depth_tokens,
-                   const std::vector<int32_t> &tokens) {
-  prepare(session, depth_tokens);
+// The timed part of each test, on a prepared session.
+double time_prompt(Session &session, const std::vector<int32_t> &tokens) {
   const auto start = Clock::now();
   session.eval(tokens);
   return seconds_since(start);
 }
 
-double time_generation(Session &session, const std::vector<int32_t> &depth_tokens,
-                       const std::vector<int32_t> &tokens) {
-  prepare(session, depth_tokens);
+double time_generation(Session &session, const std::vector<int32_t> &tokens) {
   const auto start = Clock::now();
   for (const int32_t token : tokens)
     session.eval_argmax(std::span<const int32_t>(&token, 1));
   return seconds_since(start);
 }
 
+// Prepares every session (cache cleared, then the depth tokens), then runs
+// `timed_run` on all at once (one thread each); returns the wall time until
+// the last one finished.
+template <class TimedRun>
+double run_side_by_side(std::span<Session> sessions, const std::vector<int32_t> &depth_tokens,
+                        const std::vector<int32_t> &tokens, TimedRun &&timed_run) {
+  for (Session &session : sessions)
+    prepare(session, depth_tokens);
+  if (sessions.size() == 1)
+    return timed_run(sessions[0], tokens);
+  std::vector<std::thread> workers;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const auto start = Clock::now();
+  for (Session &session : sessions)
+    workers.emplace_back([&, &session = session] {
+      try {
+        timed_run(session, tokens);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        failure = std::current_exception();
+      }
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  const double seconds = seconds_since(start);
+  if (failure)
+    std::rethrow_exception(failure);
+  return seconds;
+}
+
 void parse_lists(BenchArgs &a) {
   a.n_prompt = parse_int_list("-p/--n-prompt", a.n_prompt_text, 0);
   a.n_gen = parse_int_list("-n/--n-gen", a.n_gen_text, 0);
   a.depth = parse_int_list("-d/--depth", a.depth_text, 0);
+  a.parallel = parse_int_list("-np/--parallel", a.parallel_text, 1);
   if (largest(a.n_prompt) == 0 && largest(a.n_gen) == 0)
     throw UsageError("nothing to measure: -p and -n are both 0");
   if (a.repetitions < 1)
@@ -103,8 +141,10 @@ int bench_command(const Args &argv) {
       "tokens of the tgN tests, decoded one by one (0 = skip; default 128)")(
       "depth,d", po::value(&a.depth_text)->value_name("N,..."),
       "tokens already in the cache before each test, prefilled untimed (default 0)")(
-      "repetitions,r", po::value(&a.repetitions)->value_name("N"),
-      "measured repetitions of each test (default 5)")(
+      "parallel", po::value(&a.parallel_text)->value_name("N,..."),
+      "sequences run side by side, one session and thread each; the rate is their sum "
+      "(default 1)")("repetitions,r", po::value(&a.repetitions)->value_name("N"),
+                     "measured repetitions of each test (default 5)")(
       "output,o", po::value(&a.output)->value_name("FMT"),
       "md (table, default), csv, json (one array) or jsonl (one object per line)");
   if (!command_line.parse(argv))
@@ -123,35 +163,42 @@ int bench_command(const Args &argv) {
   for (const int32_t threads : a.engine.thread_list) {
     a.engine.n_threads = threads;
     Engine engine = open_engine(a.engine);
-    Session session = open_session(engine, a.engine);
+    std::vector<Session> sessions;
+    sessions.push_back(open_session(engine, a.engine));
     const ModelInfo &model = engine.model();
-    for (const int32_t depth : a.depth) {
-      const std::vector<int32_t> depth_tokens = random_tokens(depth, model.n_vocab);
-      const auto measure = [&](const char *prefix, int32_t count, auto &&timed_run) {
-        if (count == 0)
-          return;
-        const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
-        timed_run(session, depth_tokens, tokens); // warm-up, not counted
-        BenchRow row{std::filesystem::path(model.path).filename().string(),
-                     model.weight_bytes,
-                     model.n_params,
-                     engine.backend().name,
-                     threads,
-                     prefix + std::to_string(count) +
-                         (depth > 0 ? " @ d" + std::to_string(depth) : std::string()),
-                     count,
-                     {}};
-        for (int32_t r = 0; r < a.repetitions; ++r)
-          row.seconds.push_back(timed_run(session, depth_tokens, tokens));
-        // Each row as soon as it is measured: a long run shows progress.
-        std::fputs(bench_row(format, row, rows.empty()).c_str(), stdout);
-        std::fflush(stdout);
-        rows.push_back(std::move(row));
-      };
-      for (const int32_t n : a.n_prompt)
-        measure("pp", n, time_prompt);
-      for (const int32_t n : a.n_gen)
-        measure("tg", n, time_generation);
+    for (const int32_t parallel : a.parallel) {
+      while (static_cast<int32_t>(sessions.size()) < parallel)
+        sessions.push_back(open_session(engine, a.engine));
+      const std::span<Session> running(sessions.data(), static_cast<size_t>(parallel));
+      for (const int32_t depth : a.depth) {
+        const std::vector<int32_t> depth_tokens = random_tokens(depth, model.n_vocab);
+        const auto measure = [&](const char *prefix, int32_t count, auto &&timed_run) {
+          if (count == 0)
+            return;
+          const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
+          run_side_by_side(running, depth_tokens, tokens, timed_run); // warm-up, not counted
+          BenchRow row{std::filesystem::path(model.path).filename().string(),
+                       model.weight_bytes,
+                       model.n_params,
+                       engine.backend().name,
+                       threads,
+                       prefix + std::to_string(count) +
+                           (depth > 0 ? " @ d" + std::to_string(depth) : std::string()) +
+                           (parallel > 1 ? " x" + std::to_string(parallel) : std::string()),
+                       count * parallel,
+                       {}};
+          for (int32_t r = 0; r < a.repetitions; ++r)
+            row.seconds.push_back(run_side_by_side(running, depth_tokens, tokens, timed_run));
+          // Each row as soon as it is measured: a long run shows progress.
+          std::fputs(bench_row(format, row, rows.empty()).c_str(), stdout);
+          std::fflush(stdout);
+          rows.push_back(std::move(row));
+        };
+        for (const int32_t n : a.n_prompt)
+          measure("pp", n, time_prompt);
+        for (const int32_t n : a.n_gen)
+          measure("tg", n, time_generation);
+      }
     }
   }
   std::fputs(bench_footer(format).c_str(), stdout);

@@ -28,6 +28,7 @@ const LlamaFlag kLlamaFlags[] = {
     {{"-sys", "--system-prompt"}, Action::alias, "--system"},
     {{"-s"}, Action::alias, "--seed"},
     {{"-r", "--reverse-prompt"}, Action::alias, "--stop"},
+    {{"-np"}, Action::alias, "--parallel"},
     {{"-fa", "--flash-attn"},
      Action::ignore_toggle,
      "attention is always fused in bonsai; ignored"},

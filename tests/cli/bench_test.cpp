@@ -77,6 +77,21 @@ TEST(Bench, CommaListsRunEveryCombinationThreadsOutermost) {
   }
 }
 
+TEST(Bench, ParallelRunsEachTestOnThatManySessionsAtOnce) {
+  const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n",
+                                      "4", "-np", "1,3", "-t", "1", "-r", "1", "-o", "jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  const char *tests[] = {"pp8", "tg4", "pp8 x3", "tg4 x3"};
+  const int tokens[] = {8, 4, 24, 12}; // three sequences: three times the tokens
+  for (size_t i = 0; i < 4; ++i) {
+    const mini_json::Value row = mini_json::parse(lines[i]);
+    EXPECT_EQ(row["test"].as_string(), tests[i]);
+    EXPECT_EQ(row["n_tokens"].as_int(), tokens[i]);
+  }
+}
+
 TEST(Bench, CsvHasAHeaderAndOneRowPerTest) {
   const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n",
                                       "2", "-r", "2", "-o", "csv", "-t", "1"});
@@ -100,7 +115,8 @@ TEST(Bench, RejectsBadValues) {
                                                 {"-d", "-3"},
                                                 {"-p", "8,"},
                                                 {"-n", "4,x"},
-                                                {"-t", "1,-2"}}) {
+                                                {"-t", "1,-2"},
+                                                {"-np", "0"}}) {
     std::vector<std::string> args{"bench", "-m", data_file("tiny-q1.gguf")};
     args.insert(args.end(), extra.begin(), extra.end());
     const ProcessResult r = run_bonsai(args);
