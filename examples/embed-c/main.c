@@ -105,7 +105,7 @@ static int chat_turn(bonsai_engine *engine) {
     for (int32_t i = 0; i < n && i < 16; ++i)
       sum += logprobs[i];
     const int32_t length = bonsai_detokenize(engine, result.tokens, result.n_tokens, NULL, 0);
-    char *text = malloc((size_t)length + 1);
+    char *text = length >= 0 ? malloc((size_t)length + 1) : NULL;
     if (text != NULL && bonsai_detokenize(engine, result.tokens, result.n_tokens, text,
                                           (size_t)length + 1) == length)
       printf("[chat] %zu tokens, mean logprob %.3f, %d bytes of text\n", result.n_tokens,

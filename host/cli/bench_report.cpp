@@ -9,9 +9,11 @@ namespace bonsai::cli {
 namespace {
 
 std::string printf_string(const char *format, auto... values) {
-  char buffer[256];
-  std::snprintf(buffer, sizeof buffer, format, values...);
-  return buffer;
+  const int length = std::snprintf(nullptr, 0, format, values...);
+  std::string text(static_cast<size_t>(std::max(length, 0)) + 1, '\0');
+  std::snprintf(text.data(), text.size(), format, values...);
+  text.pop_back(); // the NUL
+  return text;
 }
 
 std::string human_size(uint64_t bytes) {

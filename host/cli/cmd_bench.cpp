@@ -158,48 +158,61 @@ int bench_command(const Args &argv) {
     a.engine.n_batch = std::max({largest(a.n_prompt), std::min(max_depth, 512), 1});
 
   const BenchFormat format = *parse_bench_format(a.output);
-  std::fputs(bench_header(format).c_str(), stdout);
   std::vector<BenchRow> rows;
-  for (const int32_t threads : a.engine.thread_list) {
-    a.engine.n_threads = threads;
-    Engine engine = open_engine(a.engine);
-    std::vector<Session> sessions;
-    sessions.push_back(open_session(engine, a.engine));
-    const ModelInfo &model = engine.model();
-    for (const int32_t parallel : a.parallel) {
-      while (static_cast<int32_t>(sessions.size()) < parallel)
-        sessions.push_back(open_session(engine, a.engine));
-      const std::span<Session> running(sessions.data(), static_cast<size_t>(parallel));
-      for (const int32_t depth : a.depth) {
-        const std::vector<int32_t> depth_tokens = random_tokens(depth, model.n_vocab);
-        const auto measure = [&](const char *prefix, int32_t count, auto &&timed_run) {
-          if (count == 0)
-            return;
-          const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
-          run_side_by_side(running, depth_tokens, tokens, timed_run); // warm-up, not counted
-          BenchRow row{std::filesystem::path(model.path).filename().string(),
-                       model.weight_bytes,
-                       model.n_params,
-                       engine.backend().name,
-                       threads,
-                       prefix + std::to_string(count) +
-                           (depth > 0 ? " @ d" + std::to_string(depth) : std::string()) +
-                           (parallel > 1 ? " x" + std::to_string(parallel) : std::string()),
-                       count * parallel,
-                       {}};
-          for (int32_t r = 0; r < a.repetitions; ++r)
-            row.seconds.push_back(run_side_by_side(running, depth_tokens, tokens, timed_run));
-          // Each row as soon as it is measured: a long run shows progress.
-          std::fputs(bench_row(format, row, rows.empty()).c_str(), stdout);
-          std::fflush(stdout);
-          rows.push_back(std::move(row));
-        };
-        for (const int32_t n : a.n_prompt)
-          measure("pp", n, time_prompt);
-        for (const int32_t n : a.n_gen)
-          measure("tg", n, time_generation);
+  // The header comes with the first row, so that a model that fails to load
+  // prints nothing on stdout.
+  const auto print_row = [&](const BenchRow &row) {
+    const std::string text = (rows.empty() ? bench_header(format) : std::string()) +
+                             bench_row(format, row, rows.empty());
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  };
+  try {
+    for (const int32_t threads : a.engine.thread_list) {
+      a.engine.n_threads = threads;
+      Engine engine = open_engine(a.engine);
+      std::vector<Session> sessions;
+      sessions.push_back(open_session(engine, a.engine));
+      const ModelInfo &model = engine.model();
+      for (const int32_t parallel : a.parallel) {
+        while (static_cast<int32_t>(sessions.size()) < parallel)
+          sessions.push_back(open_session(engine, a.engine));
+        const std::span<Session> running(sessions.data(), static_cast<size_t>(parallel));
+        for (const int32_t depth : a.depth) {
+          const std::vector<int32_t> depth_tokens = random_tokens(depth, model.n_vocab);
+          const auto measure = [&](const char *prefix, int32_t count, auto &&timed_run) {
+            if (count == 0)
+              return;
+            const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
+            run_side_by_side(running, depth_tokens, tokens, timed_run); // warm-up, not counted
+            BenchRow row{std::filesystem::path(model.path).filename().string(),
+                         model.weight_bytes,
+                         model.n_params,
+                         engine.backend().name,
+                         threads,
+                         prefix + std::to_string(count) +
+                             (depth > 0 ? " @ d" + std::to_string(depth) : std::string()) +
+                             (parallel > 1 ? " x" + std::to_string(parallel) : std::string()),
+                         count * parallel,
+                         {}};
+            for (int32_t r = 0; r < a.repetitions; ++r)
+              row.seconds.push_back(run_side_by_side(running, depth_tokens, tokens, timed_run));
+            // Each row as soon as it is measured: a long run shows progress.
+            print_row(row);
+            rows.push_back(std::move(row));
+          };
+          for (const int32_t n : a.n_prompt)
+            measure("pp", n, time_prompt);
+          for (const int32_t n : a.n_gen)
+            measure("tg", n, time_generation);
+        }
       }
     }
+  } catch (...) {
+    // The rows measured so far stay a well-formed document; the error follows.
+    if (!rows.empty())
+      std::fputs(bench_footer(format).c_str(), stdout);
+    throw;
   }
   std::fputs(bench_footer(format).c_str(), stdout);
   return kExitOk;

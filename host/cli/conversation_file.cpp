@@ -36,12 +36,14 @@ std::vector<ChatMessage> load_conversation(const std::filesystem::path &path) {
   json doc;
   try {
     doc = json::parse(in);
-  } catch (const json::parse_error &e) {
+  } catch (const json::exception &e) { // syntax, or a number out of range
     throw Error(path.string() + ": not a JSON conversation: " + e.what());
   }
   const json *list = &doc;
   if (doc.is_object()) {
-    if (doc.value("format", "") != "bonsai-chat" || !doc.contains("messages"))
+    const bool ours = doc.contains("format") && doc["format"].is_string() &&
+                      doc["format"].get<std::string>() == "bonsai-chat";
+    if (!ours || !doc.contains("messages"))
       throw Error(path.string() + ": a JSON object without \"format\": \"bonsai-chat\" and "
                                   "\"messages\"");
     list = &doc["messages"];

@@ -17,8 +17,8 @@ struct TranslatedArgs {
 
 // What the translation needs to know about the subcommand's own flags.
 struct FlagSchema {
-  // Whether the command has the long option `name` (e.g. "backend").
-  std::function<bool(const std::string &name)> has;
+  // Whether the command has the option spelled `token` ("--backend", "-m").
+  std::function<bool(const std::string &token)> has;
   // Whether the option spelled `token` ("-m", "--model") takes a value, so
   // that its value is passed through untouched.
   std::function<bool(const std::string &token)> takes_value;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include <fmt/format.h>
@@ -22,12 +23,17 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
 }
 
 // log(softmax(logits)[index]), with the max subtracted so that exp cannot
-// overflow.
+// overflow. Non-finite logits count as probability 0, as the sampler treats
+// them.
 float log_softmax_at(const std::vector<float> &logits, int32_t index) {
-  const float top = *std::max_element(logits.begin(), logits.end());
+  float top = -std::numeric_limits<float>::infinity();
+  for (const float v : logits)
+    if (std::isfinite(v))
+      top = std::max(top, v);
   double sum = 0.0;
   for (const float v : logits)
-    sum += std::exp(static_cast<double>(v) - top);
+    if (std::isfinite(v))
+      sum += std::exp(static_cast<double>(v) - top);
   return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(index)]) - top -
                             std::log(sum));
 }

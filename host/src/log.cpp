@@ -32,9 +32,8 @@ spdlog::level::level_enum to_spdlog(LogLevel level) {
 
 host::LogRoutingSink &routing_sink() {
   static const std::shared_ptr<host::LogRoutingSink> sink = [] {
-    auto stderr_sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    stderr_sink->set_pattern("%^bonsai %l%$: %v");
-    return std::make_shared<host::LogRoutingSink>(std::move(stderr_sink));
+    return std::make_shared<host::LogRoutingSink>(
+        std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
   }();
   return *sink;
 }
@@ -45,6 +44,7 @@ std::shared_ptr<spdlog::logger> make_logger() {
   // copied: its lifetime is the process's.
   auto logger = std::make_shared<spdlog::logger>(
       "bonsai", std::shared_ptr<spdlog::sinks::sink>(&routing_sink(), [](auto *) {}));
+  logger->set_pattern("%^bonsai %l%$: %v"); // reaches the stderr sink
   LogLevel level = LogLevel::warn;
   if (const char *env = std::getenv("BONSAI_LOG_LEVEL"); env != nullptr && *env != '\0') {
     if (auto parsed = parse_log_level(env)) {

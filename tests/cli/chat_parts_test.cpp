@@ -110,14 +110,17 @@ TEST_F(ConversationFile, BadFilesAreRefusedWithTheReason) {
     const char *text;
     const char *expected;
   };
-  for (const Case &c : {Case{"not json", "not a JSON conversation"},
-                        Case{R"({"messages": []})", "without \"format\": \"bonsai-chat\""},
-                        Case{R"([{"role": "tool", "content": "x"}])", "has role 'tool'"},
-                        Case{R"([{"content": "x"}])", "message 1 has no \"role\" string"},
-                        Case{R"([{"role": "user", "content": 3}])", "no \"content\" string"},
-                        Case{R"([{"role": "user", "content": "a"}, {"role": "system",
+  for (const Case &c :
+       {Case{"not json", "not a JSON conversation"},
+        Case{R"({"messages": []})", "without \"format\": \"bonsai-chat\""},
+        Case{R"({"format": 1, "messages": []})", "without \"format\": \"bonsai-chat\""},
+        Case{R"([{"role": "user", "content": "x", "n": 1e999}])", "not a JSON conversation"},
+        Case{R"([{"role": "tool", "content": "x"}])", "has role 'tool'"},
+        Case{R"([{"content": "x"}])", "message 1 has no \"role\" string"},
+        Case{R"([{"role": "user", "content": 3}])", "no \"content\" string"},
+        Case{R"([{"role": "user", "content": "a"}, {"role": "system",
                               "content": "b"}])",
-                             "message 2 is a system message; only the first may be one"}}) {
+             "message 2 is a system message; only the first may be one"}}) {
     const auto path = file("bad.json");
     write(path, c.text);
     try {

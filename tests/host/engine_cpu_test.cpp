@@ -170,6 +170,17 @@ TEST(HostLog, TheCallbackReceivesHostAndPluginLinesAndCanBeRemoved) {
   EXPECT_TRUE(plugin_line) << "no [cpu] thread-count warning through the callback";
 }
 
+TEST(HostLog, ACallbackMayRemoveItselfWithoutDeadlock) {
+  int calls = 0;
+  bonsai::set_log_callback([&calls](bonsai::LogLevel, std::string_view) {
+    ++calls;
+    bonsai::set_log_callback(nullptr); // the sink's lock is not held here
+  });
+  bonsai::log_message(bonsai::LogLevel::warn, "first: to the callback");
+  bonsai::log_message(bonsai::LogLevel::warn, "second: to stderr");
+  EXPECT_EQ(calls, 1);
+}
+
 TEST_F(EngineCpu, SamplerPathWithTopKOneEqualsGreedy) {
   // temperature 1 with top-k 1 goes through the logits + core sampler path,
   // which must pick the argmax every time.

@@ -172,7 +172,9 @@ BONSAI_API int32_t bonsai_detokenize(const bonsai_engine *engine, const int32_t 
  * 2 info, 3 warn, 4 error; `message` is borrowed for the call. */
 typedef void (*bonsai_log_callback)(void *user_data, int level, const char *message);
 /* Sends log lines to `callback` instead of stderr (NULL restores stderr).
- * Called from whichever thread logs, one line at a time. */
+ * Called from whichever thread logs, possibly from several at once. The
+ * callback may call bonsai_set_log_callback, but nothing that logs (it would
+ * recurse). */
 BONSAI_API void bonsai_set_log_callback(bonsai_log_callback callback, void *user_data);
 /* The least severe level logged: "trace", "debug", "info", "warn" (default),
  * "error" or "off". Returns 0, or -1 for an unknown name. */

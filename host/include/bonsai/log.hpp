@@ -26,8 +26,9 @@ BONSAI_HOST_API void log_message(LogLevel level, std::string_view message);
 using LogCallback = std::function<void(LogLevel level, std::string_view message)>;
 // Sends the host's log lines (plugins' included) to `callback` instead of
 // stderr; an empty callback restores stderr. Thread-safe. The callback is
-// called from whichever thread logs, one line at a time, and must not log
-// itself; exceptions it throws are swallowed.
+// called from whichever thread logs, possibly from several at once; it may
+// call set_log_callback, but must not log itself (that would recurse).
+// Exceptions it throws are swallowed.
 BONSAI_HOST_API void set_log_callback(LogCallback callback);
 
 } // namespace bonsai

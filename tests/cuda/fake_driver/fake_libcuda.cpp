@@ -55,21 +55,34 @@ constexpr unsigned kMaxGridYZ = 65535u;
 constexpr unsigned kMaxBlockThreads = 1024u;
 constexpr int kSharedPerBlockOptin = 232448; // 227 KB
 
-// The fault BONSAI_FAKE_CUDA_FAIL injects into `function`, or success.
+// The fault BONSAI_FAKE_CUDA_FAIL injects into `function`, or success:
+// comma-separated entries "name" or "name=code", names compared exactly. A
+// code that is not a positive number is a mistake in the test: abort.
 CUresult injected_fault(const char *function) {
   const char *env = std::getenv("BONSAI_FAKE_CUDA_FAIL");
   if (env == nullptr)
     return kCudaSuccess;
-  const std::string list = std::string(",") + env + ",";
-  const size_t at = list.find(std::string(",") + function);
-  if (at == std::string::npos)
-    return kCudaSuccess;
-  const size_t end = at + 1 + std::strlen(function);
-  if (list[end] == ',')
-    return kDeinitialized;
-  if (list[end] == '=')
-    return static_cast<CUresult>(std::atoi(list.c_str() + end + 1));
-  return kCudaSuccess; // a longer name that starts with `function`
+  const std::string list = env;
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos)
+      end = list.size();
+    const std::string entry = list.substr(start, end - start);
+    const size_t eq = entry.find('=');
+    if (entry.substr(0, eq) == function) {
+      if (eq == std::string::npos)
+        return kDeinitialized;
+      char *rest = nullptr;
+      const long code = std::strtol(entry.c_str() + eq + 1, &rest, 10);
+      if (rest == entry.c_str() + eq + 1 || *rest != '\0' || code <= 0) {
+        std::fprintf(stderr, "BONSAI_FAKE_CUDA_FAIL: bad code in '%s'\n", entry.c_str());
+        std::abort();
+      }
+      return static_cast<CUresult>(code);
+    }
+    start = end + 1;
+  }
+  return kCudaSuccess;
 }
 #define BONSAI_FAKE_FAULT()                                                                        \
   if (const CUresult fault = injected_fault(__func__); fault != kCudaSuccess)                      \
