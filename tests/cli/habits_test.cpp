@@ -3,7 +3,7 @@
 // strings, the seed in the stats, a chat line that is not UTF-8, and the
 // plugin checker's count of skipped checks.
 #include <cctype>
-#include <regex>
+#include <cstdio>
 
 #include "bonsai/bonsai_backend.h"
 #include "cli_harness.hpp"
@@ -119,10 +119,13 @@ TEST(Habits, StopStringsEndTheAnswerBeforeThem) {
 TEST(Habits, TheStatsNameTheSeedAndItRepeatsTheRun) {
   const auto first = run_bonsai(run_args({"-n", "12", "--temp", "1.0", "--ignore-eos"}));
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(first.err, m, std::regex(R"(\| seed (\d+) \|)"))) << first.err;
+  const size_t at = first.err.find("| seed ");
+  ASSERT_NE(at, std::string::npos) << first.err;
+  const std::string seed = first.err.substr(at + 7, first.err.find(' ', at + 7) - (at + 7));
+  ASSERT_FALSE(seed.empty());
+  ASSERT_EQ(seed.find_first_not_of("0123456789"), std::string::npos) << seed;
   const auto again =
-      run_bonsai(run_args({"-n", "12", "--temp", "1.0", "--ignore-eos", "--seed", m[1]}));
+      run_bonsai(run_args({"-n", "12", "--temp", "1.0", "--ignore-eos", "--seed", seed}));
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(again.out, first.out);
 }
@@ -213,12 +216,13 @@ TEST(Habits, TheLoadProgressBarIsDrawnOnATerminalOnly) {
 TEST(Habits, VersionNamesTheProgramTheAbiAndThePlugins) {
   const auto r = run_bonsai({"--version"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(
-      r.out, m, std::regex(R"(^bonsai \d+\.\d+\.\d+ \(plugin ABI (\d+)\.(\d+)\)\n)")))
+  unsigned major = 0, minor = 0, abi_major = 0, abi_minor = 0, patch = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str(), "bonsai %u.%u.%u (plugin ABI %u.%u)", &major, &minor, &patch,
+                        &abi_major, &abi_minor),
+            5)
       << r.out;
-  EXPECT_EQ(std::stoi(m[1]), BONSAI_ABI_MAJOR);
-  EXPECT_EQ(std::stoi(m[2]), BONSAI_ABI_MINOR);
+  EXPECT_EQ(abi_major, BONSAI_ABI_MAJOR);
+  EXPECT_EQ(abi_minor, BONSAI_ABI_MINOR);
   const std::string cpu = std::string(BONSAI_PLUGIN_DIR) + "/libbonsai_cpu.so";
   EXPECT_NE(r.out.find("  cpu    "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(cpu), std::string::npos) << r.out;
