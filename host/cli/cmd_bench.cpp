@@ -114,6 +114,40 @@ double run_side_by_side(std::span<Session> sessions, const std::vector<int32_t> 
   return seconds;
 }
 
+// Where one row is measured: the engine, the sessions run side by side,
+// the thread count it was opened with, and the tokens cached first.
+struct TestPoint {
+  const Engine &engine;
+  std::span<Session> sessions;
+  int32_t threads;
+  int32_t depth;
+  int32_t repetitions;
+};
+
+// One warm-up, then `repetitions` timed runs of `count` tokens on every
+// session of `point`.
+template <class TimedRun>
+BenchRow measure(const TestPoint &point, const char *prefix, int32_t count, TimedRun &&timed_run) {
+  const ModelInfo &model = point.engine.model();
+  const auto parallel = static_cast<int32_t>(point.sessions.size());
+  const std::vector<int32_t> depth_tokens = random_tokens(point.depth, model.n_vocab);
+  const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
+  run_side_by_side(point.sessions, depth_tokens, tokens, timed_run); // warm-up, not counted
+  BenchRow row{std::filesystem::path(model.path).filename().string(),
+               model.weight_bytes,
+               model.n_params,
+               point.engine.backend().name,
+               point.threads,
+               prefix + std::to_string(count) +
+                   (point.depth > 0 ? " @ d" + std::to_string(point.depth) : std::string()) +
+                   (parallel > 1 ? " x" + std::to_string(parallel) : std::string()),
+               count * parallel,
+               {}};
+  for (int32_t r = 0; r < point.repetitions; ++r)
+    row.seconds.push_back(run_side_by_side(point.sessions, depth_tokens, tokens, timed_run));
+  return row;
+}
+
 void parse_lists(BenchArgs &a) {
   a.n_prompt = parse_int_list("-p/--n-prompt", a.n_prompt_text, 0);
   a.n_gen = parse_int_list("-n/--n-gen", a.n_gen_text, 0);
@@ -158,59 +192,39 @@ int bench_command(const Args &argv) {
     a.engine.n_batch = std::max({largest(a.n_prompt), std::min(max_depth, 512), 1});
 
   const BenchFormat format = *parse_bench_format(a.output);
-  std::vector<BenchRow> rows;
+  bool any_row = false;
   // The header comes with the first row, so that a model that fails to load
-  // prints nothing on stdout.
+  // prints nothing on stdout; each row is printed as soon as it is measured.
   const auto print_row = [&](const BenchRow &row) {
-    const std::string text = (rows.empty() ? bench_header(format) : std::string()) +
-                             bench_row(format, row, rows.empty());
+    const std::string text =
+        (any_row ? std::string() : bench_header(format)) + bench_row(format, row, !any_row);
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
+    any_row = true;
   };
   try {
     for (const int32_t threads : a.engine.thread_list) {
       a.engine.n_threads = threads;
       Engine engine = open_engine(a.engine);
       std::vector<Session> sessions;
-      sessions.push_back(open_session(engine, a.engine));
-      const ModelInfo &model = engine.model();
       for (const int32_t parallel : a.parallel) {
         while (static_cast<int32_t>(sessions.size()) < parallel)
           sessions.push_back(open_session(engine, a.engine));
-        const std::span<Session> running(sessions.data(), static_cast<size_t>(parallel));
         for (const int32_t depth : a.depth) {
-          const std::vector<int32_t> depth_tokens = random_tokens(depth, model.n_vocab);
-          const auto measure = [&](const char *prefix, int32_t count, auto &&timed_run) {
-            if (count == 0)
-              return;
-            const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
-            run_side_by_side(running, depth_tokens, tokens, timed_run); // warm-up, not counted
-            BenchRow row{std::filesystem::path(model.path).filename().string(),
-                         model.weight_bytes,
-                         model.n_params,
-                         engine.backend().name,
-                         threads,
-                         prefix + std::to_string(count) +
-                             (depth > 0 ? " @ d" + std::to_string(depth) : std::string()) +
-                             (parallel > 1 ? " x" + std::to_string(parallel) : std::string()),
-                         count * parallel,
-                         {}};
-            for (int32_t r = 0; r < a.repetitions; ++r)
-              row.seconds.push_back(run_side_by_side(running, depth_tokens, tokens, timed_run));
-            // Each row as soon as it is measured: a long run shows progress.
-            print_row(row);
-            rows.push_back(std::move(row));
-          };
+          const TestPoint point{engine, std::span<Session>(sessions.data(), parallel), threads,
+                                depth, a.repetitions};
           for (const int32_t n : a.n_prompt)
-            measure("pp", n, time_prompt);
+            if (n > 0)
+              print_row(measure(point, "pp", n, time_prompt));
           for (const int32_t n : a.n_gen)
-            measure("tg", n, time_generation);
+            if (n > 0)
+              print_row(measure(point, "tg", n, time_generation));
         }
       }
     }
   } catch (...) {
     // The rows measured so far stay a well-formed document; the error follows.
-    if (!rows.empty())
+    if (any_row)
       std::fputs(bench_footer(format).c_str(), stdout);
     throw;
   }

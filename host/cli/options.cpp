@@ -47,8 +47,9 @@ void validate_engine(const EngineArgs &a) {
             std::to_string(a.n_ctx));
   if (a.n_batch < 1)
     invalid("-b/--batch-size", "must be >= 1", std::to_string(a.n_batch));
-  if (a.n_threads < 0)
-    invalid("-t/--threads", "must be >= 0 (0 = automatic)", std::to_string(a.n_threads));
+  for (const int32_t n : a.thread_list)
+    if (n < 0)
+      invalid("-t/--threads", "must be >= 0 (0 = automatic)", std::to_string(n));
 }
 
 void validate_generation(const GenerationArgs &g) {
@@ -168,11 +169,8 @@ CommandLine &CommandLine::engine(EngineArgs &a, bool thread_list) {
     a.thread_list = parse_int_list("-t/--threads", threads_text_, INT32_MIN);
     if (!thread_list && a.thread_list.size() != 1)
       throw UsageError("-t/--threads takes one number here, got '" + threads_text_ + "'");
-    for (const int32_t n : a.thread_list) {
-      a.n_threads = n;
-      validate_engine(a);
-    }
     a.n_threads = a.thread_list.front();
+    validate_engine(a);
   });
   return rope(a.rope);
 }

@@ -30,20 +30,16 @@ spdlog::level::level_enum to_spdlog(LogLevel level) {
   return spdlog::level::off;
 }
 
-host::LogRoutingSink &routing_sink() {
-  static const std::shared_ptr<host::LogRoutingSink> sink = [] {
-    return std::make_shared<host::LogRoutingSink>(
-        std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  }();
-  return *sink;
+const std::shared_ptr<host::LogRoutingSink> &routing_sink() {
+  static const auto sink = std::make_shared<host::LogRoutingSink>(
+      std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  return sink;
 }
 
 std::shared_ptr<spdlog::logger> make_logger() {
   // Not registered in spdlog's global registry, so an application using
-  // spdlog itself cannot collide with the name. The sink is shared, never
-  // copied: its lifetime is the process's.
-  auto logger = std::make_shared<spdlog::logger>(
-      "bonsai", std::shared_ptr<spdlog::sinks::sink>(&routing_sink(), [](auto *) {}));
+  // spdlog itself cannot collide with the name.
+  auto logger = std::make_shared<spdlog::logger>("bonsai", routing_sink());
   logger->set_pattern("%^bonsai %l%$: %v"); // reaches the stderr sink
   LogLevel level = LogLevel::warn;
   if (const char *env = std::getenv("BONSAI_LOG_LEVEL"); env != nullptr && *env != '\0') {
@@ -90,7 +86,7 @@ LogLevel log_level() {
 }
 
 void set_log_callback(LogCallback callback) {
-  routing_sink().set_callback(std::move(callback));
+  routing_sink()->set_callback(std::move(callback));
 }
 
 void log_message(LogLevel level, std::string_view message) {

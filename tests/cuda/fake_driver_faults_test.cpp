@@ -56,6 +56,18 @@ std::vector<uint8_t> q1_rows(int64_t rows, int64_t cols) {
   return data;
 }
 
+// The description of `data` (from q1_rows) as a Q1_0 weight.
+bonsai_weight_desc q1_weight(const std::vector<uint8_t> &data, int64_t rows, int64_t cols) {
+  bonsai_weight_desc w{};
+  w.struct_size = sizeof w;
+  w.type = BONSAI_WEIGHT_Q1_0;
+  w.cols = cols;
+  w.rows = rows;
+  w.data = data.data();
+  w.nbytes = data.size();
+  return w;
+}
+
 // W x for those weights, in double.
 double expected_row(int64_t r, const std::vector<float> &x) {
   double sum = 0.0;
@@ -74,13 +86,7 @@ bonsai_status run_q1_gemv(int64_t rows, int64_t cols, const std::vector<float> &
   if (api.create_context(&desc, &ctx, nullptr, 0) != BONSAI_OK)
     return BONSAI_ERR_INTERNAL;
   const std::vector<uint8_t> data = q1_rows(rows, cols);
-  bonsai_weight_desc w{};
-  w.struct_size = sizeof w;
-  w.type = BONSAI_WEIGHT_Q1_0;
-  w.cols = cols;
-  w.rows = rows;
-  w.data = data.data();
-  w.nbytes = data.size();
+  const bonsai_weight_desc w = q1_weight(data, rows, cols);
   bonsai_weight *handle = nullptr;
   bonsai_status status = api.upload_weight(ctx, &w, &handle);
   if (status == BONSAI_OK) {
@@ -188,13 +194,7 @@ TEST(CudaFakeDriverRules, FailedCreationReleasesThePrimaryContextAndEverythingEl
   if (cuda_api().create_context(&desc, &ctx, nullptr, 0) != BONSAI_OK)
     std::_Exit(10);
   const std::vector<uint8_t> data = q1_rows(4, 128);
-  bonsai_weight_desc w{};
-  w.struct_size = sizeof w;
-  w.type = BONSAI_WEIGHT_Q1_0;
-  w.cols = 128;
-  w.rows = 4;
-  w.data = data.data();
-  w.nbytes = data.size();
+  const bonsai_weight_desc w = q1_weight(data, 4, 128);
   bonsai_weight *handle = nullptr;
   if (cuda_api().upload_weight(ctx, &w, &handle) != BONSAI_OK)
     std::_Exit(11);

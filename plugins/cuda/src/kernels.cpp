@@ -43,13 +43,16 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
         functions_[entry] = load_entry(module, entry, shared_per_block);
     }
   } catch (...) {
-    for (CUmodule module : modules_)
-      device_.api().cuModuleUnload(module);
+    unload_modules(); // no destructor runs for a constructor that throws
     throw;
   }
 }
 
 Kernels::~Kernels() {
+  unload_modules();
+}
+
+void Kernels::unload_modules() const {
   if (device_.abandoned())
     return; // the driver unloads them with the primary context
   for (CUmodule module : modules_)

@@ -53,6 +53,7 @@ private:
     int dynamic_shared_limit = 0;
   };
   const Entry &entry(const std::string &name) const;
+  void unload_modules() const;
   // Looks up `name` in `module` and raises its dynamic shared limit.
   Entry load_entry(CUmodule module, const std::string &name, int shared_per_block) const;
 
