@@ -134,6 +134,9 @@ inline unsigned short float_to_half(float f) {
 inline void __syncthreads() {
   emu::syncthreads();
 }
+inline void __syncwarp(unsigned /*mask*/ = 0xffffffffu) {
+  emu::syncwarp();
+}
 inline float __shfl_xor_sync(unsigned /*mask*/, float value, int offset) {
   return emu::shfl_xor(value, offset);
 }

@@ -215,9 +215,9 @@ INSTANTIATE_TEST_SUITE_P(Types, KernelByType, ::testing::ValuesIn(kAllTypes), []
 });
 
 // The tensor-core GEMMs (kernels/matmul_tc.cuh) with their launch geometry:
-// 64 rows x 32 tokens per block of 4 warps. Weights are exact in f16, the
-// activations are rounded to f16 (relative error <= 2^-11 each), sums are f32:
-// |y - ref| <= 2^-11 * sum |w x| plus f32 accumulation.
+// 128 rows x 64 tokens per block of 8 warps, tiles in dynamic shared memory. Weights are exact in
+// f16, the activations are rounded to f16 (relative error <= 2^-11 each), sums are f32: |y - ref|
+// <= 2^-11 * sum |w x| plus f32 accumulation.
 struct TensorCoreKernels {
   GgmlType type;
   MatmulKernel gemm;
@@ -231,7 +231,8 @@ void PrintTo(const TensorCoreKernels &k, std::ostream *out) {
   *out << bonsai::type_name(static_cast<uint32_t>(k.type));
 }
 emu::Dim3 tensor_core_grid(int rows, int n_tokens) {
-  return {static_cast<unsigned>((rows + 63) / 64), static_cast<unsigned>((n_tokens + 31) / 32), 1};
+  return {static_cast<unsigned>((rows + TC_ROWS - 1) / TC_ROWS),
+          static_cast<unsigned>((n_tokens + TC_TOKENS - 1) / TC_TOKENS), 1};
 }
 constexpr double kHalfInputTol = 1.0 / 2048 + 2e-6;
 
@@ -239,14 +240,15 @@ class TensorCoreGemm : public ::testing::TestWithParam<TensorCoreKernels> {};
 
 TEST_P(TensorCoreGemm, MatchesFloat64WithAndWithoutResidual) {
   const TensorCoreKernels k = GetParam();
-  // 70 rows and 37 tokens: partial tiles on both axes; 3 column chunks.
-  const int rows = 70, cols = 384, n_tokens = 37;
+  // 140 rows and 70 tokens: two blocks on each axis, the second partial on
+  // both; 3 column chunks.
+  const int rows = 140, cols = 384, n_tokens = 70;
   const QuantMatrix w = make_matrix(k.type, rows, cols, 61);
   const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 67);
   const std::vector<float> residual = random_floats(static_cast<size_t>(n_tokens) * rows, 71);
   for (const int accumulate : {0, 1}) {
     std::vector<float> y = accumulate ? residual : std::vector<float>(residual.size(), -99.0f);
-    emu::launch(tensor_core_grid(rows, n_tokens), 128, 0, [&] {
+    emu::launch(tensor_core_grid(rows, n_tokens), TC_THREADS, TC_SHARED_BYTES(1), [&] {
       k.gemm(w.device.data(), x.data(), y.data(), rows, cols, n_tokens, accumulate);
     });
     for (int t = 0; t < n_tokens; ++t)
@@ -269,7 +271,7 @@ TEST_P(TensorCoreGemm, WritesNothingOutsideTheOutput) {
   const QuantMatrix w = make_matrix(k.type, rows, cols, 73);
   const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 79);
   std::vector<float> buffer(static_cast<size_t>(n_tokens * rows) + 64, 12345.0f);
-  emu::launch(tensor_core_grid(rows, n_tokens), 128, 0,
+  emu::launch(tensor_core_grid(rows, n_tokens), TC_THREADS, TC_SHARED_BYTES(1),
               [&] { k.gemm(w.device.data(), x.data(), buffer.data(), rows, cols, n_tokens, 0); });
   for (size_t i = static_cast<size_t>(n_tokens * rows); i < buffer.size(); ++i)
     ASSERT_EQ(buffer[i], 12345.0f) << "guard " << i;
@@ -282,7 +284,7 @@ TEST_P(TensorCoreGemm, SwigluEpilogueMatchesFloat64) {
   const QuantMatrix up = make_matrix(k.type, rows, cols, 89);
   const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 97, 0.2f);
   std::vector<float> out(static_cast<size_t>(n_tokens) * rows, -99.0f);
-  emu::launch(tensor_core_grid(rows, n_tokens), 128, 0, [&] {
+  emu::launch(tensor_core_grid(rows, n_tokens), TC_THREADS, TC_SHARED_BYTES(2), [&] {
     k.gemm_swiglu(gate.device.data(), up.device.data(), x.data(), out.data(), rows, cols, n_tokens);
   });
   for (int t = 0; t < n_tokens; ++t)
@@ -605,13 +607,20 @@ TEST(LayerKernels, QkNormRopeRotatesQueriesAndStoresKeysAndValuesAtTheirPosition
 
 struct AttentionCase {
   int kv_length, n_tokens, chunk, n_splits;
+  bool warps;        // bonsai_attention_split_warps instead of bonsai_attention_split
+  int head_dim = 24; // 24: lanes 24..31 idle; 100 and 128 use all four dimensions per lane
 };
+
+void PrintTo(const AttentionCase &c, std::ostream *out) {
+  *out << (c.warps ? "warps" : "block") << " kv " << c.kv_length << " tokens " << c.n_tokens
+       << " chunk " << c.chunk << " splits " << c.n_splits << " head_dim " << c.head_dim;
+}
 
 class SplitAttention : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(SplitAttention, MatchesCausalSoftmaxAttentionWithGroupedHeads) {
   const AttentionCase c = GetParam();
-  const int n_head = 4, n_kv = 2, hd = 24, max_ctx = 64; // hd 24: threads 24..31 idle
+  const int n_head = 4, n_kv = 2, hd = c.head_dim, max_ctx = 64;
   const std::vector<float> q = random_floats(static_cast<size_t>(c.n_tokens) * n_head * hd, 83);
   const std::vector<float> k_cache = random_floats(static_cast<size_t>(n_kv) * max_ctx * hd, 89);
   const std::vector<float> v_cache = random_floats(k_cache.size(), 97);
@@ -619,12 +628,20 @@ TEST_P(SplitAttention, MatchesCausalSoftmaxAttentionWithGroupedHeads) {
   const size_t partials = static_cast<size_t>(c.n_tokens) * n_head * c.n_splits;
   std::vector<float> part_ml(2 * partials), part_acc(partials * hd);
   std::vector<float> out(static_cast<size_t>(c.n_tokens) * n_head * hd, -99.0f);
-  emu::launch(
-      {n_head, static_cast<unsigned>(c.n_tokens), static_cast<unsigned>(c.n_splits)}, 32, 0, [&] {
-        bonsai_attention_split(q.data(), k_cache.data(), v_cache.data(), part_ml.data(),
-                               part_acc.data(), step_info, n_head, n_kv, hd, max_ctx, c.chunk);
-      });
-  emu::launch({n_head, static_cast<unsigned>(c.n_tokens), 1}, 32, 0, [&] {
+  const emu::Dim3 grid = {n_head, static_cast<unsigned>(c.n_tokens),
+                          static_cast<unsigned>(c.n_splits)};
+  if (c.warps)
+    emu::launch(grid, 32 * ATTN_WARPS, 0, [&] {
+      bonsai_attention_split_warps(q.data(), k_cache.data(), v_cache.data(), part_ml.data(),
+                                   part_acc.data(), step_info, n_head, n_kv, hd, max_ctx, c.chunk);
+    });
+  else
+    emu::launch(grid, 32, 0, [&] {
+      bonsai_attention_split(q.data(), k_cache.data(), v_cache.data(), part_ml.data(),
+                             part_acc.data(), step_info, n_head, n_kv, hd, max_ctx, c.chunk);
+    });
+  const unsigned merge_threads = static_cast<unsigned>((hd + 31) / 32 * 32); // one per dimension
+  emu::launch({n_head, static_cast<unsigned>(c.n_tokens), 1}, merge_threads, 0, [&] {
     bonsai_attention_merge(part_ml.data(), part_acc.data(), out.data(), n_head, hd, c.n_splits);
   });
   for (int t = 0; t < c.n_tokens; ++t)
@@ -655,10 +672,15 @@ TEST_P(SplitAttention, MatchesCausalSoftmaxAttentionWithGroupedHeads) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, SplitAttention,
-    ::testing::Values(AttentionCase{0, 1, 64, 1},    // first token: a single key
-                      AttentionCase{20, 1, 8, 8},    // decode, splits past the causal end
-                      AttentionCase{0, 5, 4, 16},    // prefill from empty, causal mask
-                      AttentionCase{37, 4, 16, 4})); // prefill after a cached prefix
+    ::testing::Values(AttentionCase{0, 1, 64, 1, false},  // first token: a single key
+                      AttentionCase{20, 1, 8, 8, false},  // decode, splits past the causal end
+                      AttentionCase{0, 5, 4, 16, false},  // prefill from empty, causal mask
+                      AttentionCase{37, 4, 16, 4, false}, // prefill after a cached prefix
+                      AttentionCase{0, 1, 64, 1, true},   // the same four, warp kernel
+                      AttentionCase{20, 1, 8, 8, true}, AttentionCase{0, 5, 4, 16, true},
+                      AttentionCase{37, 4, 16, 4, true},
+                      AttentionCase{20, 1, 8, 8, true, 100}, // partial last dimension group
+                      AttentionCase{37, 4, 16, 4, true, 128}));
 
 TEST(LayerKernels, ArgmaxPicksTheMaximumAndTheLowestIdOnTies) {
   const int n_vocab = 1000;

@@ -15,25 +15,36 @@ std::string kernel_name(const char *kind, const Weight &w) {
   return std::string(kind) + kernel_type_suffix(w.layout.type);
 }
 
-// Tensor-core tiles (kernels/matmul_tc.cuh): 64 rows x 32 tokens, 4 warps.
-constexpr int kTcRows = 64;
-constexpr int kTcTokens = 32;
+// Tensor-core tiles (kernels/matmul_tc.cuh): 128 rows x 64 tokens, 8 warps,
+// the f16 tiles in dynamic shared memory (TC_SHARED_BYTES there).
+constexpr int kTcRows = 128;
+constexpr int kTcTokens = 64;
+constexpr int kTcThreads = 256;
+constexpr int kTcSharedRowBytes = (128 + 8) * 2;
 // Below this many tokens the CUDA-core kernels waste less of a tile.
 constexpr int kTcMinTokens = 9;
 
-// The tensor-core kernel for w and n_tokens, or "" for the CUDA-core path.
+int tensor_core_shared_bytes(bool swiglu) {
+  return ((swiglu ? 2 : 1) * kTcRows + kTcTokens) * kTcSharedRowBytes;
+}
+
+// The tensor-core kernel for w and n_tokens, or "" for the CUDA-core path
+// (also when the device cannot give a block the tiles' shared memory).
 std::string tensor_core_kernel(const Kernels &kernels, const Weight &w, int n_tokens, bool swiglu) {
   if (!kernels.tensor_cores() || n_tokens < kTcMinTokens || w.cols % 128 != 0)
     return {};
   std::string name = tensor_core_gemm_name(w.layout.type, swiglu);
-  return kernels.has(name) ? name : std::string();
+  if (!kernels.has(name) || tensor_core_shared_bytes(swiglu) > kernels.dynamic_shared_limit(name))
+    return {};
+  return name;
 }
 
-LaunchShape tensor_core_shape(int64_t rows, int n_tokens) {
+LaunchShape tensor_core_shape(int64_t rows, int n_tokens, bool swiglu) {
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>((rows + kTcRows - 1) / kTcRows);
   shape.grid_y = static_cast<unsigned>((n_tokens + kTcTokens - 1) / kTcTokens);
-  shape.block_x = 128;
+  shape.block_x = kTcThreads;
+  shape.shared_bytes = static_cast<unsigned>(tensor_core_shared_bytes(swiglu));
   return shape;
 }
 
@@ -103,7 +114,7 @@ struct MatmulChoice {
 
 MatmulChoice choose_matmul(const Kernels &kernels, const Weight &w, int n_tokens, bool swiglu) {
   if (std::string tc = tensor_core_kernel(kernels, w, n_tokens, swiglu); !tc.empty())
-    return {tc, tensor_core_shape(w.rows, n_tokens)};
+    return {tc, tensor_core_shape(w.rows, n_tokens, swiglu)};
   const char *kind = n_tokens == 1 ? (swiglu ? "bonsai_gemv_swiglu_" : "bonsai_gemv_")
                                    : (swiglu ? "bonsai_gemm_swiglu_" : "bonsai_gemm_");
   return {kernel_name(kind, w), matmul_shape(w.rows, n_tokens)};

@@ -9,6 +9,10 @@ namespace bonsai::cuda {
 namespace {
 
 constexpr unsigned kNormThreads = 256;
+// bonsai_attention_split_warps (kernels/layer.cuh): ATTN_WARPS warps,
+// heads of up to ATTN_MAX_DIM dimensions.
+constexpr unsigned kAttentionWarpThreads = 128;
+constexpr int kAttentionWarpMaxDim = 128;
 
 BoundModel &bound(Context &ctx, const char *what) {
   if (!ctx.model)
@@ -62,12 +66,15 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n) {
   split.grid_x = static_cast<unsigned>(d.n_head);
   split.grid_y = static_cast<unsigned>(n);
   split.grid_z = static_cast<unsigned>(m.n_splits);
-  split.block_x = threads_for(d.head_dim);
-  launch(dev, k.get("bonsai_attention_split"), split, a.q.get(), L.k_cache, L.v_cache,
-         a.part_ml.get(), a.part_acc.get(), a.step_info.get(), d.n_head, d.n_head_kv, d.head_dim,
-         m.max_context, m.split_chunk);
+  // The warp kernel (no barrier per key) where the head fits its lanes.
+  const bool warp_attention = d.head_dim <= kAttentionWarpMaxDim;
+  split.block_x = warp_attention ? kAttentionWarpThreads : threads_for(d.head_dim);
+  launch(dev, k.get(warp_attention ? "bonsai_attention_split_warps" : "bonsai_attention_split"),
+         split, a.q.get(), L.k_cache, L.v_cache, a.part_ml.get(), a.part_acc.get(),
+         a.step_info.get(), d.n_head, d.n_head_kv, d.head_dim, m.max_context, m.split_chunk);
   LaunchShape merge = split;
   merge.grid_z = 1;
+  merge.block_x = threads_for(d.head_dim);
   launch(dev, k.get("bonsai_attention_merge"), merge, a.part_ml.get(), a.part_acc.get(),
          a.attn.get(), d.n_head, d.head_dim, m.n_splits);
 

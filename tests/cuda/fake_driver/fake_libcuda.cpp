@@ -146,6 +146,7 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     BONSAI_FAKE(bonsai_rmsnorm)
     BONSAI_FAKE(bonsai_qk_norm_rope)
     BONSAI_FAKE(bonsai_attention_split)
+    BONSAI_FAKE(bonsai_attention_split_warps)
     BONSAI_FAKE(bonsai_attention_merge)
     BONSAI_FAKE(bonsai_argmax)
 #undef BONSAI_FAKE_FAST_TYPE

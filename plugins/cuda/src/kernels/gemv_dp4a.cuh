@@ -160,43 +160,95 @@ __device__ Q8Record *stage_input(const Dp4aInput &in, float **offsets) {
   return records;
 }
 
-// This warp's DP4A_ROWS_PER_WARP rows starting at row0 of N_MATS matrices
-// with the same shape (the MLP's gate and up): acc[m][i] = W_m[row0 + i] . x.
-template <class T, class D, int N_MATS>
-__device__ void warp_rows(const u8 *const *w, int rows, int n_blocks, int row0,
-                          const Q8Record *records, const float *offsets,
-                          float (&acc)[N_MATS][DP4A_ROWS_PER_WARP]) {
-  const int lane = threadIdx.x % 32;
-  for (int m = 0; m < N_MATS; ++m)
-    for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
-      acc[m][i] = 0.0f;
-  const int n_rows = min(DP4A_ROWS_PER_WARP, rows - row0);
-  const int chunks_per_row = n_blocks * D::CHUNKS;
-  const int n_chunks = n_rows * chunks_per_row;
-  const size_t codes_bytes = (size_t)rows * n_blocks * T::PAYLOAD;
-  const size_t first_chunk = (size_t)row0 * chunks_per_row;
-  // Chunk c is chunk k of row row0 + r; both advance without divisions.
-  int r = 0, k = lane;
-  while (k >= chunks_per_row) {
-    k -= chunks_per_row;
-    ++r;
-  }
-  for (int c = lane; c < n_chunks; c += 32) {
-    const int b = k / D::CHUNKS, part = k % D::CHUNKS;
-    const size_t block = (size_t)(row0 + r) * n_blocks + b;
-    for (int m = 0; m < N_MATS; ++m) {
-      const U32x4 codes = load_weight_u32x4(w[m] + (first_chunk + c) * 16);
-      const float d = half_to_float(((const u16 *)(w[m] + codes_bytes))[block]);
-      const float v = d * D::chunk_dot(codes, records[b], offsets + 2 * b, part);
-      for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i) // a constant index keeps acc in registers
-        if (i == r)
-          acc[m][i] += v;
-    }
-    k += 32;
+// A lane's first DP4A_PREFETCH chunks (codes and scales) of N_MATS
+// matrices, loaded before the input is staged so that the weights' memory
+// latency overlaps the quantization and its barrier.
+#define DP4A_PREFETCH 4
+template <int N_MATS> struct ChunkPrefetch {
+  U32x4 codes[N_MATS][DP4A_PREFETCH];
+  u16 scale[N_MATS][DP4A_PREFETCH];
+};
+
+// Where chunk c of a warp's rows lies: row row0 + r, chunk k of that row.
+struct ChunkCursor {
+  int r, k;
+  __device__ __forceinline__ void advance(int by, int chunks_per_row) {
+    k += by;
     while (k >= chunks_per_row) {
       k -= chunks_per_row;
       ++r;
     }
+  }
+};
+
+// The weight layout a warp walks: n_chunks 16-byte chunks from first_chunk.
+template <class T, class D> struct WarpChunks {
+  int n_blocks, chunks_per_row, n_chunks;
+  size_t codes_bytes, first_chunk;
+  int row0;
+  __device__ WarpChunks(int rows, int n_blocks_, int row0_) {
+    n_blocks = n_blocks_;
+    row0 = row0_;
+    chunks_per_row = n_blocks * D::CHUNKS;
+    n_chunks = min(DP4A_ROWS_PER_WARP, rows - row0) * chunks_per_row;
+    codes_bytes = (size_t)rows * n_blocks * T::PAYLOAD;
+    first_chunk = (size_t)row0 * chunks_per_row;
+  }
+  __device__ __forceinline__ size_t block_index(const ChunkCursor &at) const {
+    return (size_t)(row0 + at.r) * n_blocks + at.k / D::CHUNKS;
+  }
+};
+
+template <class T, class D, int N_MATS>
+__device__ void prefetch_chunks(const u8 *const *w, const WarpChunks<T, D> &wc,
+                                ChunkPrefetch<N_MATS> &pf) {
+  const int lane = threadIdx.x % 32;
+  ChunkCursor at = {0, 0};
+  at.advance(lane, wc.chunks_per_row);
+  for (int p = 0; p < DP4A_PREFETCH; ++p) {
+    const int c = lane + 32 * p;
+    for (int m = 0; m < N_MATS; ++m) {
+      const U32x4 none = {0, 0, 0, 0};
+      const bool mine = c < wc.n_chunks;
+      pf.codes[m][p] = mine ? load_weight_u32x4(w[m] + (wc.first_chunk + c) * 16) : none;
+      pf.scale[m][p] = mine ? ((const u16 *)(w[m] + wc.codes_bytes))[wc.block_index(at)] : 0;
+    }
+    at.advance(32, wc.chunks_per_row);
+  }
+}
+
+// This warp's DP4A_ROWS_PER_WARP rows starting at row0 of N_MATS matrices
+// with the same shape (the MLP's gate and up): acc[m][i] = W_m[row0 + i] . x.
+// The lane's first chunks come from pf, the rest are loaded here.
+template <class T, class D, int N_MATS>
+__device__ void warp_rows(const u8 *const *w, const WarpChunks<T, D> &wc,
+                          const ChunkPrefetch<N_MATS> &pf, const Q8Record *records,
+                          const float *offsets, float (&acc)[N_MATS][DP4A_ROWS_PER_WARP]) {
+  const int lane = threadIdx.x % 32;
+  for (int m = 0; m < N_MATS; ++m)
+    for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
+      acc[m][i] = 0.0f;
+  ChunkCursor at = {0, 0};
+  at.advance(lane, wc.chunks_per_row);
+  // One chunk's contribution to row at.r (a constant index keeps acc in registers).
+  auto add = [&](int m, const U32x4 &codes, u16 scale) {
+    const int b = at.k / D::CHUNKS, part = at.k % D::CHUNKS;
+    const float v = half_to_float(scale) * D::chunk_dot(codes, records[b], offsets + 2 * b, part);
+    for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
+      if (i == at.r)
+        acc[m][i] += v;
+  };
+  for (int p = 0; p < DP4A_PREFETCH; ++p) {
+    if (lane + 32 * p < wc.n_chunks)
+      for (int m = 0; m < N_MATS; ++m)
+        add(m, pf.codes[m][p], pf.scale[m][p]);
+    at.advance(32, wc.chunks_per_row);
+  }
+  for (int c = lane + 32 * DP4A_PREFETCH; c < wc.n_chunks; c += 32) {
+    for (int m = 0; m < N_MATS; ++m)
+      add(m, load_weight_u32x4(w[m] + (wc.first_chunk + c) * 16),
+          ((const u16 *)(w[m] + wc.codes_bytes))[wc.block_index(at)]);
+    at.advance(32, wc.chunks_per_row);
   }
   for (int m = 0; m < N_MATS; ++m)
     for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
@@ -206,8 +258,6 @@ __device__ void warp_rows(const u8 *const *w, int rows, int n_blocks, int row0,
 // out_m = W_m x (+ out_m when accumulate) for each target m.
 template <class T, class D>
 __device__ void gemv_dp4a(const Dp4aTargets &targets, const Dp4aInput &in, int accumulate) {
-  float *offsets;
-  const Q8Record *records = stage_input(in, &offsets);
   // Constant indices only: a dynamic one would copy the parameters to local memory.
   const u8 *w = targets.w[0];
   float *out = targets.out[0];
@@ -221,10 +271,16 @@ __device__ void gemv_dp4a(const Dp4aTargets &targets, const Dp4aInput &in, int a
     }
   const int warp = threadIdx.x / 32;
   const int row0 = ((blockIdx.x - first_block) * DP4A_WARPS + warp) * DP4A_ROWS_PER_WARP;
+  const WarpChunks<T, D> wc(rows, in.cols / 128, row0);
+  ChunkPrefetch<1> pf;
+  if (row0 < rows)
+    prefetch_chunks<T, D, 1>(&w, wc, pf);
+  float *offsets;
+  const Q8Record *records = stage_input(in, &offsets); // every thread: it has a barrier
   if (row0 >= rows)
     return;
   float acc[1][DP4A_ROWS_PER_WARP];
-  warp_rows<T, D, 1>(&w, rows, in.cols / 128, row0, records, offsets, acc);
+  warp_rows<T, D, 1>(&w, wc, pf, records, offsets, acc);
   for (int i = 0; i < DP4A_ROWS_PER_WARP && row0 + i < rows; ++i)
     if (threadIdx.x % 32 == 0) {
       float *y = out + row0 + i;
@@ -236,14 +292,18 @@ __device__ void gemv_dp4a(const Dp4aTargets &targets, const Dp4aInput &in, int a
 template <class T, class D>
 __device__ void gemv_swiglu_dp4a(const u8 *wg, const u8 *wu, const Dp4aInput &in, float *out,
                                  int rows) {
+  const int row0 = (blockIdx.x * DP4A_WARPS + threadIdx.x / 32) * DP4A_ROWS_PER_WARP;
+  const u8 *const w[2] = {wg, wu};
+  const WarpChunks<T, D> wc(rows, in.cols / 128, row0);
+  ChunkPrefetch<2> pf;
+  if (row0 < rows)
+    prefetch_chunks<T, D, 2>(w, wc, pf);
   float *offsets;
   const Q8Record *records = stage_input(in, &offsets);
-  const int row0 = (blockIdx.x * DP4A_WARPS + threadIdx.x / 32) * DP4A_ROWS_PER_WARP;
   if (row0 >= rows)
     return;
-  const u8 *const w[2] = {wg, wu};
   float acc[2][DP4A_ROWS_PER_WARP];
-  warp_rows<T, D, 2>(w, rows, in.cols / 128, row0, records, offsets, acc);
+  warp_rows<T, D, 2>(w, wc, pf, records, offsets, acc);
   for (int i = 0; i < DP4A_ROWS_PER_WARP && row0 + i < rows; ++i)
     if (threadIdx.x % 32 == 0)
       out[row0 + i] = acc[0][i] / (1.0f + expf(-acc[0][i])) * acc[1][i];

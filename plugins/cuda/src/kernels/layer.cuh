@@ -26,10 +26,9 @@ extern "C" __global__ void bonsai_rmsnorm(const float *x, const float *weight, f
 // layout: [kv_head][max_ctx][head_dim]. Block: head_dim rounded up to 32.
 extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const float *v,
                                                const float *q_norm, const float *k_norm,
-                                               float *k_cache, float *v_cache,
-                                               const int *step_info, int n_head, int n_head_kv,
-                                               int head_dim, int max_ctx, float eps,
-                                               const double *inv_freq, float magnitude) {
+                                               float *k_cache, float *v_cache, const int *step_info,
+                                               int n_head, int n_head_kv, int head_dim, int max_ctx,
+                                               float eps, const double *inv_freq, float magnitude) {
   __shared__ float scratch[32];
   BONSAI_DYNAMIC_SHARED(float, normed); // head_dim floats
   const int i = threadIdx.x;
@@ -66,9 +65,9 @@ extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const f
 // write m = -inf, l = 0. Thread i owns output dimension i.
 extern "C" __global__ void bonsai_attention_split(const float *q, const float *k_cache,
                                                   const float *v_cache, float *part_ml,
-                                                  float *part_acc, const int *step_info,
-                                                  int n_head, int n_head_kv, int head_dim,
-                                                  int max_ctx, int chunk) {
+                                                  float *part_acc, const int *step_info, int n_head,
+                                                  int n_head_kv, int head_dim, int max_ctx,
+                                                  int chunk) {
   __shared__ float scratch[32];
   const int i = threadIdx.x;
   const int head = blockIdx.x, t = blockIdx.y, split = blockIdx.z, n_splits = gridDim.z;
@@ -99,6 +98,86 @@ extern "C" __global__ void bonsai_attention_split(const float *q, const float *k
   }
   if (i < head_dim)
     part_acc[index * head_dim + i] = acc;
+}
+
+// Split-K attention, pass 1, for head_dim <= ATTN_MAX_DIM (every Qwen3
+// model): the work and output of bonsai_attention_split, without a block
+// barrier per key. ATTN_WARPS warps take the split's keys in turn, lane l
+// holding dimensions l, l + 32, l + 64 and l + 96, so a score is one warp
+// reduction; each warp keeps its own online softmax, and the warps' states
+// are combined once at the end. Launch with 32 * ATTN_WARPS threads.
+#define ATTN_WARPS 4
+#define ATTN_MAX_DIM 128
+extern "C" __global__ void bonsai_attention_split_warps(const float *q, const float *k_cache,
+                                                        const float *v_cache, float *part_ml,
+                                                        float *part_acc, const int *step_info,
+                                                        int n_head, int n_head_kv, int head_dim,
+                                                        int max_ctx, int chunk) {
+  __shared__ float warp_m[ATTN_WARPS], warp_l[ATTN_WARPS];
+  __shared__ float warp_acc[ATTN_WARPS][ATTN_MAX_DIM];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int head = blockIdx.x, t = blockIdx.y, split = blockIdx.z, n_splits = gridDim.z;
+  const int pos = step_info[0] + t;
+  const int kv_head = head / (n_head / n_head_kv);
+  const int begin = split * chunk;
+  const int end = min(begin + chunk, pos + 1);
+  const float scale = 1.0f / sqrtf((float)head_dim);
+  const float *query = q + ((size_t)t * n_head + head) * head_dim;
+  const float *keys = k_cache + (size_t)kv_head * max_ctx * head_dim;
+  const float *values = v_cache + (size_t)kv_head * max_ctx * head_dim;
+  float qv[4], acc[4];
+  for (int r = 0; r < 4; ++r) {
+    const int dim = lane + 32 * r;
+    qv[r] = dim < head_dim ? query[dim] : 0.0f;
+    acc[r] = 0.0f;
+  }
+  float m = BONSAI_NEG_INF, l = 0.0f;
+  for (int j = begin + warp; j < end; j += ATTN_WARPS) {
+    const float *key = keys + (size_t)j * head_dim, *value = values + (size_t)j * head_dim;
+    float kv[4], vv[4];
+    for (int r = 0; r < 4; ++r) {
+      const int dim = lane + 32 * r;
+      kv[r] = dim < head_dim ? key[dim] : 0.0f;
+      vv[r] = dim < head_dim ? value[dim] : 0.0f;
+    }
+    float partial = 0.0f;
+    for (int r = 0; r < 4; ++r)
+      partial += qv[r] * kv[r];
+    const float score = warp_sum(partial) * scale;
+    const float m_new = fmaxf(m, score);
+    const float correction = expf(m - m_new); // 0 for the warp's first key (m = -inf)
+    const float p = expf(score - m_new);
+    l = l * correction + p;
+    for (int r = 0; r < 4; ++r)
+      acc[r] = acc[r] * correction + p * vv[r];
+    m = m_new;
+  }
+  if (lane == 0) {
+    warp_m[warp] = m;
+    warp_l[warp] = l;
+  }
+  for (int r = 0; r < 4; ++r)
+    if (lane + 32 * r < head_dim)
+      warp_acc[warp][lane + 32 * r] = acc[r];
+  __syncthreads();
+  float m_max = BONSAI_NEG_INF;
+  for (int w = 0; w < ATTN_WARPS; ++w)
+    m_max = fmaxf(m_max, warp_m[w]);
+  const bool empty = m_max == BONSAI_NEG_INF; // no key in this split
+  const size_t index = ((size_t)t * n_head + head) * n_splits + split;
+  if (threadIdx.x == 0) {
+    float l_sum = 0.0f;
+    for (int w = 0; w < ATTN_WARPS; ++w)
+      l_sum += empty ? 0.0f : warp_l[w] * expf(warp_m[w] - m_max);
+    part_ml[2 * index] = m_max;
+    part_ml[2 * index + 1] = l_sum;
+  }
+  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+    float sum = 0.0f;
+    for (int w = 0; w < ATTN_WARPS; ++w)
+      sum += empty ? 0.0f : warp_acc[w][i] * expf(warp_m[w] - m_max);
+    part_acc[index * head_dim + i] = sum;
+  }
 }
 
 // Split-K attention, pass 2: combines the n_splits partial results of
@@ -144,7 +223,8 @@ extern "C" __global__ void bonsai_argmax(const float *logits, int n_vocab, int *
     if ((int)threadIdx.x < stride) {
       const float v = best_value[threadIdx.x + stride];
       const int j = best_id[threadIdx.x + stride];
-      if (v > best_value[threadIdx.x] || (v == best_value[threadIdx.x] && j < best_id[threadIdx.x])) {
+      if (v > best_value[threadIdx.x] ||
+          (v == best_value[threadIdx.x] && j < best_id[threadIdx.x])) {
         best_value[threadIdx.x] = v;
         best_id[threadIdx.x] = j;
       }
