@@ -5,9 +5,15 @@
 # layout (bin/, lib/bonsai/plugins/), and every non-system shared library they
 # link. The repository's tests/data travels with the checkout.
 #
+# The folder is also packed, xz-compressed, into ./.gpu-carry (ignored by
+# git) with, when mainline llama.cpp's source is at $LLAMA_CPP_SRC (default
+# /tmp/peers/llama.cpp, see ../shared/peers), the part of it that builds
+# llama-bench: the checkout plus both stay under the device tool's 64 MiB.
+#
 # Usage: scripts/gpu-bundle.sh [DEST]   (default ./.gpu, ignored by git)
-# Environment: BONSAI_BUILD_DIR (default ./build; built first if needed).
-# Then, on the GPU machine from the repository root: scripts/gpu-check.sh
+# Environment: BONSAI_BUILD_DIR (default ./build; built first if needed),
+# LLAMA_CPP_SRC. Then one device call, carrying .gpu-carry, from the
+# repository root: scripts/gpu-check.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BONSAI_BUILD_DIR:-$root/build}"
@@ -23,8 +29,13 @@ for p in "${programs[@]}"; do
 done
 cp -P "$build"/lib/libbonsai_host.so* "$dest/lib/"
 cp "$build"/lib/bonsai/plugins/*.so "$dest/lib/bonsai/plugins/"
-if [ -f "$build/tests/cuda/fake_driver/libbonsai_fake_cuda.so" ]; then
-  cp "$build/tests/cuda/fake_driver/libbonsai_fake_cuda.so" "$dest/lib/"
+# The fake driver at its build-tree path too: test_cuda's fake-driver tests
+# open it there (gpu-check.sh links the original build folder to the bundle).
+fake="tests/cuda/fake_driver/libbonsai_fake_cuda.so"
+if [ -f "$build/$fake" ]; then
+  mkdir -p "$dest/$(dirname "$fake")"
+  cp "$build/$fake" "$dest/$fake"
+  cp "$build/$fake" "$dest/lib/"
 fi
 
 # Shared libraries outside glibc and the compiler runtime (the GPU machine
@@ -45,3 +56,14 @@ done | sort -u | while read -r lib; do
 done
 strip --strip-unneeded "$dest"/bin/* "$dest"/syslib/* 2>/dev/null || true
 echo "gpu-bundle: $(du -sh "$dest" | cut -f1) in $dest ($(ls "$dest/syslib" | wc -l) shared libraries)"
+
+carry="$root/.gpu-carry"
+rm -rf "$carry"
+mkdir -p "$carry"
+tar -C "$(dirname "$dest")" -cJf "$carry/bundle.tar.xz" "$(basename "$dest")"
+llama="${LLAMA_CPP_SRC:-/tmp/peers/llama.cpp}"
+if [ -f "$llama/ggml/include/ggml.h" ]; then
+  tar -C "$llama" --exclude=.git --exclude=tools/ui --exclude=tools/server -cJf \
+    "$carry/llama.tar.xz" CMakeLists.txt cmake ggml src include common tools vendor app licenses
+fi
+echo "gpu-bundle: carry $carry ($(du -sh "$carry" | cut -f1): $(ls "$carry" | tr '\n' ' '))"

@@ -2,25 +2,35 @@
 # The one-command GPU check of the CUDA plugin. Runs every CUDA test, the
 # plugin conformance and golden suites with the CUDA plugin, compute-sanitizer,
 # a cold and a warm JIT, the device's copy bandwidth and `bonsai bench` on the
-# real model shapes, then prints a summary table. Each step has its own time
-# limit, so one hang costs only its step; the whole check fits in 10 minutes
-# on an H100.
+# real model shapes, mainline llama.cpp's llama-bench on the same files when
+# its source came in the carry folder, and ncu on the main kernels, then
+# prints a summary table. Each step has its own time limit and the whole run
+# a deadline (steps past it are skipped and say so), so it fits in one
+# 10-minute device command and always leaves its summary.
 #
 # Usage (from the repository root):
-#   scripts/gpu-check.sh            on a GPU machine, with the bundle of
-#                                   scripts/gpu-bundle.sh in ./.gpu (or a
-#                                   build in $BONSAI_BUILD_DIR)
+#   scripts/gpu-check.sh            on a GPU machine, with the carry folder of
+#                                   scripts/gpu-bundle.sh in ./.gpu-carry (or
+#                                   its bundle in ./.gpu, or a build in
+#                                   $BONSAI_BUILD_DIR)
 #   scripts/gpu-check.sh --fake     the same script against the fake driver of
 #                                   the build (no GPU: CI), on the tiny models
-# Environment: BONSAI_BUILD_DIR, OUT (logs and summary go there when set,
-# else to BUILD/gpu-check), GPU_CHECK_SHAPES (default "1.7b 8b"),
-# GPU_CHECK_TYPES (default "q1_0 q2_0"), GPU_CHECK_REPS (default 3).
+# Environment: BONSAI_BUILD_DIR; OUT (when set, the summary and a tarball of
+# the logs go there, the logs themselves to GPU_CHECK_WORK, default
+# /tmp/bonsai-gpu-check; else everything to BUILD/gpu-check);
+# GPU_CHECK_SHAPES (default "1.7b 8b"), GPU_CHECK_TYPES (default "q1_0
+# q2_0"), GPU_CHECK_REPS (default 3), GPU_CHECK_BUDGET_S (default 560).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 mode=gpu
 [ "${1:-}" = "--fake" ] && mode=fake
+started=$(date +%s)
+deadline=$((started + ${GPU_CHECK_BUDGET_S:-560}))
 
+if [ "$mode" = gpu ] && [ ! -x "$root/.gpu/bin/bonsai" ] && [ -f "$root/.gpu-carry/bundle.tar.xz" ]; then
+  tar -C "$root" -xJf "$root/.gpu-carry/bundle.tar.xz"
+fi
 if [ -n "${BONSAI_BUILD_DIR:-}" ]; then
   build="$BONSAI_BUILD_DIR"
 elif [ -x "$root/.gpu/bin/bonsai" ]; then
@@ -28,25 +38,54 @@ elif [ -x "$root/.gpu/bin/bonsai" ]; then
 else
   build="$root/build"
 fi
-out="${OUT:-$build/gpu-check}"
-logs="$out/logs"
+if [ -n "${OUT:-}" ]; then
+  work="${GPU_CHECK_WORK:-/tmp/bonsai-gpu-check}"
+else
+  work="$build/gpu-check"
+fi
+logs="$work/logs"
+rm -rf "$logs"
 mkdir -p "$logs"
-summary="$out/summary.txt"
+summary="$work/summary.txt"
 : >"$summary"
 export LD_LIBRARY_PATH="$build/lib:$build/syslib:${LD_LIBRARY_PATH:-}"
-export BONSAI_CACHE_DIR="$out/cache"
+export BONSAI_CACHE_DIR="$work/cache"
 data="$root/tests/data"
 bin="$build/bin"
 plugin="$build/lib/bonsai/plugins/libbonsai_cuda.so"
 export BONSAI_PLUGIN="$plugin"
 reps="${GPU_CHECK_REPS:-3}"
 
+# Mainline llama.cpp, when its source came along: built in the background
+# (low priority) while the tests run, for llama-bench on the same files.
+llama_src="$root/.gpu-carry/llama.tar.xz"
+llama_build="$work/llama.cpp/build"
+if [ "$mode" = gpu ] && [ -f "$llama_src" ] && command -v nvcc >/dev/null; then
+  mkdir -p "$work/llama.cpp"
+  tar -C "$work/llama.cpp" -xJf "$llama_src"
+  setsid nice -n 19 bash -c "cmake -S '$work/llama.cpp' -B '$llama_build' -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DLLAMA_CURL=OFF \
+    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+    && cmake --build '$llama_build' -j8 --target llama-bench" >"$logs/llama_build.log" 2>&1 </dev/null &
+  llama_pid=$!
+fi
+
+# Writes the summary and the logs' tarball to $OUT (the device tool returns
+# at most 8 files from there).
+finish() {
+  if [ -n "${OUT:-}" ]; then
+    cp "$summary" "$OUT/summary.txt"
+    tar -C "$work" -czf "$OUT/logs.tgz" logs
+  fi
+}
+trap finish EXIT
+
 # Test binaries name tests/data and the plugin folder by the absolute paths
 # of the build they came from; a bundle built elsewhere finds them through
 # links made here (only where nothing exists at those paths yet).
 link_build_paths() {
   local origin
-  origin="$(strings "$bin/test_golden" | grep -m1 -o '/[^"]*/tests/data' | sed 's,/tests/data$,,')"
+  origin="$(grep -a -o '/[[:alnum:]_./+-]*/tests/data' "$bin/test_golden" | head -1 | sed 's,/tests/data$,,')"
   if [ -n "$origin" ] && [ "$origin" != "$root" ] && [ ! -e "$origin" ]; then
     mkdir -p "$(dirname "$origin")" && ln -s "$root" "$origin"
   fi
@@ -57,11 +96,18 @@ link_build_paths() {
 
 now() { date +%s.%N; }
 
-# step NAME LIMIT_S CMD...: runs CMD with a time limit, logs to logs/NAME.log
-# and records the result in the summary.
+# step NAME LIMIT_S CMD...: runs CMD with a time limit (cut to what is left
+# before the deadline), logs to logs/NAME.log and records the result in the
+# summary.
 step() {
   local name="$1" limit="$2"
   shift 2
+  local left=$((deadline - $(date +%s)))
+  if [ "$left" -lt 10 ]; then
+    printf '%-28s %-14s\n' "$name" "skipped: out of time" | tee -a "$summary"
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   local start rc
   start=$(now)
   echo "=== $name: $*" >"$logs/$name.log"
@@ -85,8 +131,9 @@ tail_note() {
   local log="$logs/$1.log"
   local passed failed skipped
   passed=$(grep -o '\[  PASSED  \] [0-9]* test' "$log" | grep -o '[0-9]*' | tail -1)
-  failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$log")
-  skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z]' "$log")
+  # Only the per-test lines (they end with the time), not the final lists.
+  failed=$(grep -c '^\[  FAILED  \] [A-Za-z].*ms)$' "$log")
+  skipped=$(grep -c '^\[  SKIPPED \] [A-Za-z].*ms)$' "$log")
   if [ -n "$passed" ] || [ "$failed" -gt 0 ]; then
     echo "passed ${passed:-0}, failed $failed, skipped $skipped"
   fi
@@ -124,7 +171,7 @@ step jit_cold 300 env BONSAI_LOG_LEVEL=debug "$bin/bonsai" run -m "$tiny" --back
   -p "The quick brown fox" -n 8 --temp 0
 step jit_warm 300 env BONSAI_LOG_LEVEL=debug "$bin/bonsai" run -m "$tiny" --backend cuda \
   -p "The quick brown fox" -n 8 --temp 0
-if grep -q "NVRTC compile" "$logs/jit_warm.log"; then
+if grep -q "NVRTC compile" "$logs/jit_warm.log" 2>/dev/null; then
   echo "jit_warm: NVRTC compiled again: the disk cache was not used" | tee -a "$summary"
 fi
 grep -h "NVRTC compile\|load:\|prompt\|generation" "$logs/jit_cold.log" "$logs/jit_warm.log" \
@@ -135,8 +182,7 @@ step auto_picks_cuda 120 bash -c "BONSAI_LOG_LEVEL=info '$bin/bonsai' run -m '$t
 if [ "$mode" = fake ]; then
   section "fake driver: end to end on the tiny model"
   step bench_tiny 600 "$bin/bonsai" bench -m "$tiny" --backend cuda -p 16 -n 4 -r 1
-  cat "$out/summary.txt" >/dev/null
-  grep '^|' "$logs/bench_tiny.log" | tee -a "$summary"
+  grep '^|' "$logs/bench_tiny.log" 2>/dev/null | tee -a "$summary"
   echo "gpu-check (fake driver): summary in $summary"
   ! grep -q 'FAIL\|TIMEOUT' "$summary"
   exit $?
@@ -159,15 +205,15 @@ types="${GPU_CHECK_TYPES:-q1_0 q2_0}"
 models_pid=$!
 
 section "tests"
-step test_cuda 180 "$bin/test_cuda"
-step conformance 300 "$bin/test_conformance"
-step golden 240 "$bin/test_golden"
+step test_cuda 120 "$bin/test_cuda"
+step conformance 150 "$bin/test_conformance"
+step golden 150 "$bin/test_golden"
 grep -h '^\[ golden' "$logs/golden.log" >>"$summary" 2>/dev/null
 
 section "compute-sanitizer (tiny-q1: prefill, then decode through the graph)"
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck synccheck; do
-    step "sanitizer_$tool" 240 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+    step "sanitizer_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
       "$bin/bonsai" run -m "$tiny" --backend cuda -p "The quick brown fox" -n 6 --temp 0
     grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/sanitizer_$tool.log" >>"$summary"
   done
@@ -188,15 +234,19 @@ for _ in range(20):
     s.record(); b.copy_(a); e.record(); e.synchronize(); times.append(s.elapsed_time(e) / 1e3)
 times.sort(); t = times[len(times) // 2]
 print(f"copy bandwidth: {2 * n / t / 1e9:.0f} GB/s (median of 20, 1 GiB)")'
-grep -h "copy bandwidth" "$logs/membw.log" | tee -a "$summary"
+grep -h "^copy bandwidth" "$logs/membw.log" 2>/dev/null | tee -a "$summary"
 
 section "bench (bonsai bench, median t/s of $reps)"
 wait "$models_pid"
 bench() { # NAME MODEL ARGS...
   local name="$1" model="$2"
   shift 2
-  step "$name" 240 "$bin/bonsai" bench -m "$model" --backend cuda -r "$reps" -o md "$@"
-  grep '^| [^-]' "$logs/$name.log" | grep -v '^| model' | sed "s/^/$name /" >>"$summary"
+  step "$name" 120 "$bin/bonsai" bench -m "$model" --backend cuda -r "$reps" -o md "$@"
+  table_rows "$name"
+}
+# The bench table rows of a step's log, each prefixed with the step's name.
+table_rows() {
+  grep '^| [^-]' "$logs/$1.log" 2>/dev/null | grep -v '^| model' | sed "s/^/$1 /" >>"$summary"
 }
 for s in $shapes; do
   for t in $types; do
@@ -206,7 +256,56 @@ for s in $shapes; do
     bench "bench_${s}_${t}_d4096" "$f" -p 0 -n 128 -d 4096
   done
 done
+
+section "mainline llama.cpp beside bonsai (same Q1_0 files, same run, 5 repetitions)"
+if [ -n "${llama_pid:-}" ]; then
+  while [ ! -x "$llama_build/bin/llama-bench" ] && kill -0 "$llama_pid" 2>/dev/null &&
+    [ $((deadline - $(date +%s))) -gt 120 ]; do
+    sleep 3
+  done
+  if [ -x "$llama_build/bin/llama-bench" ]; then
+    for s in $shapes; do
+      f="$models/$s-q1_0.gguf"
+      [ -f "$f" ] || continue
+      step "llama_${s}_q1_0" 90 "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 5
+      table_rows "llama_${s}_q1_0"
+      bench "bonsai_${s}_q1_0" "$f" -p 512 -n 128 -r 5
+    done
+  else
+    echo "llama.cpp: not built in time (logs/llama_build.log)" | tee -a "$summary"
+  fi
+else
+  echo "llama.cpp: skipped: no source in .gpu-carry (scripts/gpu-bundle.sh packs it)" | tee -a "$summary"
+fi
+
+# One line per profiled launch: kernel, grid x block, duration, DRAM and SM
+# throughput as fractions of their peaks.
+ncu_digest() {
+  awk '/^  [A-Za-z_0-9]+ \(/ { name = $1; grid = ""
+         if (match($0, /\([^)]*\)x\([^)]*\)/)) grid = substr($0, RSTART, RLENGTH) }
+       /^ +Duration/ { duration = $3 " " $2 }
+       /^ +DRAM Throughput/ { dram = $NF }
+       /^ +Compute \(SM\) Throughput/ {
+         printf "  %-32s %-24s %12s  DRAM %6s %%  SM %6s %%\n", name, grid, duration, dram, $NF }' "$1"
+}
 first="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
+section "ncu ($(basename "$first"): decode launches without graphs, prefill GEMMs, attention at 1k)"
+if command -v ncu >/dev/null && [ -f "$first" ]; then
+  ncu_sections=(--section SpeedOfLight --section LaunchStats --section Occupancy)
+  step ncu_decode 90 ncu "${ncu_sections[@]}" --launch-skip 700 --launch-count 16 "$bin/bonsai" run \
+    -m "$first" --backend cuda -p hi -n 8 --temp 0 --backend-options graphs=off
+  step ncu_prefill 90 ncu "${ncu_sections[@]}" -k regex:tc --launch-count 8 "$bin/bonsai" bench \
+    -m "$first" --backend cuda -p 512 -n 0 -r 1
+  step ncu_attention 60 ncu "${ncu_sections[@]}" -k regex:attention --launch-skip 40 \
+    --launch-count 4 "$bin/bonsai" bench -m "$first" --backend cuda -p 0 -n 4 -d 1024 -r 1
+  for n in ncu_decode ncu_prefill ncu_attention; do
+    [ -f "$logs/$n.log" ] && ncu_digest "$logs/$n.log" >>"$summary"
+  done
+else
+  echo "ncu: skipped: not installed or no model" | tee -a "$summary"
+fi
+
+section "fast paths switched off ($(basename "$first"))"
 if [ -f "$first" ]; then
   for opt in graphs=off tensor_cores=off int8_gemv=off kernels=reference; do
     bench "bench_q1_0_${opt%%=*}_off" "$first" -p 512 -n 128 --backend-options "$opt"
