@@ -1,9 +1,20 @@
 #pragma once
 // A faster CPU emulator for whole models: every GPU thread of a block is a
-// fiber (ucontext) on the calling OS thread; a barrier switches back to the
-// scheduler, which resumes the fibers whose barrier has been released.
-// Blocks run one after another. Same vocabulary as kernel_emulator.hpp
+// fiber on the calling OS thread; a barrier switches back to the scheduler,
+// which resumes the fibers whose barrier has been released. Blocks run one
+// after another. Same vocabulary as kernel_emulator.hpp
 // (emulator_builtins.hpp).
+//
+// A fiber is created once (makecontext, its first entry by swapcontext) and
+// then runs one block after another in a loop; every later switch is
+// _setjmp/_longjmp, which unlike swapcontext makes no system call (the
+// signal mask is never saved). That made whole-model runs several times
+// faster. Jumping between stacks is what _longjmp's fortified variant
+// refuses, so the including file must be built without _FORTIFY_SOURCE.
+#if defined(_FORTIFY_SOURCE) && _FORTIFY_SOURCE > 0
+#error "fiber_emulator.hpp switches stacks with _longjmp: build without _FORTIFY_SOURCE"
+#endif
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <algorithm>
@@ -48,7 +59,9 @@ struct ThreadState {
   BlockState *block = nullptr;
   unsigned tid = 0;
   // Scheduling.
-  ucontext_t context{};
+  ucontext_t context{};          // only for the fiber's first entry
+  jmp_buf jump{};                // where the fiber resumes
+  bool created = false;          // entered once: resumes through jump since
   std::unique_ptr<char[]> stack; // uninitialised: cheap to reuse
   bool done = false;
   const Barrier *waiting_on = nullptr;
@@ -57,26 +70,31 @@ struct ThreadState {
 
 inline ThreadState *current = nullptr;
 inline ucontext_t scheduler_context;
+inline jmp_buf scheduler_jump;
 inline const std::function<void()> *running_kernel = nullptr;
 
 inline void fiber_main();
 
 // The only places that switch contexts; kept out of line so no caller's
-// locals live across a swapcontext (setjmp-like) call.
+// locals live across a _setjmp call.
 [[gnu::noinline]] inline void suspend_current() {
-  swapcontext(&current->context, &scheduler_context);
+  if (_setjmp(current->jump) == 0)
+    _longjmp(scheduler_jump, 1);
 }
 [[gnu::noinline]] inline void resume(ThreadState &fiber) {
   current = &fiber;
-  swapcontext(&scheduler_context, &fiber.context);
-}
-
-[[gnu::noinline]] inline void prepare(ThreadState &fiber) {
-  getcontext(&fiber.context);
-  fiber.context.uc_stack.ss_sp = fiber.stack.get();
-  fiber.context.uc_stack.ss_size = kFiberStackBytes;
-  fiber.context.uc_link = &scheduler_context;
-  makecontext(&fiber.context, fiber_main, 0);
+  if (_setjmp(scheduler_jump) != 0)
+    return; // the fiber suspended or finished its block
+  if (!fiber.created) {
+    fiber.created = true;
+    getcontext(&fiber.context);
+    fiber.context.uc_stack.ss_sp = fiber.stack.get();
+    fiber.context.uc_stack.ss_size = kFiberStackBytes;
+    fiber.context.uc_link = nullptr; // fiber_main never returns
+    makecontext(&fiber.context, fiber_main, 0);
+    swapcontext(&scheduler_context, &fiber.context);
+  }
+  _longjmp(fiber.jump, 1);
 }
 
 inline void wait_at(Barrier &barrier) {
@@ -105,16 +123,20 @@ inline float shfl_xor(float value, int offset) {
   return partner;
 }
 
+// A fiber's whole life: one block after another, suspending after each
+// until the scheduler resumes it for the next.
 inline void fiber_main() {
-  (*running_kernel)();
-  current->done = true;
-  BlockState &b = *current->block;
-  --b.block.live;
-  b.block.release_if_complete();
-  Barrier &warp = b.warps[current->tid / 32];
-  --warp.live;
-  warp.release_if_complete();
-  // Returning resumes uc_link, the scheduler.
+  for (;;) {
+    (*running_kernel)();
+    current->done = true;
+    BlockState &b = *current->block;
+    --b.block.live;
+    b.block.release_if_complete();
+    Barrier &warp = b.warps[current->tid / 32];
+    --warp.live;
+    warp.release_if_complete();
+    suspend_current();
+  }
 }
 
 template <class Kernel>
@@ -149,7 +171,6 @@ void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const Kernel &kern
           f.tid = t;
           f.done = false;
           f.waiting_on = nullptr;
-          prepare(f);
         }
         for (;;) {
           bool all_done = true;
