@@ -201,6 +201,35 @@ TEST(PtxCache, UnwritableFolderWorksWithoutCachingAndWarnsOnce) {
   EXPECT_EQ(sink.count(BONSAI_LOG_DEBUG, "PTX cache not writable"), 1);
 }
 
+TEST(PtxCache, StaleTemporaryFilesGoFreshOnesAndEntriesStay) {
+  TempDir tmp;
+  LogSink sink;
+  const PtxCache cache(tmp.path(), sink.logger());
+  ASSERT_TRUE(cache.store("0123456789abcdef", kPtx));
+  const auto write = [&](const std::string &name) {
+    std::ofstream(tmp.path() / name) << "partial";
+    return tmp.path() / name;
+  };
+  // Left by processes killed mid-write two hours ago, and one writing now.
+  const auto old_a = write("0123456789abcdef.ptx.tmp.4242.7f.0");
+  const auto old_b = write("fedcba9876543210.ptx.tmp.99.1.3");
+  const auto fresh = write("0011223344556677.ptx.tmp.77.2.1");
+  const auto unrelated = write("notes.txt");
+  const auto two_hours_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  for (const auto &p : {old_a, old_b, unrelated})
+    std::filesystem::last_write_time(p, two_hours_ago);
+
+  EXPECT_EQ(cache.remove_stale_temps(std::chrono::hours(1)), 2);
+  EXPECT_FALSE(std::filesystem::exists(old_a));
+  EXPECT_FALSE(std::filesystem::exists(old_b));
+  EXPECT_TRUE(std::filesystem::exists(fresh));
+  EXPECT_TRUE(std::filesystem::exists(unrelated));
+  EXPECT_EQ(cache.load("0123456789abcdef"), kPtx);
+  // A missing folder is no error.
+  const PtxCache absent(tmp.path() / "never-created", sink.logger());
+  EXPECT_EQ(absent.remove_stale_temps(std::chrono::hours(1)), 0);
+}
+
 TEST(PtxCache, ConcurrentWritersLeaveOneValidEntry) {
   TempDir tmp;
   LogSink sink;

@@ -7,6 +7,10 @@
 namespace bonsai::cuda {
 namespace {
 
+// A cache write takes milliseconds; a temporary file this old was left by a
+// process that died between write and rename.
+constexpr std::chrono::seconds kStaleTempAge{3600};
+
 double mib(size_t bytes) {
   return static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
@@ -18,6 +22,9 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
     ctx.cache = std::make_unique<PtxCache>(location.dir, ctx.log);
     ctx.log.debug(
         strformat("PTX cache: %s (%s)", location.dir.string().c_str(), location.reason.c_str()));
+    if (const int stale = ctx.cache->remove_stale_temps(kStaleTempAge); stale > 0)
+      ctx.log.info(strformat("PTX cache: removed %d unfinished temporary file%s", stale,
+                             stale == 1 ? "" : "s"));
   } else {
     ctx.log.info("PTX cache off: " + location.reason);
   }

@@ -190,6 +190,23 @@ void PtxCache::remove(const std::string &key) const {
   std::filesystem::remove(entry_path(key), ignored);
 }
 
+int PtxCache::remove_stale_temps(std::chrono::seconds age) const {
+  std::error_code error;
+  const auto cutoff = std::filesystem::file_time_type::clock::now() - age;
+  int removed = 0;
+  for (std::filesystem::directory_iterator it(dir_, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.find(".ptx.tmp.") == std::string::npos)
+      continue;
+    std::error_code ignored;
+    const auto written = std::filesystem::last_write_time(it->path(), ignored);
+    if (!ignored && written < cutoff && std::filesystem::remove(it->path(), ignored))
+      ++removed;
+  }
+  return removed;
+}
+
 void PtxCache::warn_unwritable(const std::string &what) const {
   static std::mutex mutex;
   static std::set<std::string> warned_dirs;

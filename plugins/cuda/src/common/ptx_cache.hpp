@@ -5,6 +5,7 @@
 // recognised and deleted before the driver ever sees it. Writes go to a
 // temporary file that is renamed into place, so readers see either nothing or
 // a whole entry, and concurrent writers of the same key leave one valid file.
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -64,6 +65,11 @@ public:
 
   // Deletes an entry (e.g. one the driver refused); a missing entry is fine.
   void remove(const std::string &key) const;
+
+  // Deletes the temporary files of writes that never finished (a process
+  // killed between write and rename) once they are older than `age`: a
+  // live write takes milliseconds. Returns how many went.
+  int remove_stale_temps(std::chrono::seconds age) const;
 
 private:
   void warn_unwritable(const std::string &what) const;
