@@ -59,6 +59,32 @@ extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const f
         v[((size_t)t * n_head_kv + head) * head_dim + i];
 }
 
+// What block (head, token, split) of an attention split works on: keys
+// [begin, end) of its KV head (the causal end is the token's position).
+struct AttentionSlice {
+  int head, t, split, n_splits;
+  int begin, end;
+  float scale;
+  const float *query, *keys, *values;
+};
+__device__ __forceinline__ AttentionSlice attention_slice(const float *q, const float *k_cache,
+                                                          const float *v_cache,
+                                                          const int *step_info, int n_head,
+                                                          int n_head_kv, int head_dim, int max_ctx,
+                                                          int chunk) {
+  AttentionSlice s;
+  s.head = blockIdx.x, s.t = blockIdx.y, s.split = blockIdx.z, s.n_splits = gridDim.z;
+  const int pos = step_info[0] + s.t;
+  const int kv_head = s.head / (n_head / n_head_kv);
+  s.begin = s.split * chunk;
+  s.end = min(s.begin + chunk, pos + 1);
+  s.scale = 1.0f / sqrtf((float)head_dim);
+  s.query = q + ((size_t)s.t * n_head + s.head) * head_dim;
+  s.keys = k_cache + (size_t)kv_head * max_ctx * head_dim;
+  s.values = v_cache + (size_t)kv_head * max_ctx * head_dim;
+  return s;
+}
+
 // Split-K attention, pass 1: block (head, token, split) runs an online
 // softmax over keys [split*chunk, min((split+1)*chunk, pos+1)) and writes its
 // running max m, sum l and unnormalised output. Splits past the causal end
@@ -70,28 +96,22 @@ extern "C" __global__ void bonsai_attention_split(const float *q, const float *k
                                                   int chunk) {
   __shared__ float scratch[32];
   const int i = threadIdx.x;
-  const int head = blockIdx.x, t = blockIdx.y, split = blockIdx.z, n_splits = gridDim.z;
-  const int pos = step_info[0] + t;
-  const int kv_head = head / (n_head / n_head_kv);
-  const int begin = split * chunk;
-  const int end = min(begin + chunk, pos + 1);
-  const float scale = 1.0f / sqrtf((float)head_dim);
-  const float qi = i < head_dim ? q[((size_t)t * n_head + head) * head_dim + i] : 0.0f;
-  const float *keys = k_cache + (size_t)kv_head * max_ctx * head_dim;
-  const float *values = v_cache + (size_t)kv_head * max_ctx * head_dim;
+  const AttentionSlice s =
+      attention_slice(q, k_cache, v_cache, step_info, n_head, n_head_kv, head_dim, max_ctx, chunk);
+  const float qi = i < head_dim ? s.query[i] : 0.0f;
   float m = BONSAI_NEG_INF, l = 0.0f, acc = 0.0f;
-  for (int j = begin; j < end; ++j) {
-    const float kij = i < head_dim ? keys[(size_t)j * head_dim + i] : 0.0f;
-    const float score = block_sum(qi * kij, scratch) * scale;
+  for (int j = s.begin; j < s.end; ++j) {
+    const float kij = i < head_dim ? s.keys[(size_t)j * head_dim + i] : 0.0f;
+    const float score = block_sum(qi * kij, scratch) * s.scale;
     const float m_new = fmaxf(m, score);
     const float correction = expf(m - m_new); // 0 for the first key (m = -inf)
     const float p = expf(score - m_new);
     l = l * correction + p;
-    const float vij = i < head_dim ? values[(size_t)j * head_dim + i] : 0.0f;
+    const float vij = i < head_dim ? s.values[(size_t)j * head_dim + i] : 0.0f;
     acc = acc * correction + p * vij;
     m = m_new;
   }
-  const size_t index = ((size_t)t * n_head + head) * n_splits + split;
+  const size_t index = ((size_t)s.t * n_head + s.head) * s.n_splits + s.split;
   if (i == 0) {
     part_ml[2 * index] = m;
     part_ml[2 * index + 1] = l;
@@ -116,24 +136,17 @@ extern "C" __global__ void bonsai_attention_split_warps(const float *q, const fl
   __shared__ float warp_m[ATTN_WARPS], warp_l[ATTN_WARPS];
   __shared__ float warp_acc[ATTN_WARPS][ATTN_MAX_DIM];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int head = blockIdx.x, t = blockIdx.y, split = blockIdx.z, n_splits = gridDim.z;
-  const int pos = step_info[0] + t;
-  const int kv_head = head / (n_head / n_head_kv);
-  const int begin = split * chunk;
-  const int end = min(begin + chunk, pos + 1);
-  const float scale = 1.0f / sqrtf((float)head_dim);
-  const float *query = q + ((size_t)t * n_head + head) * head_dim;
-  const float *keys = k_cache + (size_t)kv_head * max_ctx * head_dim;
-  const float *values = v_cache + (size_t)kv_head * max_ctx * head_dim;
+  const AttentionSlice s =
+      attention_slice(q, k_cache, v_cache, step_info, n_head, n_head_kv, head_dim, max_ctx, chunk);
   float qv[4], acc[4];
   for (int r = 0; r < 4; ++r) {
     const int dim = lane + 32 * r;
-    qv[r] = dim < head_dim ? query[dim] : 0.0f;
+    qv[r] = dim < head_dim ? s.query[dim] : 0.0f;
     acc[r] = 0.0f;
   }
   float m = BONSAI_NEG_INF, l = 0.0f;
-  for (int j = begin + warp; j < end; j += ATTN_WARPS) {
-    const float *key = keys + (size_t)j * head_dim, *value = values + (size_t)j * head_dim;
+  for (int j = s.begin + warp; j < s.end; j += ATTN_WARPS) {
+    const float *key = s.keys + (size_t)j * head_dim, *value = s.values + (size_t)j * head_dim;
     float kv[4], vv[4];
     for (int r = 0; r < 4; ++r) {
       const int dim = lane + 32 * r;
@@ -143,7 +156,7 @@ extern "C" __global__ void bonsai_attention_split_warps(const float *q, const fl
     float partial = 0.0f;
     for (int r = 0; r < 4; ++r)
       partial += qv[r] * kv[r];
-    const float score = warp_sum(partial) * scale;
+    const float score = warp_sum(partial) * s.scale;
     const float m_new = fmaxf(m, score);
     const float correction = expf(m - m_new); // 0 for the warp's first key (m = -inf)
     const float p = expf(score - m_new);
@@ -164,7 +177,7 @@ extern "C" __global__ void bonsai_attention_split_warps(const float *q, const fl
   for (int w = 0; w < ATTN_WARPS; ++w)
     m_max = fmaxf(m_max, warp_m[w]);
   const bool empty = m_max == BONSAI_NEG_INF; // no key in this split
-  const size_t index = ((size_t)t * n_head + head) * n_splits + split;
+  const size_t index = ((size_t)s.t * n_head + s.head) * s.n_splits + s.split;
   if (threadIdx.x == 0) {
     float l_sum = 0.0f;
     for (int w = 0; w < ATTN_WARPS; ++w)
