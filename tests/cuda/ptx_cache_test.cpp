@@ -57,15 +57,15 @@ void write_file(const std::filesystem::path &path, const std::string &bytes) {
 const std::string kPtx = ".version 8.0\n.target sm_90\n.visible .entry bonsai_x()\n{\n ret;\n}\n";
 
 TEST(PtxCacheKey, IsSixteenHexDigitsAndDeterministic) {
-  const bonsai::cuda::PtxKeyParts parts{"source", {"-a", "-b"}, "compute_90", "13.0"};
+  const bonsai::cuda::PtxKeyParts parts{"source", {"-a", "-b"}, "compute_90", "13.0", 13000};
   const std::string key = bonsai::cuda::ptx_cache_key(parts);
   EXPECT_EQ(key.size(), 16u);
   EXPECT_EQ(key.find_first_not_of("0123456789abcdef"), std::string::npos);
   EXPECT_EQ(bonsai::cuda::ptx_cache_key(parts), key);
 }
 
-TEST(PtxCacheKey, ChangesWithSourceOptionsArchAndNvrtcVersion) {
-  const bonsai::cuda::PtxKeyParts base{"source", {"-a"}, "compute_90", "13.0"};
+TEST(PtxCacheKey, ChangesWithSourceOptionsArchNvrtcAndDriverVersion) {
+  const bonsai::cuda::PtxKeyParts base{"source", {"-a"}, "compute_90", "13.0", 13000};
   const std::string key = bonsai::cuda::ptx_cache_key(base);
   auto with = [&](auto change) {
     bonsai::cuda::PtxKeyParts p = base;
@@ -77,9 +77,10 @@ TEST(PtxCacheKey, ChangesWithSourceOptionsArchAndNvrtcVersion) {
   EXPECT_NE(with([](auto &p) { p.options = {"-a", ""}; }), key);
   EXPECT_NE(with([](auto &p) { p.arch = "compute_80"; }), key);
   EXPECT_NE(with([](auto &p) { p.nvrtc_version = "12.4"; }), key);
+  EXPECT_NE(with([](auto &p) { p.driver_version = 12040; }), key);
   // Moving text from one part to the next must change the key too.
-  const bonsai::cuda::PtxKeyParts split1{"ab", {"c"}, "x", "y"};
-  const bonsai::cuda::PtxKeyParts split2{"a", {"bc"}, "x", "y"};
+  const bonsai::cuda::PtxKeyParts split1{"ab", {"c"}, "x", "y", 0};
+  const bonsai::cuda::PtxKeyParts split2{"a", {"bc"}, "x", "y", 0};
   EXPECT_NE(bonsai::cuda::ptx_cache_key(split1), bonsai::cuda::ptx_cache_key(split2));
 }
 
@@ -268,11 +269,14 @@ struct FakeToolchain {
   int compiles = 0;
   std::vector<std::string> loaded;
   bool refuse_next = false; // the driver refuses the next PTX once
+  std::string refusal = "CUDA_ERROR_INVALID_PTX (218): refused by the test";
+  int driver_version = 13000;
 
   bonsai::cuda::JitTools tools(const PtxCache *cache, bonsai::cuda::Logger log) {
     bonsai::cuda::JitTools t;
     t.cache = cache;
     t.nvrtc_version = "13.0";
+    t.driver_version = driver_version;
     t.log = log;
     t.compile = [this](const bonsai::cuda::CompileRequest &request) {
       ++compiles;
@@ -284,7 +288,7 @@ struct FakeToolchain {
     return [this](const std::string &ptx) {
       if (refuse_next) {
         refuse_next = false;
-        return std::string("CUDA_ERROR_INVALID_PTX (218): refused by the test");
+        return refusal;
       }
       loaded.push_back(ptx);
       return std::string();
@@ -383,6 +387,34 @@ TEST(KernelJit, FreshPtxTheDriverRefusesIsAnError) {
     EXPECT_THAT(std::string(error.what()),
                 HasSubstr("cuModuleLoadData: CUDA_ERROR_INVALID_PTX (218): refused by the test"));
   }
+}
+
+TEST(KernelJit, PtxTooNewForTheDriverSaysWhichToUpdate) {
+  LogSink sink;
+  FakeToolchain fake;
+  fake.driver_version = 12040; // CUDA 12.4 driver, NVRTC 13.0
+  fake.refuse_next = true;
+  fake.refusal = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222): the provided PTX was compiled with "
+                 "an unsupported toolchain.";
+  try {
+    bonsai::cuda::jit_load(kProgram, fake.tools(nullptr, sink.logger()), fake.loader());
+    FAIL() << "expected a PluginError";
+  } catch (const bonsai::cuda::PluginError &error) {
+    const std::string what = error.what();
+    EXPECT_THAT(what, HasSubstr("CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)"));
+    EXPECT_THAT(what, HasSubstr("the driver supports CUDA 12.4 and NVRTC is 13.0"));
+    EXPECT_THAT(what, HasSubstr("install a driver for CUDA 13.0 or later"));
+  }
+}
+
+TEST(KernelJit, DriverNvrtcHintOnlyWhenTheDriverIsOlder) {
+  EXPECT_EQ(bonsai::cuda::driver_nvrtc_hint(13000, "13.0"), "");
+  EXPECT_EQ(bonsai::cuda::driver_nvrtc_hint(13010, "13.0"), "");
+  EXPECT_EQ(bonsai::cuda::driver_nvrtc_hint(12080, "12.4"), "");
+  EXPECT_THAT(bonsai::cuda::driver_nvrtc_hint(12080, "13.0"), HasSubstr("CUDA 12.8"));
+  EXPECT_THAT(bonsai::cuda::driver_nvrtc_hint(13000, "13.1"), HasSubstr("NVRTC is 13.1"));
+  EXPECT_EQ(bonsai::cuda::driver_nvrtc_hint(0, "13.0"), "");      // unknown driver
+  EXPECT_EQ(bonsai::cuda::driver_nvrtc_hint(12040, "weird"), ""); // unparsable NVRTC
 }
 
 } // namespace

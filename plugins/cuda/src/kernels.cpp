@@ -21,6 +21,15 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
   tools.cache = config.cache;
   tools.nvrtc_version = nvrtc.version;
   tools.log = config.log;
+  // The driver's CUDA version beside NVRTC's: an older driver refuses newer
+  // PTX, and the failure then says which to update.
+  device_.check(device_.api().cuDriverGetVersion(&tools.driver_version), "cuDriverGetVersion");
+  config.log.info(strformat("CUDA driver %d.%d, NVRTC %s (%s)", tools.driver_version / 1000,
+                            tools.driver_version % 1000 / 10, nvrtc.version.c_str(),
+                            nvrtc.library.c_str()));
+  if (const std::string hint = driver_nvrtc_hint(tools.driver_version, nvrtc.version);
+      !hint.empty())
+    config.log.warn(hint);
   const NvrtcApi &api = *nvrtc.api;
   tools.compile = [&api](const CompileRequest &request) { return compile_to_ptx(api, request); };
 

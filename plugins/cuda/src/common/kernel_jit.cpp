@@ -1,6 +1,7 @@
 #include "kernel_jit.hpp"
 
 #include <chrono>
+#include <cstdio>
 
 #include "plugin_error.hpp"
 
@@ -12,10 +13,26 @@ std::vector<std::string> jit_options(const std::string &arch) {
   return {"--gpu-architecture=" + arch, "--std=c++17", "-default-device", "--fmad=true"};
 }
 
+std::string driver_nvrtc_hint(int driver_version, const std::string &nvrtc_version) {
+  int nvrtc_major = 0, nvrtc_minor = 0;
+  if (std::sscanf(nvrtc_version.c_str(), "%d.%d", &nvrtc_major, &nvrtc_minor) != 2 ||
+      driver_version <= 0)
+    return {};
+  const int driver_major = driver_version / 1000, driver_minor = driver_version % 1000 / 10;
+  if (driver_major * 100 + driver_minor >= nvrtc_major * 100 + nvrtc_minor)
+    return {};
+  return strformat("the driver supports CUDA %d.%d and NVRTC is %d.%d: PTX from a newer NVRTC "
+                   "needs a newer driver; install a driver for CUDA %d.%d or later, or put an "
+                   "NVRTC of CUDA %d.%d or older first on the library path",
+                   driver_major, driver_minor, nvrtc_major, nvrtc_minor, nvrtc_major, nvrtc_minor,
+                   driver_major, driver_minor);
+}
+
 JitOutcome jit_load(const JitProgram &program, const JitTools &tools, const PtxLoader &load) {
   JitOutcome outcome;
   const std::vector<std::string> options = jit_options(program.arch);
-  outcome.key = ptx_cache_key({program.source, options, program.arch, tools.nvrtc_version});
+  outcome.key = ptx_cache_key(
+      {program.source, options, program.arch, tools.nvrtc_version, tools.driver_version});
 
   if (tools.cache != nullptr) {
     if (std::optional<std::string> cached = tools.cache->load(outcome.key)) {
@@ -43,10 +60,13 @@ JitOutcome jit_load(const JitProgram &program, const JitTools &tools, const PtxL
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   tools.log.info(strformat("NVRTC compile: %s for %s in %.0f ms (%zu bytes of PTX)",
                            program.name.c_str(), program.arch.c_str(), ms, ptx.size()));
-  if (const std::string refused = load(ptx); !refused.empty())
+  if (const std::string refused = load(ptx); !refused.empty()) {
+    const std::string hint = driver_nvrtc_hint(tools.driver_version, tools.nvrtc_version);
     fail(BONSAI_ERR_INTERNAL,
-         strformat("the driver refused the PTX NVRTC made for %s (%s): cuModuleLoadData: %s",
-                   program.name.c_str(), program.arch.c_str(), refused.c_str()));
+         strformat("the driver refused the PTX NVRTC made for %s (%s): cuModuleLoadData: %s%s%s",
+                   program.name.c_str(), program.arch.c_str(), refused.c_str(),
+                   hint.empty() ? "" : "; ", hint.c_str()));
+  }
   if (tools.cache != nullptr)
     tools.cache->store(outcome.key, ptx);
   return outcome;

@@ -22,6 +22,7 @@ struct JitProgram {
 struct JitTools {
   const PtxCache *cache = nullptr; // NULL: caching off
   std::string nvrtc_version;       // part of the key
+  int driver_version = 0;          // cuDriverGetVersion (e.g. 12040); part of the key
   // CUDA C++ -> PTX (throws PluginError on a compile error).
   std::function<std::string(const CompileRequest &)> compile;
   Logger log;
@@ -37,6 +38,10 @@ struct JitOutcome {
   bool evicted_entry = false; // a cached entry failed to load and was deleted
   std::string key;
 };
+
+// What to do when the driver refuses fresh PTX, or "": a driver older than
+// NVRTC cannot take NVRTC's PTX (CUDA_ERROR_UNSUPPORTED_PTX_VERSION).
+std::string driver_nvrtc_hint(int driver_version, const std::string &nvrtc_version);
 
 // The NVRTC options used for every program, for `arch`.
 std::vector<std::string> jit_options(const std::string &arch);

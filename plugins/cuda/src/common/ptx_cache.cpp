@@ -58,6 +58,7 @@ std::string ptx_cache_key(const PtxKeyParts &parts) {
     hash = hash_field(hash, option);
   hash = hash_field(hash, parts.arch);
   hash = hash_field(hash, parts.nvrtc_version);
+  hash = hash_field(hash, std::to_string(parts.driver_version));
   return strformat("%016llx", static_cast<unsigned long long>(hash));
 }
 

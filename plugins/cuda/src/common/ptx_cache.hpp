@@ -23,6 +23,7 @@ struct PtxKeyParts {
   std::vector<std::string> options;
   std::string arch;          // e.g. "compute_90"
   std::string nvrtc_version; // e.g. "13.0"
+  int driver_version = 0;    // cuDriverGetVersion, e.g. 13000: a new driver may JIT differently
 };
 
 // 16 lowercase hex digits of FNV-1a 64 over the parts (length-prefixed so
