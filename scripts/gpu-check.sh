@@ -189,6 +189,11 @@ if [ "$mode" = fake ]; then
   step bench_tiny 600 "$bin/bonsai" bench -m "$tiny" --backend cuda -p 16 -n 4 -r 1
   grep '^|' "$logs/bench_tiny.log" 2>/dev/null | tee -a "$summary"
   step conformance 600 "$bin/test_conformance"
+  # The golden gates on the fast kernels (tensor-core prefill, int8 decode
+  # through the graph) for the 1-bit and ternary models; the full suite
+  # (reference kernels on a 151,936-row head) takes too long emulated.
+  step golden 600 "$bin/test_golden" --gtest_filter='*tiny_q1_default*:*tiny_q2_default*'
+  grep -h '^\[ golden' "$logs/golden.log" >>"$summary" 2>/dev/null
   echo "## summary ($summary)"
   cat "$summary"
   ! grep -q 'FAIL\|TIMEOUT' "$summary"
