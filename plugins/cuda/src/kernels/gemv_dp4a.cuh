@@ -194,6 +194,12 @@ template <class T, class D> struct WarpChunks {
     codes_bytes = (size_t)rows * n_blocks * T::PAYLOAD;
     first_chunk = (size_t)row0 * chunks_per_row;
   }
+  // Where lane `lane`'s first chunk lies.
+  __device__ __forceinline__ ChunkCursor first_cursor(int lane) const {
+    ChunkCursor at = {0, 0};
+    at.advance(lane, chunks_per_row);
+    return at;
+  }
   __device__ __forceinline__ size_t block_index(const ChunkCursor &at) const {
     return (size_t)(row0 + at.r) * n_blocks + at.k / D::CHUNKS;
   }
@@ -203,8 +209,7 @@ template <class T, class D, int N_MATS>
 __device__ void prefetch_chunks(const u8 *const *w, const WarpChunks<T, D> &wc,
                                 ChunkPrefetch<N_MATS> &pf) {
   const int lane = threadIdx.x % 32;
-  ChunkCursor at = {0, 0};
-  at.advance(lane, wc.chunks_per_row);
+  ChunkCursor at = wc.first_cursor(lane);
   for (int p = 0; p < DP4A_PREFETCH; ++p) {
     const int c = lane + 32 * p;
     for (int m = 0; m < N_MATS; ++m) {
@@ -228,8 +233,7 @@ __device__ void warp_rows(const u8 *const *w, const WarpChunks<T, D> &wc,
   for (int m = 0; m < N_MATS; ++m)
     for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
       acc[m][i] = 0.0f;
-  ChunkCursor at = {0, 0};
-  at.advance(lane, wc.chunks_per_row);
+  ChunkCursor at = wc.first_cursor(lane);
   // One chunk's contribution to row at.r (a constant index keeps acc in registers).
   auto add = [&](int m, const U32x4 &codes, u16 scale) {
     const int b = at.k / D::CHUNKS, part = at.k % D::CHUNKS;

@@ -60,28 +60,30 @@ extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const f
 }
 
 // What block (head, token, split) of an attention split works on: keys
-// [begin, end) of its KV head (the causal end is the token's position).
+// [begin, end) of its KV head (the causal end is the token's position), and
+// the slot of its partial result in part_ml / part_acc.
 struct AttentionSlice {
-  int head, t, split, n_splits;
   int begin, end;
   float scale;
   const float *query, *keys, *values;
+  size_t partial;
 };
 __device__ __forceinline__ AttentionSlice attention_slice(const float *q, const float *k_cache,
                                                           const float *v_cache,
                                                           const int *step_info, int n_head,
                                                           int n_head_kv, int head_dim, int max_ctx,
                                                           int chunk) {
+  const int head = blockIdx.x, t = blockIdx.y, split = blockIdx.z, n_splits = gridDim.z;
+  const int pos = step_info[0] + t;
+  const int kv_head = head / (n_head / n_head_kv);
   AttentionSlice s;
-  s.head = blockIdx.x, s.t = blockIdx.y, s.split = blockIdx.z, s.n_splits = gridDim.z;
-  const int pos = step_info[0] + s.t;
-  const int kv_head = s.head / (n_head / n_head_kv);
-  s.begin = s.split * chunk;
+  s.begin = split * chunk;
   s.end = min(s.begin + chunk, pos + 1);
   s.scale = 1.0f / sqrtf((float)head_dim);
-  s.query = q + ((size_t)s.t * n_head + s.head) * head_dim;
+  s.query = q + ((size_t)t * n_head + head) * head_dim;
   s.keys = k_cache + (size_t)kv_head * max_ctx * head_dim;
   s.values = v_cache + (size_t)kv_head * max_ctx * head_dim;
+  s.partial = ((size_t)t * n_head + head) * n_splits + split;
   return s;
 }
 
@@ -111,13 +113,12 @@ extern "C" __global__ void bonsai_attention_split(const float *q, const float *k
     acc = acc * correction + p * vij;
     m = m_new;
   }
-  const size_t index = ((size_t)s.t * n_head + s.head) * s.n_splits + s.split;
   if (i == 0) {
-    part_ml[2 * index] = m;
-    part_ml[2 * index + 1] = l;
+    part_ml[2 * s.partial] = m;
+    part_ml[2 * s.partial + 1] = l;
   }
   if (i < head_dim)
-    part_acc[index * head_dim + i] = acc;
+    part_acc[s.partial * head_dim + i] = acc;
 }
 
 // Split-K attention, pass 1, for head_dim <= ATTN_MAX_DIM (every Qwen3
@@ -128,6 +129,7 @@ extern "C" __global__ void bonsai_attention_split(const float *q, const float *k
 // are combined once at the end. Launch with 32 * ATTN_WARPS threads.
 #define ATTN_WARPS 4
 #define ATTN_MAX_DIM 128
+#define ATTN_DIMS_PER_LANE (ATTN_MAX_DIM / 32)
 extern "C" __global__ void bonsai_attention_split_warps(const float *q, const float *k_cache,
                                                         const float *v_cache, float *part_ml,
                                                         float *part_acc, const int *step_info,
@@ -138,8 +140,8 @@ extern "C" __global__ void bonsai_attention_split_warps(const float *q, const fl
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const AttentionSlice s =
       attention_slice(q, k_cache, v_cache, step_info, n_head, n_head_kv, head_dim, max_ctx, chunk);
-  float qv[4], acc[4];
-  for (int r = 0; r < 4; ++r) {
+  float qv[ATTN_DIMS_PER_LANE], acc[ATTN_DIMS_PER_LANE];
+  for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r) {
     const int dim = lane + 32 * r;
     qv[r] = dim < head_dim ? s.query[dim] : 0.0f;
     acc[r] = 0.0f;
@@ -147,21 +149,21 @@ extern "C" __global__ void bonsai_attention_split_warps(const float *q, const fl
   float m = BONSAI_NEG_INF, l = 0.0f;
   for (int j = s.begin + warp; j < s.end; j += ATTN_WARPS) {
     const float *key = s.keys + (size_t)j * head_dim, *value = s.values + (size_t)j * head_dim;
-    float kv[4], vv[4];
-    for (int r = 0; r < 4; ++r) {
+    float kv[ATTN_DIMS_PER_LANE], vv[ATTN_DIMS_PER_LANE];
+    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r) {
       const int dim = lane + 32 * r;
       kv[r] = dim < head_dim ? key[dim] : 0.0f;
       vv[r] = dim < head_dim ? value[dim] : 0.0f;
     }
     float partial = 0.0f;
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
       partial += qv[r] * kv[r];
     const float score = warp_sum(partial) * s.scale;
     const float m_new = fmaxf(m, score);
     const float correction = expf(m - m_new); // 0 for the warp's first key (m = -inf)
     const float p = expf(score - m_new);
     l = l * correction + p;
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
       acc[r] = acc[r] * correction + p * vv[r];
     m = m_new;
   }
@@ -169,7 +171,7 @@ extern "C" __global__ void bonsai_attention_split_warps(const float *q, const fl
     warp_m[warp] = m;
     warp_l[warp] = l;
   }
-  for (int r = 0; r < 4; ++r)
+  for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
     if (lane + 32 * r < head_dim)
       warp_acc[warp][lane + 32 * r] = acc[r];
   __syncthreads();
@@ -177,19 +179,18 @@ extern "C" __global__ void bonsai_attention_split_warps(const float *q, const fl
   for (int w = 0; w < ATTN_WARPS; ++w)
     m_max = fmaxf(m_max, warp_m[w]);
   const bool empty = m_max == BONSAI_NEG_INF; // no key in this split
-  const size_t index = ((size_t)s.t * n_head + s.head) * s.n_splits + s.split;
   if (threadIdx.x == 0) {
     float l_sum = 0.0f;
     for (int w = 0; w < ATTN_WARPS; ++w)
       l_sum += empty ? 0.0f : warp_l[w] * expf(warp_m[w] - m_max);
-    part_ml[2 * index] = m_max;
-    part_ml[2 * index + 1] = l_sum;
+    part_ml[2 * s.partial] = m_max;
+    part_ml[2 * s.partial + 1] = l_sum;
   }
   for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
     float sum = 0.0f;
     for (int w = 0; w < ATTN_WARPS; ++w)
       sum += empty ? 0.0f : warp_acc[w][i] * expf(warp_m[w] - m_max);
-    part_acc[index * head_dim + i] = sum;
+    part_acc[s.partial * head_dim + i] = sum;
   }
 }
 

@@ -84,15 +84,18 @@ struct alignas(32) TcSharedUnit {
   u32 v[8];
 };
 
-// Weights 64 h .. 64 h + 63 (h = 0 or 1) of one planar block as f16 into
-// dst (16-byte aligned). Every value is exact: +-d, or (code - 1) * d
-// rounded as cvt.rn would round it (what the float path of T::value gives).
-__device__ __forceinline__ void tc_store_pairs(u16 *dst, const u32 (&pairs)[16]) {
-  for (int j = 0; j < 4; ++j) {
+// N pairs of f16 values to dst (16-byte aligned) in 16-byte stores.
+template <int N> __device__ __forceinline__ void tc_store_pairs(u16 *dst, const u32 (&pairs)[N]) {
+  for (int j = 0; j < N / 4; ++j) {
     U32x4 v = {pairs[4 * j], pairs[4 * j + 1], pairs[4 * j + 2], pairs[4 * j + 3]};
     *(U32x4 *)(dst + 8 * j) = v;
   }
 }
+// tc_decode_half: weights 64 h .. 64 h + 63 (h = 0 or 1) of one planar block
+// as f16 into dst (16-byte aligned). Every value is exact: +-d, or (code - 1)
+// * d rounded as cvt.rn would round it (what the float path of T::value
+// gives).
+//
 // Q1_0: word k holds weights 32 k + 4 i + b at byte b, bit i. A clear bit
 // is -d: the f16 d with its sign bit flipped.
 __device__ __forceinline__ void tc_decode_half(TypeQ1_0, const TypeQ1_0::Block &block, int h,
@@ -132,10 +135,7 @@ __device__ __forceinline__ void tc_decode_half(TypeQ2_0, const TypeQ2_0::Block &
       pairs[2 * i] = halves[i][0] | (halves[i][1] << 16);
       pairs[2 * i + 1] = halves[i][2] | (halves[i][3] << 16);
     }
-    for (int j = 0; j < 2; ++j) {
-      U32x4 v = {pairs[4 * j], pairs[4 * j + 1], pairs[4 * j + 2], pairs[4 * j + 3]};
-      *(U32x4 *)(dst + 16 * wi + 8 * j) = v;
-    }
+    tc_store_pairs(dst + 16 * wi, pairs);
   }
 }
 
