@@ -24,8 +24,8 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
   // The driver's CUDA version beside NVRTC's: an older driver refuses newer
   // PTX, and the failure then says which to update.
   device_.check(device_.api().cuDriverGetVersion(&tools.driver_version), "cuDriverGetVersion");
-  config.log.info(strformat("CUDA driver %d.%d, NVRTC %s (%s)", tools.driver_version / 1000,
-                            tools.driver_version % 1000 / 10, nvrtc.version.c_str(),
+  config.log.info(strformat("CUDA driver %s, NVRTC %s (%s)",
+                            cuda_version_text(tools.driver_version).c_str(), nvrtc.version.c_str(),
                             nvrtc.library.c_str()));
   if (const std::string hint = driver_nvrtc_hint(tools.driver_version, nvrtc.version);
       !hint.empty())

@@ -146,4 +146,8 @@ std::string cuda_error_text(const DriverApi &api, CUresult result) {
                    text != nullptr ? text : known_error_text(result));
 }
 
+std::string cuda_version_text(int driver_version) {
+  return strformat("%d.%d", driver_version / 1000, driver_version % 1000 / 10);
+}
+
 } // namespace bonsai::cuda

@@ -67,4 +67,11 @@ inline DriverLoad load_driver() {
 // "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory".
 std::string cuda_error_text(const DriverApi &api, CUresult result);
 
+// The CUDA version cuDriverGetVersion reports, as major * 100 + minor
+// (12040 -> 1204), so versions compare as integers; and as text ("12.4").
+inline int cuda_version_number(int driver_version) {
+  return driver_version / 1000 * 100 + driver_version % 1000 / 10;
+}
+std::string cuda_version_text(int driver_version);
+
 } // namespace bonsai::cuda

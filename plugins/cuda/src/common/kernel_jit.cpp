@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "driver_library.hpp"
 #include "plugin_error.hpp"
 
 namespace bonsai::cuda {
@@ -18,14 +19,14 @@ std::string driver_nvrtc_hint(int driver_version, const std::string &nvrtc_versi
   if (std::sscanf(nvrtc_version.c_str(), "%d.%d", &nvrtc_major, &nvrtc_minor) != 2 ||
       driver_version <= 0)
     return {};
-  const int driver_major = driver_version / 1000, driver_minor = driver_version % 1000 / 10;
-  if (driver_major * 100 + driver_minor >= nvrtc_major * 100 + nvrtc_minor)
+  if (cuda_version_number(driver_version) >= nvrtc_major * 100 + nvrtc_minor)
     return {};
-  return strformat("the driver supports CUDA %d.%d and NVRTC is %d.%d: PTX from a newer NVRTC "
+  const std::string driver = cuda_version_text(driver_version);
+  return strformat("the driver supports CUDA %s and NVRTC is %d.%d: PTX from a newer NVRTC "
                    "needs a newer driver; install a driver for CUDA %d.%d or later, or put an "
-                   "NVRTC of CUDA %d.%d or older first on the library path",
-                   driver_major, driver_minor, nvrtc_major, nvrtc_minor, nvrtc_major, nvrtc_minor,
-                   driver_major, driver_minor);
+                   "NVRTC of CUDA %s or older first on the library path",
+                   driver.c_str(), nvrtc_major, nvrtc_minor, nvrtc_major, nvrtc_minor,
+                   driver.c_str());
 }
 
 JitOutcome jit_load(const JitProgram &program, const JitTools &tools, const PtxLoader &load) {

@@ -68,9 +68,9 @@ bonsai_status probe_devices(const DriverLoad &driver, bonsai_device_info *info) 
     int driver_version = 0;
     driver.api->cuDriverGetVersion(&driver_version);
     copy_text(info->detail, sizeof info->detail,
-              strformat("sm_%d%d, %d SMs, driver API %d.%d, kernels JIT-compiled by NVRTC",
+              strformat("sm_%d%d, %d SMs, driver API %s, kernels JIT-compiled by NVRTC",
                         facts.compute_major, facts.compute_minor, facts.multiprocessors,
-                        driver_version / 1000, (driver_version % 1000) / 10));
+                        cuda_version_text(driver_version).c_str()));
     return BONSAI_OK;
   } catch (...) {
     copy_text(info->detail, sizeof info->detail, "internal error while probing");
