@@ -29,13 +29,12 @@ for p in "${programs[@]}"; do
 done
 cp -P "$build"/lib/libbonsai_host.so* "$dest/lib/"
 cp "$build"/lib/bonsai/plugins/*.so "$dest/lib/bonsai/plugins/"
-# The fake driver at its build-tree path too: test_cuda's fake-driver tests
-# open it there (gpu-check.sh links the original build folder to the bundle).
+# The fake driver at its build-tree path: test_cuda's fake-driver tests open
+# it there (gpu-check.sh links the original build folder to the bundle).
 fake="tests/cuda/fake_driver/libbonsai_fake_cuda.so"
 if [ -f "$build/$fake" ]; then
   mkdir -p "$dest/$(dirname "$fake")"
   cp "$build/$fake" "$dest/$fake"
-  cp "$build/$fake" "$dest/lib/"
 fi
 
 # Shared libraries outside glibc and the compiler runtime (the GPU machine

@@ -143,7 +143,6 @@ section() { echo "## $*" | tee -a "$summary"; }
 
 if [ "$mode" = fake ]; then
   export BONSAI_CUDA_DRIVER="$build/tests/cuda/fake_driver/libbonsai_fake_cuda.so"
-  [ -f "$BONSAI_CUDA_DRIVER" ] || BONSAI_CUDA_DRIVER="$build/lib/libbonsai_fake_cuda.so"
   [ -f "$BONSAI_CUDA_DRIVER" ] || { echo "gpu-check: no fake driver in $build" >&2; exit 1; }
   # The fake driver runs NVRTC's PTX: without NVRTC there is nothing to check.
   if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && [ ! -e /usr/local/cuda/lib64/libnvrtc.so ]; then
