@@ -3,6 +3,7 @@
 // documented status (never crash), leave a message in last_error, and leave
 // the context usable.
 #include <functional>
+#include <limits>
 
 #include "bonsai/core/formats.hpp"
 #include "plugin_checks.hpp"
@@ -219,6 +220,12 @@ CheckResult PluginChecker::error_paths() const {
   md_bad = uploaded.desc();
   md_bad.n_head_kv = 3;
   bad_bind(md_bad, "n_head 4, n_head_kv 3");
+  md_bad = uploaded.desc();
+  md_bad.rms_eps = std::numeric_limits<float>::infinity();
+  bad_bind(md_bad, "rms_eps = inf");
+  md_bad = uploaded.desc();
+  md_bad.rope_freq_base = std::numeric_limits<float>::quiet_NaN();
+  bad_bind(md_bad, "rope_freq_base = NaN");
   std::vector<bonsai_layer_weights> swapped(uploaded.desc().layers,
                                             uploaded.desc().layers + model.shape.n_layer);
   swapped[1].wq = swapped[1].wk; // wk has n_head_kv * head_dim rows, not n_head * head_dim
@@ -296,7 +303,16 @@ CheckResult PluginChecker::error_paths() const {
   bh = head;
   bh.n_outputs = 2;
   bad_head(bh, "n_outputs past the step");
+  bh = head;
+  bh.logits = nullptr;
+  bh.argmax = nullptr;
+  bad_head(bh, "both logits and argmax NULL");
   probe.expect(a.lm_head(ctx, &head), BONSAI_OK, "lm_head", ctx);
+  // A call that succeeds clears the message of the failure before it.
+  const char *cleared = a.last_error(ctx);
+  r.expect(cleared != nullptr && cleared[0] == '\0',
+           std::string("last_error after a successful lm_head is \"") +
+               (cleared != nullptr ? cleared : "(NULL)") + "\", not empty");
   probe.expect(a.end_step(ctx), BONSAI_OK, "end_step", ctx);
   probe.expect(a.kv_length(ctx, nullptr), INVALID, "kv_length(NULL)", ctx);
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "bonsai/core/formats.hpp"
+#include "bound_model.hpp"
 #include "golden.hpp"
 #include "plugin_checks.hpp"
 #include "random_model.hpp"
@@ -17,53 +18,6 @@ namespace {
 constexpr double kExactCosine = 0.99999;
 constexpr double kFastCosine = 0.9995;
 constexpr double kExactMaxAbs = 1e-4; // relative to the largest |reference logit|
-
-std::vector<int32_t> random_tokens(int n, int n_vocab, Rng &rng) {
-  std::vector<int32_t> tokens(static_cast<size_t>(n));
-  for (int32_t &t : tokens)
-    t = rng.integer(0, n_vocab - 1);
-  return tokens;
-}
-
-// A context with one random model bound, or the reason it could not be.
-struct BoundSetup {
-  std::unique_ptr<test::ContextHandle> ctx;
-  HostModel model;
-  std::unique_ptr<UploadedModel> uploaded;
-  std::optional<std::string> skip_reason;
-};
-
-BoundSetup bind_random_model(const bonsai_backend_api &api, const CheckOptions &options,
-                             uint32_t type, Rng &rng, CheckResult &r) {
-  BoundSetup s;
-  test::ContextConfig config;
-  config.options = options.context_options;
-  config.n_threads = options.n_threads;
-  config.max_context = 32;
-  config.max_batch = 16;
-  s.ctx = std::make_unique<test::ContextHandle>(api, config);
-  if (api.supports_type(s.ctx->get(), type) != BONSAI_OK) {
-    s.skip_reason = std::string(type_name(type)) + " is not supported by this plugin";
-    return s;
-  }
-  s.model = random_model(ModelShape{}, type, rng);
-  s.uploaded = std::make_unique<UploadedModel>(api, s.ctx->get(), s.model);
-  const bonsai_status status = s.uploaded->bind();
-  if (status == BONSAI_ERR_UNSUPPORTED)
-    s.skip_reason = "bind_model is UNSUPPORTED: the host runs layers through matmul";
-  else if (!r.expect(status == BONSAI_OK, "bind_model failed: " + s.ctx->last_error()))
-    s.skip_reason = "bind_model failed";
-  return s;
-}
-
-// The first type of the list the plugin supports (1-bit first).
-uint32_t preferred_type(const PluginChecker &checker) {
-  for (GgmlType t : {GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16,
-                     GgmlType::F32})
-    if (checker.supports(static_cast<uint32_t>(t)))
-      return static_cast<uint32_t>(t);
-  return static_cast<uint32_t>(GgmlType::F32);
-}
 
 struct Agreement {
   double min_cosine = 1.0;
@@ -98,10 +52,6 @@ void compare_logits(const std::vector<float> &got, const std::vector<std::vector
       r.expect(cos >= kFastCosine, where + ": cosine " + format_cosine(cos) + " < 0.9995");
     }
   }
-}
-
-bool bitwise_equal(const std::vector<float> &a, const std::vector<float> &b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 } // namespace

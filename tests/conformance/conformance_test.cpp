@@ -68,6 +68,13 @@ TEST_P(Conformance, ArgmaxMatchesLogitsAndTiesPickLowestId) {
   run_check(GetParam(), true, [](const PluginChecker &c) { return c.argmax_matches_logits(); });
 }
 
+TEST_P(Conformance, MultiSequenceStepEqualsEachSequenceAlone) {
+  run_check(GetParam(), true, [](const PluginChecker &c) { return c.multi_sequence_step(); });
+}
+TEST_P(Conformance, KvSlotsCopyTruncateAndRefuseMisuse) {
+  run_check(GetParam(), true, [](const PluginChecker &c) { return c.kv_slots(); });
+}
+
 INSTANTIATE_TEST_SUITE_P(Plugin, Conformance,
                          ::testing::ValuesIn(test::plugin_option_sets_from_env()),
                          [](const auto &info) { return test::option_set_label(info.param); });

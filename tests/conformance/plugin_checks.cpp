@@ -53,8 +53,47 @@ bool PluginChecker::supports(uint32_t type) const {
   return api().supports_type(ctx.get(), type) == BONSAI_OK;
 }
 
+namespace {
+
+// ABI 1.0's table ended at kv_length; 1.1 appended `extensions`.
+constexpr size_t kApiTableV10Size = offsetof(bonsai_backend_api, extensions);
+
+// The extension chain of a table that has one: every entry's header is sane,
+// the chain ends, and a sequences extension offers every function.
+void check_extensions(const bonsai_backend_api &a, CheckResult &r) {
+  if (a.struct_size < offsetof(bonsai_backend_api, extensions) + sizeof(a.extensions))
+    return; // ABI 1.0: no chain
+  std::string offered;
+  int count = 0;
+  for (const bonsai_extension *e = a.extensions; e != nullptr; e = e->next) {
+    if (!r.expect(++count <= 64, "the extension chain does not end within 64 entries"))
+      return;
+    r.expect(e->struct_size >= sizeof(bonsai_extension),
+             "extension " + std::to_string(count) + " has struct_size " +
+                 std::to_string(e->struct_size) + ", smaller than its header");
+    if (e->type != BONSAI_EXTENSION_SEQUENCES) {
+      offered += " type " + std::to_string(e->type) + " (unknown to this checker)";
+      continue;
+    }
+    offered += " sequences";
+    if (!r.expect(e->struct_size >= sizeof(bonsai_sequences_extension),
+                  "the sequences extension's struct_size " + std::to_string(e->struct_size) +
+                      " is smaller than ABI 1.1's"))
+      continue;
+    const auto &seq = *reinterpret_cast<const bonsai_sequences_extension *>(e);
+    r.expect(seq.max_slots >= 1,
+             "sequences extension: max_slots is " + std::to_string(seq.max_slots) + " (< 1)");
+    r.expect(seq.slot_create && seq.slot_free && seq.slot_truncate && seq.slot_copy &&
+                 seq.slot_length && seq.begin_batch,
+             "sequences extension: a function pointer is NULL");
+  }
+  r.note("extensions:" + (offered.empty() ? std::string(" none") : offered));
+}
+
+} // namespace
+
 std::string PluginChecker::context_skip_reason() const {
-  if (api().struct_size < sizeof(bonsai_backend_api))
+  if (api().struct_size < kApiTableV10Size)
     return "the API table is shorter than ABI 1.0's (struct_size " +
            std::to_string(api().struct_size) + ")";
   bonsai_device_info info{};
@@ -70,7 +109,7 @@ CheckResult PluginChecker::api_table() const {
   const bonsai_backend_api &a = api();
   r.expect(a.abi_major == BONSAI_ABI_MAJOR, "abi_major is " + std::to_string(a.abi_major));
   // Every 1.0 entry must fit in the table the plugin says it has.
-  r.expect(a.struct_size >= sizeof(bonsai_backend_api),
+  r.expect(a.struct_size >= kApiTableV10Size,
            "struct_size " + std::to_string(a.struct_size) + " is smaller than the ABI 1.0 table");
   r.expect(a.name != nullptr && a.name[0] != '\0', "name is NULL or empty");
   r.expect(a.version != nullptr && a.version[0] != '\0', "version is NULL or empty");
@@ -91,6 +130,7 @@ CheckResult PluginChecker::api_table() const {
   BONSAI_REQUIRED(matmul);
   BONSAI_REQUIRED(bind_model);
 #undef BONSAI_REQUIRED
+  check_extensions(a, r);
   r.expect(library_->entry()(BONSAI_ABI_MAJOR + 1, 0) == nullptr,
            "the entry point serves a host of the next major version instead of returning NULL");
   if (a.name != nullptr)
@@ -142,6 +182,21 @@ CheckResult PluginChecker::probe() const {
   return r;
 }
 
+std::vector<PluginChecker::NamedCheck> PluginChecker::device_checks() const {
+  std::vector<NamedCheck> checks;
+  checks.push_back({"error_paths", [this] { return error_paths(); }});
+  for (uint32_t type : known_weight_types()) {
+    const std::string label(type_name(type));
+    checks.push_back({"matmul " + label, [this, type] { return matmul(type); }});
+    checks.push_back({"layer_encode " + label, [this, type] { return layer_encode(type); }});
+  }
+  checks.push_back({"kv_truncate_redecode", [this] { return kv_truncate_redecode(); }});
+  checks.push_back({"argmax_matches_logits", [this] { return argmax_matches_logits(); }});
+  checks.push_back({"multi_sequence_step", [this] { return multi_sequence_step(); }});
+  checks.push_back({"kv_slots", [this] { return kv_slots(); }});
+  return checks;
+}
+
 std::vector<CheckResult> PluginChecker::run_all() const {
   std::vector<CheckResult> results = {api_table(), exported_symbols(), probe()};
   if (const std::string reason = context_skip_reason(); !reason.empty()) {
@@ -151,13 +206,8 @@ std::vector<CheckResult> PluginChecker::run_all() const {
     results.push_back(skipped);
     return results;
   }
-  results.push_back(error_paths());
-  for (uint32_t type : known_weight_types()) {
-    results.push_back(matmul(type));
-    results.push_back(layer_encode(type));
-  }
-  results.push_back(kv_truncate_redecode());
-  results.push_back(argmax_matches_logits());
+  for (const NamedCheck &check : device_checks())
+    results.push_back(check.run());
   return results;
 }
 

@@ -4,6 +4,7 @@
 // numerics contract (ARCHITECTURE.md §7). Independent of any test framework,
 // so the same checks back the GoogleTest suite and a standalone checker.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,6 +77,15 @@ public:
   CheckResult kv_truncate_redecode() const;      // same logits after truncation
   CheckResult argmax_matches_logits() const;     // ids == argmax(logits), ties -> lowest
   CheckResult error_paths() const;               // NULLs, sizes, handles, order
+  CheckResult multi_sequence_step() const;       // batched == each sequence alone (ABI 1.1)
+  CheckResult kv_slots() const;                  // slot copy, truncate, free, misuse (ABI 1.1)
+
+  // The checks that need a context on a device, by name, in run order.
+  struct NamedCheck {
+    std::string name;
+    std::function<CheckResult()> run;
+  };
+  std::vector<NamedCheck> device_checks() const;
 
   std::vector<CheckResult> run_all() const;
 

@@ -123,16 +123,7 @@ int run(const Arguments &args) {
   }
 
   // The checks that need a context on a device.
-  std::vector<std::pair<std::string, std::function<conformance::CheckResult()>>> device_checks;
-  device_checks.emplace_back("error_paths", [&] { return c.error_paths(); });
-  for (uint32_t type : conformance::known_weight_types()) {
-    const std::string label(type_name(type));
-    device_checks.emplace_back("matmul " + label, [&c, type] { return c.matmul(type); });
-    device_checks.emplace_back("layer_encode " + label,
-                               [&c, type] { return c.layer_encode(type); });
-  }
-  device_checks.emplace_back("kv_truncate_redecode", [&] { return c.kv_truncate_redecode(); });
-  device_checks.emplace_back("argmax_matches_logits", [&] { return c.argmax_matches_logits(); });
+  const std::vector<conformance::PluginChecker::NamedCheck> device_checks = c.device_checks();
 
   const std::string skip_reason = c.context_skip_reason();
   if (!skip_reason.empty()) {
@@ -140,7 +131,7 @@ int run(const Arguments &args) {
     std::printf("\nSKIPPED: %s\n", skip_reason.c_str());
     std::vector<std::string> skipped;
     for (const auto &check : device_checks)
-      skipped.push_back(check.first);
+      skipped.push_back(check.name);
     if (!args.no_golden)
       for (const auto &golden : kGoldenModels)
         skipped.push_back(std::string("golden ") + golden.first);

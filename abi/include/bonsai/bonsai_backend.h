@@ -83,7 +83,8 @@ typedef void (*bonsai_log_fn)(void *user_data, bonsai_log_level level, const cha
 /* ------------------------------------------------------------------------ */
 
 /* One execution context: a device, its uploaded weights, one bound model, its
- * activations and one KV cache (one sequence). Created and destroyed by the
+ * activations and one KV cache (one sequence; more with the sequences
+ * extension of ABI 1.1). Created and destroyed by the
  * plugin on the host's request. */
 typedef struct bonsai_context bonsai_context;
 
@@ -257,6 +258,90 @@ typedef struct bonsai_lm_head_desc {
 } bonsai_lm_head_desc;
 
 /* ------------------------------------------------------------------------ */
+/* Extensions (ABI 1.1)                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Capabilities past the core table are offered as a chain of extensions
+ * hanging off bonsai_backend_api.extensions, so later ones need no new major
+ * version. Every extension struct begins with this header. A host walks the
+ * chain, uses the types it knows (checking struct_size before reading a
+ * field) and skips the rest. The chain is static storage of the plugin. */
+typedef enum bonsai_extension_type {
+  BONSAI_EXTENSION_SEQUENCES = 1 /* bonsai_sequences_extension: KV slots, multi-sequence steps */
+} bonsai_extension_type;
+
+typedef struct bonsai_extension {
+  uint32_t struct_size;                /* sizeof the whole extension struct this header begins */
+  uint32_t type;                       /* a bonsai_extension_type; unknown types are skipped */
+  const struct bonsai_extension *next; /* next extension of the chain, or NULL */
+} bonsai_extension;
+
+/* The part of a multi-sequence step that belongs to one sequence. */
+typedef struct bonsai_sequence_step {
+  uint32_t struct_size;     /* sizeof(bonsai_sequence_step) of the host */
+  int32_t slot;             /* the sequence's KV slot (0 = the context's own cache) */
+  int32_t n_tokens;         /* >= 1; slot length + n_tokens <= max_context */
+  const int32_t *token_ids; /* n_tokens ids in [0, n_vocab) */
+  /* n_tokens RoPE positions; positions[i] must equal the slot's length + i,
+   * as in bonsai_step_desc. */
+  const int32_t *positions;
+} bonsai_sequence_step;
+
+/* One step that advances several independent sequences at once: the weights
+ * are read once for all their tokens. Any mix is allowed, e.g. a prefill
+ * chunk of one sequence beside single decode tokens of others. */
+typedef struct bonsai_batch_step_desc {
+  uint32_t struct_size; /* sizeof(bonsai_batch_step_desc) of the host */
+  int32_t n_sequences;  /* >= 1; each slot at most once */
+  /* n_sequences entries. The reader steps by sequences[0].struct_size bytes
+   * (every entry's struct_size must be the same), as with layers. The step's
+   * tokens are the entries' tokens in this order: lm_head's first_token
+   * counts through them (entry 0's tokens first). The total is 1..max_batch. */
+  const bonsai_sequence_step *sequences;
+} bonsai_batch_step_desc;
+
+/* BONSAI_EXTENSION_SEQUENCES: a context holds several KV caches ("slots"),
+ * one per sequence, and a step may advance any set of them. Slot 0 is the
+ * context's own cache, the one kv_reset/kv_truncate/kv_length and begin_step
+ * use; it always exists and cannot be freed. Every function needs a bound
+ * model (BAD_STATE before bind_model; binding again frees every other slot)
+ * and discards an open step, except slot_length. */
+typedef struct bonsai_sequences_extension {
+  bonsai_extension header; /* type BONSAI_EXTENSION_SEQUENCES */
+  /* Most slots one context holds at once, slot 0 included (>= 1). */
+  int32_t max_slots;
+
+  /* Makes an empty slot with room for max_context positions and writes its
+   * id (> 0) to *slot. OUT_OF_MEMORY when its cache cannot be allocated,
+   * INVALID_ARGUMENT when max_slots are in use. Ids of freed slots may be
+   * given out again. */
+  bonsai_status (*slot_create)(bonsai_context *ctx, int32_t *slot);
+
+  /* Frees a slot made by slot_create and its cache. */
+  bonsai_status (*slot_free)(bonsai_context *ctx, int32_t slot);
+
+  /* Keeps the slot's first n_keep positions (0 <= n_keep <= its length). */
+  bonsai_status (*slot_truncate)(bonsai_context *ctx, int32_t slot, int32_t n_keep);
+
+  /* Makes slot `to` hold the first n_positions positions of slot `from`
+   * (a shared prompt prefix): afterwards `to`'s length is n_positions and
+   * its next step continues from there. 0 <= n_positions <= from's length;
+   * from != to. */
+  bonsai_status (*slot_copy)(bonsai_context *ctx, int32_t from, int32_t to, int32_t n_positions);
+
+  /* Writes the number of positions in the slot's cache to *length. */
+  bonsai_status (*slot_length)(const bonsai_context *ctx, int32_t slot, int32_t *length);
+
+  /* Starts a multi-sequence step. The rest of the step is the usual protocol:
+   * encode_layer for every layer, lm_head (first_token counts through the
+   * batch's tokens), end_step, which grows every listed slot by its
+   * n_tokens. A step left open is discarded, as with begin_step. Results for
+   * each sequence equal those of stepping it alone, within the kernels'
+   * tolerance (docs/abi.md). */
+  bonsai_status (*begin_batch)(bonsai_context *ctx, const bonsai_batch_step_desc *batch);
+} bonsai_sequences_extension;
+
+/* ------------------------------------------------------------------------ */
 /* The API table                                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -285,8 +370,9 @@ typedef struct bonsai_backend_api {
    * NULL is a no-op. Returns nothing: destruction cannot fail. */
   void (*destroy_context)(bonsai_context *ctx);
 
-  /* The message of the last failed call on ctx ("" if none). The text stays
-   * valid until the next call on ctx. Never NULL for a valid ctx. */
+  /* The message of the last call on ctx if it failed; "" when it succeeded
+   * (or none was made). The text stays valid until the next call on ctx.
+   * Never NULL for a valid ctx. */
   const char *(*last_error)(const bonsai_context *ctx);
 
   /* OK if upload_weight() accepts the ggml type id, UNSUPPORTED if not. */
@@ -350,7 +436,29 @@ typedef struct bonsai_backend_api {
 
   /* Writes the number of positions in the KV cache to *length. */
   bonsai_status (*kv_length)(const bonsai_context *ctx, int32_t *length);
+
+  /* --- Added in ABI 1.1: a host reads this only when struct_size covers it
+   * (a 1.0 table ends at kv_length). --- */
+
+  /* The first extension of the plugin's chain, or NULL for none. */
+  const bonsai_extension *extensions;
 } bonsai_backend_api;
+
+/* The first extension of `type` in a plugin's table, or NULL when it offers
+ * none: a table of ABI 1.0 (shorter than `extensions`) has none. The caller
+ * still checks the extension's struct_size before reading a field added to
+ * it later. */
+static inline const bonsai_extension *bonsai_find_extension(const bonsai_backend_api *api,
+                                                            uint32_t type) {
+  const bonsai_extension *e;
+  if (api == NULL ||
+      api->struct_size < offsetof(bonsai_backend_api, extensions) + sizeof(api->extensions))
+    return NULL;
+  for (e = api->extensions; e != NULL; e = e->next)
+    if (e->type == type)
+      return e;
+  return NULL;
+}
 
 /* The entry point's type. Returns the plugin's table (static storage, valid
  * while the library is loaded) or NULL when the plugin cannot serve a host

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <oneapi/tbb/task_arena.h>
 
@@ -20,12 +21,33 @@ namespace bonsai::cpu {
 
 inline constexpr uint64_t kContextMagic = 0x4350552d62736169ull; // tags live contexts
 
+// One sequence's share of the open step: tokens [first_token, first_token +
+// n_tokens) of the step, appended to `kv` from position first_pos.
+struct StepSequence {
+  KvCache *kv = nullptr;
+  int first_token = 0;
+  int n_tokens = 0;
+  int32_t first_pos = 0;
+};
+
 // Where the open step stands in begin -> encode x n_layer -> lm_head -> end.
 struct StepState {
   bool open = false;
   bool failed = false; // an encode failed: only begin_step may follow
-  int n_tokens = 0;
+  int n_tokens = 0;    // of all sequences together
   int next_layer = 0;
+  std::vector<StepSequence> sequences; // one for begin_step, several for begin_batch
+  std::vector<int32_t> token_ids;      // [n_tokens], the sequences' tokens in order
+  std::vector<int32_t> positions;      // [n_tokens]
+
+  // Back to "no step open", keeping the vectors' storage.
+  void close() {
+    open = failed = false;
+    n_tokens = next_layer = 0;
+    sequences.clear();
+    token_ids.clear();
+    positions.clear();
+  }
 };
 
 struct Context {
@@ -47,6 +69,11 @@ struct Context {
   const Weight *find_weight(const bonsai_weight *handle) const;
   MatmulRunner runner() { return MatmulRunner(*arena, *kernels); }
 };
+
+// A weight for this context from an upload descriptor. Throws PluginError.
+inline std::unique_ptr<Weight> new_weight(Context &, const bonsai_weight_desc &desc) {
+  return make_weight(desc);
+}
 
 // Builds a context from a size-checked descriptor. Throws PluginError.
 std::unique_ptr<Context> make_context(const bonsai_context_desc &desc);

@@ -34,22 +34,36 @@ void embed_tokens(BoundModel &m, const int32_t *token_ids, const int32_t *positi
              m.buffers.rope_sin);
 }
 
-void forward_layer(Context &ctx, int layer, int n_tokens, int64_t first_pos) {
+namespace {
+
+// Copies rows [first_token, first_token + n_tokens) of the step's new keys
+// and values into `sequence`'s cache from its first position on.
+void store_keys_values(const StepBuffers &b, const StepSequence &sequence, int layer,
+                       int64_t kv_dim) {
+  const size_t offset = static_cast<size_t>(sequence.first_token) * kv_dim;
+  const size_t count = static_cast<size_t>(sequence.n_tokens) * kv_dim;
+  std::copy_n(b.k_new.get() + offset, count, sequence.kv->k_at(layer, sequence.first_pos));
+  std::copy_n(b.v_new.get() + offset, count, sequence.kv->v_at(layer, sequence.first_pos));
+}
+
+} // namespace
+
+void forward_layer(Context &ctx, int layer) {
   BoundModel &m = *ctx.model;
   const ModelDims &d = m.dims;
   const LayerBinding &l = m.layers[static_cast<size_t>(layer)];
   StepBuffers &b = m.buffers;
-  KvCache &kv = m.kv;
   MatmulRunner runner = ctx.runner();
+  const int n_tokens = ctx.step.n_tokens;
   const int64_t n_embd = d.n_embd;
 
-  // Attention block. K and V go straight into the cache rows of this step.
+  // Attention block. The projections run once over every sequence's tokens.
   rmsnorm_rows(b.x.get(), b.h.get(), n_tokens, n_embd, l.attn_norm.data(), d.rms_eps);
   {
     ActInput in(b.h.get(), n_embd, n_tokens, n_embd, b.acts);
     runner.run(in, {{l.wq, b.q.get(), d.q_dim()},
-                    {l.wk, kv.k_at(layer, first_pos), d.kv_dim()},
-                    {l.wv, kv.v_at(layer, first_pos), d.kv_dim()}});
+                    {l.wk, b.k_new.get(), d.kv_dim()},
+                    {l.wv, b.v_new.get(), d.kv_dim()}});
   }
   HeadNormRope rope;
   rope.n_tokens = n_tokens;
@@ -62,24 +76,28 @@ void forward_layer(Context &ctx, int layer, int n_tokens, int64_t first_pos) {
   rope.n_heads = d.n_head;
   rope.weight = l.q_norm.data();
   norm_rope_heads(rope);
-  rope.v = kv.k_at(layer, first_pos);
+  rope.v = b.k_new.get();
   rope.ld = d.kv_dim();
   rope.n_heads = d.n_head_kv;
   rope.weight = l.k_norm.data();
   norm_rope_heads(rope);
 
-  AttentionJob attn;
-  attn.dims = &d;
-  attn.layer = layer;
-  attn.n_tokens = n_tokens;
-  attn.first_pos = first_pos;
-  attn.q = b.q.get();
-  attn.kv = &kv;
-  attn.out = b.attn.get();
-  attn.scores = b.scores.get();
-  attn.head_acc = b.head_acc.get();
-  attn.kernels = ctx.kernels;
-  attention(attn, *ctx.arena);
+  for (const StepSequence &sequence : ctx.step.sequences) {
+    store_keys_values(b, sequence, layer, d.kv_dim());
+    const int64_t row = sequence.first_token;
+    AttentionJob attn;
+    attn.dims = &d;
+    attn.layer = layer;
+    attn.n_tokens = sequence.n_tokens;
+    attn.first_pos = sequence.first_pos;
+    attn.q = b.q.get() + row * d.q_dim();
+    attn.kv = sequence.kv;
+    attn.out = b.attn.get() + row * d.q_dim();
+    attn.scores = b.scores.get();
+    attn.head_acc = b.head_acc.get();
+    attn.kernels = ctx.kernels;
+    attention(attn, *ctx.arena);
+  }
   {
     ActInput in(b.attn.get(), d.q_dim(), n_tokens, d.q_dim(), b.acts);
     runner.run(in, {{l.wo, b.h.get(), n_embd}});

@@ -10,9 +10,10 @@ namespace bonsai::cpu {
 // x[i] = token_embd row of token_ids[i]; RoPE table for the positions.
 void embed_tokens(BoundModel &m, const int32_t *token_ids, const int32_t *positions, int n_tokens);
 
-// Runs layer `layer` on the step's n_tokens rows, which start at KV position
-// first_pos; writes the keys/values into the cache.
-void forward_layer(Context &ctx, int layer, int n_tokens, int64_t first_pos);
+// Runs layer `layer` on the open step's rows: one GEMM per weight across
+// every sequence's tokens, then each sequence's keys/values go to its slot
+// and its tokens attend to that slot alone.
+void forward_layer(Context &ctx, int layer);
 
 struct LmHeadRequest {
   int first_token = 0;

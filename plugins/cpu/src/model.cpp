@@ -1,5 +1,7 @@
 #include "model.hpp"
 
+#include "bonsai/plugin/abi_checks.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -48,32 +50,7 @@ private:
 };
 
 ModelDims check_dims(const bonsai_model_desc &desc) {
-  const auto positive = [](int32_t v, const char *name) {
-    if (v <= 0)
-      fail_invalid(strformat("bind_model: %s is %d; it must be positive", name, v));
-  };
-  positive(desc.n_embd, "n_embd");
-  positive(desc.n_layer, "n_layer");
-  positive(desc.n_head, "n_head");
-  positive(desc.n_head_kv, "n_head_kv");
-  positive(desc.head_dim, "head_dim");
-  positive(desc.n_ff, "n_ff");
-  positive(desc.n_vocab, "n_vocab");
-  if (desc.n_head % desc.n_head_kv != 0)
-    fail_invalid(strformat("bind_model: n_head %d is not a multiple of n_head_kv %d", desc.n_head,
-                           desc.n_head_kv));
-  if (desc.head_dim % 2 != 0)
-    fail_invalid(strformat("bind_model: head_dim %d must be even for RoPE", desc.head_dim));
-  if (!(desc.rms_eps > 0.0f) || !std::isfinite(desc.rms_eps))
-    fail_invalid(strformat("bind_model: rms_eps %g must be a positive finite number",
-                           static_cast<double>(desc.rms_eps)));
-  if (!(desc.rope_freq_base > 0.0f) || !std::isfinite(desc.rope_freq_base))
-    fail_invalid(strformat("bind_model: rope_freq_base %g must be a positive finite number",
-                           static_cast<double>(desc.rope_freq_base)));
-  if (desc.token_embd == nullptr || desc.output_norm == nullptr || desc.lm_head == nullptr)
-    fail_invalid("bind_model: token_embd, output_norm and lm_head must not be NULL");
-  if (desc.layers == nullptr)
-    fail_invalid("bind_model: layers is NULL");
+  check_model_desc(desc);
   ModelDims d;
   d.n_embd = desc.n_embd;
   d.n_layer = desc.n_layer;
@@ -150,20 +127,28 @@ void allocate(BoundModel &m, const BindLimits &limits) {
     b.acts.buffers[layout].reserve(padded_token_stride(limits.max_batch), widest,
                                    meta_per_block(static_cast<QuantLayout>(layout)));
 
-  KvCache &kv = m.kv;
-  kv.kv_dim = d.kv_dim();
-  kv.max_context = limits.max_context;
-  // Dimensions were checked against the weights (each below 2^31), but the
-  // cache size multiplies three of them: check that product explicitly.
-  int64_t kv_values = 0;
-  if (__builtin_mul_overflow(int64_t{d.n_layer} * limits.max_context, kv.kv_dim, &kv_values))
-    fail(BONSAI_ERR_OUT_OF_MEMORY, "bind_model: the KV cache size overflows");
-  kv.k = uninitialized<float>(kv_values);
-  kv.v = uninitialized<float>(kv_values);
-  kv.length = 0;
+  b.k_new = uninitialized<float>(batch * d.kv_dim());
+  b.v_new = uninitialized<float>(batch * d.kv_dim());
+  m.max_context = limits.max_context;
+  m.slots.push_back(make_kv_cache(d, limits.max_context));
 }
 
 } // namespace
+
+std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context) {
+  auto kv = std::make_unique<KvCache>();
+  kv->kv_dim = dims.kv_dim();
+  kv->max_context = max_context;
+  // Dimensions were checked against the weights (each below 2^31), but the
+  // cache size multiplies three of them: check that product explicitly.
+  int64_t kv_values = 0;
+  if (__builtin_mul_overflow(int64_t{dims.n_layer} * max_context, kv->kv_dim, &kv_values))
+    fail(BONSAI_ERR_OUT_OF_MEMORY, "the KV cache size overflows");
+  kv->k = uninitialized<float>(kv_values);
+  kv->v = uninitialized<float>(kv_values);
+  kv->length = 0;
+  return kv;
+}
 
 std::unique_ptr<BoundModel> bind_model(const bonsai_model_desc &desc, const WeightLookup &lookup,
                                        const BindLimits &limits) {

@@ -1,7 +1,7 @@
 #pragma once
 // A bound model: validated dimensions, the weights of every layer, norm
 // vectors as f32, the step buffers (sized for max_batch tokens) and the KV
-// cache (sized for max_context positions).
+// slots (each sized for max_context positions).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,6 +51,8 @@ struct StepBuffers {
   std::unique_ptr<float[]> x;         // residual stream [n][n_embd]
   std::unique_ptr<float[]> h;         // normed input / matmul output [n][n_embd]
   std::unique_ptr<float[]> q;         // [n][q_dim]
+  std::unique_ptr<float[]> k_new;     // this step's keys [n][kv_dim], before they go to their slots
+  std::unique_ptr<float[]> v_new;     // this step's values [n][kv_dim]
   std::unique_ptr<float[]> attn;      // attention output [n][q_dim]
   std::unique_ptr<float[]> ffn;       // silu(gate) * up [n][n_ff]
   std::unique_ptr<float[]> scores;    // [n_head][kMaxQueries][max_context]
@@ -77,15 +79,22 @@ struct KvCache {
   }
 };
 
+// Allocates an empty cache of max_context positions for the model's shape.
+// Throws PluginError (OUT_OF_MEMORY) when its size overflows; bad_alloc.
+std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context);
+
 struct BoundModel {
   ModelDims dims;
+  int max_context = 0;
   const Weight *token_embd = nullptr;
   const Weight *lm_head = nullptr;
   std::vector<float> output_norm;
   std::vector<LayerBinding> layers;
   std::unordered_set<const Weight *> used; // free_weight refuses these
   StepBuffers buffers;
-  KvCache kv;
+  // KV slots by id: slot 0 (the context's own cache) always exists; a null
+  // entry is a freed id, given out again by slot_create.
+  std::vector<std::unique_ptr<KvCache>> slots;
 };
 
 // Maps a host handle to a weight of this context (nullptr if it is not one).

@@ -1,16 +1,14 @@
 #include "step.hpp"
 
+#include <cstring>
+
+#include "bonsai/plugin/abi_checks.hpp"
+
 #include "forward.hpp"
 #include "plugin_error.hpp"
 
 namespace bonsai::cpu {
 namespace {
-
-BoundModel &require_model(const Context &ctx, const char *call) {
-  if (!ctx.model)
-    fail_state(strformat("%s: no model is bound; call bind_model first", call));
-  return *ctx.model;
-}
 
 void require_open_step(const Context &ctx, const char *call) {
   if (!ctx.step.open)
@@ -19,38 +17,113 @@ void require_open_step(const Context &ctx, const char *call) {
     fail_state(strformat("%s: the open step failed earlier; call begin_step to start again", call));
 }
 
-void close_step(Context &ctx) {
-  ctx.step = StepState{};
+// What one sequence of a step asks for, before it is checked.
+struct SequenceRequest {
+  int32_t slot = 0;
+  int32_t n_tokens = 0;
+  const int32_t *token_ids = nullptr;
+  const int32_t *positions = nullptr;
+};
+
+// Checks one sequence of a step against its slot and appends it to the step
+// being built. `call` and `which` name it in messages ("begin_step", "").
+void add_sequence(Context &ctx, const SequenceRequest &request, const char *call,
+                  const std::string &which) {
+  BoundModel &m = *ctx.model;
+  KvCache &kv = slot_cache(m, request.slot, call);
+  StepState &step = ctx.step;
+  const int32_t length = kv.length;
+  if (request.n_tokens < 1 || request.n_tokens > ctx.max_batch - step.n_tokens)
+    fail_invalid(strformat("%s: %sn_tokens is %d; the step's tokens must total 1..max_batch (%d)",
+                           call, which.c_str(), request.n_tokens, ctx.max_batch));
+  if (int64_t{length} + request.n_tokens > ctx.max_context)
+    fail_invalid(strformat("%s: %s%d tokens after %d cached positions exceed max_context %d", call,
+                           which.c_str(), request.n_tokens, length, ctx.max_context));
+  if (request.token_ids == nullptr || request.positions == nullptr)
+    fail_invalid(strformat("%s: %stoken_ids and positions must not be NULL", call, which.c_str()));
+  for (int i = 0; i < request.n_tokens; ++i) {
+    if (request.token_ids[i] < 0 || request.token_ids[i] >= m.dims.n_vocab)
+      fail_invalid(strformat("%s: %stoken_ids[%d] = %d is outside the vocabulary [0, %d)", call,
+                             which.c_str(), i, request.token_ids[i], m.dims.n_vocab));
+    if (request.positions[i] != length + i)
+      fail_invalid(strformat("%s: %spositions[%d] = %d, but it must be the cached length + i = %d",
+                             call, which.c_str(), i, request.positions[i], length + i));
+  }
+  for (const StepSequence &other : step.sequences)
+    if (other.kv == &kv)
+      fail_invalid(
+          strformat("%s: %sslot %d appears twice in one step", call, which.c_str(), request.slot));
+  StepSequence sequence;
+  sequence.kv = &kv;
+  sequence.first_token = step.n_tokens;
+  sequence.n_tokens = request.n_tokens;
+  sequence.first_pos = length;
+  step.sequences.push_back(sequence);
+  step.token_ids.insert(step.token_ids.end(), request.token_ids,
+                        request.token_ids + request.n_tokens);
+  step.positions.insert(step.positions.end(), request.positions,
+                        request.positions + request.n_tokens);
+  step.n_tokens += request.n_tokens;
+}
+
+// Discards any open step and starts an empty one (sequences not added yet).
+void reopen_step(Context &ctx) {
+  if (ctx.step.open)
+    ctx.log.debug("bonsai_cpu: a new step discards a step that was never ended");
+  ctx.step.close();
+}
+
+// The sequences are in: embed their tokens and open the step.
+void open_step(Context &ctx) {
+  StepState &step = ctx.step;
+  embed_tokens(*ctx.model, step.token_ids.data(), step.positions.data(), step.n_tokens);
+  step.open = true;
 }
 
 } // namespace
 
-void step_begin(Context &ctx, const bonsai_step_desc &step) {
-  BoundModel &m = require_model(ctx, "begin_step");
-  const int32_t length = m.kv.length;
-  if (step.n_tokens < 1 || step.n_tokens > ctx.max_batch)
-    fail_invalid(strformat("begin_step: n_tokens is %d; it must be in 1..max_batch (%d)",
-                           step.n_tokens, ctx.max_batch));
-  if (int64_t{length} + step.n_tokens > ctx.max_context)
-    fail_invalid(strformat("begin_step: %d tokens after %d cached positions exceed max_context %d",
-                           step.n_tokens, length, ctx.max_context));
-  if (step.token_ids == nullptr || step.positions == nullptr)
-    fail_invalid("begin_step: token_ids and positions must not be NULL");
-  for (int i = 0; i < step.n_tokens; ++i) {
-    if (step.token_ids[i] < 0 || step.token_ids[i] >= m.dims.n_vocab)
-      fail_invalid(strformat("begin_step: token_ids[%d] = %d is outside the vocabulary [0, %d)", i,
-                             step.token_ids[i], m.dims.n_vocab));
-    if (step.positions[i] != length + i)
-      fail_invalid(strformat("begin_step: positions[%d] = %d, but ABI 1.0 requires kv_length + i "
-                             "= %d",
-                             i, step.positions[i], length + i));
+void step_begin(Context &ctx, const bonsai_step_desc &desc) {
+  require_model(ctx, "begin_step");
+  reopen_step(ctx);
+  try {
+    add_sequence(ctx, {0, desc.n_tokens, desc.token_ids, desc.positions}, "begin_step", "");
+  } catch (...) {
+    ctx.step.close();
+    throw;
   }
-  if (ctx.step.open)
-    ctx.log.debug("bonsai_cpu: begin_step discards a step that was never ended");
-  close_step(ctx);
-  embed_tokens(m, step.token_ids, step.positions, step.n_tokens);
-  ctx.step.open = true;
-  ctx.step.n_tokens = step.n_tokens;
+  open_step(ctx);
+}
+
+void step_begin_batch(Context &ctx, const bonsai_batch_step_desc &batch) {
+  require_model(ctx, "begin_batch");
+  if (batch.n_sequences < 1)
+    fail_invalid(strformat("begin_batch: n_sequences is %d; it must be >= 1", batch.n_sequences));
+  if (batch.sequences == nullptr)
+    fail_invalid("begin_batch: sequences is NULL");
+  const uint32_t stride = batch.sequences[0].struct_size;
+  if (stride < sizeof(bonsai_sequence_step))
+    fail_invalid(
+        strformat("begin_batch: sequences[0].struct_size is %u, smaller than the %zu bytes "
+                  "of ABI %d.%d",
+                  stride, sizeof(bonsai_sequence_step), BONSAI_ABI_MAJOR, BONSAI_ABI_MINOR));
+  reopen_step(ctx);
+  try {
+    const auto *bytes = reinterpret_cast<const unsigned char *>(batch.sequences);
+    for (int i = 0; i < batch.n_sequences; ++i) {
+      bonsai_sequence_step entry;
+      std::memcpy(&entry, bytes + static_cast<size_t>(i) * stride, sizeof entry);
+      if (entry.struct_size != stride)
+        fail_invalid(strformat("begin_batch: sequences[%d].struct_size is %u, but "
+                               "sequences[0]'s is %u; they must all be the same",
+                               i, entry.struct_size, stride));
+      add_sequence(ctx, {entry.slot, entry.n_tokens, entry.token_ids, entry.positions},
+                   "begin_batch", strformat("sequences[%d] (slot %d): ", i, entry.slot));
+    }
+  } catch (...) {
+    ctx.step.close();
+    throw;
+  }
+  open_step(ctx);
 }
 
 void step_encode_layer(Context &ctx, int32_t layer) {
@@ -63,7 +136,7 @@ void step_encode_layer(Context &ctx, int32_t layer) {
     fail_state(strformat("encode_layer: layer %d called out of order; layer %d is next", layer,
                          ctx.step.next_layer));
   try {
-    forward_layer(ctx, layer, ctx.step.n_tokens, m.kv.length);
+    forward_layer(ctx, layer);
   } catch (...) {
     ctx.step.failed = true;
     throw;
@@ -77,12 +150,7 @@ void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
   if (ctx.step.next_layer != m.dims.n_layer)
     fail_state(strformat("lm_head: only %d of %d layers are encoded in this step",
                          ctx.step.next_layer, m.dims.n_layer));
-  if (desc.first_token < 0 || desc.n_outputs < 1 ||
-      int64_t{desc.first_token} + desc.n_outputs > ctx.step.n_tokens)
-    fail_invalid(strformat("lm_head: tokens [%d, %d + %d) are not within the step's %d tokens",
-                           desc.first_token, desc.first_token, desc.n_outputs, ctx.step.n_tokens));
-  if (desc.logits == nullptr && desc.argmax == nullptr)
-    fail_invalid("lm_head: both logits and argmax are NULL; nothing to compute");
+  check_lm_head_desc(desc, ctx.step.n_tokens);
   LmHeadRequest request;
   request.first_token = desc.first_token;
   request.n_outputs = desc.n_outputs;
@@ -97,27 +165,9 @@ void step_end(Context &ctx) {
   if (ctx.step.next_layer != m.dims.n_layer)
     fail_state(strformat("end_step: only %d of %d layers are encoded in this step",
                          ctx.step.next_layer, m.dims.n_layer));
-  m.kv.length += ctx.step.n_tokens;
-  close_step(ctx);
-}
-
-void kv_reset(Context &ctx) {
-  BoundModel &m = require_model(ctx, "kv_reset");
-  close_step(ctx);
-  m.kv.length = 0;
-}
-
-void kv_truncate(Context &ctx, int32_t n_keep) {
-  BoundModel &m = require_model(ctx, "kv_truncate");
-  if (n_keep < 0 || n_keep > m.kv.length)
-    fail_invalid(
-        strformat("kv_truncate: n_keep %d is outside [0, kv_length = %d]", n_keep, m.kv.length));
-  close_step(ctx);
-  m.kv.length = n_keep;
-}
-
-int32_t kv_length(const Context &ctx) {
-  return require_model(ctx, "kv_length").kv.length;
+  for (const StepSequence &sequence : ctx.step.sequences)
+    sequence.kv->length += sequence.n_tokens;
+  ctx.step.close();
 }
 
 } // namespace bonsai::cpu

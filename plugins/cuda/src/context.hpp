@@ -53,6 +53,11 @@ struct Context {
   void release_device_objects();
 };
 
+// A weight uploaded to this context's device. Throws PluginError.
+inline std::unique_ptr<Weight> new_weight(Context &ctx, const bonsai_weight_desc &desc) {
+  return std::make_unique<Weight>(upload_weight(*ctx.device, desc));
+}
+
 // Creates a context: loads the driver, checks the device, compiles or loads
 // the kernels. Throws PluginError (NO_DEVICE with the reason when there is
 // no usable device).

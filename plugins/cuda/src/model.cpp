@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "bonsai/plugin/abi_checks.hpp"
 #include "bonsai/plugin/rope_rates.hpp"
 #include "launch.hpp"
 #include "plugin_error.hpp"
@@ -51,22 +52,12 @@ struct Binder {
   }
 };
 
+// The shared checks, plus this plugin's own limit on head_dim (the
+// attention kernels' per-head shared arrays).
 void check_dims(const bonsai_model_desc &d) {
-  if (d.n_embd < 1 || d.n_layer < 1 || d.n_head < 1 || d.n_head_kv < 1 || d.head_dim < 2 ||
-      d.n_ff < 1 || d.n_vocab < 1)
-    fail_invalid(strformat("bind_model: dimensions must be positive (n_embd %d, n_layer %d, "
-                           "n_head %d, n_head_kv %d, head_dim %d, n_ff %d, n_vocab %d)",
-                           d.n_embd, d.n_layer, d.n_head, d.n_head_kv, d.head_dim, d.n_ff,
-                           d.n_vocab));
-  if (d.head_dim % 2 != 0 || d.head_dim > 1024)
-    fail_invalid(strformat("bind_model: head_dim %d must be even and at most 1024", d.head_dim));
-  if (d.n_head % d.n_head_kv != 0)
-    fail_invalid(strformat("bind_model: n_head %d is not a multiple of n_head_kv %d", d.n_head,
-                           d.n_head_kv));
-  if (!(d.rms_eps > 0.0f) || !(d.rope_freq_base > 0.0f))
-    fail_invalid("bind_model: rms_eps and rope_freq_base must be positive");
-  if (d.layers == nullptr || d.layers[0].struct_size < sizeof(bonsai_layer_weights))
-    fail_invalid("bind_model: layers is NULL or its struct_size is smaller than ABI 1.0's");
+  check_model_desc(d);
+  if (d.head_dim > 1024)
+    fail_invalid(strformat("bind_model: head_dim %d is above this plugin's 1024", d.head_dim));
 }
 
 size_t floats(int64_t n) {

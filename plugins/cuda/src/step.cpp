@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "bonsai/plugin/abi_checks.hpp"
 #include "launch.hpp"
 #include "plugin_error.hpp"
 
@@ -192,9 +193,7 @@ void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
   const StepState &s = ctx.step;
   if (!s.open || s.failed || s.next_layer != m.dims.n_layer)
     fail_state(strformat("lm_head: the step's %d layers have not all run", m.dims.n_layer));
-  if (desc.first_token < 0 || desc.n_outputs < 1 || desc.first_token + desc.n_outputs > s.n_tokens)
-    fail_invalid(strformat("lm_head: tokens [%d, %d + %d) are outside the step's %d tokens",
-                           desc.first_token, desc.first_token, desc.n_outputs, s.n_tokens));
+  check_lm_head_desc(desc, s.n_tokens);
   const ModelDims &d = m.dims;
   const Activations &a = m.act;
   launch_rmsnorm(ctx, row_offset(a.x.get(), desc.first_token, d.n_embd), m.output_norm, a.h.get(),

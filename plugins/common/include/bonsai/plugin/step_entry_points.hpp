@@ -1,0 +1,138 @@
+#pragma once
+// The entry points every plugin writes the same way: create_context,
+// last_error, and the step protocol and KV cache (ABI groups 4-6). A plugin
+// names its Context type (with `magic` and `last_error`), its tag value, its
+// per-call Scope and its context factory, and provides, in Context's
+// namespace (found by argument-dependent lookup):
+//   void step_begin(Context &, const bonsai_step_desc &);
+//   void step_encode_layer(Context &, int32_t layer);
+//   void step_lm_head(Context &, const bonsai_lm_head_desc &);
+//   void step_end(Context &);
+//   void kv_reset(Context &);
+//   void kv_truncate(Context &, int32_t n_keep);
+//   int32_t kv_length(const Context &);
+//   std::unique_ptr<W> new_weight(Context &, const bonsai_weight_desc &);
+// and Context has `weights` (a map from const W * to its unique_ptr),
+// `find_weight(handle)` and `model` (null, or with a `used` set of weights).
+// Each may throw PluginError; the entry points turn that into a status.
+#include <cstdint>
+#include <memory>
+
+#include "bonsai/bonsai_backend.h"
+#include "bonsai/plugin/entry_guard.hpp"
+
+namespace bonsai::plugin {
+
+template <class Context, uint64_t Tag, class Scope,
+          std::unique_ptr<Context> (*MakeContext)(const bonsai_context_desc &)>
+struct EntryPoints {
+  // What only the plugin itself can write: its identity and the functions
+  // of groups 1-3 and bind_model that the common ones above do not cover.
+  struct Own {
+    const char *name;
+    const char *version;
+    const char *description;
+    bonsai_status (*probe)(bonsai_device_info *);
+    void (*destroy_context)(bonsai_context *);
+    bonsai_status (*supports_type)(const bonsai_context *, uint32_t);
+    bonsai_status (*matmul)(bonsai_context *, const bonsai_matmul_desc *);
+    bonsai_status (*bind_model)(bonsai_context *, const bonsai_model_desc *);
+    const bonsai_extension *extensions;
+  };
+
+  // The plugin's whole API table, built against this header's ABI version.
+  static constexpr bonsai_backend_api table(const Own &own) {
+    return bonsai_backend_api{sizeof(bonsai_backend_api),
+                              BONSAI_ABI_MAJOR,
+                              BONSAI_ABI_MINOR,
+                              own.name,
+                              own.version,
+                              own.description,
+                              own.probe,
+                              create_context,
+                              own.destroy_context,
+                              last_error,
+                              own.supports_type,
+                              upload_weight,
+                              free_weight,
+                              own.matmul,
+                              own.bind_model,
+                              begin_step,
+                              encode_layer,
+                              lm_head,
+                              end_step,
+                              reset,
+                              truncate,
+                              length,
+                              own.extensions};
+  }
+
+  static Context *live(bonsai_context *handle) { return live_context<Context, Tag>(handle); }
+  static const Context *live(const bonsai_context *handle) {
+    return live_context<const Context, Tag>(handle);
+  }
+
+  static bonsai_status create_context(const bonsai_context_desc *desc, bonsai_context **out,
+                                      char *error_text, size_t error_text_size) {
+    return guarded_create(desc, out, error_text, error_text_size, [](const bonsai_context_desc &d) {
+      return reinterpret_cast<bonsai_context *>(MakeContext(d).release());
+    });
+  }
+  static bonsai_status upload_weight(bonsai_context *handle, const bonsai_weight_desc *desc,
+                                     bonsai_weight **out) {
+    return guarded<Scope>(live(handle), [&](Context &ctx) {
+      if (out == nullptr)
+        fail_invalid("upload_weight: out is NULL");
+      *out = nullptr;
+      auto weight = new_weight(ctx, read_abi_struct(desc, "upload_weight: desc"));
+      auto *raw = weight.get();
+      ctx.weights.emplace(raw, std::move(weight));
+      *out = reinterpret_cast<bonsai_weight *>(raw);
+    });
+  }
+  static bonsai_status free_weight(bonsai_context *handle, bonsai_weight *weight) {
+    return guarded<Scope>(live(handle), [&](Context &ctx) {
+      const auto *w = ctx.find_weight(weight);
+      if (w == nullptr)
+        fail_invalid("free_weight: the handle is not a weight of this context");
+      if (ctx.model && ctx.model->used.count(w) != 0)
+        fail_state("free_weight: " + w->label() + " is part of the bound model");
+      ctx.weights.erase(w);
+    });
+  }
+  static const char *last_error(const bonsai_context *handle) {
+    const Context *ctx = live(handle);
+    return ctx == nullptr ? "invalid context handle" : ctx->last_error.c_str();
+  }
+  static bonsai_status begin_step(bonsai_context *handle, const bonsai_step_desc *step) {
+    return guarded<Scope>(live(handle), [&](Context &ctx) {
+      step_begin(ctx, read_abi_struct(step, "begin_step: step"));
+    });
+  }
+  static bonsai_status encode_layer(bonsai_context *handle, int32_t layer) {
+    return guarded<Scope>(live(handle), [layer](Context &ctx) { step_encode_layer(ctx, layer); });
+  }
+  static bonsai_status lm_head(bonsai_context *handle, const bonsai_lm_head_desc *desc) {
+    return guarded<Scope>(live(handle), [&](Context &ctx) {
+      step_lm_head(ctx, read_abi_struct(desc, "lm_head: desc"));
+    });
+  }
+  static bonsai_status end_step(bonsai_context *handle) {
+    return guarded<Scope>(live(handle), [](Context &ctx) { step_end(ctx); });
+  }
+  static bonsai_status reset(bonsai_context *handle) {
+    return guarded<Scope>(live(handle), [](Context &ctx) { kv_reset(ctx); });
+  }
+  static bonsai_status truncate(bonsai_context *handle, int32_t n_keep) {
+    return guarded<Scope>(live(handle), [n_keep](Context &ctx) { kv_truncate(ctx, n_keep); });
+  }
+  static bonsai_status length(const bonsai_context *handle, int32_t *out) {
+    return guarded<Scope>(live(handle), [out](const Context &ctx) {
+      if (out == nullptr)
+        fail_invalid("kv_length: length is NULL");
+      *out = kv_length(ctx);
+    });
+  }
+};
+
+} // namespace bonsai::plugin
