@@ -6,20 +6,19 @@
 // is not timed). One warm-up run of each test is done first and not counted.
 // -p, -n, -d, -t and -np take comma lists, as llama-bench's do: every
 // combination runs, threads outermost (each count opens the engine afresh).
-// -np N runs each test on N sessions at once, one thread each, and reports
-// their aggregate rate: independent sequences side by side (each session
-// reads the weights for itself; a batched multi-sequence step is ABI 1.1's
-// future work).
+// -np N runs each test on N sequences of one bonsai::Batch, advanced together
+// in multi-sequence steps (llama-batched-bench's PP and TG): ppN x P prefills
+// P prompts of N tokens in shared steps, tgN x P decodes N tokens on each of
+// the P sequences, one shared step per token. The rate is the aggregate of
+// all sequences; per sequence it is that divided by P.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
-#include <mutex>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench_report.hpp"
@@ -62,77 +61,90 @@ std::vector<int32_t> random_tokens(int32_t count, int32_t n_vocab) {
   return tokens;
 }
 
-// Clears the cache and, for -d, fills it with `depth` untimed tokens.
-void prepare(Session &session, const std::vector<int32_t> &depth_tokens) {
-  session.reset();
+// The sequences a test runs on: one session (-np 1) or a batch's sequences.
+struct Runner {
+  Session *session = nullptr;
+  Batch *batch = nullptr;
+  std::vector<int32_t> sequences; // the batch's, when batch != nullptr
+
+  int32_t parallel() const {
+    return session != nullptr ? 1 : static_cast<int32_t>(sequences.size());
+  }
+};
+
+// Steps every sequence of the batch through `tokens` together, in chunks of
+// n_batch / P tokens each; logits only from the last chunk when `logits`.
+void step_all(Runner &runner, const std::vector<int32_t> &tokens, bool logits) {
+  Batch &batch = *runner.batch;
+  const auto size = static_cast<int32_t>(tokens.size());
+  const int32_t chunk = std::max(1, batch.n_batch() / runner.parallel());
+  std::vector<SequenceInput> inputs;
+  for (int32_t done = 0; done < size; done += chunk) {
+    const int32_t n = std::min(chunk, size - done);
+    const std::span<const int32_t> part(tokens.data() + done, static_cast<size_t>(n));
+    inputs.clear();
+    for (const int32_t sequence : runner.sequences)
+      inputs.push_back({sequence, part, logits && done + n == size});
+    batch.step(inputs);
+  }
+}
+
+// Clears the caches and, for -d, fills them with `depth` untimed tokens.
+void prepare(Runner &runner, const std::vector<int32_t> &depth_tokens) {
+  if (runner.session != nullptr) {
+    runner.session->reset();
+    if (!depth_tokens.empty())
+      runner.session->eval(depth_tokens);
+    return;
+  }
+  for (const int32_t sequence : runner.sequences)
+    runner.batch->truncate(sequence, 0);
   if (!depth_tokens.empty())
-    session.eval(depth_tokens);
+    step_all(runner, depth_tokens, false);
 }
 
-// The timed part of each test, on a prepared session.
-double time_prompt(Session &session, const std::vector<int32_t> &tokens) {
+// The timed part of each test, on prepared sequences.
+double time_prompt(Runner &runner, const std::vector<int32_t> &tokens) {
   const auto start = Clock::now();
-  session.eval(tokens);
+  if (runner.session != nullptr)
+    runner.session->eval(tokens);
+  else
+    step_all(runner, tokens, true);
   return seconds_since(start);
 }
 
-double time_generation(Session &session, const std::vector<int32_t> &tokens) {
+double time_generation(Runner &runner, const std::vector<int32_t> &tokens) {
   const auto start = Clock::now();
-  for (const int32_t token : tokens)
-    session.eval_argmax(std::span<const int32_t>(&token, 1));
+  for (const int32_t token : tokens) {
+    const std::span<const int32_t> one(&token, 1);
+    if (runner.session != nullptr)
+      runner.session->eval_argmax(one);
+    else
+      step_all(runner, {token}, true); // one shared step: every sequence's next token
+  }
   return seconds_since(start);
 }
 
-// Prepares every session (cache cleared, then the depth tokens), then runs
-// `timed_run` on all at once (one thread each); returns the wall time until
-// the last one finished.
-template <class TimedRun>
-double run_side_by_side(std::span<Session> sessions, const std::vector<int32_t> &depth_tokens,
-                        const std::vector<int32_t> &tokens, TimedRun &&timed_run) {
-  for (Session &session : sessions)
-    prepare(session, depth_tokens);
-  if (sessions.size() == 1)
-    return timed_run(sessions[0], tokens);
-  std::vector<std::thread> workers;
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  const auto start = Clock::now();
-  for (Session &session : sessions)
-    workers.emplace_back([&, &session = session] {
-      try {
-        timed_run(session, tokens);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        failure = std::current_exception();
-      }
-    });
-  for (std::thread &worker : workers)
-    worker.join();
-  const double seconds = seconds_since(start);
-  if (failure)
-    std::rethrow_exception(failure);
-  return seconds;
-}
-
-// Where one row is measured: the engine, the sessions run side by side,
-// the thread count it was opened with, and the tokens cached first.
+// Where one row is measured: the engine, the sequences, the thread count it
+// was opened with, and the tokens cached first.
 struct TestPoint {
   const Engine &engine;
-  std::span<Session> sessions;
+  Runner &runner;
   int32_t threads;
   int32_t depth;
   int32_t repetitions;
 };
 
 // One warm-up, then `repetitions` timed runs of `count` tokens on every
-// session of `point`.
+// sequence of `point`.
 template <class TimedRun>
 BenchRow measure(const TestPoint &point, const char *prefix, int32_t count, TimedRun &&timed_run) {
   const ModelInfo &model = point.engine.model();
-  const auto parallel = static_cast<int32_t>(point.sessions.size());
+  const int32_t parallel = point.runner.parallel();
   const std::vector<int32_t> depth_tokens = random_tokens(point.depth, model.n_vocab);
   const std::vector<int32_t> tokens = random_tokens(count, model.n_vocab);
-  run_side_by_side(point.sessions, depth_tokens, tokens, timed_run); // warm-up, not counted
+  prepare(point.runner, depth_tokens);
+  timed_run(point.runner, tokens); // warm-up, not counted
   BenchRow row{std::filesystem::path(model.path).filename().string(),
                model.weight_bytes,
                model.n_params,
@@ -143,8 +155,10 @@ BenchRow measure(const TestPoint &point, const char *prefix, int32_t count, Time
                    (parallel > 1 ? " x" + std::to_string(parallel) : std::string()),
                count * parallel,
                {}};
-  for (int32_t r = 0; r < point.repetitions; ++r)
-    row.seconds.push_back(run_side_by_side(point.sessions, depth_tokens, tokens, timed_run));
+  for (int32_t r = 0; r < point.repetitions; ++r) {
+    prepare(point.runner, depth_tokens);
+    row.seconds.push_back(timed_run(point.runner, tokens));
+  }
   return row;
 }
 
@@ -176,9 +190,9 @@ int bench_command(const Args &argv) {
       "depth,d", po::value(&a.depth_text)->value_name("N,..."),
       "tokens already in the cache before each test, prefilled untimed (default 0)")(
       "parallel", po::value(&a.parallel_text)->value_name("N,..."),
-      "sequences run side by side, one session and thread each; the rate is their sum "
-      "(default 1)")("repetitions,r", po::value(&a.repetitions)->value_name("N"),
-                     "measured repetitions of each test (default 5)")(
+      "sequences advanced together in multi-sequence steps (one batch); the rate is their "
+      "sum (default 1)")("repetitions,r", po::value(&a.repetitions)->value_name("N"),
+                         "measured repetitions of each test (default 5)")(
       "output,o", po::value(&a.output)->value_name("FMT"),
       "md (table, default), csv, json (one array) or jsonl (one object per line)");
   if (!command_line.parse(argv))
@@ -188,8 +202,12 @@ int bench_command(const Args &argv) {
   // Size the context and the batch to the tests unless the user chose.
   if (!command_line.given("ctx-size"))
     a.engine.n_ctx = max_depth + std::max({largest(a.n_prompt), largest(a.n_gen), 1});
+  // With -np P a step carries P sequences' tokens: ppN x P in one step when
+  // it fits 4096 tokens, else in chunks.
   if (!command_line.given("batch-size"))
-    a.engine.n_batch = std::max({largest(a.n_prompt), std::min(max_depth, 512), 1});
+    a.engine.n_batch = std::max(
+        {std::min(largest(a.n_prompt) * largest(a.parallel), std::max(4096, largest(a.n_prompt))),
+         std::min(max_depth, 512), largest(a.parallel), 1});
 
   const BenchFormat format = *parse_bench_format(a.output);
   bool any_row = false;
@@ -206,13 +224,25 @@ int bench_command(const Args &argv) {
     for (const int32_t threads : a.engine.thread_list) {
       a.engine.n_threads = threads;
       Engine engine = open_engine(a.engine);
-      std::vector<Session> sessions;
+      std::vector<int32_t> batch_sequences;
+      std::optional<Session> session;
+      std::optional<Batch> batch;
       for (const int32_t parallel : a.parallel) {
-        while (static_cast<int32_t>(sessions.size()) < parallel)
-          sessions.push_back(open_session(engine, a.engine));
+        Runner runner;
+        if (parallel == 1) {
+          if (!session)
+            session.emplace(open_session(engine, a.engine));
+          runner.session = &*session;
+        } else {
+          if (!batch)
+            batch.emplace(open_batch(engine, a.engine, largest(a.parallel)));
+          runner.batch = &*batch;
+          while (batch_sequences.size() < static_cast<size_t>(parallel))
+            batch_sequences.push_back(batch->add_sequence());
+          runner.sequences.assign(batch_sequences.begin(), batch_sequences.begin() + parallel);
+        }
         for (const int32_t depth : a.depth) {
-          const TestPoint point{engine, std::span<Session>(sessions.data(), parallel), threads,
-                                depth, a.repetitions};
+          const TestPoint point{engine, runner, threads, depth, a.repetitions};
           for (const int32_t n : a.n_prompt)
             if (n > 0)
               print_row(measure(point, "pp", n, time_prompt));

@@ -35,14 +35,34 @@ Engine open_engine(const EngineArgs &args) {
   return engine;
 }
 
-Session open_session(const Engine &engine, const EngineArgs &args) {
+namespace {
+
+// Runs make(progress callback) under the "uploading weights" bar.
+template <class Make> auto with_upload_bar(const EngineArgs &args, Make &&make) {
   ProgressBar bar("uploading weights", draw_progress(args));
-  SessionOptions options;
   // Always set, so the engine's own progress callback is never reused.
-  options.on_progress = [&bar](double fraction) { bar.update(fraction); };
-  Session session = engine.create_session(options);
+  auto made = make([&bar](double fraction) { bar.update(fraction); });
   bar.finish();
-  return session;
+  return made;
+}
+
+} // namespace
+
+Session open_session(const Engine &engine, const EngineArgs &args) {
+  return with_upload_bar(args, [&engine](ProgressFn progress) {
+    SessionOptions options;
+    options.on_progress = std::move(progress);
+    return engine.create_session(options);
+  });
+}
+
+Batch open_batch(const Engine &engine, const EngineArgs &args, int32_t max_sequences) {
+  return with_upload_bar(args, [&engine, max_sequences](ProgressFn progress) {
+    BatchOptions options;
+    options.max_sequences = max_sequences;
+    options.on_progress = std::move(progress);
+    return engine.create_batch(options);
+  });
 }
 
 } // namespace bonsai::cli

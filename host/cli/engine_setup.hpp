@@ -1,6 +1,7 @@
 #pragma once
 // Opens the model and creates a session from the shared command-line flags,
 // drawing load/upload progress bars on a terminal.
+#include "bonsai/batch.hpp"
 #include "bonsai/engine.hpp"
 #include "options.hpp"
 
@@ -10,5 +11,7 @@ namespace bonsai::cli {
 // InvalidArgument), after checking that the model file exists and is a file.
 Engine open_engine(const EngineArgs &args);
 Session open_session(const Engine &engine, const EngineArgs &args);
+// A batch of `max_sequences` sequences (bonsai bench -np).
+Batch open_batch(const Engine &engine, const EngineArgs &args, int32_t max_sequences);
 
 } // namespace bonsai::cli

@@ -22,11 +22,12 @@ Session Engine::create_session() const {
   return create_session(SessionOptions{});
 }
 
-Session Engine::create_session(const SessionOptions &options) const {
+std::unique_ptr<Session::Impl> open_session(const std::shared_ptr<const Engine::Impl> &engine_impl,
+                                            const ProgressFn &on_progress) {
   const auto start = std::chrono::steady_clock::now();
-  const Impl &engine = *impl_;
+  const Engine::Impl &engine = *engine_impl;
   auto session = std::make_unique<Session::Impl>();
-  session->engine = impl_;
+  session->engine = engine_impl;
 
   host::ContextConfig config;
   config.device_index = engine.options.device_index;
@@ -37,10 +38,8 @@ Session Engine::create_session(const SessionOptions &options) const {
   session->context = std::make_unique<host::PluginContext>(engine.plugin.library, config);
   const host::PluginContext &context = *session->context;
 
-  const ProgressFn &progress =
-      options.on_progress ? options.on_progress : engine.options.on_progress;
+  const ProgressFn &progress = on_progress ? on_progress : engine.options.on_progress;
   host::upload_model(context, engine.spec, progress, session->weights);
-
   const auto &api = context.api();
   // A plugin built against ABI 1.0 cannot be told about scaled RoPE: its
   // layers would silently compute another model, so the host runs them.
@@ -70,7 +69,11 @@ Session Engine::create_session(const SessionOptions &options) const {
   }
   session->upload_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return Session(std::move(session));
+  return session;
+}
+
+Session Engine::create_session(const SessionOptions &options) const {
+  return Session(open_session(impl_, options.on_progress));
 }
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

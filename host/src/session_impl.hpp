@@ -46,4 +46,10 @@ struct Session::Impl {
   void check_fits(int64_t position, int64_t extra, const char *what) const;
 };
 
+// Creates a session's context, uploads the weights, binds them and picks the
+// runner: what Engine::create_session does (create_batch shares it).
+// `on_progress` empty = the engine's.
+std::unique_ptr<Session::Impl> open_session(const std::shared_ptr<const Engine::Impl> &engine,
+                                            const ProgressFn &on_progress);
+
 } // namespace bonsai

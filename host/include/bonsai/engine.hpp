@@ -200,6 +200,8 @@ struct ModelInfo {
 
 class Session;
 struct SessionOptions;
+class Batch;         // bonsai/batch.hpp
+struct BatchOptions; // bonsai/batch.hpp
 
 // A loaded model: the memory-mapped GGUF file, its tensor views, tokenizer and
 // the selected plugin. Cheap to move; copies share the same loaded model.
@@ -216,6 +218,9 @@ public:
   // an empty KV cache. Throws PluginError (e.g. create_context failed).
   Session create_session() const;
   Session create_session(const SessionOptions &options) const;
+  // Several sequences in one plugin context, stepped together
+  // (bonsai/batch.hpp). Throws PluginError, InvalidArgument.
+  Batch create_batch(const BatchOptions &options) const;
 
   const ModelInfo &model() const;
   // The selected plugin (loaded, probed OK).
