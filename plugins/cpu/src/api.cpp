@@ -18,13 +18,6 @@ namespace {
 
 using Entry = EntryPoints<Context, kContextMagic, NoCallScope, make_context>;
 
-Context *live(bonsai_context *handle) {
-  return Entry::live(handle);
-}
-const Context *live(const bonsai_context *handle) {
-  return Entry::live(handle);
-}
-
 bonsai_status api_probe(bonsai_device_info *info) {
   if (info == nullptr || info->struct_size < sizeof(bonsai_device_info))
     return BONSAI_ERR_INVALID_ARGUMENT;
@@ -40,7 +33,7 @@ bonsai_status api_probe(bonsai_device_info *info) {
 }
 
 void api_destroy_context(bonsai_context *handle) {
-  Context *ctx = live(handle);
+  Context *ctx = Entry::live(handle);
   if (ctx == nullptr)
     return;
   ctx->magic = 0;
@@ -48,14 +41,14 @@ void api_destroy_context(bonsai_context *handle) {
 }
 
 bonsai_status api_supports_type(const bonsai_context *handle, uint32_t type) {
-  return guarded(live(handle), [type](const Context &) {
+  return guarded(Entry::live(handle), [type](const Context &) {
     if (!is_supported_type(type))
       fail(BONSAI_ERR_UNSUPPORTED, strformat("ggml type %u is not supported", type));
   });
 }
 
 bonsai_status api_matmul(bonsai_context *handle, const bonsai_matmul_desc *desc) {
-  return guarded(live(handle), [&](Context &ctx) {
+  return guarded(Entry::live(handle), [&](Context &ctx) {
     const bonsai_matmul_desc d = read_abi_struct(desc, "matmul: desc");
     const Weight *w = ctx.find_weight(d.weight);
     if (w == nullptr)
@@ -67,7 +60,7 @@ bonsai_status api_matmul(bonsai_context *handle, const bonsai_matmul_desc *desc)
 }
 
 bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *model) {
-  return guarded(live(handle), [&](Context &ctx) {
+  return guarded(Entry::live(handle), [&](Context &ctx) {
     const bonsai_model_desc d = read_abi_struct(model, "bind_model: model", kModelDescV10Size);
     BindLimits limits;
     limits.max_batch = ctx.max_batch;
@@ -82,7 +75,7 @@ bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *mo
 }
 
 bonsai_status api_slot_create(bonsai_context *handle, int32_t *slot) {
-  return guarded(live(handle), [slot](Context &ctx) {
+  return guarded(Entry::live(handle), [slot](Context &ctx) {
     if (slot == nullptr)
       fail_invalid("slot_create: slot is NULL");
     *slot = slot_create(ctx);
@@ -90,19 +83,19 @@ bonsai_status api_slot_create(bonsai_context *handle, int32_t *slot) {
 }
 
 bonsai_status api_slot_free(bonsai_context *handle, int32_t slot) {
-  return guarded(live(handle), [slot](Context &ctx) { slot_free(ctx, slot); });
+  return guarded(Entry::live(handle), [slot](Context &ctx) { slot_free(ctx, slot); });
 }
 
 bonsai_status api_slot_truncate(bonsai_context *handle, int32_t slot, int32_t n_keep) {
-  return guarded(live(handle), [=](Context &ctx) { slot_truncate(ctx, slot, n_keep); });
+  return guarded(Entry::live(handle), [=](Context &ctx) { slot_truncate(ctx, slot, n_keep); });
 }
 
 bonsai_status api_slot_copy(bonsai_context *handle, int32_t from, int32_t to, int32_t n_positions) {
-  return guarded(live(handle), [=](Context &ctx) { slot_copy(ctx, from, to, n_positions); });
+  return guarded(Entry::live(handle), [=](Context &ctx) { slot_copy(ctx, from, to, n_positions); });
 }
 
 bonsai_status api_slot_length(const bonsai_context *handle, int32_t slot, int32_t *length) {
-  return guarded(live(handle), [=](const Context &ctx) {
+  return guarded(Entry::live(handle), [=](const Context &ctx) {
     if (length == nullptr)
       fail_invalid("slot_length: length is NULL");
     *length = slot_length(ctx, slot);
@@ -110,7 +103,7 @@ bonsai_status api_slot_length(const bonsai_context *handle, int32_t slot, int32_
 }
 
 bonsai_status api_begin_batch(bonsai_context *handle, const bonsai_batch_step_desc *batch) {
-  return guarded(live(handle), [&](Context &ctx) {
+  return guarded(Entry::live(handle), [&](Context &ctx) {
     step_begin_batch(ctx, read_abi_struct(batch, "begin_batch: batch"));
   });
 }

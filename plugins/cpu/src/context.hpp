@@ -78,17 +78,4 @@ inline std::unique_ptr<Weight> new_weight(Context &, const bonsai_weight_desc &d
 // Builds a context from a size-checked descriptor. Throws PluginError.
 std::unique_ptr<Context> make_context(const bonsai_context_desc &desc);
 
-inline Context *to_context(bonsai_context *c) {
-  return reinterpret_cast<Context *>(c);
-}
-inline const Context *to_context(const bonsai_context *c) {
-  return reinterpret_cast<const Context *>(c);
-}
-inline bonsai_context *to_handle(Context *c) {
-  return reinterpret_cast<bonsai_context *>(c);
-}
-inline bonsai_weight *to_handle(Weight *w) {
-  return reinterpret_cast<bonsai_weight *>(w);
-}
-
 } // namespace bonsai::cpu

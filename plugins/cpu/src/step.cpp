@@ -26,33 +26,37 @@ struct SequenceRequest {
 };
 
 // Checks one sequence of a step against its slot and appends it to the step
-// being built. `call` and `which` name it in messages ("begin_step", "").
-void add_sequence(Context &ctx, const SequenceRequest &request, const char *call,
-                  const std::string &which) {
+// being built. `call` names it in messages; `index` is its entry in a
+// batch, or -1 for begin_step's single sequence.
+void add_sequence(Context &ctx, const SequenceRequest &request, const char *call, int index) {
+  // "begin_batch: sequences[2] (slot 5): " or "begin_step: ", formatted only on failure.
+  const auto where = [&] {
+    return index < 0 ? strformat("%s: ", call)
+                     : strformat("%s: sequences[%d] (slot %d): ", call, index, request.slot);
+  };
   BoundModel &m = *ctx.model;
   KvCache &kv = slot_cache(m, request.slot, call);
   StepState &step = ctx.step;
   const int32_t length = kv.length;
   if (request.n_tokens < 1 || request.n_tokens > ctx.max_batch - step.n_tokens)
-    fail_invalid(strformat("%s: %sn_tokens is %d; the step's tokens must total 1..max_batch (%d)",
-                           call, which.c_str(), request.n_tokens, ctx.max_batch));
+    fail_invalid(strformat("%sn_tokens is %d; the step's tokens must total 1..max_batch (%d)",
+                           where().c_str(), request.n_tokens, ctx.max_batch));
   if (int64_t{length} + request.n_tokens > ctx.max_context)
-    fail_invalid(strformat("%s: %s%d tokens after %d cached positions exceed max_context %d", call,
-                           which.c_str(), request.n_tokens, length, ctx.max_context));
+    fail_invalid(strformat("%s%d tokens after %d cached positions exceed max_context %d",
+                           where().c_str(), request.n_tokens, length, ctx.max_context));
   if (request.token_ids == nullptr || request.positions == nullptr)
-    fail_invalid(strformat("%s: %stoken_ids and positions must not be NULL", call, which.c_str()));
+    fail_invalid(where() + "token_ids and positions must not be NULL");
   for (int i = 0; i < request.n_tokens; ++i) {
     if (request.token_ids[i] < 0 || request.token_ids[i] >= m.dims.n_vocab)
-      fail_invalid(strformat("%s: %stoken_ids[%d] = %d is outside the vocabulary [0, %d)", call,
-                             which.c_str(), i, request.token_ids[i], m.dims.n_vocab));
+      fail_invalid(strformat("%stoken_ids[%d] = %d is outside the vocabulary [0, %d)",
+                             where().c_str(), i, request.token_ids[i], m.dims.n_vocab));
     if (request.positions[i] != length + i)
-      fail_invalid(strformat("%s: %spositions[%d] = %d, but it must be the cached length + i = %d",
-                             call, which.c_str(), i, request.positions[i], length + i));
+      fail_invalid(strformat("%spositions[%d] = %d, but it must be the cached length + i = %d",
+                             where().c_str(), i, request.positions[i], length + i));
   }
   for (const StepSequence &other : step.sequences)
     if (other.kv == &kv)
-      fail_invalid(
-          strformat("%s: %sslot %d appears twice in one step", call, which.c_str(), request.slot));
+      fail_invalid(strformat("%sslot %d appears twice in one step", where().c_str(), request.slot));
   StepSequence sequence;
   sequence.kv = &kv;
   sequence.first_token = step.n_tokens;
@@ -66,15 +70,19 @@ void add_sequence(Context &ctx, const SequenceRequest &request, const char *call
   step.n_tokens += request.n_tokens;
 }
 
-// Discards any open step and starts an empty one (sequences not added yet).
-void reopen_step(Context &ctx) {
+// Discards any open step, lets add_sequences(ctx) add the new step's
+// sequences (a failure leaves no step open), then embeds their tokens and
+// opens the step.
+template <class AddSequences> void open_step(Context &ctx, AddSequences &&add_sequences) {
   if (ctx.step.open)
     ctx.log.debug("bonsai_cpu: a new step discards a step that was never ended");
   ctx.step.close();
-}
-
-// The sequences are in: embed their tokens and open the step.
-void open_step(Context &ctx) {
+  try {
+    add_sequences();
+  } catch (...) {
+    ctx.step.close();
+    throw;
+  }
   StepState &step = ctx.step;
   embed_tokens(*ctx.model, step.token_ids.data(), step.positions.data(), step.n_tokens);
   step.open = true;
@@ -84,14 +92,9 @@ void open_step(Context &ctx) {
 
 void step_begin(Context &ctx, const bonsai_step_desc &desc) {
   require_model(ctx, "begin_step");
-  reopen_step(ctx);
-  try {
-    add_sequence(ctx, {0, desc.n_tokens, desc.token_ids, desc.positions}, "begin_step", "");
-  } catch (...) {
-    ctx.step.close();
-    throw;
-  }
-  open_step(ctx);
+  open_step(ctx, [&] {
+    add_sequence(ctx, {0, desc.n_tokens, desc.token_ids, desc.positions}, "begin_step", -1);
+  });
 }
 
 void step_begin_batch(Context &ctx, const bonsai_batch_step_desc &batch) {
@@ -106,8 +109,7 @@ void step_begin_batch(Context &ctx, const bonsai_batch_step_desc &batch) {
         strformat("begin_batch: sequences[0].struct_size is %u, smaller than the %zu bytes "
                   "of ABI %d.%d",
                   stride, sizeof(bonsai_sequence_step), BONSAI_ABI_MAJOR, BONSAI_ABI_MINOR));
-  reopen_step(ctx);
-  try {
+  open_step(ctx, [&] {
     const auto *bytes = reinterpret_cast<const unsigned char *>(batch.sequences);
     for (int i = 0; i < batch.n_sequences; ++i) {
       bonsai_sequence_step entry;
@@ -117,13 +119,9 @@ void step_begin_batch(Context &ctx, const bonsai_batch_step_desc &batch) {
                                "sequences[0]'s is %u; they must all be the same",
                                i, entry.struct_size, stride));
       add_sequence(ctx, {entry.slot, entry.n_tokens, entry.token_ids, entry.positions},
-                   "begin_batch", strformat("sequences[%d] (slot %d): ", i, entry.slot));
+                   "begin_batch", i);
     }
-  } catch (...) {
-    ctx.step.close();
-    throw;
-  }
-  open_step(ctx);
+  });
 }
 
 void step_encode_layer(Context &ctx, int32_t layer) {

@@ -29,13 +29,6 @@ struct DeviceScope {
 
 using Entry = EntryPoints<Context, kContextMagic, DeviceScope, make_context>;
 
-Context *live(bonsai_context *handle) {
-  return Entry::live(handle);
-}
-const Context *live(const bonsai_context *handle) {
-  return Entry::live(handle);
-}
-
 // plugin::guarded with the device context current.
 template <class Ctx, class Body> bonsai_status on_device(Ctx *ctx, Body &&body) {
   return plugin::guarded<DeviceScope>(ctx, std::forward<Body>(body));
@@ -68,7 +61,7 @@ bonsai_status api_probe(bonsai_device_info *info) {
 }
 
 void api_destroy_context(bonsai_context *handle) {
-  Context *ctx = live(handle);
+  Context *ctx = Entry::live(handle);
   if (ctx == nullptr)
     return;
   ctx->magic = 0;
@@ -89,7 +82,7 @@ void api_destroy_context(bonsai_context *handle) {
 }
 
 bonsai_status api_supports_type(const bonsai_context *handle, uint32_t type) {
-  return on_device(live(handle), [type](const Context &) {
+  return on_device(Entry::live(handle), [type](const Context &) {
     TypeLayout layout;
     if (!type_layout(type, &layout))
       fail(BONSAI_ERR_UNSUPPORTED, strformat("ggml type %u is not supported", type));
@@ -103,7 +96,7 @@ void reserve(const Device &device, DeviceBuffer &buffer, size_t bytes, const cha
 }
 
 bonsai_status api_matmul(bonsai_context *handle, const bonsai_matmul_desc *desc) {
-  return on_device(live(handle), [&](Context &ctx) {
+  return on_device(Entry::live(handle), [&](Context &ctx) {
     const bonsai_matmul_desc d = read_abi_struct(desc, "matmul: desc");
     const Weight *w = ctx.find_weight(d.weight);
     if (w == nullptr)
@@ -121,7 +114,7 @@ bonsai_status api_matmul(bonsai_context *handle, const bonsai_matmul_desc *desc)
 }
 
 bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *model) {
-  return on_device(live(handle), [&](Context &ctx) {
+  return on_device(Entry::live(handle), [&](Context &ctx) {
     const bonsai_model_desc d = read_abi_struct(model, "bind_model: model", kModelDescV10Size);
     const BindLimits limits{ctx.max_context, ctx.max_batch};
     const WeightLookup find = [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); };
@@ -153,8 +146,8 @@ const bonsai_backend_api kApi = Entry::table({
     .supports_type = api_supports_type,
     .matmul = api_matmul,
     .bind_model = api_bind_model,
-    .extensions =
-        nullptr, // extensions: no multi-sequence step yet; the host steps sequences one by one,
+    // No multi-sequence step yet: the host gives each sequence its own context.
+    .extensions = nullptr,
 });
 
 } // namespace
