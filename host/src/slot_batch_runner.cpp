@@ -66,7 +66,8 @@ void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
   // Order: entries without logits, then those wanting logits with several
   // tokens, then single tokens wanting logits. The last group's rows are
   // contiguous, so one LM head call reads the head once for all of them.
-  std::vector<size_t> order(entries.size());
+  std::vector<size_t> &order = order_;
+  order.resize(entries.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
   const auto group = [&entries](size_t i) {
@@ -81,7 +82,8 @@ void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
     total += e.tokens.size();
   positions_.resize(total);
   steps_.assign(entries.size(), bonsai_sequence_step{});
-  std::vector<int32_t> first_row(entries.size());
+  std::vector<int32_t> &first_row = first_row_; // by entry: its first token's row in the step
+  first_row.resize(entries.size());
   size_t row = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     const BatchEntry &e = entries[order[k]];

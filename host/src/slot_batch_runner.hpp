@@ -32,6 +32,8 @@ private:
   std::vector<int32_t> slot_of_;    // by sequence id; -1 when closed
   std::vector<int32_t> idle_slots_; // made and emptied, waiting for a sequence
   // Per step, kept to avoid reallocating.
+  std::vector<size_t> order_; // entries in the order they go to the plugin
+  std::vector<int32_t> first_row_;
   std::vector<bonsai_sequence_step> steps_;
   std::vector<int32_t> positions_;
   std::vector<float> head_rows_;
