@@ -36,6 +36,14 @@ BoundSetup bind_random_model(const bonsai_backend_api &api, const CheckOptions &
   return s;
 }
 
+bool skip_unbound(const BoundSetup &s, CheckResult &r) {
+  if (!s.skip_reason)
+    return false;
+  r.skipped = r.passed();
+  r.note(*s.skip_reason);
+  return true;
+}
+
 uint32_t preferred_type(const PluginChecker &checker) {
   for (GgmlType t : {GgmlType::Q1_0, GgmlType::Q2_0, GgmlType::Q8_0, GgmlType::F16, GgmlType::BF16,
                      GgmlType::F32})

@@ -28,6 +28,10 @@ struct BoundSetup {
 BoundSetup bind_random_model(const bonsai_backend_api &api, const CheckOptions &options,
                              uint32_t type, Rng &rng, CheckResult &r);
 
+// When the setup could not bind a model: marks `r` skipped (unless it already
+// failed), notes why and returns true.
+bool skip_unbound(const BoundSetup &s, CheckResult &r);
+
 // The first type of the list the plugin supports (1-bit first).
 uint32_t preferred_type(const PluginChecker &checker);
 

@@ -60,11 +60,8 @@ CheckResult PluginChecker::layer_encode(uint32_t type) const {
   CheckResult r{"layer_encode " + std::string(type_name(type))};
   Rng rng(options_.seed + type);
   BoundSetup s = bind_random_model(api(), options_, type, rng, r);
-  if (s.skip_reason) {
-    r.skipped = r.passed();
-    r.note(*s.skip_reason);
+  if (skip_unbound(s, r))
     return r;
-  }
   const ModelShape &shape = s.model.shape;
   const std::vector<int32_t> tokens = random_tokens(9, shape.n_vocab, rng);
   const test::RefModel ref_model = s.model.reference();
@@ -97,11 +94,8 @@ CheckResult PluginChecker::kv_truncate_redecode() const {
   CheckResult r{"kv_truncate_redecode"};
   Rng rng(options_.seed + 101);
   BoundSetup s = bind_random_model(api(), options_, preferred_type(*this), rng, r);
-  if (s.skip_reason) {
-    r.skipped = r.passed();
-    r.note(*s.skip_reason);
+  if (skip_unbound(s, r))
     return r;
-  }
   const ModelShape &shape = s.model.shape;
   bonsai_context *ctx = s.ctx->get();
   const std::vector<int32_t> prompt = random_tokens(6, shape.n_vocab, rng);
@@ -161,11 +155,8 @@ CheckResult PluginChecker::argmax_matches_logits() const {
   const uint32_t type = preferred_type(*this);
   Rng rng(options_.seed + 202);
   BoundSetup s = bind_random_model(api(), options_, type, rng, r);
-  if (s.skip_reason) {
-    r.skipped = r.passed();
-    r.note(*s.skip_reason);
+  if (skip_unbound(s, r))
     return r;
-  }
   const ModelShape &shape = s.model.shape;
   const size_t n_vocab = static_cast<size_t>(shape.n_vocab);
   bonsai_context *ctx = s.ctx->get();

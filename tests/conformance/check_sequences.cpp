@@ -3,6 +3,7 @@
 // refuse misuse.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "bound_model.hpp"
 #include "golden.hpp"
@@ -14,11 +15,16 @@ namespace {
 
 constexpr double kFastCosine = 0.9995;
 
-// A bound random model and the plugin's sequences extension, or why the
-// check cannot run.
+// A bound random model, the plugin's sequences extension and runners for
+// single and multi-sequence steps on it; or why the check cannot run.
 struct SequencesSetup {
   BoundSetup bound;
   const bonsai_sequences_extension *ext = nullptr;
+  std::optional<test::StepRunner> alone;
+  std::optional<test::BatchStepRunner> batched;
+
+  bonsai_context *ctx() const { return bound.ctx->get(); }
+  int n_vocab() const { return bound.model.shape.n_vocab; }
 };
 
 SequencesSetup setup_sequences(const PluginChecker &checker, Rng &rng, CheckResult &r) {
@@ -30,6 +36,11 @@ SequencesSetup setup_sequences(const PluginChecker &checker, Rng &rng, CheckResu
     return s;
   }
   s.bound = bind_random_model(checker.api(), checker.options(), preferred_type(checker), rng, r);
+  if (!s.bound.skip_reason) {
+    const ModelShape &shape = s.bound.model.shape;
+    s.alone.emplace(checker.api(), s.ctx(), shape.n_layer, shape.n_vocab);
+    s.batched.emplace(checker.api(), *s.ext, s.ctx(), shape.n_layer, shape.n_vocab);
+  }
   return s;
 }
 
@@ -59,25 +70,21 @@ CheckResult PluginChecker::multi_sequence_step() const {
   CheckResult r{"multi_sequence_step"};
   Rng rng(options_.seed + 303);
   SequencesSetup s = setup_sequences(*this, rng, r);
-  if (s.bound.skip_reason) {
-    r.skipped = r.passed();
-    r.note(*s.bound.skip_reason);
+  if (skip_unbound(s.bound, r))
     return r;
-  }
-  const ModelShape &shape = s.bound.model.shape;
-  const size_t n_vocab = static_cast<size_t>(shape.n_vocab);
-  bonsai_context *ctx = s.bound.ctx->get();
+  const size_t n_vocab = static_cast<size_t>(s.n_vocab());
+  bonsai_context *ctx = s.ctx();
   const bonsai_sequences_extension &ext = *s.ext;
-  test::StepRunner alone(api(), ctx, shape.n_layer, shape.n_vocab);
-  test::BatchStepRunner batched(api(), ext, ctx, shape.n_layer, shape.n_vocab);
+  const test::StepRunner &alone = *s.alone;
+  const test::BatchStepRunner &batched = *s.batched;
 
   // Three sequences: a prompt of 5, 3 and 1 tokens, then steps of 1, 1 and 2.
-  const std::vector<std::vector<int32_t>> prompts = {random_tokens(5, shape.n_vocab, rng),
-                                                     random_tokens(3, shape.n_vocab, rng),
-                                                     random_tokens(1, shape.n_vocab, rng)};
-  const std::vector<std::vector<int32_t>> next = {random_tokens(1, shape.n_vocab, rng),
-                                                  random_tokens(1, shape.n_vocab, rng),
-                                                  random_tokens(2, shape.n_vocab, rng)};
+  const std::vector<std::vector<int32_t>> prompts = {random_tokens(5, s.n_vocab(), rng),
+                                                     random_tokens(3, s.n_vocab(), rng),
+                                                     random_tokens(1, s.n_vocab(), rng)};
+  const std::vector<std::vector<int32_t>> next = {random_tokens(1, s.n_vocab(), rng),
+                                                  random_tokens(1, s.n_vocab(), rng),
+                                                  random_tokens(2, s.n_vocab(), rng)};
   try {
     // Each sequence alone on slot 0: its prompt in one step, then its next
     // tokens in one step.
@@ -128,19 +135,15 @@ CheckResult PluginChecker::kv_slots() const {
   CheckResult r{"kv_slots"};
   Rng rng(options_.seed + 404);
   SequencesSetup s = setup_sequences(*this, rng, r);
-  if (s.bound.skip_reason) {
-    r.skipped = r.passed();
-    r.note(*s.bound.skip_reason);
+  if (skip_unbound(s.bound, r))
     return r;
-  }
-  const ModelShape &shape = s.bound.model.shape;
-  const size_t n_vocab = static_cast<size_t>(shape.n_vocab);
-  bonsai_context *ctx = s.bound.ctx->get();
+  const size_t n_vocab = static_cast<size_t>(s.n_vocab());
+  bonsai_context *ctx = s.ctx();
   const bonsai_sequences_extension &ext = *s.ext;
-  test::StepRunner alone(api(), ctx, shape.n_layer, shape.n_vocab);
-  test::BatchStepRunner batched(api(), ext, ctx, shape.n_layer, shape.n_vocab);
-  const std::vector<int32_t> prompt = random_tokens(6, shape.n_vocab, rng);
-  const std::vector<int32_t> tail = random_tokens(2, shape.n_vocab, rng);
+  const test::StepRunner &alone = *s.alone;
+  const test::BatchStepRunner &batched = *s.batched;
+  const std::vector<int32_t> prompt = random_tokens(6, s.n_vocab(), rng);
+  const std::vector<int32_t> tail = random_tokens(2, s.n_vocab(), rng);
   r.expect(ext.max_slots >= 1, "max_slots is " + std::to_string(ext.max_slots) + " (< 1)");
   try {
     // Expected: the prompt then the tail, alone on slot 0.

@@ -25,6 +25,12 @@ bonsai::EngineOptions batch_engine_options(const std::string &plugin) {
   return options;
 }
 
+bonsai::Batch batch_of(const bonsai::Engine &engine, int32_t max_sequences) {
+  bonsai::BatchOptions options;
+  options.max_sequences = max_sequences;
+  return engine.create_batch(options);
+}
+
 int32_t argmax(std::span<const float> row) {
   return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
@@ -87,9 +93,7 @@ void expect_golden_greedy_in_batch(bonsai::Batch &batch, const Greedy &golden) {
 TEST(BatchCpu, SequencesSteppedTogetherDecodeTheGoldenGreedyContinuation) {
   const Greedy golden = load_greedy("tiny-q1.ref.greedy.json");
   const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), batch_engine_options(cpu_plugin()));
-  bonsai::BatchOptions options;
-  options.max_sequences = 4;
-  bonsai::Batch batch = engine.create_batch(options);
+  bonsai::Batch batch = batch_of(engine, 4);
   EXPECT_TRUE(batch.steps_together());
   expect_golden_greedy_in_batch(batch, golden);
 }
@@ -102,9 +106,7 @@ TEST(BatchAbi10Plugin, SequencesSteppedOneByOneDecodeTheGoldenGreedyContinuation
   bonsai::EngineOptions engine_options = batch_engine_options(BONSAI_ABI10_PLUGIN);
   engine_options.plugin_options.clear();
   const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), engine_options);
-  bonsai::BatchOptions options;
-  options.max_sequences = 4;
-  bonsai::Batch batch = engine.create_batch(options);
+  bonsai::Batch batch = batch_of(engine, 4);
   EXPECT_FALSE(batch.steps_together());
   expect_golden_greedy_in_batch(batch, golden);
 }
@@ -112,9 +114,7 @@ TEST(BatchAbi10Plugin, SequencesSteppedOneByOneDecodeTheGoldenGreedyContinuation
 TEST(BatchCpu, RemovedSequenceIdIsReusedEmptyAndTruncateRewinds) {
   const Greedy golden = load_greedy("tiny-q1.ref.greedy.json");
   const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), batch_engine_options(cpu_plugin()));
-  bonsai::BatchOptions options;
-  options.max_sequences = 2;
-  bonsai::Batch batch = engine.create_batch(options);
+  bonsai::Batch batch = batch_of(engine, 2);
   const int32_t a = batch.add_sequence();
   const int32_t b = batch.add_sequence();
   EXPECT_THAT([&] { batch.add_sequence(); },
@@ -142,9 +142,7 @@ TEST(BatchCpu, RemovedSequenceIdIsReusedEmptyAndTruncateRewinds) {
 
 TEST(BatchCpu, MisuseIsRefusedBeforeAnySequenceChanges) {
   const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), batch_engine_options(cpu_plugin()));
-  bonsai::BatchOptions options;
-  options.max_sequences = 3;
-  bonsai::Batch batch = engine.create_batch(options);
+  bonsai::Batch batch = batch_of(engine, 3);
   const int32_t a = batch.add_sequence();
   const int32_t b = batch.add_sequence();
   const std::vector<int32_t> two = {1, 2};
