@@ -41,12 +41,13 @@ public:
     return static_cast<int64_t>(v);
   }
 
-  // An optional positive, finite float.
+  // An optional positive, finite float. Checked as the float it is stored
+  // as: a double too small for a float would round to 0.
   float positive(const std::string &name, float fallback, double max) const {
     if (!has(name))
       return fallback;
     const double v = file_.get_f64(key(name));
-    if (!std::isfinite(v) || v <= 0 || v >= max)
+    if (!std::isfinite(v) || !(static_cast<float>(v) > 0.0f) || v >= max)
       fail(key(name) + " " + std::to_string(v) + " is out of range (must be > 0 and < " +
            std::to_string(max) + ")");
     return static_cast<float>(v);

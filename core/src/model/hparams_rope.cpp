@@ -23,12 +23,15 @@ public:
     throw Error(file_.path() + ": " + key(name) + " = " + value + ": " + why);
   }
 
-  // A positive, finite float, or `fallback` when absent.
+  // A positive, finite float, or `fallback` when absent. It must stay so as a
+  // float, the type the callers keep (a tiny double rounds to 0, a huge one
+  // overflows).
   double positive(const std::string &name, double fallback) const {
     if (!find(name))
       return fallback;
     const double v = file_.get_f64(key(name));
-    if (!std::isfinite(v) || v <= 0)
+    const float stored = static_cast<float>(v);
+    if (!std::isfinite(v) || !std::isfinite(stored) || !(stored > 0.0f))
       refuse(name, std::to_string(v), "must be a positive number");
     return v;
   }
@@ -77,8 +80,12 @@ RopeSettings read_rope(const KeyReader &r, const Qwen3Hparams &h) {
   if (rope.factor < 1.0f)
     r.refuse("rope.scaling.factor", std::to_string(rope.factor),
              "a context-extension factor must be at least 1");
-  rope.original_context = static_cast<int64_t>(
-      r.positive("rope.scaling.original_context_length", static_cast<double>(h.n_ctx_train)));
+  const double original_context =
+      r.positive("rope.scaling.original_context_length", static_cast<double>(h.n_ctx_train));
+  if (original_context < 1.0 || original_context > 1e9)
+    r.refuse("rope.scaling.original_context_length", std::to_string(original_context),
+             "must be a number of positions in 1..1e9");
+  rope.original_context = static_cast<int64_t>(original_context);
   rope.yarn_beta_fast = static_cast<float>(r.positive("rope.scaling.yarn_beta_fast", 32.0));
   rope.yarn_beta_slow = static_cast<float>(r.positive("rope.scaling.yarn_beta_slow", 1.0));
   r.require_value("rope.scaling.attn_factor", 1.0, "scales attention logits");

@@ -195,6 +195,20 @@ TEST(ModelSpecCrafted, BadEpsilonAndRopeBase) {
   EXPECT_THAT(load_error(r), HasSubstr("qwen3.rope.freq_base = 0"));
 }
 
+// Positive doubles that round to 0 (or overflow) as the float the spec keeps:
+// once accepted and turned into an epsilon or base of 0 (found by fuzz_model).
+TEST(ModelSpecCrafted, EpsilonAndRopeBaseMustSurviveTheFloatTheyAreKeptIn) {
+  CraftedModel m;
+  m.set(Value::f64(1e-60), "qwen3.attention.layer_norm_rms_epsilon");
+  EXPECT_THAT(load_error(m), HasSubstr("qwen3.attention.layer_norm_rms_epsilon"));
+  CraftedModel r;
+  r.set(Value::f64(1e-60), "qwen3.rope.freq_base");
+  EXPECT_THAT(load_error(r), HasSubstr("qwen3.rope.freq_base = 0.000000: must be a positive"));
+  CraftedModel f;
+  f.set(Value::f64(1e60), "qwen3.rope.scaling.factor");
+  EXPECT_THAT(load_error(f), HasSubstr("qwen3.rope.scaling.factor = "));
+}
+
 TEST(ModelSpecCrafted, OneDimensionalEmbedding) {
   CraftedModel m;
   m.tensor("token_embd.weight").dims = {64};

@@ -124,6 +124,10 @@ TEST(RopeKeys, KeysThatChangeTheMathAreRefusedByName) {
       {"qwen3.logit_scale", Value::f32(0.5f), "scaled output logits"},
       {"qwen3.expert_count", Value::u32(8), "a mixture of experts"},
       {"qwen3.rope.scaling.yarn_ext_factor", Value::f32(0.5f), "changes the YaRN ramp"},
+      {"qwen3.rope.scaling.original_context_length", Value::f32(0.5f),
+       "qwen3.rope.scaling.original_context_length = 0.500000: must be a number of positions"},
+      {"qwen3.rope.scaling.original_context_length", Value::f64(1e30),
+       "must be a number of positions in 1..1e9"},
       {"qwen3.attention.causal", Value::boolean(false), "non-causal attention"},
   };
   for (const Case &c : cases) {
