@@ -4,14 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include <fmt/format.h>
 
 #include "bonsai/core/sampling.hpp"
 #include "bonsai/core/tokenizer.hpp"
+#include "generate_support.hpp"
 #include "session_impl.hpp"
-#include "stop_string_filter.hpp"
 
 namespace bonsai {
 namespace {
@@ -42,78 +41,6 @@ double per_second(int32_t count, double ms) {
   return ms > 0 ? count * 1000.0 / ms : 0.0;
 }
 
-std::vector<int32_t> prompt_tokens(const Engine::Impl &engine, const GenerateRequest &request) {
-  if (!request.prompt_tokens.empty())
-    return request.prompt_tokens;
-  ChatOptions chat;
-  chat.enable_thinking = request.enable_thinking;
-  std::string text;
-  try {
-    if (!request.messages.empty()) {
-      text = engine.format_chat(request.messages, chat);
-    } else if (request.chat) {
-      std::vector<ChatMessage> messages;
-      if (!request.system_prompt.empty())
-        messages.push_back({"system", request.system_prompt});
-      messages.push_back({"user", request.prompt});
-      text = engine.format_chat(messages, chat);
-    } else {
-      text = request.prompt;
-    }
-    return engine.tokenizer.encode(text, request.parse_special);
-  } catch (const Error &error) {
-    throw InvalidArgument(fmt::format("generate: {}", error.what()));
-  }
-}
-
-SamplerParams to_sampler_params(const SamplingParams &sampling) {
-  SamplerParams params;
-  params.temperature = sampling.temperature;
-  params.top_k = sampling.top_k;
-  params.top_p = sampling.top_p;
-  params.min_p = sampling.min_p;
-  params.repeat_penalty = sampling.repeat_penalty;
-  params.repeat_last_n = sampling.repeat_last_n;
-  params.presence_penalty = sampling.presence_penalty;
-  params.frequency_penalty = sampling.frequency_penalty;
-  params.seed = sampling.seed ? *sampling.seed : std::random_device{}();
-  try {
-    params.validate();
-  } catch (const Error &error) {
-    throw InvalidArgument(fmt::format("generate: {}", error.what()));
-  }
-  return params;
-}
-
-// Turns accepted tokens into released text: UTF-8 assembly (core's stream
-// decoder), then the stop-string filter. Ids past the tokenizer's vocabulary
-// (padding rows of the embedding) decode to nothing.
-class TextStream {
-public:
-  TextStream(const Tokenizer &tokenizer, std::vector<std::string> stop_strings)
-      : tokenizer_(tokenizer), decoder_(tokenizer), filter_(std::move(stop_strings)) {}
-
-  // Released text for one token; sets `stopped` when a stop string completed.
-  std::string push(int32_t token, bool &stopped) {
-    if (token >= tokenizer_.n_vocab())
-      return {};
-    auto result = filter_.push(decoder_.push(token));
-    stopped = result.stopped;
-    return std::move(result.released);
-  }
-  // End of generation: what the decoder and the filter still hold.
-  std::string finish(bool &stopped) {
-    auto result = filter_.push(decoder_.flush());
-    stopped = result.stopped;
-    return result.released + filter_.finish();
-  }
-
-private:
-  const Tokenizer &tokenizer_;
-  StreamDecoder decoder_;
-  host::StopStringFilter filter_;
-};
-
 } // namespace
 
 std::string_view to_string(StopReason reason) {
@@ -141,18 +68,13 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   const Engine::Impl &engine = *s.engine;
 
   // ---- validate everything before touching the session ----
-  const std::vector<int32_t> prompt = prompt_tokens(engine, request);
+  const std::vector<int32_t> prompt = host::request_prompt(engine, request);
   if (prompt.empty() && !(request.continue_session && s.pending))
     throw InvalidArgument("generate: the prompt is empty");
   engine.check_tokens(prompt, "generate: prompt");
-  if (request.n_predict < -1)
-    throw InvalidArgument(fmt::format("generate: n_predict must be >= 0 or -1 (no limit), got {}",
-                                      request.n_predict));
-  for (const auto &stop : request.stop_strings)
-    if (stop.empty())
-      throw InvalidArgument("generate: a stop string is empty");
+  host::check_generation_limits(request);
   const bool device_greedy = request.sampling.is_greedy() && !request.logprobs;
-  const SamplerParams sampler_params = to_sampler_params(request.sampling);
+  const SamplerParams chosen_sampling = host::sampler_params(request.sampling);
   const std::vector<int32_t> stop_tokens =
       request.stop_tokens ? *request.stop_tokens : engine.tokenizer.stop_ids();
 
@@ -192,7 +114,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
 
   std::optional<Sampler> sampler;
   if (!device_greedy) {
-    sampler.emplace(sampler_params);
+    sampler.emplace(chosen_sampling);
     for (int32_t token : s.history)
       sampler->accept(token);
     for (int32_t token : to_eval)
@@ -213,7 +135,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   }
 
   // ---- generation loop ----
-  TextStream stream(engine.tokenizer, request.stop_strings);
+  host::TextStream stream(engine.tokenizer, request.stop_strings);
   bool callback_stopped = false;
   auto release = [&](const std::string &text) {
     if (text.empty())
