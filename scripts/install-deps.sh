@@ -9,8 +9,13 @@ packages=(
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libspdlog-dev libfmt-dev libtbb-dev libpcre2-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libedit-dev nlohmann-json3-dev
+  libedit-dev nlohmann-json3-dev libcpp-httplib-dev
 )
+# Node.js and npm run the OpenAI-client test of `bonsai serve`; a machine that
+# already has them (from any source) keeps its own.
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 for extra in "$@"; do
   case "$extra" in
   fuzz) packages+=(clang libclang-rt-14-dev) ;;

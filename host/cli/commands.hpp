@@ -15,5 +15,6 @@ int eval_command(const Args &args);     // bonsai eval
 int info_command(const Args &args);     // bonsai info
 int backends_command(const Args &args); // bonsai backends
 int bench_command(const Args &args);    // bonsai bench
+int serve_command(const Args &args);    // bonsai serve
 
 } // namespace bonsai::cli

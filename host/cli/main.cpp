@@ -28,6 +28,8 @@ constexpr Subcommand kSubcommands[] = {
      bonsai::cli::backends_command},
     {"bench", "measure prompt (ppN) and generation (tgN) speed, llama-bench style",
      bonsai::cli::bench_command},
+    {"serve", "an OpenAI-compatible HTTP server with continuous batching",
+     bonsai::cli::serve_command},
 };
 
 void print_usage(std::FILE *to) {

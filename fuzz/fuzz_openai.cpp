@@ -1,0 +1,45 @@
+// Fuzz target: the request bodies of `bonsai serve` (POST /v1/chat/completions
+// and /v1/completions). The first byte picks the endpoint; the rest is the
+// body. Every input must either parse into a request within the documented
+// ranges or be refused with an ApiError whose status is 400 or 404 and whose
+// error body is valid JSON; nothing else may escape.
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "api_error.hpp"
+#include "fuzz_support.hpp"
+#include "openai_request.hpp"
+#include "openai_response.hpp"
+
+using bonsai::fuzz::require;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size == 0)
+    return 0;
+  using namespace bonsai::server;
+  const Endpoint endpoint = data[0] % 2 == 0 ? Endpoint::chat : Endpoint::completion;
+  const std::string_view body(reinterpret_cast<const char *>(data + 1), size - 1);
+  try {
+    const CompletionSpec spec = parse_completion_request(endpoint, body, "model");
+    const bonsai::GenerateRequest &g = spec.generate;
+    require(spec.model == "model", "a parsed request names the served model");
+    require(g.n_predict == -1 || g.n_predict >= 1, "max_tokens is -1 (none) or >= 1");
+    require(g.sampling.temperature >= 0 && g.sampling.temperature <= 2, "temperature in [0, 2]");
+    require(g.sampling.top_p >= 0 && g.sampling.top_p <= 1, "top_p in [0, 1]");
+    require(g.sampling.top_k >= 0, "top_k >= 0");
+    require(g.sampling.min_p >= 0 && g.sampling.min_p <= 1, "min_p in [0, 1]");
+    for (const auto &stop : g.stop_strings)
+      require(!stop.empty(), "no empty stop string");
+    if (endpoint == Endpoint::chat)
+      require(!g.messages.empty(), "a chat request has messages");
+    else
+      require(!g.prompt.empty() || !g.prompt_tokens.empty(), "a completion has a prompt");
+    require(spec.stream || !spec.include_usage, "include_usage only when streaming");
+  } catch (const ApiError &error) {
+    require(error.status == 400 || error.status == 404, "a refused request is 400 or 404");
+    require(nlohmann::json::accept(error_body(error)), "the error body is JSON");
+  }
+  return 0;
+}

@@ -1,0 +1,57 @@
+#pragma once
+// The server's counters, gauges and latency histograms, written in the
+// Prometheus text exposition format (version 0.0.4) for GET /metrics.
+// Thread-safe: the HTTP threads and the scheduler update it concurrently.
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace bonsai::server {
+
+class Histogram {
+public:
+  explicit Histogram(std::vector<double> upper_bounds)
+      : bounds_(std::move(upper_bounds)), counts_(bounds_.size(), 0) {}
+  void observe(double value);
+  // Appends the _bucket, _sum and _count lines of `name`.
+  void write(std::string &out, const std::string &name) const;
+
+private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_; // per bucket, not cumulative
+  uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+struct SlotGauges {
+  int32_t queue_depth = 0; // requests waiting for a slot
+  int32_t busy_slots = 0;  // slots generating
+  int32_t total_slots = 0;
+  int64_t kv_used = 0;     // KV positions held, over all slots (cached prefixes included)
+  int64_t kv_capacity = 0; // total_slots x n_ctx
+};
+
+class Metrics {
+public:
+  Metrics();
+  void request_finished(const std::string &endpoint, int status);
+  void tokens(int64_t prompt, int64_t cached, int64_t generated);
+  void time_to_first_token(double seconds);
+  void inter_token_latency(double seconds);
+  void set_gauges(const SlotGauges &gauges);
+  void set_ready(bool ready);
+  std::string render() const;
+
+private:
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_; // (endpoint, status) -> count
+  uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
+  Histogram ttft_, itl_;
+  SlotGauges gauges_;
+  bool ready_ = false;
+};
+
+} // namespace bonsai::server

@@ -1,0 +1,335 @@
+#include "openai_request.hpp"
+
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "api_error.hpp"
+
+namespace bonsai::server {
+namespace {
+
+using json = nlohmann::json;
+
+// Most stop strings in one request (OpenAI allows 4).
+constexpr size_t kMaxStopStrings = 16;
+
+// The fields each endpoint knows. Unknown ones are refused, as OpenAI does,
+// so a misspelt option never goes unnoticed.
+const std::set<std::string> kCommonFields = {"model",
+                                             "max_tokens",
+                                             "temperature",
+                                             "top_p",
+                                             "top_k",
+                                             "min_p",
+                                             "seed",
+                                             "stop",
+                                             "stream",
+                                             "stream_options",
+                                             "presence_penalty",
+                                             "frequency_penalty",
+                                             "n",
+                                             "user",
+                                             "repeat_penalty",
+                                             "logprobs",
+                                             "logit_bias"};
+const std::set<std::string> kChatFields = {
+    "messages", "max_completion_tokens", "chat_template_kwargs", "enable_thinking", "top_logprobs",
+    "tools",    "tool_choice",           "response_format"};
+const std::set<std::string> kCompletionFields = {"prompt", "echo", "suffix", "best_of"};
+
+std::string type_name(const json &value) {
+  return value.is_number_integer() ? "integer" : value.type_name();
+}
+
+// The field, or nullptr when absent or null (OpenAI clients may send null
+// for "not set").
+const json *field(const json &body, const char *name) {
+  const auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+double number_field(const json &body, const char *name, double min, double max, double fallback) {
+  const json *value = field(body, name);
+  if (value == nullptr)
+    return fallback;
+  if (!value->is_number())
+    throw bad_request(fmt::format("'{}' must be a number, not {}", name, type_name(*value)), name);
+  const double v = value->get<double>();
+  if (!std::isfinite(v) || v < min || v > max)
+    throw bad_request(fmt::format("'{}' must be between {} and {}, got {}", name, min, max, v),
+                      name);
+  return v;
+}
+
+int64_t integer_field(const json &body, const char *name, int64_t min, int64_t max,
+                      int64_t fallback) {
+  const json *value = field(body, name);
+  if (value == nullptr)
+    return fallback;
+  if (!value->is_number_integer())
+    throw bad_request(fmt::format("'{}' must be an integer, not {}", name, type_name(*value)),
+                      name);
+  if (value->is_number_unsigned() ? value->get<uint64_t>() > static_cast<uint64_t>(max)
+                                  : value->get<int64_t>() < min || value->get<int64_t>() > max)
+    throw bad_request(
+        fmt::format("'{}' must be between {} and {}, got {}", name, min, max, value->dump()), name);
+  return value->get<int64_t>();
+}
+
+bool bool_field(const json &body, const char *name, bool fallback) {
+  const json *value = field(body, name);
+  if (value == nullptr)
+    return fallback;
+  if (!value->is_boolean())
+    throw bad_request(fmt::format("'{}' must be a boolean, not {}", name, type_name(*value)), name);
+  return value->get<bool>();
+}
+
+std::string string_field(const json &body, const char *name) {
+  const json *value = field(body, name);
+  if (value == nullptr)
+    return {};
+  if (!value->is_string())
+    throw bad_request(fmt::format("'{}' must be a string, not {}", name, type_name(*value)), name);
+  return value->get<std::string>();
+}
+
+// Fields bonsai knows but cannot honour: refused unless they ask for the
+// default behaviour.
+void refuse_unsupported(const json &body) {
+  if (integer_field(body, "n", 1, 1'000'000, 1) != 1)
+    throw bad_request("'n' must be 1: bonsai returns one choice per request", "n");
+  if (integer_field(body, "best_of", 1, 1'000'000, 1) != 1)
+    throw bad_request("'best_of' must be 1: bonsai returns one choice per request", "best_of");
+  const json *logprobs = field(body, "logprobs");
+  if (logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>()) &&
+      !(logprobs->is_number_integer() && logprobs->get<int64_t>() == 0))
+    throw bad_request("'logprobs' is not supported by bonsai serve", "logprobs");
+  for (const char *name : {"tools", "tool_choice", "top_logprobs", "suffix"})
+    if (field(body, name) != nullptr)
+      throw bad_request(fmt::format("'{}' is not supported by bonsai serve", name), name);
+  if (bool_field(body, "echo", false))
+    throw bad_request("'echo' is not supported by bonsai serve", "echo");
+  const json *logit_bias = field(body, "logit_bias");
+  if (logit_bias != nullptr && !(logit_bias->is_object() && logit_bias->empty()))
+    throw bad_request("'logit_bias' is not supported by bonsai serve", "logit_bias");
+  if (const json *format = field(body, "response_format"); format != nullptr) {
+    if (!format->is_object() || format->value("type", json()) != "text" || format->size() != 1)
+      throw bad_request("'response_format' other than {\"type\": \"text\"} is not supported",
+                        "response_format");
+  }
+}
+
+void check_known_fields(const json &body, Endpoint endpoint) {
+  const auto &own = endpoint == Endpoint::chat ? kChatFields : kCompletionFields;
+  for (const auto &[key, value] : body.items())
+    if (!kCommonFields.contains(key) && !own.contains(key))
+      throw bad_request(fmt::format("Unrecognized request argument supplied: {}", key), key);
+}
+
+std::vector<std::string> stop_strings(const json &body) {
+  const json *stop = field(body, "stop");
+  if (stop == nullptr)
+    return {};
+  std::vector<std::string> out;
+  if (stop->is_string()) {
+    out.push_back(stop->get<std::string>());
+  } else if (stop->is_array()) {
+    if (stop->size() > kMaxStopStrings)
+      throw bad_request(fmt::format("'stop' holds {} strings; at most {} are allowed", stop->size(),
+                                    kMaxStopStrings),
+                        "stop");
+    for (const auto &item : *stop) {
+      if (!item.is_string())
+        throw bad_request("'stop' must be a string or a list of strings", "stop");
+      out.push_back(item.get<std::string>());
+    }
+  } else {
+    throw bad_request(
+        fmt::format("'stop' must be a string or a list of strings, not {}", type_name(*stop)),
+        "stop");
+  }
+  for (const auto &s : out)
+    if (s.empty())
+      throw bad_request("'stop' holds an empty string", "stop");
+  return out;
+}
+
+SamplingParams sampling(const json &body) {
+  SamplingParams s;
+  s.temperature = static_cast<float>(number_field(body, "temperature", 0.0, 2.0, s.temperature));
+  s.top_p = static_cast<float>(number_field(body, "top_p", 0.0, 1.0, s.top_p));
+  s.top_k = static_cast<int32_t>(integer_field(body, "top_k", 0, 1'000'000, s.top_k));
+  s.min_p = static_cast<float>(number_field(body, "min_p", 0.0, 1.0, s.min_p));
+  s.presence_penalty =
+      static_cast<float>(number_field(body, "presence_penalty", -2.0, 2.0, s.presence_penalty));
+  s.frequency_penalty =
+      static_cast<float>(number_field(body, "frequency_penalty", -2.0, 2.0, s.frequency_penalty));
+  s.repeat_penalty =
+      static_cast<float>(number_field(body, "repeat_penalty", 0.01, 10.0, s.repeat_penalty));
+  if (field(body, "seed") != nullptr)
+    s.seed = static_cast<uint64_t>(
+        integer_field(body, "seed", INT64_MIN, INT64_MAX, 0)); // any 64-bit value, as OpenAI
+  return s;
+}
+
+// A message's content: a string, or a list of {"type": "text", "text": ...}
+// parts, concatenated.
+std::string message_content(const json &message, size_t index) {
+  const std::string where = fmt::format("messages[{}].content", index);
+  const auto it = message.find("content");
+  if (it == message.end() || it->is_null())
+    return {};
+  if (it->is_string())
+    return it->get<std::string>();
+  if (!it->is_array())
+    throw bad_request(fmt::format("'{}' must be a string or a list of text parts", where), where);
+  std::string text;
+  for (const auto &part : *it) {
+    if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
+        !part["text"].is_string())
+      throw bad_request(
+          fmt::format("'{}' holds a part that is not {{\"type\": \"text\", \"text\": ...}}; "
+                      "bonsai serves text only",
+                      where),
+          where);
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+std::vector<ChatMessage> chat_messages(const json &body) {
+  const json *messages = field(body, "messages");
+  if (messages == nullptr)
+    throw bad_request("'messages' is required", "messages");
+  if (!messages->is_array() || messages->empty())
+    throw bad_request("'messages' must be a non-empty list", "messages");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json &m = (*messages)[i];
+    const std::string where = fmt::format("messages[{}]", i);
+    if (!m.is_object())
+      throw bad_request(fmt::format("'{}' must be an object", where), where);
+    for (const auto &[key, value] : m.items())
+      if (key != "role" && key != "content" && key != "name")
+        throw bad_request(fmt::format("'{}' has an unknown field '{}'", where, key), where);
+    const auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      throw bad_request(fmt::format("'{}.role' must be a string", where), where + ".role");
+    std::string r = role->get<std::string>();
+    if (r == "developer")
+      r = "system"; // OpenAI's newer name for the system role
+    if (r != "system" && r != "user" && r != "assistant")
+      throw bad_request(fmt::format("'{}.role' must be system, developer, user or assistant, "
+                                    "not '{}'",
+                                    where, r),
+                        where + ".role");
+    out.push_back({r, message_content(m, i)});
+  }
+  return out;
+}
+
+bool thinking(const json &body) {
+  bool enable = bool_field(body, "enable_thinking", true);
+  if (const json *kwargs = field(body, "chat_template_kwargs"); kwargs != nullptr) {
+    if (!kwargs->is_object())
+      throw bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    for (const auto &[key, value] : kwargs->items())
+      if (key != "enable_thinking")
+        throw bad_request(
+            fmt::format("'chat_template_kwargs.{}' is not known; only enable_thinking is", key),
+            "chat_template_kwargs");
+    enable = bool_field(*kwargs, "enable_thinking", enable);
+  }
+  return enable;
+}
+
+void completion_prompt(const json &body, GenerateRequest &request) {
+  const json *prompt = field(body, "prompt");
+  if (prompt == nullptr)
+    throw bad_request("'prompt' is required", "prompt");
+  if (prompt->is_string()) {
+    request.prompt = prompt->get<std::string>();
+  } else if (prompt->is_array() && prompt->size() == 1 && (*prompt)[0].is_string()) {
+    request.prompt = (*prompt)[0].get<std::string>();
+  } else if (prompt->is_array() && !prompt->empty() &&
+             std::all_of(prompt->begin(), prompt->end(),
+                         [](const json &v) { return v.is_number_integer(); })) {
+    for (const auto &v : *prompt) {
+      const int64_t id = v.get<int64_t>();
+      if (id < 0 || id > INT32_MAX)
+        throw bad_request(fmt::format("'prompt' holds the token id {}, out of range", id),
+                          "prompt");
+      request.prompt_tokens.push_back(static_cast<int32_t>(id));
+    }
+  } else {
+    throw bad_request("'prompt' must be a string, a list of one string, or a list of token ids "
+                      "(one prompt per request)",
+                      "prompt");
+  }
+  if (request.prompt.empty() && request.prompt_tokens.empty())
+    throw bad_request("'prompt' is empty", "prompt");
+}
+
+} // namespace
+
+CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body_text,
+                                        const std::string &model_id) {
+  json body;
+  try {
+    body = json::parse(body_text);
+  } catch (const json::parse_error &error) {
+    throw bad_request(fmt::format("The request body is not valid JSON: {}", error.what()));
+  }
+  if (!body.is_object())
+    throw bad_request("The request body must be a JSON object");
+  check_known_fields(body, endpoint);
+  refuse_unsupported(body);
+
+  CompletionSpec spec;
+  spec.endpoint = endpoint;
+  spec.model = string_field(body, "model");
+  if (spec.model.empty())
+    spec.model = model_id;
+  else if (spec.model != model_id)
+    throw ApiError(
+        404, "invalid_request_error",
+        fmt::format("The model '{}' does not exist; this server serves '{}'", spec.model, model_id),
+        "model", "model_not_found");
+  string_field(body, "user"); // checked for its type, otherwise unused
+
+  GenerateRequest &g = spec.generate;
+  g.sampling = sampling(body);
+  g.stop_strings = stop_strings(body);
+  spec.stream = bool_field(body, "stream", false);
+  if (const json *options = field(body, "stream_options"); options != nullptr) {
+    if (!options->is_object())
+      throw bad_request("'stream_options' must be an object", "stream_options");
+    for (const auto &[key, value] : options->items())
+      if (key != "include_usage")
+        throw bad_request(fmt::format("'stream_options.{}' is not known", key), "stream_options");
+    if (!spec.stream)
+      throw bad_request("'stream_options' is only allowed with 'stream': true", "stream_options");
+    spec.include_usage = bool_field(*options, "include_usage", false);
+  }
+
+  constexpr int64_t kMaxTokens = 1'000'000'000;
+  if (endpoint == Endpoint::chat) {
+    g.messages = chat_messages(body);
+    g.enable_thinking = thinking(body);
+    // Without a limit a reply runs to a stop token or the end of the context.
+    const int64_t legacy = integer_field(body, "max_tokens", 1, kMaxTokens, -1);
+    g.n_predict =
+        static_cast<int32_t>(integer_field(body, "max_completion_tokens", 1, kMaxTokens, legacy));
+  } else {
+    completion_prompt(body, g);
+    g.parse_special = true;
+    g.n_predict = static_cast<int32_t>(integer_field(body, "max_tokens", 1, kMaxTokens, 16));
+  }
+  return spec;
+}
+
+} // namespace bonsai::server

@@ -1,0 +1,30 @@
+#pragma once
+// Parses and checks the JSON bodies of POST /v1/chat/completions and
+// POST /v1/completions into what the scheduler runs. Every problem is an
+// ApiError (400, or 404 for an unknown model) naming the field: malformed
+// JSON, wrong types, values out of range, unknown fields, options bonsai does
+// not support.
+#include <string>
+#include <string_view>
+
+#include "bonsai/engine.hpp"
+
+namespace bonsai::server {
+
+enum class Endpoint { chat, completion };
+
+struct CompletionSpec {
+  Endpoint endpoint = Endpoint::chat;
+  // messages (chat), or prompt / prompt_tokens (completion); n_predict,
+  // sampling, stop strings, enable_thinking.
+  GenerateRequest generate;
+  bool stream = false;
+  bool include_usage = false; // stream_options.include_usage
+  std::string model;          // the model id to echo back
+};
+
+// `model_id`: the one model served; a request naming another gets 404.
+CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body,
+                                        const std::string &model_id);
+
+} // namespace bonsai::server

@@ -1,0 +1,118 @@
+#include "openai_response.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace bonsai::server {
+namespace {
+
+using json = nlohmann::json;
+
+// Generated text can end inside a character when a reply is cut by length;
+// the decoder already replaces such bytes, and this keeps dump() from ever
+// throwing on what a model emitted.
+std::string dump(const json &value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json usage_json(const JobUsage &usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
+}
+
+json finish_json(std::optional<Finish> finish) {
+  return finish ? json(finish_reason(*finish)) : json(nullptr);
+}
+
+json base(const ResponseHeader &header, const char *object) {
+  return {{"id", header.id},
+          {"object", object},
+          {"created", header.created},
+          {"model", header.model},
+          {"system_fingerprint", "bonsai"}};
+}
+
+} // namespace
+
+ResponseHeader new_response_header(const CompletionSpec &spec) {
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  ResponseHeader header;
+  header.endpoint = spec.endpoint;
+  header.id = fmt::format("{}-{:016x}{:04x}", spec.endpoint == Endpoint::chat ? "chatcmpl" : "cmpl",
+                          rng(), counter.fetch_add(1) & 0xffff);
+  header.created = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  header.model = spec.model;
+  return header;
+}
+
+const char *finish_reason(Finish finish) {
+  return finish == Finish::length ? "length" : "stop";
+}
+
+std::string error_body(const ApiError &error) {
+  return dump({{"error",
+                {{"message", error.what()},
+                 {"type", error.type},
+                 {"param", error.param.empty() ? json(nullptr) : json(error.param)},
+                 {"code", error.code.empty() ? json(nullptr) : json(error.code)}}}});
+}
+
+std::string models_body(const std::string &model_id, int64_t created) {
+  return dump({{"object", "list"},
+               {"data", json::array({{{"id", model_id},
+                                      {"object", "model"},
+                                      {"created", created},
+                                      {"owned_by", "bonsai"}}})}});
+}
+
+std::string completion_body(const ResponseHeader &header, const std::string &text, Finish finish,
+                            const JobUsage &usage) {
+  const bool chat = header.endpoint == Endpoint::chat;
+  json body = base(header, chat ? "chat.completion" : "text_completion");
+  json choice = {{"index", 0}, {"finish_reason", finish_reason(finish)}, {"logprobs", nullptr}};
+  if (chat)
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  else
+    choice["text"] = text;
+  body["choices"] = json::array({choice});
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+std::string chunk_body(const ResponseHeader &header, const std::string &text,
+                       std::optional<Finish> finish, bool first) {
+  const bool chat = header.endpoint == Endpoint::chat;
+  json body = base(header, chat ? "chat.completion.chunk" : "text_completion");
+  json choice = {{"index", 0}, {"finish_reason", finish_json(finish)}, {"logprobs", nullptr}};
+  if (chat) {
+    json delta = json::object();
+    if (first)
+      delta["role"] = "assistant";
+    if (!text.empty() || (first && !finish))
+      delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  body["choices"] = json::array({choice});
+  return dump(body);
+}
+
+std::string usage_chunk_body(const ResponseHeader &header, const JobUsage &usage) {
+  json body =
+      base(header, header.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion");
+  body["choices"] = json::array();
+  body["usage"] = usage_json(usage);
+  return dump(body);
+}
+
+} // namespace bonsai::server

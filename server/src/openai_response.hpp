@@ -1,0 +1,36 @@
+#pragma once
+// The JSON bodies bonsai serve answers with, in OpenAI's shapes: a whole
+// completion, the chunks of a streamed one, the model list, errors.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "api_error.hpp"
+#include "job.hpp"
+
+namespace bonsai::server {
+
+// What every body of one response shares.
+struct ResponseHeader {
+  Endpoint endpoint = Endpoint::chat;
+  std::string id;      // "chatcmpl-..." or "cmpl-..."
+  int64_t created = 0; // Unix seconds
+  std::string model;
+};
+
+ResponseHeader new_response_header(const CompletionSpec &spec);
+
+// "stop" or "length" (a cancelled or failed job has no OpenAI reason).
+const char *finish_reason(Finish finish);
+
+std::string error_body(const ApiError &error);
+std::string models_body(const std::string &model_id, int64_t created);
+std::string completion_body(const ResponseHeader &header, const std::string &text, Finish finish,
+                            const JobUsage &usage);
+// One streamed chunk: the assistant role comes with the first chunk of a chat.
+std::string chunk_body(const ResponseHeader &header, const std::string &text,
+                       std::optional<Finish> finish, bool first);
+// The last chunk when stream_options.include_usage is set: no choices.
+std::string usage_chunk_body(const ResponseHeader &header, const JobUsage &usage);
+
+} // namespace bonsai::server

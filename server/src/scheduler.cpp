@@ -1,0 +1,273 @@
+#include "scheduler.hpp"
+
+#include <algorithm>
+
+#include "server_log.hpp"
+#include "slot_choice.hpp"
+
+namespace bonsai::server {
+namespace {
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+Finish finish_of(StopReason reason) {
+  return reason == StopReason::length ? Finish::length : Finish::stop;
+}
+
+} // namespace
+
+Scheduler::Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics)
+    : batch_(std::move(batch)), options_(options), metrics_(metrics), n_ctx_(batch_.n_ctx()),
+      n_batch_(batch_.n_batch()) {
+  slots_.resize(static_cast<size_t>(batch_.max_sequences()));
+  for (Slot &slot : slots_)
+    slot.sequence = batch_.add_sequence();
+  publish_gauges();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  drain(std::chrono::milliseconds(0));
+}
+
+Scheduler::Submitted Scheduler::submit(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lock(mutex_);
+    if (draining_)
+      return Submitted::stopping;
+    if (static_cast<int32_t>(queue_.size()) >= options_.max_queue)
+      return Submitted::queue_full;
+    queue_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+  return Submitted::queued;
+}
+
+void Scheduler::drain(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!draining_) {
+      draining_ = true;
+      deadline_ = Clock::now() + grace;
+    } else {
+      deadline_ = std::min(deadline_, Clock::now() + grace);
+    }
+  }
+  wake_.notify_one();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void Scheduler::loop() {
+  std::deque<std::shared_ptr<Job>> arrivals;
+  for (;;) {
+    bool past_deadline = false;
+    {
+      std::unique_lock lock(mutex_);
+      const bool running =
+          std::any_of(slots_.begin(), slots_.end(), [](const Slot &s) { return s.job != nullptr; });
+      if (!running && queue_.empty()) {
+        if (draining_)
+          break;
+        wake_.wait(lock, [&] { return draining_ || !queue_.empty(); });
+        if (queue_.empty() && draining_)
+          break;
+      }
+      past_deadline = draining_ && Clock::now() >= deadline_;
+      arrivals.swap(queue_);
+    }
+    if (past_deadline) {
+      for (auto &job : arrivals)
+        end_queued(job, Finish::cancelled);
+      for (Slot &slot : slots_)
+        if (slot.job)
+          finish(slot, Finish::cancelled, slot.job->generation.finish());
+      arrivals.clear();
+      {
+        std::lock_guard lock(mutex_);
+        for (auto &job : queue_)
+          end_queued(job, Finish::cancelled);
+        queue_.clear();
+      }
+      break;
+    }
+    for (Slot &slot : slots_)
+      if (slot.job && slot.job->cancelled.load())
+        finish(slot, Finish::cancelled, slot.job->generation.finish());
+    admit(arrivals);
+    // Jobs that found no slot go back to the front of the queue, in order.
+    if (!arrivals.empty()) {
+      std::lock_guard lock(mutex_);
+      queue_.insert(queue_.begin(), std::make_move_iterator(arrivals.begin()),
+                    std::make_move_iterator(arrivals.end()));
+      arrivals.clear();
+    }
+    step();
+    publish_gauges();
+  }
+  publish_gauges();
+}
+
+void Scheduler::admit(std::deque<std::shared_ptr<Job>> &arrivals) {
+  while (!arrivals.empty()) {
+    const std::shared_ptr<Job> &job = arrivals.front();
+    if (job->cancelled.load()) {
+      end_queued(job, Finish::cancelled);
+      arrivals.pop_front();
+      continue;
+    }
+    std::vector<SlotView> views;
+    views.reserve(slots_.size());
+    for (const Slot &slot : slots_)
+      views.push_back({slot.job != nullptr, batch_.tokens(slot.sequence), slot.last_used});
+    const std::vector<int32_t> &prompt = job->generation.prompt();
+    const std::optional<SlotChoice> choice = choose_slot(views, prompt);
+    if (!choice)
+      return;
+    Slot &slot = slots_[static_cast<size_t>(choice->slot)];
+    int32_t reused = choice->keep;
+    try {
+      if (choice->copy_from >= 0) {
+        batch_.copy_prefix(slots_[static_cast<size_t>(choice->copy_from)].sequence, slot.sequence,
+                           choice->copy_length);
+        reused = choice->copy_length;
+      } else {
+        batch_.truncate(slot.sequence, choice->keep);
+      }
+    } catch (const Error &error) {
+      // The slot's cache is in an unknown state: start it over.
+      log_at(LogLevel::warn, "prompt cache: {}; evaluating the whole prompt", error.what());
+      batch_.truncate(slot.sequence, 0);
+      reused = 0;
+    }
+    slot.job = job;
+    slot.prompt_left.assign(prompt.begin() + reused, prompt.end());
+    slot.prompt_done = 0;
+    slot.next_token = -1;
+    slot.admitted = slot.last_used = ++clock_;
+    slot.usage = {};
+    slot.usage.prompt_tokens = static_cast<int32_t>(prompt.size());
+    slot.usage.cached_tokens = reused;
+    arrivals.pop_front();
+  }
+}
+
+void Scheduler::step() {
+  std::vector<SequenceInput> inputs;
+  std::vector<Slot *> row_slots; // the slot of each logits row
+  std::vector<Slot *> stepped;   // every slot in the step
+  int32_t decoding = 0;
+  for (Slot &slot : slots_) {
+    if (slot.job && slot.next_token >= 0) {
+      inputs.push_back({slot.sequence, std::span<const int32_t>(&slot.next_token, 1), true});
+      row_slots.push_back(&slot);
+      stepped.push_back(&slot);
+      ++decoding;
+    }
+  }
+  // Prompts, first come first served, within what the step has left.
+  std::vector<Slot *> reading;
+  for (Slot &slot : slots_)
+    if (slot.job && slot.next_token < 0)
+      reading.push_back(&slot);
+  std::sort(reading.begin(), reading.end(),
+            [](const Slot *a, const Slot *b) { return a->admitted < b->admitted; });
+  int32_t budget =
+      std::min(n_batch_ - decoding, decoding > 0 ? std::max(options_.prefill_chunk, 1) : n_batch_);
+  for (Slot *slot : reading) {
+    if (budget <= 0)
+      break;
+    const auto left = static_cast<int32_t>(slot->prompt_left.size() - slot->prompt_done);
+    const int32_t take = std::min(left, budget);
+    budget -= take;
+    const bool last = take == left;
+    inputs.push_back({slot->sequence,
+                      std::span<const int32_t>(slot->prompt_left)
+                          .subspan(slot->prompt_done, static_cast<size_t>(take)),
+                      last});
+    if (last)
+      row_slots.push_back(slot);
+    stepped.push_back(slot);
+  }
+  if (inputs.empty())
+    return;
+
+  BatchLogits logits;
+  try {
+    logits = batch_.step(inputs);
+  } catch (const Error &error) {
+    log_at(LogLevel::error, "a batch step failed: {}", error.what());
+    for (Slot *slot : stepped) {
+      batch_.truncate(slot->sequence, 0);
+      finish(*slot, Finish::error, slot->job->generation.finish(), error.what());
+    }
+    return;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Slot *slot = stepped[i];
+    if (slot->next_token < 0)
+      slot->prompt_done += inputs[i].tokens.size();
+  }
+  for (size_t row = 0; row < row_slots.size(); ++row)
+    take_row(*row_slots[row], logits.row(static_cast<int32_t>(row)));
+}
+
+void Scheduler::take_row(Slot &slot, std::span<const float> logits) {
+  Job &job = *slot.job;
+  const auto now = Clock::now();
+  if (slot.next_token < 0)
+    metrics_.time_to_first_token(seconds_between(job.queued_at, now));
+  else
+    metrics_.inter_token_latency(seconds_between(slot.last_token_at, now));
+  slot.last_token_at = now;
+  slot.last_used = ++clock_;
+
+  GenerationStep step = job.generation.next(logits);
+  slot.usage.completion_tokens = job.generation.generated();
+  if (step.stop) {
+    finish(slot, finish_of(*step.stop), std::move(step.text));
+    return;
+  }
+  // Feeding the token needs one more position.
+  if (batch_.position(slot.sequence) + 1 > n_ctx_) {
+    finish(slot, Finish::length, step.text + job.generation.finish());
+    return;
+  }
+  slot.next_token = step.token;
+  if (!step.text.empty())
+    job.push({std::move(step.text), std::nullopt, {}});
+}
+
+void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string error) {
+  Job &job = *slot.job;
+  job.set_usage(slot.usage);
+  metrics_.tokens(slot.usage.prompt_tokens, slot.usage.cached_tokens, slot.usage.completion_tokens);
+  job.push({std::move(text), how, std::move(error)});
+  slot.job.reset();
+  slot.prompt_left.clear();
+  slot.prompt_done = 0;
+  slot.next_token = -1;
+}
+
+void Scheduler::end_queued(const std::shared_ptr<Job> &job, Finish how) {
+  job->push({{}, how, {}});
+}
+
+void Scheduler::publish_gauges() {
+  SlotGauges gauges;
+  {
+    std::lock_guard lock(mutex_);
+    gauges.queue_depth = static_cast<int32_t>(queue_.size());
+  }
+  gauges.total_slots = static_cast<int32_t>(slots_.size());
+  for (const Slot &slot : slots_) {
+    gauges.busy_slots += slot.job ? 1 : 0;
+    gauges.kv_used += batch_.position(slot.sequence);
+  }
+  gauges.kv_capacity = static_cast<int64_t>(n_ctx_) * gauges.total_slots;
+  metrics_.set_gauges(gauges);
+}
+
+} // namespace bonsai::server

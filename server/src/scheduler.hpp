@@ -1,0 +1,81 @@
+#pragma once
+// Continuous batching: one thread owns the Batch and advances every running
+// request in one step, mixing single decode tokens with chunks of the
+// prompts being read. Requests wait in a bounded queue for a free slot; a
+// finished or cancelled request frees its slot at once, and the next step
+// already carries the next request.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "bonsai/batch.hpp"
+#include "job.hpp"
+#include "metrics.hpp"
+
+namespace bonsai::server {
+
+struct SchedulerOptions {
+  int32_t max_queue = 64;     // jobs waiting for a slot
+  int32_t prefill_chunk = 64; // prompt tokens per step while others decode
+};
+
+class Scheduler {
+public:
+  // One slot per sequence of `batch` (its max_sequences).
+  Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics);
+  ~Scheduler(); // drain with no grace
+  Scheduler(const Scheduler &) = delete;
+  Scheduler &operator=(const Scheduler &) = delete;
+
+  enum class Submitted { queued, queue_full, stopping };
+  Submitted submit(std::shared_ptr<Job> job);
+  // Stops taking jobs; the queued and running ones go on for up to `grace`,
+  // then the rest end as cancelled. Blocks until the scheduler thread ends.
+  void drain(std::chrono::milliseconds grace);
+
+  int32_t n_ctx() const { return n_ctx_; }
+
+private:
+  struct Slot {
+    int32_t sequence = -1;
+    std::shared_ptr<Job> job;         // null: free
+    std::vector<int32_t> prompt_left; // prompt tokens still to evaluate
+    size_t prompt_done = 0;           // of prompt_left
+    int32_t next_token = -1;          // decoding: the token to feed
+    uint64_t admitted = 0;            // admission order (prompts are read first come, first served)
+    uint64_t last_used = 0;
+    Clock::time_point last_token_at;
+    JobUsage usage;
+  };
+
+  void loop();
+  void admit(std::deque<std::shared_ptr<Job>> &arrivals);
+  void step();
+  void take_row(Slot &slot, std::span<const float> logits);
+  void finish(Slot &slot, Finish how, std::string text = {}, std::string error = {});
+  void end_queued(const std::shared_ptr<Job> &job, Finish how);
+  void publish_gauges();
+
+  Batch batch_;
+  const SchedulerOptions options_;
+  Metrics &metrics_;
+  const int32_t n_ctx_;
+  const int32_t n_batch_;
+  std::vector<Slot> slots_; // scheduler thread only
+  uint64_t clock_ = 0;      // admissions and uses, for ordering
+
+  std::mutex mutex_; // guards what follows
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool draining_ = false;
+  Clock::time_point deadline_;
+
+  std::thread thread_;
+};
+
+} // namespace bonsai::server

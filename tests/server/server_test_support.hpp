@@ -1,0 +1,206 @@
+#pragma once
+// Shared fixtures for the server tests: an in-process bonsai::server::Server
+// on a free loopback port with the tiny golden model on the CPU plugin's
+// exact reference kernels, an HTTP client (cpp-httplib's), a raw-socket
+// client for requests no well-behaved client sends, and SSE parsing.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "bonsai/engine.hpp"
+#include "bonsai/server.hpp"
+
+namespace server_test {
+
+using json = nlohmann::json;
+
+inline std::string data_path(const std::string &name) {
+  return std::string(BONSAI_TEST_DATA_DIR) + "/" + name;
+}
+
+inline bonsai::EngineOptions engine_options(int32_t n_ctx = 512) {
+  bonsai::EngineOptions options;
+  options.backend = std::string(BONSAI_PLUGIN_DIR) + "/libbonsai_cpu.so";
+  options.n_ctx = n_ctx;
+  options.n_batch = 64;
+  options.n_threads = 2;
+  // Exact kernels: a sequence's logits do not depend on what shares its step.
+  options.plugin_options = "kernels=reference";
+  return options;
+}
+
+inline bonsai::Engine open_tiny(int32_t n_ctx = 512) {
+  return bonsai::Engine::open(data_path("tiny-q1.gguf"), engine_options(n_ctx));
+}
+
+inline bonsai::server::ServerOptions server_options(int32_t parallel = 2) {
+  bonsai::server::ServerOptions options;
+  options.port = 0;
+  options.parallel = parallel;
+  options.max_queue = 64;
+  options.prefill_chunk = 16;
+  return options;
+}
+
+// A started server whose model has loaded.
+struct RunningServer {
+  std::unique_ptr<bonsai::server::Server> server;
+  explicit RunningServer(bonsai::server::ServerOptions options = server_options(),
+                         int32_t n_ctx = 512)
+      : server(std::make_unique<bonsai::server::Server>(std::move(options),
+                                                        [n_ctx] { return open_tiny(n_ctx); })) {
+    server->wait_loaded();
+    EXPECT_TRUE(server->ready()) << server->load_error();
+  }
+  int port() const { return server->port(); }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port());
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+};
+
+inline json parse(const std::string &body) {
+  return json::parse(body);
+}
+
+// POSTs `body` and returns the response (status -1 when the request failed).
+inline httplib::Response post(const RunningServer &server, const std::string &path,
+                              const std::string &body, const httplib::Headers &headers = {}) {
+  httplib::Client client = server.client();
+  auto result = client.Post(path.c_str(), headers, body, "application/json");
+  if (!result) {
+    httplib::Response failed;
+    failed.status = -1;
+    return failed;
+  }
+  return result.value();
+}
+
+// The `data:` payloads of a server-sent event stream, in order.
+inline std::vector<std::string> sse_data(const std::string &stream) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < stream.size()) {
+    size_t end = stream.find("\n\n", at);
+    if (end == std::string::npos)
+      end = stream.size();
+    const std::string event = stream.substr(at, end - at);
+    if (event.rfind("data: ", 0) == 0)
+      out.push_back(event.substr(6));
+    at = end + 2;
+  }
+  return out;
+}
+
+struct Streamed {
+  int status = -1;
+  std::string content_type;
+  std::vector<std::string> events; // data payloads
+};
+
+// POSTs a streaming request and collects its events; `stop_after` > 0 closes
+// the connection after that many bytes (a client that goes away).
+// `stop`, when given, closes the connection once it is set.
+inline Streamed post_stream(const RunningServer &server, const std::string &path,
+                            const std::string &body, size_t stop_after = 0,
+                            const std::atomic<bool> *stop = nullptr) {
+  httplib::Client client = server.client();
+  std::string raw;
+  httplib::Request request;
+  request.method = "POST";
+  request.path = path;
+  request.body = body;
+  request.set_header("Content-Type", "application/json");
+  request.content_receiver = [&](const char *data, size_t size, uint64_t, uint64_t) {
+    raw.append(data, size);
+    if (stop != nullptr && stop->load())
+      return false;
+    return stop_after == 0 || raw.size() < stop_after;
+  };
+  Streamed out;
+  auto result = client.send(request);
+  if (result) {
+    out.status = result->status;
+    out.content_type = result->get_header_value("Content-Type");
+  }
+  out.events = sse_data(raw);
+  return out;
+}
+
+// Sends raw bytes on a new connection, optionally half-closing, and returns
+// everything the server sent back until it closed or `wait` passed.
+inline std::string raw_exchange(int port, const std::string &bytes, bool close_write = false,
+                                std::chrono::milliseconds wait = std::chrono::seconds(10)) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) != 0) {
+    close(fd);
+    return {};
+  }
+  timeval timeout{static_cast<time_t>(wait.count() / 1000),
+                  static_cast<suseconds_t>((wait.count() % 1000) * 1000)};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0)
+      break;
+    sent += static_cast<size_t>(n);
+  }
+  if (close_write)
+    shutdown(fd, SHUT_WR);
+  std::string reply;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0)
+      break;
+    reply.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return reply;
+}
+
+// The value of a metric line "name value" in a /metrics page (-1 if absent).
+inline double metric(const std::string &page, const std::string &name) {
+  const std::string key = "\n" + name + " ";
+  const size_t at = page.find(key);
+  if (at == std::string::npos)
+    return -1;
+  return std::stod(page.substr(at + key.size()));
+}
+
+inline std::string metrics_page(const RunningServer &server) {
+  httplib::Client client = server.client();
+  auto result = client.Get("/metrics");
+  return result ? result->body : std::string();
+}
+
+// Polls until `done` or the deadline; returns done's last answer.
+template <class Done> bool eventually(Done &&done, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done())
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+} // namespace server_test
