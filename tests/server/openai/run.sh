@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Runs client.test.mjs (the official OpenAI JS client) against `bonsai serve`.
+# usage: run.sh BONSAI_BIN MODEL.gguf WORK_DIR
+# Exit 77 (ctest: skipped) when node/npm or the npm package is unavailable.
+set -euo pipefail
+
+if [[ $# -ne 3 ]]; then
+  echo "usage: $0 BONSAI_BIN MODEL.gguf WORK_DIR" >&2
+  exit 2
+fi
+bin=$1 model=$2
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mkdir -p "$3"
+work=$(cd "$3" && pwd)
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "skipped: node/npm not installed"
+  exit 77
+fi
+
+# (a) Install the pinned client; reinstall only when the lock file changed,
+# so repeated runs need no network.
+cp "$src/package.json" "$src/package-lock.json" "$src/client.test.mjs" "$work/"
+if [[ ! -d $work/node_modules/openai ]] ||
+   ! cmp -s "$work/package-lock.json" "$work/.installed-lock.json"; then
+  rm -f "$work/.installed-lock.json"
+  if ! (cd "$work" && npm ci --no-audit --no-fund --loglevel=error); then
+    echo "skipped: npm could not install the openai package"
+    exit 77
+  fi
+  cp "$work/package-lock.json" "$work/.installed-lock.json"
+fi
+
+# (b) Start the server on a free port; it reports the bound port on stderr.
+log=$work/server.log
+key=test-key
+"$bin" serve -m "$model" --port 0 --parallel 2 -c 512 --api-key "$key" \
+  --backend cpu --backend-options kernels=reference >"$log" 2>&1 &
+pid=$!
+status=1
+
+stop_server() {
+  # (e) SIGTERM, then give running requests up to 15 s before SIGKILL.
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 150); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "server did not stop within 15 s of SIGTERM; killing it" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+      status=1
+    fi
+  fi
+  wait "$pid" 2>/dev/null || true
+  if [[ $status -ne 0 ]]; then
+    echo "---- server log ($log) ----" >&2
+    cat "$log" >&2 || true
+  fi
+  exit "$status"
+}
+trap stop_server EXIT
+trap 'exit 1' INT TERM
+
+port=
+for _ in $(seq 100); do
+  port=$(sed -n 's|^bonsai serve: listening on http://[^ ]*:\([0-9][0-9]*\) .*|\1|p' "$log" | head -n1)
+  [[ -n $port ]] && break
+  kill -0 "$pid" 2>/dev/null || { echo "server exited before listening" >&2; exit 1; }
+  sleep 0.1
+done
+[[ -n $port ]] || { echo "no 'listening on' line within 10 s" >&2; exit 1; }
+
+# (c) Wait for the model to load (/health is 503 until then). Node's fetch,
+# since curl may be missing; stop early if the server dies.
+url=http://127.0.0.1:$port
+if ! node -e '
+  const [url, pid] = process.argv.slice(1);
+  const end = Date.now() + 60000;
+  (async () => {
+    for (;;) {
+      try { if ((await fetch(url)).status === 200) process.exit(0); } catch {}
+      try { process.kill(Number(pid), 0); } catch { process.exit(2); }
+      if (Date.now() > end) process.exit(1);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();' "$url/health" "$pid"; then
+  echo "server at $url never became healthy" >&2
+  exit 1
+fi
+
+# (d) The test file sits next to node_modules so `import "openai"` resolves.
+set +e
+(cd "$work" && BONSAI_URL=$url/v1 BONSAI_API_KEY=$key \
+  BONSAI_MODEL_ID=$(basename "$model" .gguf) node --test client.test.mjs)
+status=$?
+set -e
+exit "$status"
