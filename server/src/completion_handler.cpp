@@ -30,15 +30,15 @@ void check_context(const CompletionSpec &spec, const Generation &generation, int
         spec.endpoint == Endpoint::chat ? "messages" : "prompt", "context_length_exceeded");
 }
 
-std::shared_ptr<Job> make_job(const Server::Impl &impl, CompletionSpec spec) {
-  const Scheduler *scheduler = impl.ready_scheduler();
+std::shared_ptr<Job> make_job(const Server::Impl &impl, const Scheduler &scheduler,
+                              CompletionSpec spec) {
   std::optional<Generation> generation;
   try {
     generation.emplace(*impl.engine, spec.generate);
   } catch (const InvalidArgument &error) {
     throw bad_request(error.what());
   }
-  check_context(spec, *generation, scheduler->n_ctx());
+  check_context(spec, *generation, scheduler.n_ctx());
   return std::make_shared<Job>(std::move(spec), std::move(*generation));
 }
 
@@ -90,8 +90,12 @@ bool stream_job(Job &job, const ResponseHeader &header, const ConnectionProbe &p
       continue;
     if (event->finish == Finish::cancelled)
       return false; // the server is shutting down: end without [DONE]
-    if (event->finish == Finish::error)
-      return send(sse(error_body(job_error(*event)))) && send(sse("[DONE]"));
+    if (event->finish == Finish::error) {
+      if (!send(sse(error_body(job_error(*event)))) || !send(sse("[DONE]")))
+        return false;
+      sink.done(); // else cpp-httplib asks for more
+      return true;
+    }
     if (!event->text.empty() || event->finish) {
       if (!send(sse(chunk_body(header, event->text, event->finish, first))))
         return false;
@@ -141,7 +145,7 @@ void answer(Server::Impl &impl, Endpoint endpoint, const httplib::Request &reque
     std::lock_guard lock(impl.mutex);
     model_id = impl.model_id;
   }
-  auto job = make_job(impl, parse_completion_request(endpoint, request.body, model_id));
+  auto job = make_job(impl, *scheduler, parse_completion_request(endpoint, request.body, model_id));
   switch (scheduler->submit(job)) {
   case Scheduler::Submitted::queued:
     break;
@@ -154,6 +158,15 @@ void answer(Server::Impl &impl, Endpoint endpoint, const httplib::Request &reque
   case Scheduler::Submitted::stopping:
     throw ApiError(503, "server_error", "The server is shutting down");
   }
+  // Whatever fails from here on, the queued job must not run for nobody.
+  struct CancelUnlessAnswered {
+    Job &job;
+    bool answered = false;
+    ~CancelUnlessAnswered() {
+      if (!answered)
+        job.cancelled.store(true);
+    }
+  } guard{*job};
   const ResponseHeader header = new_response_header(job->spec);
   auto probe = std::make_shared<ConnectionProbe>(request.remote_addr, request.remote_port,
                                                  request.local_port);
@@ -168,9 +181,11 @@ void answer(Server::Impl &impl, Endpoint endpoint, const httplib::Request &reque
           if (!job->finished())
             job->cancelled.store(true);
         });
+    guard.answered = true;
     return;
   }
   const std::optional<JobEvent> whole = collect_job(*job, *probe);
+  guard.answered = true;
   if (!whole || whole->finish == Finish::cancelled) {
     response.status = 503; // nobody is listening, or the server is shutting down
     return send_error(response, ApiError(503, "server_error", "The request was cancelled"));

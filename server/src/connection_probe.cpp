@@ -45,10 +45,10 @@ bool is_connection(int fd, const std::string &remote_addr, int remote_port, int 
 } // namespace
 
 ConnectionProbe::ConnectionProbe(const std::string &remote_addr, int remote_port, int local_port) {
-  std::error_code error;
-  for (const auto &entry : std::filesystem::directory_iterator("/proc/self/fd", error)) {
-    const std::string name = entry.path().filename().string();
-    const int fd = std::atoi(name.c_str());
+  std::error_code error; // error codes throughout: a probe never throws
+  std::filesystem::directory_iterator entry("/proc/self/fd", error), end;
+  for (; !error && entry != end; entry.increment(error)) {
+    const int fd = std::atoi(entry->path().filename().c_str());
     if (fd > 2 && is_connection(fd, remote_addr, remote_port, local_port)) {
       fd_ = fd;
       return;

@@ -72,8 +72,14 @@ int64_t integer_field(const json &body, const char *name, int64_t min, int64_t m
   if (!value->is_number_integer())
     throw bad_request(fmt::format("'{}' must be an integer, not {}", name, type_name(*value)),
                       name);
-  if (value->is_number_unsigned() ? value->get<uint64_t>() > static_cast<uint64_t>(max)
-                                  : value->get<int64_t>() < min || value->get<int64_t>() > max)
+  // nlohmann keeps non-negative integers as unsigned: both bounds apply to
+  // either representation.
+  const bool out_of_range =
+      value->is_number_unsigned()
+          ? value->get<uint64_t>() > static_cast<uint64_t>(max) ||
+                (min > 0 && value->get<uint64_t>() < static_cast<uint64_t>(min))
+          : value->get<int64_t>() < min || value->get<int64_t>() > max;
+  if (out_of_range)
     throw bad_request(
         fmt::format("'{}' must be between {} and {}, got {}", name, min, max, value->dump()), name);
   return value->get<int64_t>();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "server_log.hpp"
 #include "slot_choice.hpp"
 
@@ -21,7 +23,13 @@ Finish finish_of(StopReason reason) {
 Scheduler::Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics)
     : batch_(std::move(batch)), options_(options), metrics_(metrics), n_ctx_(batch_.n_ctx()),
       n_batch_(batch_.n_batch()) {
+  // Every running reply puts one token in each step.
+  if (batch_.max_sequences() > n_batch_)
+    throw InvalidArgument(fmt::format("{} slots need steps of at least {} tokens, but the batch "
+                                      "size is {} (raise -b, or lower --parallel)",
+                                      batch_.max_sequences(), batch_.max_sequences(), n_batch_));
   slots_.resize(static_cast<size_t>(batch_.max_sequences()));
+  free_slots_ = batch_.max_sequences();
   for (Slot &slot : slots_)
     slot.sequence = batch_.add_sequence();
   publish_gauges();
@@ -37,7 +45,9 @@ Scheduler::Submitted Scheduler::submit(std::shared_ptr<Job> job) {
     std::lock_guard lock(mutex_);
     if (draining_)
       return Submitted::stopping;
-    if (static_cast<int32_t>(queue_.size()) >= options_.max_queue)
+    // Jobs the free slots will take at the next step do not count as waiting.
+    const auto waiting = static_cast<int32_t>(queue_.size()) + arrivals_out_;
+    if (waiting >= options_.max_queue + free_slots_)
       return Submitted::queue_full;
     queue_.push_back(std::move(job));
   }
@@ -77,6 +87,7 @@ void Scheduler::loop() {
       }
       past_deadline = draining_ && Clock::now() >= deadline_;
       arrivals.swap(queue_);
+      arrivals_out_ = static_cast<int32_t>(arrivals.size());
     }
     if (past_deadline) {
       for (auto &job : arrivals)
@@ -93,21 +104,53 @@ void Scheduler::loop() {
       }
       break;
     }
-    for (Slot &slot : slots_)
-      if (slot.job && slot.job->cancelled.load())
-        finish(slot, Finish::cancelled, slot.job->generation.finish());
-    admit(arrivals);
-    // Jobs that found no slot go back to the front of the queue, in order.
-    if (!arrivals.empty()) {
+    try {
+      run_once(arrivals);
+    } catch (const std::exception &error) {
+      // Nothing may end this thread while requests wait on it: fail the
+      // running ones, start their slots over, and go on.
+      log_at(LogLevel::error, "the scheduler failed: {}", error.what());
+      fail_running(error.what());
+    }
+    {
+      // Jobs that found no slot go back to the front of the queue, in order.
       std::lock_guard lock(mutex_);
       queue_.insert(queue_.begin(), std::make_move_iterator(arrivals.begin()),
                     std::make_move_iterator(arrivals.end()));
       arrivals.clear();
+      arrivals_out_ = 0;
     }
-    step();
     publish_gauges();
   }
   publish_gauges();
+}
+
+void Scheduler::run_once(std::deque<std::shared_ptr<Job>> &arrivals) {
+  for (Slot &slot : slots_)
+    if (slot.job && slot.job->cancelled.load())
+      finish(slot, Finish::cancelled, slot.job->generation.finish());
+  // Queued jobs whose client left give up their place at once.
+  std::erase_if(arrivals, [this](const std::shared_ptr<Job> &job) {
+    if (!job->cancelled.load())
+      return false;
+    end_queued(job, Finish::cancelled);
+    return true;
+  });
+  admit(arrivals);
+  step();
+}
+
+void Scheduler::fail_running(const std::string &why) {
+  for (Slot &slot : slots_) {
+    if (!slot.job)
+      continue;
+    try {
+      batch_.truncate(slot.sequence, 0);
+    } catch (const std::exception &) {
+      // The cache stays as it is; the slot's tokens still describe it.
+    }
+    finish(slot, Finish::error, {}, why);
+  }
 }
 
 void Scheduler::admit(std::deque<std::shared_ptr<Job>> &arrivals) {
@@ -210,8 +253,15 @@ void Scheduler::step() {
     if (slot->next_token < 0)
       slot->prompt_done += inputs[i].tokens.size();
   }
-  for (size_t row = 0; row < row_slots.size(); ++row)
-    take_row(*row_slots[row], logits.row(static_cast<int32_t>(row)));
+  for (size_t row = 0; row < row_slots.size(); ++row) {
+    Slot &slot = *row_slots[row];
+    try {
+      take_row(slot, logits.row(static_cast<int32_t>(row)));
+    } catch (const std::exception &error) {
+      if (slot.job)
+        finish(slot, Finish::error, {}, error.what());
+    }
+  }
 }
 
 void Scheduler::take_row(Slot &slot, std::span<const float> logits) {
@@ -265,6 +315,10 @@ void Scheduler::publish_gauges() {
   for (const Slot &slot : slots_) {
     gauges.busy_slots += slot.job ? 1 : 0;
     gauges.kv_used += batch_.position(slot.sequence);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    free_slots_ = gauges.total_slots - gauges.busy_slots;
   }
   gauges.kv_capacity = static_cast<int64_t>(n_ctx_) * gauges.total_slots;
   metrics_.set_gauges(gauges);

@@ -54,6 +54,10 @@ private:
   };
 
   void loop();
+  // One step: cancellations, admissions, the batch step and its rows.
+  void run_once(std::deque<std::shared_ptr<Job>> &arrivals);
+  // Ends every running job with Finish::error after an unexpected failure.
+  void fail_running(const std::string &why);
   void admit(std::deque<std::shared_ptr<Job>> &arrivals);
   void step();
   void take_row(Slot &slot, std::span<const float> logits);
@@ -72,6 +76,8 @@ private:
   std::mutex mutex_; // guards what follows
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
+  int32_t arrivals_out_ = 0; // jobs taken from queue_ for admission, not yet back
+  int32_t free_slots_ = 0;   // as of the last step
   bool draining_ = false;
   Clock::time_point deadline_;
 

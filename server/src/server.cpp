@@ -46,6 +46,17 @@ std::string model_id_of(const ServerOptions &options, const Engine &engine) {
   return engine.model().path.stem().string();
 }
 
+void fail_load(Server::Impl &impl, std::string why) {
+  if (why.empty())
+    why = "unknown error";
+  // Debug only: the caller reports load_error() (the CLI prints it once).
+  log_at(LogLevel::debug, "the model could not be loaded: {}", why);
+  std::lock_guard lock(impl.mutex);
+  impl.load_error = std::move(why);
+  ServerState expected = ServerState::loading;
+  impl.state.compare_exchange_strong(expected, ServerState::failed);
+}
+
 void load_model(Server::Impl &impl, const Server::EngineLoader &load) {
   try {
     Engine engine = load();
@@ -71,11 +82,13 @@ void load_model(Server::Impl &impl, const Server::EngineLoader &load) {
              impl.options.parallel, impl.scheduler->n_ctx());
     }
   } catch (const std::exception &error) {
+    fail_load(impl, error.what());
+  } catch (...) {
+    fail_load(impl, "the loader threw something that is not a std::exception");
+  }
+  {
     std::lock_guard lock(impl.mutex);
-    impl.load_error = error.what();
-    ServerState expected = ServerState::loading;
-    impl.state.compare_exchange_strong(expected, ServerState::failed);
-    log_at(LogLevel::error, "the model could not be loaded: {}", error.what());
+    impl.load_finished = true;
   }
   impl.loaded.notify_all();
 }
@@ -142,7 +155,7 @@ std::string Server::load_error() const {
 
 void Server::wait_loaded() const {
   std::unique_lock lock(impl_->mutex);
-  impl_->loaded.wait(lock, [&] { return impl_->engine.has_value() || !impl_->load_error.empty(); });
+  impl_->loaded.wait(lock, [&] { return impl_->load_finished; });
 }
 
 void Server::shutdown(std::chrono::milliseconds grace) {
@@ -157,9 +170,12 @@ void Server::shutdown(std::chrono::milliseconds grace) {
         impl.scheduler->drain(grace);
       // stop() does nothing before the listener has started; repeat it
       // until the listener has ended.
+      bool stopped = false;
       while (!impl.listener_done.load()) {
-        if (impl.http.is_running())
-          impl.http.stop();
+        if (!stopped && impl.http.is_running()) {
+          impl.http.stop(); // once: a second call would close no socket twice
+          stopped = true;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
       }
     });

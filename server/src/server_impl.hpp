@@ -29,6 +29,7 @@ struct Server::Impl {
   mutable std::mutex mutex; // guards what follows
   mutable std::condition_variable loaded;
   std::string load_error;
+  bool load_finished = false;           // the loader has returned, ready or failed
   std::optional<Engine> engine;         // set once ready
   std::unique_ptr<Scheduler> scheduler; // set once ready
   std::string model_id;                 // set once ready
