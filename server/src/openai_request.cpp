@@ -287,7 +287,8 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
   json body;
   try {
     body = json::parse(body_text);
-  } catch (const json::parse_error &error) {
+  } catch (const json::exception &error) {
+    // parse_error, and out_of_range for a number past double's range.
     throw bad_request(fmt::format("The request body is not valid JSON: {}", error.what()));
   }
   if (!body.is_object())

@@ -21,6 +21,8 @@ struct BadRequest {
 
 const BadRequest kCatalogue[] = {
     {"malformed_json", "/v1/chat/completions", R"({"messages": [)", 400, "not valid JSON"},
+    {"number_past_double", "/v1/completions", R"({"prompt": "hi", "top_p": 1e999})", 400,
+     "not valid JSON"},
     {"not_an_object", "/v1/completions", R"([1, 2])", 400, "must be a JSON object"},
     {"empty_body", "/v1/completions", "", 400, "not valid JSON"},
     {"messages_missing", "/v1/chat/completions", R"({"max_tokens": 3})", 400,
