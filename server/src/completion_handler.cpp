@@ -42,22 +42,32 @@ std::shared_ptr<Job> make_job(const Server::Impl &impl, const Scheduler &schedul
   return std::make_shared<Job>(std::move(spec), std::move(*generation));
 }
 
-// Looks at the client's connection at most once per kProbeInterval, however
-// fast events arrive.
-class ClientWatch {
+// A handler's view of its job: the next event, or nullopt once the client
+// has gone (the job is then cancelled). The connection is looked at at most
+// once per kProbeInterval, however fast events arrive.
+class JobListener {
 public:
-  explicit ClientWatch(const ConnectionProbe &probe) : probe_(probe) {}
-  bool gone() {
-    const auto now = Clock::now();
-    if (now - last_ < kProbeInterval)
-      return false;
-    last_ = now;
-    return probe_.closed();
+  JobListener(Job &job, const ConnectionProbe &probe) : job_(job), probe_(probe) {}
+  std::optional<JobEvent> next() {
+    for (;;) {
+      std::optional<JobEvent> event = job_.pop(kProbeInterval);
+      const auto now = Clock::now();
+      if (now - last_probe_ >= kProbeInterval) {
+        last_probe_ = now;
+        if (probe_.closed()) {
+          job_.cancelled.store(true);
+          return std::nullopt;
+        }
+      }
+      if (event)
+        return event;
+    }
   }
 
 private:
+  Job &job_;
   const ConnectionProbe &probe_;
-  Clock::time_point last_ = Clock::now();
+  Clock::time_point last_probe_ = Clock::now();
 };
 
 std::string sse(const std::string &data) {
@@ -79,15 +89,8 @@ bool stream_job(Job &job, const ResponseHeader &header, const ConnectionProbe &p
     return false;
   };
   bool first = true;
-  ClientWatch watch(probe);
-  for (;;) {
-    std::optional<JobEvent> event = job.pop(kProbeInterval);
-    if (watch.gone()) {
-      job.cancelled.store(true);
-      return false;
-    }
-    if (!event)
-      continue;
+  JobListener listener(job, probe);
+  while (std::optional<JobEvent> event = listener.next()) {
     if (event->finish == Finish::cancelled)
       return false; // the server is shutting down: end without [DONE]
     if (event->finish == Finish::error) {
@@ -102,7 +105,7 @@ bool stream_job(Job &job, const ResponseHeader &header, const ConnectionProbe &p
       first = false;
     }
     if (event->finish) {
-      if (job.spec.include_usage && !send(sse(usage_chunk_body(header, job.usage()))))
+      if (job.spec.include_usage && !send(sse(usage_chunk_body(header, event->usage))))
         return false;
       if (!send(sse("[DONE]")))
         return false;
@@ -110,27 +113,21 @@ bool stream_job(Job &job, const ResponseHeader &header, const ConnectionProbe &p
       return true;
     }
   }
+  return false;
 }
 
 // Waits for the whole reply; nullopt when the client went away first.
 std::optional<JobEvent> collect_job(Job &job, const ConnectionProbe &probe) {
-  JobEvent whole;
-  ClientWatch watch(probe);
-  for (;;) {
-    std::optional<JobEvent> event = job.pop(kProbeInterval);
-    if (watch.gone()) {
-      job.cancelled.store(true);
-      return std::nullopt;
-    }
-    if (!event)
-      continue;
-    whole.text += event->text;
+  std::string text;
+  JobListener listener(job, probe);
+  while (std::optional<JobEvent> event = listener.next()) {
+    text += event->text;
     if (event->finish) {
-      whole.finish = event->finish;
-      whole.error = event->error;
-      return whole;
+      event->text = std::move(text);
+      return event;
     }
   }
+  return std::nullopt;
 }
 
 void answer(Server::Impl &impl, Endpoint endpoint, const httplib::Request &request,
@@ -192,7 +189,7 @@ void answer(Server::Impl &impl, Endpoint endpoint, const httplib::Request &reque
   }
   if (whole->finish == Finish::error)
     return send_error(response, job_error(*whole));
-  response.set_content(completion_body(header, whole->text, *whole->finish, job->usage()),
+  response.set_content(completion_body(header, whole->text, *whole->finish, whole->usage),
                        "application/json");
 }
 

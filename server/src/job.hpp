@@ -27,16 +27,17 @@ enum class Finish {
   error,     // the backend failed; JobEvent::error says why
 };
 
-struct JobEvent {
-  std::string text;             // generated text (may be empty on the final event)
-  std::optional<Finish> finish; // set on the last event
-  std::string error;            // with Finish::error
-};
-
 struct JobUsage {
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0; // of prompt_tokens, reused from the prompt cache
   int32_t completion_tokens = 0;
+};
+
+struct JobEvent {
+  std::string text;             // generated text (may be empty on the final event)
+  std::optional<Finish> finish; // set on the last event
+  std::string error;            // with Finish::error
+  JobUsage usage;               // on the last event
 };
 
 class Job {
@@ -60,10 +61,6 @@ public:
     }
     ready_.notify_one();
   }
-  void set_usage(const JobUsage &usage) {
-    std::lock_guard lock(mutex_);
-    usage_ = usage;
-  }
 
   // HTTP side: the next event, or nullopt when none came within `timeout`.
   std::optional<JobEvent> pop(std::chrono::milliseconds timeout) {
@@ -74,10 +71,6 @@ public:
     events_.pop_front();
     return event;
   }
-  JobUsage usage() const {
-    std::lock_guard lock(mutex_);
-    return usage_;
-  }
   bool finished() const {
     std::lock_guard lock(mutex_);
     return finished_;
@@ -87,7 +80,6 @@ private:
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<JobEvent> events_;
-  JobUsage usage_;
   bool finished_ = false;
 };
 

@@ -95,13 +95,7 @@ void Scheduler::loop() {
       for (Slot &slot : slots_)
         if (slot.job)
           finish(slot, Finish::cancelled, slot.job->generation.finish());
-      arrivals.clear();
-      {
-        std::lock_guard lock(mutex_);
-        for (auto &job : queue_)
-          end_queued(job, Finish::cancelled);
-        queue_.clear();
-      }
+      arrivals.clear(); // submit() refuses work once draining: queue_ stays empty
       break;
     }
     try {
@@ -141,16 +135,18 @@ void Scheduler::run_once(std::deque<std::shared_ptr<Job>> &arrivals) {
 }
 
 void Scheduler::fail_running(const std::string &why) {
-  for (Slot &slot : slots_) {
-    if (!slot.job)
-      continue;
-    try {
-      batch_.truncate(slot.sequence, 0);
-    } catch (const std::exception &) {
-      // The cache stays as it is; the slot's tokens still describe it.
-    }
-    finish(slot, Finish::error, {}, why);
+  for (Slot &slot : slots_)
+    if (slot.job)
+      fail_slot(slot, why);
+}
+
+void Scheduler::fail_slot(Slot &slot, const std::string &why) {
+  try {
+    batch_.truncate(slot.sequence, 0); // its cache may be half-written: start it over
+  } catch (const std::exception &) {
+    // The cache stays as it is; the sequence's tokens still describe it.
   }
+  finish(slot, Finish::error, slot.job->generation.finish(), why);
 }
 
 void Scheduler::admit(std::deque<std::shared_ptr<Job>> &arrivals) {
@@ -242,10 +238,8 @@ void Scheduler::step() {
     logits = batch_.step(inputs);
   } catch (const Error &error) {
     log_at(LogLevel::error, "a batch step failed: {}", error.what());
-    for (Slot *slot : stepped) {
-      batch_.truncate(slot->sequence, 0);
-      finish(*slot, Finish::error, slot->job->generation.finish(), error.what());
-    }
+    for (Slot *slot : stepped)
+      fail_slot(*slot, error.what());
     return;
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -287,14 +281,13 @@ void Scheduler::take_row(Slot &slot, std::span<const float> logits) {
   }
   slot.next_token = step.token;
   if (!step.text.empty())
-    job.push({std::move(step.text), std::nullopt, {}});
+    job.push({std::move(step.text), std::nullopt, {}, {}});
 }
 
 void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string error) {
   Job &job = *slot.job;
-  job.set_usage(slot.usage);
   metrics_.tokens(slot.usage.prompt_tokens, slot.usage.cached_tokens, slot.usage.completion_tokens);
-  job.push({std::move(text), how, std::move(error)});
+  job.push({std::move(text), how, std::move(error), slot.usage});
   slot.job.reset();
   slot.prompt_left.clear();
   slot.prompt_done = 0;
@@ -302,7 +295,7 @@ void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string err
 }
 
 void Scheduler::end_queued(const std::shared_ptr<Job> &job, Finish how) {
-  job->push({{}, how, {}});
+  job->push({{}, how, {}, {}});
 }
 
 void Scheduler::publish_gauges() {

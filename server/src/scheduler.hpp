@@ -58,6 +58,8 @@ private:
   void run_once(std::deque<std::shared_ptr<Job>> &arrivals);
   // Ends every running job with Finish::error after an unexpected failure.
   void fail_running(const std::string &why);
+  // Ends the slot's job with Finish::error and empties its cache.
+  void fail_slot(Slot &slot, const std::string &why);
   void admit(std::deque<std::shared_ptr<Job>> &arrivals);
   void step();
   void take_row(Slot &slot, std::span<const float> logits);
