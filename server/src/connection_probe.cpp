@@ -6,7 +6,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -42,24 +44,46 @@ bool is_connection(int fd, const std::string &remote_addr, int remote_port, int 
   return port == remote_port && address == remote_addr;
 }
 
+// The inode of the socket at `fd` ("socket:[N]" in /proc), or 0.
+uint64_t socket_inode(int fd) {
+  char link[64] = {};
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t size = readlink(path.c_str(), link, sizeof link - 1);
+  if (size <= 0)
+    return 0;
+  unsigned long long inode = 0;
+  return std::sscanf(link, "socket:[%llu]", &inode) == 1 ? inode : 0;
+}
+
 } // namespace
 
 ConnectionProbe::ConnectionProbe(const std::string &remote_addr, int remote_port, int local_port) {
+  // Several sockets can match: on loopback Linux reuses a client port still
+  // in TIME_WAIT, while the server may not yet have closed the old
+  // connection from that port. Sockets get increasing inode numbers, so the
+  // newest match is this request's connection.
   std::error_code error; // error codes throughout: a probe never throws
   std::filesystem::directory_iterator entry("/proc/self/fd", error), end;
   for (; !error && entry != end; entry.increment(error)) {
     const int fd = std::atoi(entry->path().filename().c_str());
-    if (fd > 2 && is_connection(fd, remote_addr, remote_port, local_port)) {
+    if (fd <= 2 || !is_connection(fd, remote_addr, remote_port, local_port))
+      continue;
+    const uint64_t inode = socket_inode(fd);
+    if (inode != 0 && inode > inode_) {
       fd_ = fd;
-      return;
+      inode_ = inode;
     }
   }
+  if (fd_ >= 0)
+    return;
   log_at(LogLevel::debug, "no socket found for the connection from {}:{} to port {}", remote_addr,
          remote_port, local_port);
 }
 
 bool ConnectionProbe::closed() const {
-  if (fd_ < 0)
+  // Our connection stays open while its request is handled; should the
+  // number hold another socket, say nothing rather than guess.
+  if (fd_ < 0 || socket_inode(fd_) != inode_)
     return false;
   pollfd p{fd_, POLLIN | POLLRDHUP, 0};
   if (poll(&p, 1, 0) <= 0)

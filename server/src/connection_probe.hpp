@@ -4,6 +4,7 @@
 // it (a long prompt, a non-streamed reply). cpp-httplib does not hand the
 // socket to handlers, so the probe finds it once among the process's open
 // descriptors by the connection's two addresses, then polls it.
+#include <cstdint>
 #include <string>
 
 namespace bonsai::server {
@@ -17,6 +18,7 @@ public:
 
 private:
   int fd_ = -1;
+  uint64_t inode_ = 0; // the socket's inode: tells it from a later socket at the same fd
 };
 
 } // namespace bonsai::server
