@@ -1,5 +1,5 @@
 // Behaviour specific to the CPU plugin (not part of the ABI contract): its
-// options, the BONSAI_CPU_KERNELS override and the kernel-set log line.
+// options (kernels=, kv=), the BONSAI_CPU_KERNELS override and the log lines.
 // Skipped when $BONSAI_PLUGIN points at another plugin.
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plugin_loader.hpp"
+#include "random_model.hpp"
 
 namespace bonsai::test {
 namespace {
@@ -142,6 +143,78 @@ TEST_F(CpuPlugin, SilentAboveTheRequestedLevel) {
   ASSERT_EQ(library_->api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
   library_->api().destroy_context(ctx);
   EXPECT_TRUE(log.lines.empty());
+}
+
+TEST_F(CpuPlugin, UnknownKvCacheTypeIsInvalidArgumentNamingTheValue) {
+  LogCapture log;
+  std::string error;
+  EXPECT_EQ(create("kv=f8", log, &error), BONSAI_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(error.find("f8"), std::string::npos) << error;
+  EXPECT_NE(error.find("kv"), std::string::npos) << error;
+}
+
+// Binds a small random Q1_0 model with `head_dim` in a context made with
+// `options`; returns bind_model's status and its last_error in `error`.
+bonsai_status bind_with(const bonsai_backend_api &api, const std::string &options, int head_dim,
+                        LogCapture &log, std::string &error) {
+  ContextConfig config;
+  config.options = options;
+  config.log = &LogCapture::sink;
+  config.log_user_data = &log;
+  config.log_level = BONSAI_LOG_DEBUG;
+  const bonsai_context_desc desc = context_desc(config);
+  bonsai_context *ctx = nullptr;
+  if (api.create_context(&desc, &ctx, nullptr, 0) != BONSAI_OK)
+    return BONSAI_ERR_INTERNAL;
+  conformance::ModelShape shape;
+  shape.head_dim = head_dim;
+  shape.n_head = 384 / head_dim; // wo's rows of n_head * head_dim: whole Q1_0 blocks
+  shape.n_head_kv = shape.n_head / 2;
+  conformance::Rng rng(7);
+  const conformance::HostModel model = conformance::random_model(shape, 41, rng);
+  bonsai_status status;
+  {
+    conformance::UploadedModel uploaded(api, ctx, model);
+    status = uploaded.bind();
+    error = api.last_error(ctx);
+  }
+  api.destroy_context(ctx);
+  return status;
+}
+
+TEST_F(CpuPlugin, KvCacheIsF32UnlessF16IsAskedFor) {
+  for (const char *kernels : {"kernels=reference", "kernels=avx2", "kernels=avx512"}) {
+    if (!unsupported_option_reason(library_->api(), kernels).empty())
+      continue; // a set this CPU lacks
+    LogCapture plain, half;
+    std::string error;
+    ASSERT_EQ(bind_with(library_->api(), kernels, 64, plain, error), BONSAI_OK) << error;
+    EXPECT_TRUE(plain.contains(BONSAI_LOG_DEBUG, "KV cache f32")) << kernels;
+    ASSERT_EQ(bind_with(library_->api(), std::string(kernels) + ";kv=f16", 64, half, error),
+              BONSAI_OK)
+        << error;
+    EXPECT_TRUE(half.contains(BONSAI_LOG_DEBUG, "KV cache f16")) << kernels;
+  }
+}
+
+TEST_F(CpuPlugin, F16KvCacheTheFastKernelsCannotReadIsRefusedAtBind) {
+  // head_dim 24: the fast sets' whole-head kernels need a multiple of 16.
+  for (const char *kernels : {"kernels=avx2", "kernels=avx512"}) {
+    if (!unsupported_option_reason(library_->api(), kernels).empty())
+      continue;
+    LogCapture log;
+    std::string error;
+    EXPECT_EQ(bind_with(library_->api(), std::string(kernels) + ";kv=f16", 24, log, error),
+              BONSAI_ERR_UNSUPPORTED)
+        << kernels;
+    EXPECT_NE(error.find("head_dim"), std::string::npos) << error;
+    EXPECT_NE(error.find("kv=f32"), std::string::npos) << error;
+    EXPECT_EQ(bind_with(library_->api(), kernels, 24, log, error), BONSAI_OK) << error;
+  }
+  LogCapture log;
+  std::string error; // the exact set reads f16 at any head_dim
+  EXPECT_EQ(bind_with(library_->api(), "kernels=reference;kv=f16", 24, log, error), BONSAI_OK)
+      << error;
 }
 
 } // namespace

@@ -1,13 +1,16 @@
-// The AVX-512 multi-query attention kernels of the CPU plugin against
-// float64 dot products, and the property the plugin relies on: a query's
-// scores and weighted sums do not depend on how many queries share the call
-// (prefill and decode give a token bit-identical attention).
+// The SIMD attention kernels of the CPU plugin (AVX-512 multi-query, AVX2
+// single-query, on f32 and f16 caches, the vectorised softmax and the f16
+// store) against float64 math, and the property the plugin relies on: a
+// query's scores and weighted sums do not depend on how many queries share
+// the call (prefill and decode give a token bit-identical attention).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "bonsai/core/formats.hpp"
 #include "cpu_features.hpp"
 #include "kernels/simd_kernels.hpp"
 
@@ -42,6 +45,16 @@ protected:
     s.dim = kDim;
     return s;
   }
+  // `n` queries from q, kDim apart, writing to out (kDim apart) when given.
+  static QueryGroup queries(const float *q, int n, float *out = nullptr) {
+    QueryGroup g;
+    g.n = n;
+    for (int i = 0; i < n; ++i) {
+      g.q[i] = q == nullptr ? nullptr : q + i * kDim;
+      g.out[i] = out == nullptr ? nullptr : out + i * kDim;
+    }
+    return g;
+  }
 };
 
 TEST_F(MultiQueryAttention, ScoresMatchFloat64ForEveryQueryCountAndKeyCount) {
@@ -51,8 +64,7 @@ TEST_F(MultiQueryAttention, ScoresMatchFloat64ForEveryQueryCountAndKeyCount) {
   for (int nq = 1; nq <= 4; ++nq)
     for (int64_t n_keys : {1, 3, 4, 7, 11}) {
       std::vector<float> out(4 * 16, -1.0f);
-      MultiQuery queries{q.data(), kDim, nq};
-      avx512_key_scores_multi(queries, span(cache, n_keys), scale, out.data(), 16);
+      avx512_key_scores_multi(queries(q.data(), nq), span(cache, n_keys), scale, out.data(), 16);
       for (int i = 0; i < nq; ++i)
         for (int64_t j = 0; j < n_keys; ++j) {
           double dot = 0.0, l1 = 0.0;
@@ -74,10 +86,10 @@ TEST_F(MultiQueryAttention, AQueryScoresTheSameAloneAndInAGroup) {
   const std::vector<float> q = random_values(4 * kDim, 3);
   const std::vector<float> cache = random_values(13 * kStride, 4);
   std::vector<float> grouped(4 * 16), alone(16);
-  avx512_key_scores_multi(MultiQuery{q.data(), kDim, 4}, span(cache, 13), 0.1f, grouped.data(), 16);
+  avx512_key_scores_multi(queries(q.data(), 4), span(cache, 13), 0.1f, grouped.data(), 16);
   for (int i = 0; i < 4; ++i)
     for (int64_t n_keys : {13, 9, 6}) { // the key groups split differently
-      avx512_key_scores_multi(MultiQuery{q.data() + i * kDim, kDim, 1}, span(cache, n_keys), 0.1f,
+      avx512_key_scores_multi(queries(q.data() + i * kDim, 1), span(cache, n_keys), 0.1f,
                               alone.data(), 16);
       for (int64_t j = 0; j < n_keys; ++j)
         ASSERT_EQ(alone[j], grouped[i * 16 + j]) << "query " << i << " key " << j;
@@ -91,7 +103,7 @@ TEST_F(MultiQueryAttention, WeightedValuesMatchFloat64AndIgnoreZeroWeights) {
     w = std::fabs(w);
   for (int nq = 1; nq <= 4; ++nq) {
     std::vector<float> out(4 * kDim, -1.0f);
-    avx512_weighted_values_multi(p.data(), 16, nq, span(cache, 9), out.data(), kDim);
+    avx512_weighted_values_multi(p.data(), 16, queries(nullptr, nq, out.data()), span(cache, 9));
     for (int i = 0; i < nq; ++i)
       for (int c = 0; c < kDim; ++c) {
         double sum = 0.0, l1 = 0.0;
@@ -107,9 +119,184 @@ TEST_F(MultiQueryAttention, WeightedValuesMatchFloat64AndIgnoreZeroWeights) {
   std::vector<float> padded(16, 0.0f), short_out(kDim), long_out(kDim);
   for (int j = 0; j < 5; ++j)
     padded[j] = p[j];
-  avx512_weighted_values_multi(padded.data(), 16, 1, span(cache, 5), short_out.data(), kDim);
-  avx512_weighted_values_multi(padded.data(), 16, 1, span(cache, 9), long_out.data(), kDim);
+  avx512_weighted_values_multi(padded.data(), 16, queries(nullptr, 1, short_out.data()),
+                               span(cache, 5));
+  avx512_weighted_values_multi(padded.data(), 16, queries(nullptr, 1, long_out.data()),
+                               span(cache, 9));
   EXPECT_EQ(short_out, long_out);
+}
+
+// An f16 copy of a cache and the f32 values it holds (what float64 expects).
+struct HalfCache {
+  std::vector<uint16_t> bits;
+  std::vector<float> values;
+  explicit HalfCache(const std::vector<float> &from) {
+    for (float x : from) {
+      bits.push_back(f32_to_fp16(x));
+      values.push_back(fp16_to_f32(bits.back()));
+    }
+  }
+  HeadSpan span(int64_t n) const {
+    HeadSpan s;
+    s.base = bits.data() + kDim; // the second head, as in the fixture
+    s.type = KvType::F16;
+    s.stride = 2 * kDim;
+    s.n = n;
+    s.dim = kDim;
+    return s;
+  }
+};
+
+// float64 scale * dot(q, key j) and its l1 bound for the tolerance.
+std::pair<double, double> exact_score(const float *q, const std::vector<float> &cache, int64_t j) {
+  double dot = 0.0, l1 = 0.0;
+  for (int c = 0; c < kDim; ++c) {
+    const double p = double(q[c]) * cache[j * 2 * kDim + kDim + c];
+    dot += p;
+    l1 += std::fabs(p);
+  }
+  return {dot, l1};
+}
+
+TEST_F(MultiQueryAttention, F16CachesMatchFloat64OfTheirHalfValues) {
+  const std::vector<float> q = random_values(4 * kDim, 7);
+  const HalfCache keys(random_values(11 * kStride, 8));
+  const HalfCache values(random_values(11 * kStride, 9));
+  std::vector<float> p = random_values(4 * 16, 10);
+  for (float &w : p)
+    w = std::fabs(w);
+  for (int nq = 1; nq <= 4; ++nq)
+    for (int64_t n_keys : {1, 5, 11}) {
+      std::vector<float> scores(4 * 16, -1.0f);
+      avx512_key_scores_multi(queries(q.data(), nq), keys.span(n_keys), 0.125f, scores.data(), 16);
+      std::vector<float> out(4 * kDim);
+      avx512_weighted_values_multi(p.data(), 16, queries(nullptr, nq, out.data()),
+                                   values.span(n_keys));
+      for (int i = 0; i < nq; ++i) {
+        for (int64_t j = 0; j < n_keys; ++j) {
+          const auto [dot, l1] = exact_score(q.data() + i * kDim, keys.values, j);
+          ASSERT_NEAR(scores[i * 16 + j], dot * 0.125, 1e-6 * l1 * 0.125 + 1e-7);
+        }
+        for (int c = 0; c < kDim; ++c) {
+          double sum = 0.0, l1 = 0.0;
+          for (int64_t j = 0; j < n_keys; ++j) {
+            const double term = double(p[i * 16 + j]) * values.values[j * kStride + kDim + c];
+            sum += term;
+            l1 += std::fabs(term);
+          }
+          ASSERT_NEAR(out[i * kDim + c], sum, 1e-6 * l1 + 1e-7) << "query " << i << " dim " << c;
+        }
+      }
+    }
+}
+
+TEST_F(MultiQueryAttention, SoftmaxWeightsMatchDoubleExp) {
+  for (int64_t n : {1, 7, 16, 17, 100}) {
+    std::vector<float> scores = random_values(static_cast<size_t>(n), static_cast<unsigned>(n));
+    for (float &x : scores)
+      x *= 8.0f;
+    if (n > 2)
+      scores[1] = scores[0] - 200.0f; // far below the max: weighs (almost) nothing
+    const std::vector<float> input = scores;
+    const float max_score = *std::max_element(input.begin(), input.end());
+    const float sum = avx512_softmax_weights(scores.data(), n);
+    double expected_sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      // the kernel's argument, score - max rounded to f32 as it computes it
+      const double expected = std::exp(double(input[j] - max_score));
+      expected_sum += expected;
+      ASSERT_NEAR(scores[j], expected, 4e-7 * expected + 1e-30) << "n " << n << " j " << j;
+    }
+    EXPECT_NEAR(sum, expected_sum, 1e-6 * expected_sum);
+  }
+}
+
+class Avx2Attention : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!cpu_features().has_avx2_set())
+      GTEST_SKIP() << "skipped: this CPU lacks AVX2/FMA/F16C (" << cpu_features().describe() << ")";
+  }
+};
+
+TEST_F(Avx2Attention, ScoresAndWeightedSumsMatchFloat64OnF32AndF16Caches) {
+  const std::vector<float> q = random_values(kDim, 11);
+  const std::vector<float> key_values = random_values(13 * 2 * kDim, 12);
+  const std::vector<float> value_values = random_values(13 * 2 * kDim, 13);
+  const HalfCache half_keys(key_values), half_values(value_values);
+  std::vector<float> p = random_values(16, 14);
+  for (float &w : p)
+    w = std::fabs(w);
+  for (const bool f16 : {false, true}) {
+    const std::vector<float> &k = f16 ? half_keys.values : key_values;
+    const std::vector<float> &v = f16 ? half_values.values : value_values;
+    const auto spans = [&](int64_t n_keys) {
+      HeadSpan keys = half_keys.span(n_keys), values = half_values.span(n_keys);
+      if (!f16) {
+        keys.base = key_values.data() + kDim;
+        keys.type = KvType::F32;
+        values.base = value_values.data() + kDim;
+        values.type = KvType::F32;
+      }
+      return std::pair{keys, values};
+    };
+    std::vector<float> all_keys(16);
+    avx2_key_scores(q.data(), spans(13).first, 0.125f, all_keys.data());
+    for (int64_t n_keys : {1, 3, 4, 7, 13}) {
+      const auto [keys, values] = spans(n_keys);
+      std::vector<float> scores(16, -1.0f), out(kDim);
+      avx2_key_scores(q.data(), keys, 0.125f, scores.data());
+      avx2_weighted_values(p.data(), values, out.data());
+      for (int64_t j = 0; j < n_keys; ++j) {
+        const auto [dot, l1] = exact_score(q.data(), k, j);
+        ASSERT_NEAR(scores[j], dot * 0.125, 1e-6 * l1 * 0.125 + 1e-7) << "f16 " << f16;
+      }
+      EXPECT_EQ(scores[n_keys], -1.0f) << "wrote past the keys";
+      for (int64_t j = 0; j < n_keys; ++j) // a key scores the same in any group of keys
+        ASSERT_EQ(scores[j], all_keys[j]) << "f16 " << f16 << " keys " << n_keys << " key " << j;
+      for (int c = 0; c < kDim; ++c) {
+        double sum = 0.0, l1 = 0.0;
+        for (int64_t j = 0; j < n_keys; ++j) {
+          sum += double(p[j]) * v[j * 2 * kDim + kDim + c];
+          l1 += std::fabs(double(p[j]) * v[j * 2 * kDim + kDim + c]);
+        }
+        ASSERT_NEAR(out[c], sum, 1e-6 * l1 + 1e-7) << "f16 " << f16 << " dim " << c;
+      }
+    }
+  }
+}
+
+TEST_F(Avx2Attention, SoftmaxWeightsMatchDoubleExp) {
+  for (int64_t n : {1, 7, 8, 9, 100}) {
+    std::vector<float> scores =
+        random_values(static_cast<size_t>(n), 20 + static_cast<unsigned>(n));
+    for (float &x : scores)
+      x *= 8.0f;
+    const std::vector<float> input = scores;
+    const float max_score = *std::max_element(input.begin(), input.end());
+    const float sum = avx2_softmax_weights(scores.data(), n);
+    double expected_sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      // the kernel's argument, score - max rounded to f32 as it computes it
+      const double expected = std::exp(double(input[j] - max_score));
+      expected_sum += expected;
+      ASSERT_NEAR(scores[j], expected, 4e-7 * expected + 2e-38) << "n " << n << " j " << j;
+    }
+    EXPECT_NEAR(sum, expected_sum, 1e-6 * expected_sum);
+  }
+}
+
+TEST_F(Avx2Attention, F16StoreRoundsExactlyLikeTheScalarConversion) {
+  std::vector<float> x = {
+      0.0f,     -0.0f,       1.0f,           -2.5f,           65504.0f, 65519.0f,
+      65520.0f, 1e9f,        -1e9f,          6.0e-8f,         3.0e-8f,  2.9e-8f,
+      1.0e-5f,  -6.1035e-5f, 1.00048828125f, 1.000732421875f, INFINITY, -INFINITY};
+  const std::vector<float> more = random_values(29, 30); // and a tail of odd length
+  x.insert(x.end(), more.begin(), more.end());
+  std::vector<uint16_t> out(x.size());
+  avx2_to_f16(x.data(), out.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(out[i], f32_to_fp16(x[i])) << "value " << x[i];
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "attention.hpp"
 #include "bonsai/bonsai_backend.h"
 #include "bonsai/plugin/abi_checks.hpp"
 #include "bonsai/plugin/entry_guard.hpp"
@@ -65,12 +66,16 @@ bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *mo
     BindLimits limits;
     limits.max_batch = ctx.max_batch;
     limits.max_context = ctx.max_context;
+    limits.kv_type = kv_type_for(ctx.kv_choice, *ctx.kernels, d.head_dim);
     auto bound = bind_model(
         d, [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); }, limits);
     ctx.model = std::move(bound);
     ctx.step.close();
-    ctx.log.debug(strformat("bonsai_cpu: bound a model of %d layers, n_embd %d, vocabulary %d",
-                            d.n_layer, d.n_embd, d.n_vocab));
+    ctx.log.debug(strformat("bonsai_cpu: bound a model of %d layers, n_embd %d, vocabulary %d; "
+                            "KV cache %s (kv=%s)",
+                            d.n_layer, d.n_embd, d.n_vocab,
+                            limits.kv_type == KvType::F16 ? "f16" : "f32",
+                            kv_choice_name(ctx.kv_choice)));
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "kernels/kernel_set.hpp"
 #include "model.hpp"
+#include "options.hpp"
 
 namespace bonsai::cpu {
 
@@ -21,6 +22,12 @@ struct AttentionJob {
   double *head_acc = nullptr; // [n_head][head_dim]
   const KernelSet *kernels = nullptr;
 };
+
+// The KV cache type for `choice`. Every set reads f32; f16 the exact set and
+// the fast sets whose whole-head kernels serve this head_dim (a multiple of
+// 16). Throws PluginError(UNSUPPORTED) for f16 where the fast path would fall
+// back to its f32-only dot and axpy.
+KvType kv_type_for(KvChoice choice, const KernelSet &kernels, int head_dim);
 
 // Token i attends to positions 0..first_pos + i. Heads run in parallel.
 void attention(const AttentionJob &job, oneapi::tbb::task_arena &arena);

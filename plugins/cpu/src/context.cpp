@@ -47,6 +47,7 @@ std::unique_ptr<Context> make_context(const bonsai_context_desc &desc) {
                             "process may use; using %d",
                             desc.n_threads, available, available));
   ctx->kernels = selection.set;
+  ctx->kv_choice = options.kv;
   ctx->arena = std::make_unique<oneapi::tbb::task_arena>(ctx->n_threads);
 
   for (const std::string &warning : options.warnings)

@@ -15,6 +15,7 @@
 #include "logger.hpp"
 #include "matmul.hpp"
 #include "model.hpp"
+#include "options.hpp"
 #include "weight.hpp"
 
 namespace bonsai::cpu {
@@ -57,6 +58,7 @@ struct Context {
   int n_threads = 0;
   Logger log;
   const KernelSet *kernels = nullptr;
+  KvChoice kv_choice = KvChoice::F32; // checked against the model in bind_model
   std::unique_ptr<oneapi::tbb::task_arena> arena;
   std::unordered_map<const Weight *, std::unique_ptr<Weight>> weights;
   std::unique_ptr<BoundModel> model;

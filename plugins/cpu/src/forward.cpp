@@ -36,14 +36,30 @@ void embed_tokens(BoundModel &m, const int32_t *token_ids, const int32_t *positi
 
 namespace {
 
+// Copies `count` values into a cache row, converting to the cache's type.
+void store_row(const float *src, uint8_t *dst, int64_t count, KvType type,
+               const KernelSet &kernels) {
+  if (type == KvType::F16)
+    kernels.to_f16(src, reinterpret_cast<uint16_t *>(dst), count);
+  else
+    std::copy_n(src, count, reinterpret_cast<float *>(dst));
+}
+
 // Copies rows [first_token, first_token + n_tokens) of the step's new keys
 // and values into `sequence`'s cache from its first position on.
 void store_keys_values(const StepBuffers &b, const StepSequence &sequence, int layer,
-                       int64_t kv_dim) {
-  const size_t offset = static_cast<size_t>(sequence.first_token) * kv_dim;
-  const size_t count = static_cast<size_t>(sequence.n_tokens) * kv_dim;
-  std::copy_n(b.k_new.get() + offset, count, sequence.kv->k_at(layer, sequence.first_pos));
-  std::copy_n(b.v_new.get() + offset, count, sequence.kv->v_at(layer, sequence.first_pos));
+                       const KernelSet &kernels) {
+  const KvCache &kv = *sequence.kv;
+  const int64_t kv_dim = int64_t{kv.n_head_kv} * kv.head_dim;
+  for (int t = 0; t < sequence.n_tokens; ++t) {
+    const int64_t row = (sequence.first_token + t) * kv_dim;
+    const int64_t pos = sequence.first_pos + t;
+    for (int head = 0; head < kv.n_head_kv; ++head) {
+      const int64_t col = row + int64_t{head} * kv.head_dim;
+      store_row(b.k_new.get() + col, kv.k_at(layer, head, pos), kv.head_dim, kv.type, kernels);
+      store_row(b.v_new.get() + col, kv.v_at(layer, head, pos), kv.head_dim, kv.type, kernels);
+    }
+  }
 }
 
 } // namespace
@@ -83,7 +99,7 @@ void forward_layer(Context &ctx, int layer) {
   norm_rope_heads(rope);
 
   for (const StepSequence &sequence : ctx.step.sequences) {
-    store_keys_values(b, sequence, layer, d.kv_dim());
+    store_keys_values(b, sequence, layer, *ctx.kernels);
     const int64_t row = sequence.first_token;
     AttentionJob attn;
     attn.dims = &d;

@@ -130,22 +130,26 @@ void allocate(BoundModel &m, const BindLimits &limits) {
   b.k_new = uninitialized<float>(batch * d.kv_dim());
   b.v_new = uninitialized<float>(batch * d.kv_dim());
   m.max_context = limits.max_context;
-  m.slots.push_back(make_kv_cache(d, limits.max_context));
+  m.kv_type = limits.kv_type;
+  m.slots.push_back(make_kv_cache(d, limits.max_context, limits.kv_type));
 }
 
 } // namespace
 
-std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context) {
+std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context, KvType type) {
   auto kv = std::make_unique<KvCache>();
-  kv->kv_dim = dims.kv_dim();
+  kv->type = type;
+  kv->n_head_kv = dims.n_head_kv;
+  kv->head_dim = dims.head_dim;
   kv->max_context = max_context;
   // Dimensions were checked against the weights (each below 2^31), but the
   // cache size multiplies three of them: check that product explicitly.
-  int64_t kv_values = 0;
-  if (__builtin_mul_overflow(int64_t{dims.n_layer} * max_context, kv->kv_dim, &kv_values))
+  int64_t kv_bytes = 0;
+  if (__builtin_mul_overflow(int64_t{dims.n_layer} * max_context,
+                             dims.kv_dim() * static_cast<int64_t>(kv_type_bytes(type)), &kv_bytes))
     fail(BONSAI_ERR_OUT_OF_MEMORY, "the KV cache size overflows");
-  kv->k = uninitialized<float>(kv_values);
-  kv->v = uninitialized<float>(kv_values);
+  kv->k = uninitialized<uint8_t>(kv_bytes);
+  kv->v = uninitialized<uint8_t>(kv_bytes);
   kv->length = 0;
   return kv;
 }

@@ -64,28 +64,40 @@ struct StepBuffers {
   ActScratch acts;
 };
 
-// Keys and values of every layer, [layer][position][kv_dim] f32.
+// Keys and values of every layer, [layer][kv_head][position][head_dim] of
+// `type`: one head's keys are one contiguous stream, which is how attention
+// reads them (the hardware prefetcher follows it; rows a kv_dim apart it did not).
 struct KvCache {
-  std::unique_ptr<float[]> k;
-  std::unique_ptr<float[]> v;
-  int64_t kv_dim = 0;
+  std::unique_ptr<uint8_t[]> k;
+  std::unique_ptr<uint8_t[]> v;
+  KvType type = KvType::F32;
+  int n_head_kv = 0;
+  int head_dim = 0;
   int max_context = 0;
   int32_t length = 0;
 
-  float *k_at(int layer, int64_t pos) { return k.get() + offset(layer, pos); }
-  float *v_at(int layer, int64_t pos) { return v.get() + offset(layer, pos); }
-  int64_t offset(int layer, int64_t pos) const {
-    return (static_cast<int64_t>(layer) * max_context + pos) * kv_dim;
+  // Position `pos` of KV head `head` in `layer`.
+  uint8_t *k_at(int layer, int head, int64_t pos) const {
+    return k.get() + offset(layer, head, pos);
   }
+  uint8_t *v_at(int layer, int head, int64_t pos) const {
+    return v.get() + offset(layer, head, pos);
+  }
+  size_t offset(int layer, int head, int64_t pos) const {
+    const int64_t row = (static_cast<int64_t>(layer) * n_head_kv + head) * max_context + pos;
+    return static_cast<size_t>(row * head_dim) * kv_type_bytes(type);
+  }
+  size_t position_bytes() const { return static_cast<size_t>(head_dim) * kv_type_bytes(type); }
 };
 
 // Allocates an empty cache of max_context positions for the model's shape.
 // Throws PluginError (OUT_OF_MEMORY) when its size overflows; bad_alloc.
-std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context);
+std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context, KvType type);
 
 struct BoundModel {
   ModelDims dims;
   int max_context = 0;
+  KvType kv_type = KvType::F32; // of every slot
   const Weight *token_embd = nullptr;
   const Weight *lm_head = nullptr;
   std::vector<float> output_norm;
@@ -103,6 +115,7 @@ using WeightLookup = std::function<const Weight *(const bonsai_weight *)>;
 struct BindLimits {
   int max_batch = 1;
   int max_context = 1;
+  KvType kv_type = KvType::F32; // the KV cache's element type
 };
 
 // Validates the description (shapes, handles) and allocates everything.

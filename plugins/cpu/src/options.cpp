@@ -28,7 +28,26 @@ KernelChoice parse_kernels(std::string_view value, const char *source) {
                          source, static_cast<int>(value.size()), value.data()));
 }
 
+KvChoice parse_kv(std::string_view value) {
+  if (value == "f32")
+    return KvChoice::F32;
+  if (value == "f16")
+    return KvChoice::F16;
+  fail_invalid(strformat("option kv: unknown KV cache type '%.*s' (expected f32 or f16)",
+                         static_cast<int>(value.size()), value.data()));
+}
+
 } // namespace
+
+const char *kv_choice_name(KvChoice choice) {
+  switch (choice) {
+  case KvChoice::F32:
+    return "f32";
+  case KvChoice::F16:
+    return "f16";
+  }
+  return "f32";
+}
 
 const char *kernel_choice_name(KernelChoice choice) {
   switch (choice) {
@@ -65,6 +84,8 @@ ContextOptions parse_options(const char *options, const char *env_kernels) {
       out.kernels = parse_kernels(value, "option kernels");
       out.kernels_source = "options";
       kernels_given = true;
+    } else if (key == "kv") {
+      out.kv = parse_kv(value);
     } else {
       out.warnings.push_back("unknown option '" + std::string(key) + "'; ignored");
     }

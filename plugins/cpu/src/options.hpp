@@ -13,8 +13,16 @@ enum class KernelChoice {
   Avx512,    // AVX-512 BW+VNNI; an error where the CPU lacks it
 };
 
+// The KV cache's element type (option kv=...).
+enum class KvChoice {
+  F32, // the default: exact keys and values
+  F16, // half the memory and the bytes read per key (long contexts decode
+       // ~1.7x faster); an error where the kernel set's attention cannot read it
+};
+
 struct ContextOptions {
   KernelChoice kernels = KernelChoice::Auto;
+  KvChoice kv = KvChoice::F32;
   std::string kernels_source = "default"; // "options", "BONSAI_CPU_KERNELS" or "default"
   std::vector<std::string> warnings;      // unknown keys, malformed entries
 };
@@ -25,5 +33,6 @@ struct ContextOptions {
 ContextOptions parse_options(const char *options, const char *env_kernels);
 
 const char *kernel_choice_name(KernelChoice choice);
+const char *kv_choice_name(KvChoice choice);
 
 } // namespace bonsai::cpu

@@ -50,7 +50,7 @@ int32_t slot_create(Context &ctx) {
   const auto free_id = std::find(m.slots.begin(), m.slots.end(), nullptr);
   if (free_id == m.slots.end() && m.slots.size() >= static_cast<size_t>(kMaxSlots))
     fail_invalid(strformat("slot_create: all %d slots are in use", kMaxSlots));
-  std::unique_ptr<KvCache> cache = make_kv_cache(m.dims, m.max_context);
+  std::unique_ptr<KvCache> cache = make_kv_cache(m.dims, m.max_context, m.kv_type);
   if (free_id != m.slots.end()) {
     *free_id = std::move(cache);
     return static_cast<int32_t>(free_id - m.slots.begin());
@@ -87,12 +87,13 @@ void slot_copy(Context &ctx, int32_t from, int32_t to, int32_t n_positions) {
     fail_invalid(strformat("slot_copy: n_positions %d is outside [0, length of slot %d = %d]",
                            n_positions, from, src.length));
   ctx.step.close();
-  // Each layer's positions are contiguous: one copy per layer and tensor.
-  const size_t bytes = static_cast<size_t>(n_positions) * src.kv_dim * sizeof(float);
-  for (int layer = 0; layer < m.dims.n_layer; ++layer) {
-    std::memcpy(dst.k_at(layer, 0), src.k.get() + src.offset(layer, 0), bytes);
-    std::memcpy(dst.v_at(layer, 0), src.v.get() + src.offset(layer, 0), bytes);
-  }
+  // Each head's positions are contiguous: one copy per layer, head and tensor.
+  const size_t bytes = static_cast<size_t>(n_positions) * src.position_bytes();
+  for (int layer = 0; layer < m.dims.n_layer; ++layer)
+    for (int head = 0; head < src.n_head_kv; ++head) {
+      std::memcpy(dst.k_at(layer, head, 0), src.k_at(layer, head, 0), bytes);
+      std::memcpy(dst.v_at(layer, head, 0), src.v_at(layer, head, 0), bytes);
+    }
   dst.length = n_positions;
 }
 

@@ -3,6 +3,9 @@
 // reproducible.
 #if defined(__x86_64__) || defined(__i386__)
 
+#include <algorithm>
+#include <cmath>
+
 #include <immintrin.h>
 
 #include "kernels/simd_kernels.hpp"
@@ -124,14 +127,28 @@ BONSAI_TARGET_AVX2 inline void hsum4(const __m256 v[4], float out[4]) {
 
 } // namespace
 
-// Four keys at a time share each query load. Every score is bit-identical
-// to scale * avx2_dot(q, key) (same two accumulators, same final sum), so
-// the kernel changes speed only; needs dim % 16 == 0.
-BONSAI_TARGET_AVX2 void avx2_key_scores(const float *q, const HeadSpan &keys, float scale,
-                                        float *out) {
-  int64_t j = 0;
-  for (; j + 4 <= keys.n; j += 4) {
-    const float *k = keys.base + j * keys.stride;
+namespace {
+
+// Eight values of position `pos` from dimension c on, as f32.
+template <KvType T>
+BONSAI_TARGET_AVX2 inline __m256 load8(const HeadSpan &span, int64_t pos, int c) {
+  if constexpr (T == KvType::F16)
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(span.f16() + pos * span.stride + c)));
+  else
+    return _mm256_loadu_ps(span.f32() + pos * span.stride + c);
+}
+
+// Four keys at a time share each query load; needs dim % 16 == 0. A last
+// partial group repeats its last key, so a key's score is computed the same
+// way wherever it falls (prefill and decode agree bit for bit).
+template <KvType T>
+BONSAI_TARGET_AVX2 void key_scores(const float *q, const HeadSpan &keys, float scale, float *out) {
+  for (int64_t j = 0; j < keys.n; j += 4) {
+    const int valid = static_cast<int>(std::min<int64_t>(4, keys.n - j));
+    int64_t pos[4];
+    for (int r = 0; r < 4; ++r)
+      pos[r] = j + std::min(r, valid - 1);
     __m256 even[4];
     __m256 odd[4];
     for (int r = 0; r < 4; ++r) {
@@ -143,8 +160,8 @@ BONSAI_TARGET_AVX2 void avx2_key_scores(const float *q, const HeadSpan &keys, fl
       const __m256 q1 = _mm256_loadu_ps(q + c + 8);
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
-        even[r] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(k + r * keys.stride + c), even[r]);
-        odd[r] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(k + r * keys.stride + c + 8), odd[r]);
+        even[r] = _mm256_fmadd_ps(q0, load8<T>(keys, pos[r], c), even[r]);
+        odd[r] = _mm256_fmadd_ps(q1, load8<T>(keys, pos[r], c + 8), odd[r]);
       }
     }
     __m256 sums[4];
@@ -152,28 +169,26 @@ BONSAI_TARGET_AVX2 void avx2_key_scores(const float *q, const HeadSpan &keys, fl
       sums[r] = _mm256_add_ps(even[r], odd[r]);
     float dots[4];
     hsum4(sums, dots);
-    for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < valid; ++r)
       out[j + r] = dots[r] * scale;
   }
-  for (; j < keys.n; ++j)
-    out[j] = avx2_dot(q, keys.base + j * keys.stride, keys.dim) * scale;
 }
 
 // 64 output values at a time stay in registers while every value vector is
 // added in; each output is summed over keys in index order with one fused
-// multiply-add each, exactly as avx2_axpy into a zeroed output would.
-BONSAI_TARGET_AVX2 void avx2_weighted_values(const float *p, const HeadSpan &values, float *out) {
+// multiply-add each. Needs dim % 16 == 0.
+template <KvType T>
+BONSAI_TARGET_AVX2 void weighted_values(const float *p, const HeadSpan &values, float *out) {
   int c = 0;
   for (; c + 64 <= values.dim; c += 64) {
     __m256 acc[8];
     for (int r = 0; r < 8; ++r)
       acc[r] = _mm256_setzero_ps();
     for (int64_t j = 0; j < values.n; ++j) {
-      const float *v = values.base + j * values.stride + c;
       const __m256 pj = _mm256_set1_ps(p[j]);
 #pragma GCC unroll 8
       for (int r = 0; r < 8; ++r)
-        acc[r] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * r), acc[r]);
+        acc[r] = _mm256_fmadd_ps(pj, load8<T>(values, j, c + 8 * r), acc[r]);
     }
     for (int r = 0; r < 8; ++r)
       _mm256_storeu_ps(out + c + 8 * r, acc[r]);
@@ -181,10 +196,86 @@ BONSAI_TARGET_AVX2 void avx2_weighted_values(const float *p, const HeadSpan &val
   for (; c < values.dim; c += 8) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t j = 0; j < values.n; ++j)
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
-                            _mm256_loadu_ps(values.base + j * values.stride + c), acc);
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), load8<T>(values, j, c), acc);
     _mm256_storeu_ps(out + c, acc);
   }
+}
+
+// e^x for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-7
+// Taylor polynomial (relative error below 2^-27), 2^n built in the exponent
+// bits. x is clamped at -87 (e^-87 is near f32's smallest normal number), so
+// a weight that would underflow is ~1e-38 instead of 0. NaN stays NaN.
+BONSAI_TARGET_AVX2 inline __m256 exp_nonpositive(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x); // ln2, high bits
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);    // ln2, the rest
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i two_n =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
+}
+
+} // namespace
+
+void avx2_key_scores(const float *q, const HeadSpan &keys, float scale, float *out) {
+  if (keys.type == KvType::F16)
+    key_scores<KvType::F16>(q, keys, scale, out);
+  else
+    key_scores<KvType::F32>(q, keys, scale, out);
+}
+
+void avx2_weighted_values(const float *p, const HeadSpan &values, float *out) {
+  if (values.type == KvType::F16)
+    weighted_values<KvType::F16>(p, values, out);
+  else
+    weighted_values<KvType::F32>(p, values, out);
+}
+
+BONSAI_TARGET_AVX2 float avx2_softmax_weights(float *scores, int64_t n) {
+  __m256 max_v = _mm256_set1_ps(-INFINITY);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    max_v = _mm256_max_ps(max_v, _mm256_loadu_ps(scores + j));
+  float max_score = hmax256(max_v);
+  for (int64_t k = j; k < n; ++k)
+    max_score = std::max(max_score, scores[k]);
+  const __m256 max_b = _mm256_set1_ps(max_score);
+  __m256 sum = _mm256_setzero_ps();
+  for (j = 0; j + 8 <= n; j += 8) {
+    const __m256 w = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(scores + j), max_b));
+    _mm256_storeu_ps(scores + j, w);
+    sum = _mm256_add_ps(sum, w);
+  }
+  if (j < n) { // the tail through a zero-padded vector, so it takes the same exp
+    alignas(32) float tail[8] = {};
+    std::copy(scores + j, scores + n, tail);
+    const __m256 live = _mm256_cmp_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7),
+                                      _mm256_set1_ps(static_cast<float>(n - j)), _CMP_LT_OQ);
+    const __m256 w =
+        _mm256_and_ps(live, exp_nonpositive(_mm256_sub_ps(_mm256_load_ps(tail), max_b)));
+    _mm256_store_ps(tail, w);
+    std::copy(tail, tail + (n - j), scores + j);
+    sum = _mm256_add_ps(sum, w);
+  }
+  return hsum256(sum);
+}
+
+BONSAI_TARGET_AVX2 void avx2_to_f16(const float *x, uint16_t *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i)
+    out[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
 } // namespace bonsai::cpu

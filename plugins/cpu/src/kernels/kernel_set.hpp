@@ -36,21 +36,36 @@ struct RowJob {
 };
 using RowKernel = void (*)(const RowJob &);
 
+// How the KV cache stores keys and values: f32, or IEEE half (half the bytes
+// read per key, which is what bounds decode at long context).
+enum class KvType : uint8_t { F32, F16 };
+inline size_t kv_type_bytes(KvType type) {
+  return type == KvType::F16 ? 2 : 4;
+}
+
 // The vectors of one attention head at positions 0..n-1 of the KV cache.
 struct HeadSpan {
-  const float *base = nullptr; // position 0
-  int64_t stride = 0;          // floats from one position to the next
-  int64_t n = 0;               // positions
-  int dim = 0;                 // head_dim
+  const void *base = nullptr; // position 0, `type` elements
+  KvType type = KvType::F32;  // element type
+  int64_t stride = 0;         // elements from one position to the next
+  int64_t n = 0;              // positions
+  int dim = 0;                // head_dim
+
+  const float *f32() const { return static_cast<const float *>(base); }
+  const uint16_t *f16() const { return static_cast<const uint16_t *>(base); }
 };
 
-// Up to kMaxQueries query vectors of one head, q_stride floats apart.
+// Up to kMaxQueries queries that read the same keys and values: the query
+// heads of one KV head (grouped-query attention) and/or consecutive tokens.
 inline constexpr int kMaxQueries = 4;
-struct MultiQuery {
-  const float *q = nullptr;
-  int64_t q_stride = 0;
-  int n = 0; // 1..kMaxQueries
+struct QueryGroup {
+  const float *q[kMaxQueries] = {}; // each query's head_dim values
+  float *out[kMaxQueries] = {};     // where each query's weighted sum goes
+  int n = 0;                        // 1..kMaxQueries
 };
+
+float softmax_weights_scalar(float *scores, int64_t n);
+void to_f16_scalar(const float *x, uint16_t *out, int64_t n);
 
 struct KernelSet {
   const char *name = "";
@@ -63,18 +78,24 @@ struct KernelSet {
   QuantizeRowFn quantize = quantize_act_row; // activation quantizer for the layouts above
   float (*dot)(const float *a, const float *b, int64_t n) = nullptr;
   void (*axpy)(float alpha, const float *x, float *y, int64_t n) = nullptr; // y += alpha x
-  // Optional whole-head attention helpers (used when dim % 16 == 0):
-  // out[j] = scale * dot(q, key j) and out = sum_j p[j] * value j.
+  // Optional whole-head attention helpers for f32 or f16 spans (used when
+  // dim % 16 == 0): out[j] = scale * dot(q, key j) and out = sum_j p[j] value j.
   void (*key_scores)(const float *q, const HeadSpan &keys, float scale, float *out) = nullptr;
   void (*weighted_values)(const float *p, const HeadSpan &values, float *out) = nullptr;
-  // Optional multi-query forms (dim % 64 == 0), so that the queries of up to
-  // kMaxQueries tokens share every key and value load:
-  // out[i * out_stride + j] = scale * dot(q_i, key j), and
-  // out_i = sum_j p[i * p_stride + j] * value j for i < n_rows.
-  void (*key_scores_multi)(const MultiQuery &queries, const HeadSpan &keys, float scale, float *out,
-                           int64_t out_stride) = nullptr;
-  void (*weighted_values_multi)(const float *p, int64_t p_stride, int n_rows,
-                                const HeadSpan &values, float *out, int64_t out_stride) = nullptr;
+  // Optional multi-query forms (dim % 64 == 0), so that every query of a
+  // group shares each key and value load:
+  // scores[i * scores_stride + j] = scale * dot(q_i, key j), and
+  // out_i = sum_j p[i * p_stride + j] * value j.
+  void (*key_scores_multi)(const QueryGroup &queries, const HeadSpan &keys, float scale,
+                           float *scores, int64_t scores_stride) = nullptr;
+  void (*weighted_values_multi)(const float *p, int64_t p_stride, const QueryGroup &queries,
+                                const HeadSpan &values) = nullptr;
+  // Scores [0, n) -> exp(score - max) in place; returns their sum. Elementwise
+  // results depend only on the score and the row's max, and the sum only on
+  // n, so a token's weights are the same in a prefill and a decode step.
+  float (*softmax_weights)(float *scores, int64_t n) = softmax_weights_scalar;
+  // f32 -> IEEE half, round to nearest even (keys and values into the cache).
+  void (*to_f16)(const float *x, uint16_t *out, int64_t n) = to_f16_scalar;
 };
 
 const KernelSet &reference_kernel_set();

@@ -1,6 +1,8 @@
 // Reference kernels: decode a row to f32 (exact: every stored weight value is
 // representable in f32) and accumulate products in double, so each output is
 // the exact dot product up to double rounding, rounded once to f32.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -113,6 +115,23 @@ WeightKind weight_kind(GgmlType type) {
     break; // not accepted by upload_weight
   }
   return WeightKind::F32; // unreachable: weights are validated on upload
+}
+
+float softmax_weights_scalar(float *scores, int64_t n) {
+  float max_score = -INFINITY;
+  for (int64_t j = 0; j < n; ++j)
+    max_score = std::max(max_score, scores[j]);
+  float denom = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    scores[j] = std::exp(scores[j] - max_score);
+    denom += scores[j];
+  }
+  return denom;
+}
+
+void to_f16_scalar(const float *x, uint16_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = f32_to_fp16(x[i]);
 }
 
 const KernelSet &reference_kernel_set() {

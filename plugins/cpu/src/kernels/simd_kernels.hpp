@@ -16,12 +16,15 @@ float avx2_dot(const float *a, const float *b, int64_t n);
 void avx2_axpy(float alpha, const float *x, float *y, int64_t n);
 void avx2_key_scores(const float *q, const HeadSpan &keys, float scale, float *out);
 void avx2_weighted_values(const float *p, const HeadSpan &values, float *out);
+float avx2_softmax_weights(float *scores, int64_t n);
+void avx2_to_f16(const float *x, uint16_t *out, int64_t n);
 
 void avx512_rows_q1(const RowJob &job);
-void avx512_key_scores_multi(const MultiQuery &queries, const HeadSpan &keys, float scale,
+void avx512_key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale,
                              float *out, int64_t out_stride);
-void avx512_weighted_values_multi(const float *p, int64_t p_stride, int n_rows,
-                                  const HeadSpan &values, float *out, int64_t out_stride);
+void avx512_weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
+                                  const HeadSpan &values);
+float avx512_softmax_weights(float *scores, int64_t n);
 // quantize_act_row, vectorized for the 512 layouts (others: the scalar one).
 void avx512_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
                              const QuantTarget &out);

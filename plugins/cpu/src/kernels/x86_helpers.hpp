@@ -28,4 +28,11 @@ BONSAI_TARGET_AVX2 inline float hsum256(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+BONSAI_TARGET_AVX2 inline float hmax256(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
 } // namespace bonsai::cpu
