@@ -62,18 +62,34 @@ BenchStats summarize(const BenchRow &row) {
   std::sort(tps.begin(), tps.end());
   const size_t mid = tps.size() / 2;
   stats.median_tps = tps.size() % 2 ? tps[mid] : (tps[mid - 1] + tps[mid]) / 2;
+  if (row.bandwidth && row.bandwidth->bytes_per_token > 0) {
+    stats.limit_tps = row.bandwidth->read_bytes_per_s / row.bandwidth->bytes_per_token;
+    stats.share_of_limit = stats.median_tps / stats.limit_tps;
+  }
   return stats;
 }
 
 namespace {
 
+// The --membw columns of a row: read GB/s, then for tg rows the limit and
+// the share of it (pp rows are bound by compute: "-").
+std::string markdown_bandwidth(const BenchRow &row, const BenchStats &s) {
+  if (!row.bandwidth)
+    return "";
+  const std::string gbs = printf_string(" %.1f |", row.bandwidth->read_bytes_per_s / 1e9);
+  if (s.limit_tps <= 0)
+    return gbs + " - | - |";
+  return gbs + printf_string(" %.2f | %.1f %% |", s.limit_tps, 100.0 * s.share_of_limit);
+}
+
 std::string markdown_row(const BenchRow &row) {
   const BenchStats s = summarize(row);
   const std::string threads = row.threads > 0 ? std::to_string(row.threads) : "auto";
-  return printf_string("| %s | %s | %s | %s | %s | %s | %.2f ± %.2f | %.2f |\n", row.model.c_str(),
+  return printf_string("| %s | %s | %s | %s | %s | %s | %.2f ± %.2f | %.2f |", row.model.c_str(),
                        human_size(row.size_bytes).c_str(), human_params(row.n_params).c_str(),
                        row.backend.c_str(), threads.c_str(), row.test.c_str(), s.mean_tps,
-                       s.stddev_tps, s.median_tps);
+                       s.stddev_tps, s.median_tps) +
+         markdown_bandwidth(row, s) + "\n";
 }
 
 // CSV fields are quoted when they hold a comma, a quote or a line break.
@@ -91,6 +107,9 @@ std::string csv_row(const BenchRow &row) {
   std::string samples;
   for (size_t k = 0; k < row.seconds.size(); ++k)
     samples += printf_string(k ? ";%.6f" : "%.6f", row.seconds[k]);
+  if (row.bandwidth)
+    samples += printf_string(",%.0f,%.0f,%.4f,%.4f", row.bandwidth->read_bytes_per_s,
+                             row.bandwidth->bytes_per_token, s.limit_tps, s.share_of_limit);
   return csv_field(row.model) +
          printf_string(",%llu,%llu,", static_cast<unsigned long long>(row.size_bytes),
                        static_cast<unsigned long long>(row.n_params)) +
@@ -113,7 +132,13 @@ std::string json_object(const BenchRow &row) {
                        row.n_tokens, s.mean_tps, s.stddev_tps, s.median_tps);
   for (size_t k = 0; k < row.seconds.size(); ++k)
     out += printf_string(k ? ", %.6f" : "%.6f", row.seconds[k]);
-  return out + "]}";
+  out += "]";
+  if (row.bandwidth)
+    out += printf_string(", \"read_bytes_per_s\": %.0f, \"bytes_per_token\": %.0f, "
+                         "\"limit_ts\": %.4f, \"share_of_limit\": %.4f",
+                         row.bandwidth->read_bytes_per_s, row.bandwidth->bytes_per_token,
+                         s.limit_tps, s.share_of_limit);
+  return out + "}";
 }
 
 } // namespace
@@ -130,14 +155,19 @@ std::optional<BenchFormat> parse_bench_format(const std::string &name) {
   return std::nullopt;
 }
 
-std::string bench_header(BenchFormat format) {
+std::string bench_header(BenchFormat format, bool bandwidth) {
   switch (format) {
   case BenchFormat::md:
+    if (bandwidth)
+      return "| model | size | params | backend | threads | test | t/s | median t/s | read GB/s "
+             "| limit t/s | % of limit |\n"
+             "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     return "| model | size | params | backend | threads | test | t/s | median t/s |\n"
            "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
   case BenchFormat::csv:
-    return "model,size_bytes,n_params,backend,threads,test,n_tokens,avg_ts,stddev_ts,median_ts,"
-           "samples_s\n";
+    return std::string("model,size_bytes,n_params,backend,threads,test,n_tokens,avg_ts,stddev_ts,"
+                       "median_ts,samples_s") +
+           (bandwidth ? ",read_bytes_per_s,bytes_per_token,limit_ts,share_of_limit\n" : "\n");
   case BenchFormat::json:
     return "[\n";
   case BenchFormat::jsonl:

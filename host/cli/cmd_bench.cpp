@@ -19,6 +19,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_report.hpp"
@@ -26,6 +27,7 @@
 #include "commands.hpp"
 #include "engine_setup.hpp"
 #include "options.hpp"
+#include "read_bandwidth.hpp"
 #include "usage_error.hpp"
 
 namespace bonsai::cli {
@@ -40,6 +42,7 @@ struct BenchArgs {
   std::vector<int32_t> n_prompt, n_gen, depth, parallel; // the lists above, parsed
   int32_t repetitions = 5;                               // -r
   std::string output = "md";                             // -o md|csv|json|jsonl
+  bool membw = false;                                    // --membw: measure read bandwidth
 };
 
 int32_t largest(const std::vector<int32_t> &values) {
@@ -133,7 +136,20 @@ struct TestPoint {
   int32_t threads;
   int32_t depth;
   int32_t repetitions;
+  std::optional<double> read_bytes_per_s; // --membw, for these threads
+  int32_t kv_value_bytes;                 // bytes per cached key or value element
 };
+
+// Bytes a tg row reads per generated token: the weights once per step,
+// shared by the step's sequences, and each sequence's keys and values at its
+// mean position over the test.
+double tg_bytes_per_token(const TestPoint &point, int32_t count) {
+  const ModelInfo &m = point.engine.model();
+  const double kv_per_position = 2.0 * m.n_layer * m.n_head_kv * m.head_dim * point.kv_value_bytes;
+  const double mean_positions = point.depth + (count + 1) / 2.0;
+  return static_cast<double>(m.decode_weight_bytes) / point.runner.parallel() +
+         kv_per_position * mean_positions;
+}
 
 // One warm-up, then `repetitions` timed runs of `count` tokens on every
 // sequence of `point`.
@@ -154,12 +170,27 @@ BenchRow measure(const TestPoint &point, const char *prefix, int32_t count, Time
                    (point.depth > 0 ? " @ d" + std::to_string(point.depth) : std::string()) +
                    (parallel > 1 ? " x" + std::to_string(parallel) : std::string()),
                count * parallel,
-               {}};
+               {},
+               std::nullopt};
   for (int32_t r = 0; r < point.repetitions; ++r) {
     prepare(point.runner, depth_tokens);
     row.seconds.push_back(timed_run(point.runner, tokens));
   }
+  if (point.read_bytes_per_s)
+    row.bandwidth =
+        BandwidthFigures{*point.read_bytes_per_s,
+                         std::string(prefix) == "tg" ? tg_bytes_per_token(point, count) : 0};
   return row;
+}
+
+// The KV cache's bytes per element: 2 where the CPU plugin was asked for its
+// f16 cache (--backend-options kv=f16), else 4 (f32, every plugin's default).
+int32_t kv_value_bytes_for(const Engine &engine, const EngineArgs &args) {
+  std::string options = ";" + args.backend_options + ";";
+  options.erase(std::remove(options.begin(), options.end(), ' '), options.end());
+  const bool cpu_f16 =
+      std::string(engine.backend().name) == "cpu" && options.find(";kv=f16;") != std::string::npos;
+  return cpu_f16 ? 2 : 4;
 }
 
 void parse_lists(BenchArgs &a) {
@@ -194,7 +225,10 @@ int bench_command(const Args &argv) {
       "sum (default 1)")("repetitions,r", po::value(&a.repetitions)->value_name("N"),
                          "measured repetitions of each test (default 5)")(
       "output,o", po::value(&a.output)->value_name("FMT"),
-      "md (table, default), csv, json (one array) or jsonl (one object per line)");
+      "md (table, default), csv, json (one array) or jsonl (one object per line)")(
+      "membw", po::bool_switch(&a.membw),
+      "measure the memory read bandwidth with each thread count and state every tg row as a "
+      "share of the limit it sets (weight + KV bytes per token)");
   if (!command_line.parse(argv))
     return kExitOk;
   parse_lists(a);
@@ -214,8 +248,8 @@ int bench_command(const Args &argv) {
   // The header comes with the first row, so that a model that fails to load
   // prints nothing on stdout; each row is printed as soon as it is measured.
   const auto print_row = [&](const BenchRow &row) {
-    const std::string text =
-        (any_row ? std::string() : bench_header(format)) + bench_row(format, row, !any_row);
+    const std::string text = (any_row ? std::string() : bench_header(format, a.membw)) +
+                             bench_row(format, row, !any_row);
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
     any_row = true;
@@ -223,7 +257,12 @@ int bench_command(const Args &argv) {
   try {
     for (const int32_t threads : a.engine.thread_list) {
       a.engine.n_threads = threads;
+      std::optional<double> read_bytes_per_s;
+      if (a.membw) // before the model loads, so its pages do not compete
+        read_bytes_per_s = measure_read_bandwidth(ReadBandwidthRun{
+            threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency())});
       Engine engine = open_engine(a.engine);
+      const int32_t kv_value_bytes = kv_value_bytes_for(engine, a.engine);
       std::vector<int32_t> batch_sequences;
       std::optional<Session> session;
       std::optional<Batch> batch;
@@ -242,7 +281,8 @@ int bench_command(const Args &argv) {
           runner.sequences.assign(batch_sequences.begin(), batch_sequences.begin() + parallel);
         }
         for (const int32_t depth : a.depth) {
-          const TestPoint point{engine, runner, threads, depth, a.repetitions};
+          const TestPoint point{engine,        runner,           threads,       depth,
+                                a.repetitions, read_bytes_per_s, kv_value_bytes};
           for (const int32_t n : a.n_prompt)
             if (n > 0)
               print_row(measure(point, "pp", n, time_prompt));

@@ -90,6 +90,10 @@ ModelInfo describe_model(const gguf::File &file, const ModelSpec &spec) {
   info.n_ctx_train =
       static_cast<int32_t>(std::min<int64_t>(hp.n_ctx_train, std::numeric_limits<int32_t>::max()));
   info.tied_lm_head = spec.tied();
+  const uint64_t embedding = spec.token_embd.nbytes;
+  info.decode_weight_bytes =
+      info.weight_bytes - embedding +
+      (info.tied_lm_head ? embedding : embedding / std::max(hp.n_vocab, int64_t{1}));
   return info;
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "bonsai/batch.hpp"
+#include "listen_backlog.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
 
@@ -127,6 +128,11 @@ Server::Server(ServerOptions options, EngineLoader load) : impl_(std::make_uniqu
     throw ServerError(fmt::format("cannot listen on {}:{} (address in use, or not an address of "
                                   "this machine)",
                                   o.host, o.port));
+  if (!widen_listen_backlog(impl.port))
+    log_at(LogLevel::debug,
+           "could not raise the listen backlog of port {}; bursts of more than "
+           "5 connecting clients may be slow to connect",
+           impl.port);
   impl.listener = std::thread([&impl] {
     impl.http.listen_after_bind();
     impl.listener_done.store(true);

@@ -1,5 +1,6 @@
 // `bonsai bench`: the JSON report has one row per test with the token counts
-// asked for and plausible timings; bad values are usage errors.
+// asked for and plausible timings; --membw's bytes per token against hand
+// counts; bad values are usage errors.
 #include <algorithm>
 
 #include "cli_harness.hpp"
@@ -90,6 +91,74 @@ TEST(Bench, ParallelRunsEachTestOnThatManySessionsAtOnce) {
     EXPECT_EQ(row["test"].as_string(), tests[i]);
     EXPECT_EQ(row["n_tokens"].as_int(), tokens[i]);
   }
+}
+
+TEST(Bench, MembwStatesEachTgRowAsAShareOfTheBandwidthLimit) {
+  const ProcessResult r =
+      run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n", "4", "-d", "40", "-np",
+                  "1,3", "-t", "1", "-r", "1", "--membw", "-o", "jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  // Per token a decode step reads every tensor but token_embd (2,086,912 -
+  // 147,456 bytes) and one embedding row (147,456 / 2048 = 72), shared by
+  // the step's sequences, plus each sequence's keys and values: 4 layers x
+  // 2 x 256 values x 4 bytes = 8,192 per position, at the mean position of
+  // the test, 40 + (4 + 1) / 2 = 42.5.
+  const double weights = 2086912 - 147456 + 72, kv = 8192 * 42.5;
+  const double expected[] = {0, weights + kv, 0, weights / 3 + kv}; // pp rows: compute-bound
+  for (size_t i = 0; i < 4; ++i) {
+    const mini_json::Value row = mini_json::parse(lines[i]);
+    const double bandwidth = row["read_bytes_per_s"].as_number();
+    EXPECT_GT(bandwidth, 1e8) << lines[i]; // any machine reads faster than 100 MB/s
+    EXPECT_NEAR(row["bytes_per_token"].as_number(), expected[i], 1.0) << lines[i];
+    if (expected[i] == 0) {
+      EXPECT_EQ(row["limit_ts"].as_number(), 0.0);
+      continue;
+    }
+    const double limit = bandwidth / expected[i];
+    EXPECT_NEAR(row["limit_ts"].as_number(), limit, 1e-3 * limit) << lines[i];
+    EXPECT_NEAR(row["share_of_limit"].as_number(), row["median_ts"].as_number() / limit, 1e-3)
+        << lines[i];
+  }
+}
+
+TEST(Bench, MembwCountsTheCpuPluginsF16CacheAtTwoBytesAValue) {
+  const ProcessResult r = run_bonsai({"bench",
+                                      "-m",
+                                      data_file("tiny-q1.gguf"),
+                                      "-p",
+                                      "0",
+                                      "-n",
+                                      "4",
+                                      "-d",
+                                      "40",
+                                      "-t",
+                                      "1",
+                                      "-r",
+                                      "1",
+                                      "--membw",
+                                      "--backend",
+                                      "cpu",
+                                      "--backend-options",
+                                      "kv=f16",
+                                      "-o",
+                                      "jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const mini_json::Value row = mini_json::parse(lines_of(r.out).at(0));
+  EXPECT_NEAR(row["bytes_per_token"].as_number(), 2086912 - 147456 + 72 + 4096 * 42.5, 1.0);
+}
+
+TEST(Bench, MembwAddsThreeColumnsToTheTable) {
+  const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n",
+                                      "2", "-r", "1", "-t", "1", "--membw"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[0], "| model | size | params | backend | threads | test | t/s | median t/s | "
+                      "read GB/s | limit t/s | % of limit |");
+  EXPECT_NE(lines[2].find("| - | - |"), std::string::npos) << lines[2]; // pp: no limit
+  EXPECT_NE(lines[3].find(" % |"), std::string::npos) << lines[3];
 }
 
 TEST(Bench, CsvHasAHeaderAndOneRowPerTest) {

@@ -4,6 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "sanitize_utf8.hpp"
@@ -79,6 +85,33 @@ std::string streamed_text(const Streamed &streamed, bool chat, bool usage) {
   }
   EXPECT_EQ(finishes, 1);
   return text;
+}
+
+// The accept queue of the server's listening socket, as the kernel holds it:
+// for a listening TCP socket TCP_INFO's tcpi_sacked is its maximum backlog.
+uint32_t listen_backlog_of_port(int port) {
+  for (const auto &entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    int listening = 0;
+    socklen_t size = sizeof listening;
+    sockaddr_in local{};
+    socklen_t local_size = sizeof local;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || !listening ||
+        getsockname(fd, reinterpret_cast<sockaddr *>(&local), &local_size) != 0 ||
+        local.sin_family != AF_INET || ntohs(local.sin_port) != port)
+      continue;
+    tcp_info info{};
+    socklen_t info_size = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_size) == 0)
+      return info.tcpi_sacked;
+  }
+  return 0;
+}
+
+TEST(ServerEndpoints, the_accept_queue_holds_a_burst_of_clients) {
+  // cpp-httplib's own backlog is 5: 32 clients connecting at once overflowed it.
+  const RunningServer server;
+  EXPECT_GE(listen_backlog_of_port(server.port()), 128u);
 }
 
 TEST(ServerEndpoints, health_and_models_describe_the_loaded_model) {

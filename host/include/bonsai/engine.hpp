@@ -193,6 +193,9 @@ struct ModelInfo {
   int32_t n_ctx_train = 0;
   std::string rope;          // effective RoPE: "yarn, factor 4, original context 1024, ..."
   bool tied_lm_head = false; // no output.weight: the LM head is token_embd
+  // Bytes of weights one decode step reads, as stored in the file: every
+  // tensor but the embedding table, of which one row (all of it when tied).
+  uint64_t decode_weight_bytes = 0;
 };
 
 // Chat turns are core's bonsai::ChatMessage {role, content} (from
