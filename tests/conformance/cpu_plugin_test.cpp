@@ -32,6 +32,16 @@ struct LogCapture {
   }
 };
 
+// A context configuration with `options` that logs at DEBUG into `log`.
+ContextConfig debug_logged(const std::string &options, LogCapture &log) {
+  ContextConfig config;
+  config.options = options;
+  config.log = &LogCapture::sink;
+  config.log_user_data = &log;
+  config.log_level = BONSAI_LOG_DEBUG;
+  return config;
+}
+
 class CpuPlugin : public ::testing::Test {
 protected:
   void SetUp() override {
@@ -44,11 +54,7 @@ protected:
 
   // Creates a context with the options, logging at DEBUG into `log`.
   bonsai_status create(const std::string &options, LogCapture &log, std::string *error = nullptr) {
-    ContextConfig config;
-    config.options = options;
-    config.log = &LogCapture::sink;
-    config.log_user_data = &log;
-    config.log_level = BONSAI_LOG_DEBUG;
+    const ContextConfig config = debug_logged(options, log); // desc points into it
     const bonsai_context_desc desc = context_desc(config);
     bonsai_context *ctx = nullptr;
     char text[512] = {};
@@ -157,11 +163,7 @@ TEST_F(CpuPlugin, UnknownKvCacheTypeIsInvalidArgumentNamingTheValue) {
 // `options`; returns bind_model's status and its last_error in `error`.
 bonsai_status bind_with(const bonsai_backend_api &api, const std::string &options, int head_dim,
                         LogCapture &log, std::string &error) {
-  ContextConfig config;
-  config.options = options;
-  config.log = &LogCapture::sink;
-  config.log_user_data = &log;
-  config.log_level = BONSAI_LOG_DEBUG;
+  const ContextConfig config = debug_logged(options, log); // desc points into it
   const bonsai_context_desc desc = context_desc(config);
   bonsai_context *ctx = nullptr;
   if (api.create_context(&desc, &ctx, nullptr, 0) != BONSAI_OK)

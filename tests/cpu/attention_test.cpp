@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
@@ -158,6 +159,33 @@ std::pair<double, double> exact_score(const float *q, const std::vector<float> &
   return {dot, l1};
 }
 
+// A softmax kernel against double exp: rows of several lengths (partial
+// vectors included), one score 200 below the max, weights to 4e-7 relative
+// (plus `floor` absolute, where the kernel's exp stops), sums to 1e-6.
+void expect_softmax_matches_double_exp(float (*softmax)(float *, int64_t),
+                                       std::initializer_list<int64_t> lengths, unsigned seed,
+                                       double floor) {
+  for (int64_t n : lengths) {
+    std::vector<float> scores =
+        random_values(static_cast<size_t>(n), seed + static_cast<unsigned>(n));
+    for (float &x : scores)
+      x *= 8.0f;
+    if (n > 2)
+      scores[1] = scores[0] - 200.0f; // far below the max: weighs (almost) nothing
+    const std::vector<float> input = scores;
+    const float max_score = *std::max_element(input.begin(), input.end());
+    const float sum = softmax(scores.data(), n);
+    double expected_sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      // the kernel's argument, score - max rounded to f32 as it computes it
+      const double expected = std::exp(double(input[j] - max_score));
+      expected_sum += expected;
+      ASSERT_NEAR(scores[j], expected, 4e-7 * expected + floor) << "n " << n << " j " << j;
+    }
+    EXPECT_NEAR(sum, expected_sum, 1e-6 * expected_sum);
+  }
+}
+
 TEST_F(MultiQueryAttention, F16CachesMatchFloat64OfTheirHalfValues) {
   const std::vector<float> q = random_values(4 * kDim, 7);
   const HalfCache keys(random_values(11 * kStride, 8));
@@ -191,24 +219,7 @@ TEST_F(MultiQueryAttention, F16CachesMatchFloat64OfTheirHalfValues) {
 }
 
 TEST_F(MultiQueryAttention, SoftmaxWeightsMatchDoubleExp) {
-  for (int64_t n : {1, 7, 16, 17, 100}) {
-    std::vector<float> scores = random_values(static_cast<size_t>(n), static_cast<unsigned>(n));
-    for (float &x : scores)
-      x *= 8.0f;
-    if (n > 2)
-      scores[1] = scores[0] - 200.0f; // far below the max: weighs (almost) nothing
-    const std::vector<float> input = scores;
-    const float max_score = *std::max_element(input.begin(), input.end());
-    const float sum = avx512_softmax_weights(scores.data(), n);
-    double expected_sum = 0.0;
-    for (int64_t j = 0; j < n; ++j) {
-      // the kernel's argument, score - max rounded to f32 as it computes it
-      const double expected = std::exp(double(input[j] - max_score));
-      expected_sum += expected;
-      ASSERT_NEAR(scores[j], expected, 4e-7 * expected + 1e-30) << "n " << n << " j " << j;
-    }
-    EXPECT_NEAR(sum, expected_sum, 1e-6 * expected_sum);
-  }
+  expect_softmax_matches_double_exp(avx512_softmax_weights, {1, 7, 16, 17, 100}, 0, 1e-30);
 }
 
 class Avx2Attention : public ::testing::Test {
@@ -267,23 +278,8 @@ TEST_F(Avx2Attention, ScoresAndWeightedSumsMatchFloat64OnF32AndF16Caches) {
 }
 
 TEST_F(Avx2Attention, SoftmaxWeightsMatchDoubleExp) {
-  for (int64_t n : {1, 7, 8, 9, 100}) {
-    std::vector<float> scores =
-        random_values(static_cast<size_t>(n), 20 + static_cast<unsigned>(n));
-    for (float &x : scores)
-      x *= 8.0f;
-    const std::vector<float> input = scores;
-    const float max_score = *std::max_element(input.begin(), input.end());
-    const float sum = avx2_softmax_weights(scores.data(), n);
-    double expected_sum = 0.0;
-    for (int64_t j = 0; j < n; ++j) {
-      // the kernel's argument, score - max rounded to f32 as it computes it
-      const double expected = std::exp(double(input[j] - max_score));
-      expected_sum += expected;
-      ASSERT_NEAR(scores[j], expected, 4e-7 * expected + 2e-38) << "n " << n << " j " << j;
-    }
-    EXPECT_NEAR(sum, expected_sum, 1e-6 * expected_sum);
-  }
+  // Its exp clamps at -87: a weight that would underflow is ~1e-38, not 0.
+  expect_softmax_matches_double_exp(avx2_softmax_weights, {1, 7, 8, 9, 100}, 20, 2e-38);
 }
 
 TEST_F(Avx2Attention, F16StoreRoundsExactlyLikeTheScalarConversion) {
