@@ -97,7 +97,6 @@ std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context, K
 struct BoundModel {
   ModelDims dims;
   int max_context = 0;
-  KvType kv_type = KvType::F32; // of every slot
   const Weight *token_embd = nullptr;
   const Weight *lm_head = nullptr;
   std::vector<float> output_norm;

@@ -50,7 +50,8 @@ int32_t slot_create(Context &ctx) {
   const auto free_id = std::find(m.slots.begin(), m.slots.end(), nullptr);
   if (free_id == m.slots.end() && m.slots.size() >= static_cast<size_t>(kMaxSlots))
     fail_invalid(strformat("slot_create: all %d slots are in use", kMaxSlots));
-  std::unique_ptr<KvCache> cache = make_kv_cache(m.dims, m.max_context, m.kv_type);
+  std::unique_ptr<KvCache> cache =
+      make_kv_cache(m.dims, m.max_context, m.slots[0]->type); // slot 0 always exists
   if (free_id != m.slots.end()) {
     *free_id = std::move(cache);
     return static_cast<int32_t>(free_id - m.slots.begin());
