@@ -2,13 +2,18 @@
 // shape (GGUF [2048, 6144]: 2048 inputs, 6144 outputs; 1.5 MiB in Q1_0, so it
 // stays in L3 and measures the kernel) and on the tied LM head / embedding
 // (151,936 outputs: 40 MiB in Q1_0, read from DRAM like decode's weights)
-// in Q1_0 and Q2_0.
+// in Q1_0 and Q2_0, and on two decode shapes of the 8B model too large for
+// the caches (4,096 and 12,288 inputs: the long rows of the 8B down
+// projection are where a prefetch that runs ahead of one row falls behind the
+// next three).
 // Counters: weight_GB/s = weight bytes read per call / time (GEMV is bound
 // by it), GOP/s = 2 * rows * cols * n_tokens / time.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <sys/mman.h>
 
 #include "bench_plugin.hpp"
 
@@ -18,11 +23,14 @@ namespace {
 constexpr int64_t kCols = 2048;
 constexpr int64_t kFfnRows = 6144;
 constexpr int64_t kVocabRows = 151936;
+// 36 MiB of Q1_0 at 4,096 inputs: more than the 32 MiB L3.
+constexpr int64_t kBigRows = 65536;
 
-// range(0): tokens; range(1): rows (default the gate/up shape).
+// range(0): tokens; range(1): rows; range(2): columns (inputs).
 void BM_Matmul(benchmark::State &state, GgmlType type, const char *kernels) {
   const int n_tokens = static_cast<int>(state.range(0));
   const int64_t rows = state.range(1);
+  const int64_t cols = state.range(2);
   const bonsai_backend_api &api = cpu_plugin().api();
   test::ContextConfig config;
   config.max_batch = n_tokens;
@@ -30,13 +38,20 @@ void BM_Matmul(benchmark::State &state, GgmlType type, const char *kernels) {
   config.options = kernels;
   test::ContextHandle ctx(api, config);
 
-  const size_t nbytes = row_bytes(type, kCols) * rows;
-  std::vector<uint8_t> weights(nbytes);
+  const size_t nbytes = row_bytes(type, cols) * rows;
+  uint8_t *wp = static_cast<uint8_t *>(
+      std::aligned_alloc(2 << 20, (nbytes + (2 << 20)) & ~size_t((2 << 20) - 1)));
+  if (getenv("HUGE"))
+    madvise(wp, (nbytes + (2 << 20)) & ~size_t((2 << 20) - 1), MADV_HUGEPAGE);
+  struct V {
+    uint8_t *p;
+    uint8_t *data() { return p; }
+  } weights{wp};
   fill_random_blocks(type, weights.data(), nbytes, 1.0 / 45.0, 7);
   bonsai_weight_desc wd{};
   wd.struct_size = sizeof(wd);
   wd.type = static_cast<uint32_t>(type);
-  wd.cols = kCols;
+  wd.cols = cols;
   wd.rows = rows;
   wd.data = weights.data();
   wd.nbytes = nbytes;
@@ -46,7 +61,7 @@ void BM_Matmul(benchmark::State &state, GgmlType type, const char *kernels) {
     state.SkipWithError(ctx.last_error().c_str());
     return;
   }
-  std::vector<float> x(static_cast<size_t>(n_tokens * kCols));
+  std::vector<float> x(static_cast<size_t>(n_tokens * cols));
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   for (float &v : x)
@@ -69,34 +84,38 @@ void BM_Matmul(benchmark::State &state, GgmlType type, const char *kernels) {
   state.counters["weight_GB/s"] =
       benchmark::Counter(calls * static_cast<double>(nbytes) / 1e9, benchmark::Counter::kIsRate);
   state.counters["GOP/s"] =
-      benchmark::Counter(calls * 2.0 * rows * kCols * n_tokens / 1e9, benchmark::Counter::kIsRate);
+      benchmark::Counter(calls * 2.0 * rows * cols * n_tokens / 1e9, benchmark::Counter::kIsRate);
   state.counters["threads"] = config.n_threads;
 }
 
 BENCHMARK_CAPTURE(BM_Matmul, q1_0_fast, GgmlType::Q1_0, "")
-    ->Args({1, kFfnRows})
-    ->Args({8, kFfnRows})
-    ->Args({32, kFfnRows})
-    ->Args({512, kFfnRows})
-    ->Args({1, kVocabRows})
+    ->Args({1, kFfnRows, kCols})
+    ->Args({8, kFfnRows, kCols})
+    ->Args({32, kFfnRows, kCols})
+    ->Args({512, kFfnRows, kCols})
+    ->Args({1, kVocabRows, kCols})
+    ->Args({1, kBigRows, 4096})
+    ->Args({1, kBigRows / 3, 12288})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q2_0_fast, GgmlType::Q2_0, "")
-    ->Args({1, kFfnRows})
-    ->Args({8, kFfnRows})
-    ->Args({32, kFfnRows})
-    ->Args({512, kFfnRows})
-    ->Args({1, kVocabRows})
+    ->Args({1, kFfnRows, kCols})
+    ->Args({8, kFfnRows, kCols})
+    ->Args({32, kFfnRows, kCols})
+    ->Args({512, kFfnRows, kCols})
+    ->Args({1, kVocabRows, kCols})
+    ->Args({1, kBigRows, 4096})
+    ->Args({1, kBigRows / 3, 12288})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q1_0_reference, GgmlType::Q1_0, "kernels=reference")
-    ->Args({1, kFfnRows})
-    ->Args({8, kFfnRows})
+    ->Args({1, kFfnRows, kCols})
+    ->Args({8, kFfnRows, kCols})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q2_0_reference, GgmlType::Q2_0, "kernels=reference")
-    ->Args({1, kFfnRows})
-    ->Args({8, kFfnRows})
+    ->Args({1, kFfnRows, kCols})
+    ->Args({8, kFfnRows, kCols})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -11,6 +11,7 @@
 // there is no shuffle, no scalar correction and no factor to apply after.
 #if defined(__x86_64__) || defined(__i386__)
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/avx512_intrinsics.hpp"
@@ -114,10 +115,15 @@ BONSAI_TARGET_AVX512 void tile(const RowJob &job, int64_t r0, int t0) {
   // The NR rows are one contiguous run of NR * row_bytes, consumed at
   // NR * kBytes per block step; interleaved reads of several rows do not
   // train the hardware prefetcher, so fetch kPrefetchAhead bytes ahead.
-  // Integer addresses: the prefetched bytes may lie past the weights (a
-  // prefetch never faults, but pointer arithmetic past an object is UB).
-  const uintptr_t stream = reinterpret_cast<uintptr_t>(rows) + kPrefetchAhead;
+  // The lead is at least one whole group: with a fixed lead, the last rows of
+  // a group longer than it (the 8B down projection: 4 x 1,728 bytes) would be
+  // read before their prefetch. Integer addresses: the prefetched bytes may
+  // lie past the weights (a prefetch never faults, but pointer arithmetic
+  // past an object is UB).
   constexpr size_t kStep = NR * Unpack::kBytes;
+  const size_t group_bytes = kStep * static_cast<size_t>(n_blocks);
+  const uintptr_t stream =
+      reinterpret_cast<uintptr_t>(rows) + std::max(kPrefetchAhead, group_bytes);
   for (int64_t b = 0; b < n_blocks; ++b) {
     if constexpr (NT == 1) {
 #pragma GCC unroll 4
@@ -168,12 +174,19 @@ template <class Unpack, int NR, int NT> void row_groups(const RowJob &job, int t
     tile<Unpack, 1, NT>(job, r, t0);
 }
 
-// Decode and leftover tokens: the same 4 rows, one token at a time.
+// Tokens in tiles of 3, and a remainder of 2 tokens (or 4 = 2 + 2) as 2-token
+// tiles: each pass over the rows unpacks every block again, so a batch of 8
+// (3 + 3 + 2) unpacks 3 times instead of 4 and a batch of 2 once instead of
+// twice. Decode is the single-token tile.
 template <class Unpack> void run_tiles(const RowJob &job) {
   int t = 0;
-  for (; t + kTokenTile <= job.n_tokens; t += kTokenTile)
+  while (job.n_tokens - t >= kTokenTile && job.n_tokens - t != 4) {
     row_groups<Unpack, kTileRows, kTokenTile>(job, t);
-  for (; t < job.n_tokens; ++t)
+    t += kTokenTile;
+  }
+  for (; job.n_tokens - t >= 2; t += 2)
+    row_groups<Unpack, kTileRows, 2>(job, t);
+  if (t < job.n_tokens)
     row_groups<Unpack, kTileRows, 1>(job, t);
 }
 
