@@ -88,24 +88,23 @@ void BM_Matmul(benchmark::State &state, GgmlType type, const char *kernels) {
   state.counters["threads"] = config.n_threads;
 }
 
+// Token counts and shapes for the fast kernels of every type.
+void fast_kernel_shapes(benchmark::internal::Benchmark *b) {
+  b->Args({1, kFfnRows, kCols})
+      ->Args({8, kFfnRows, kCols})
+      ->Args({32, kFfnRows, kCols})
+      ->Args({512, kFfnRows, kCols})
+      ->Args({1, kVocabRows, kCols})
+      ->Args({1, kBigRows, 4096})
+      ->Args({1, kBigRows / 3, 12288});
+}
+
 BENCHMARK_CAPTURE(BM_Matmul, q1_0_fast, GgmlType::Q1_0, "")
-    ->Args({1, kFfnRows, kCols})
-    ->Args({8, kFfnRows, kCols})
-    ->Args({32, kFfnRows, kCols})
-    ->Args({512, kFfnRows, kCols})
-    ->Args({1, kVocabRows, kCols})
-    ->Args({1, kBigRows, 4096})
-    ->Args({1, kBigRows / 3, 12288})
+    ->Apply(fast_kernel_shapes)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q2_0_fast, GgmlType::Q2_0, "")
-    ->Args({1, kFfnRows, kCols})
-    ->Args({8, kFfnRows, kCols})
-    ->Args({32, kFfnRows, kCols})
-    ->Args({512, kFfnRows, kCols})
-    ->Args({1, kVocabRows, kCols})
-    ->Args({1, kBigRows, 4096})
-    ->Args({1, kBigRows / 3, 12288})
+    ->Apply(fast_kernel_shapes)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q1_0_reference, GgmlType::Q1_0, "kernels=reference")
