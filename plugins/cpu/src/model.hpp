@@ -85,7 +85,7 @@ struct KvCache {
   }
   size_t offset(int layer, int head, int64_t pos) const {
     const int64_t row = (static_cast<int64_t>(layer) * n_head_kv + head) * max_context + pos;
-    return static_cast<size_t>(row * head_dim) * kv_type_bytes(type);
+    return static_cast<size_t>(row) * position_bytes();
   }
   size_t position_bytes() const { return static_cast<size_t>(head_dim) * kv_type_bytes(type); }
 };

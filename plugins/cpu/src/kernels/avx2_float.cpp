@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include <immintrin.h>
 
+#include "kernels/exp_polynomial.hpp"
 #include "kernels/simd_kernels.hpp"
 #include "kernels/x86_helpers.hpp"
 
@@ -201,24 +203,20 @@ BONSAI_TARGET_AVX2 void weighted_values(const float *p, const HeadSpan &values, 
   }
 }
 
-// e^x for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-7
-// Taylor polynomial (relative error below 2^-27), 2^n built in the exponent
-// bits. x is clamped at -87 (e^-87 is near f32's smallest normal number), so
-// a weight that would underflow is ~1e-38 instead of 0. NaN stays NaN.
+// e^x for x <= 0 (exp_polynomial.hpp), 2^n built in the exponent bits. x is clamped at -87 (e^-87
+// is near f32's smallest normal number), so a weight that would underflow is ~1e-38 instead of 0.
+// NaN stays NaN.
 BONSAI_TARGET_AVX2 inline __m256 exp_nonpositive(__m256 x) {
   x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+  namespace ep = exp_polynomial;
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(ep::kLog2e)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x); // ln2, high bits
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);    // ln2, the rest
-  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ep::kLn2High), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ep::kLn2Low), r);
+  __m256 p = _mm256_set1_ps(ep::kTaylor[0]);
+#pragma GCC unroll 8
+  for (size_t k = 1; k < std::size(ep::kTaylor); ++k)
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(ep::kTaylor[k]));
   const __m256i two_n =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));

@@ -5,9 +5,11 @@
 #if defined(__x86_64__) || defined(__i386__)
 
 #include "kernels/avx512_intrinsics.hpp"
+#include "kernels/exp_polynomial.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace bonsai::cpu {
 namespace {
@@ -145,23 +147,19 @@ void weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &q
   }
 }
 
-// e^x for x <= 0 (a softmax weight): x = n ln2 + r with |r| <= ln2 / 2, e^r
-// by its degree-7 Taylor polynomial (relative error below 2^-27), times 2^n
-// by scalef. Below -104, e^x is below f32's smallest denormal: 0. NaN stays NaN.
+// e^x for x <= 0, a softmax weight (exp_polynomial.hpp), times 2^n by scalef. Below -104, e^x is
+// below f32's smallest denormal: 0. NaN stays NaN.
 BONSAI_TARGET_AVX512 inline __m512 exp_nonpositive(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+  namespace ep = exp_polynomial;
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(ep::kLog2e)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x); // ln2, high bits
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);    // ln2, the rest
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ep::kLn2High), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ep::kLn2Low), r);
+  __m512 p = _mm512_set1_ps(ep::kTaylor[0]);
+#pragma GCC unroll 8
+  for (size_t k = 1; k < std::size(ep::kTaylor); ++k)
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(ep::kTaylor[k]));
   return _mm512_scalef_ps(p, n);
 }
 
