@@ -46,7 +46,8 @@ inline void fill_random_blocks(GgmlType type, uint8_t *dst, size_t nbytes, doubl
     std::memcpy(dst + at, &d, sizeof(d));
     for (size_t i = 2; i < traits.block_bytes; i += 8) {
       uint64_t bits = rng();
-      if (type == GgmlType::Q2_0) // codes 0..2 only, as ternary models store
+      if (type == GgmlType::Q2_0 ||
+          type == GgmlType::Q2_0_G64) // codes 0..2 only, as ternary models store
         for (int k = 0; k < 32; ++k)
           if (((bits >> (2 * k)) & 3) == 3)
             bits &= ~(uint64_t{1} << (2 * k));

@@ -2,18 +2,15 @@
 // shape (GGUF [2048, 6144]: 2048 inputs, 6144 outputs; 1.5 MiB in Q1_0, so it
 // stays in L3 and measures the kernel) and on the tied LM head / embedding
 // (151,936 outputs: 40 MiB in Q1_0, read from DRAM like decode's weights)
-// in Q1_0 and Q2_0, and on two decode shapes of the 8B model too large for
-// the caches (4,096 and 12,288 inputs: the long rows of the 8B down
-// projection are where a prefetch that runs ahead of one row falls behind the
-// next three).
-// Counters: weight_GB/s = weight bytes read per call / time (GEMV is bound
-// by it), GOP/s = 2 * rows * cols * n_tokens / time.
+// in Q1_0, Q2_0 and mainline Q2_0 (group 64), and on two decode shapes of the 8B model too large
+// for the caches (4,096 and 12,288 inputs: the long rows of the 8B down projection are where a
+// prefetch that runs ahead of one row falls behind the next three). Counters: weight_GB/s = weight
+// bytes read per call / time (GEMV is bound by it), GOP/s = 2 * rows * cols * n_tokens / time.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <sys/mman.h>
 
 #include "bench_plugin.hpp"
 
@@ -39,14 +36,7 @@ void BM_Matmul(benchmark::State &state, GgmlType type, const char *kernels) {
   test::ContextHandle ctx(api, config);
 
   const size_t nbytes = row_bytes(type, cols) * rows;
-  uint8_t *wp = static_cast<uint8_t *>(
-      std::aligned_alloc(2 << 20, (nbytes + (2 << 20)) & ~size_t((2 << 20) - 1)));
-  if (getenv("HUGE"))
-    madvise(wp, (nbytes + (2 << 20)) & ~size_t((2 << 20) - 1), MADV_HUGEPAGE);
-  struct V {
-    uint8_t *p;
-    uint8_t *data() { return p; }
-  } weights{wp};
+  std::vector<uint8_t> weights(nbytes);
   fill_random_blocks(type, weights.data(), nbytes, 1.0 / 45.0, 7);
   bonsai_weight_desc wd{};
   wd.struct_size = sizeof(wd);
@@ -104,6 +94,10 @@ BENCHMARK_CAPTURE(BM_Matmul, q1_0_fast, GgmlType::Q1_0, "")
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q2_0_fast, GgmlType::Q2_0, "")
+    ->Apply(fast_kernel_shapes)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, q2_0_g64_fast, GgmlType::Q2_0_G64, "")
     ->Apply(fast_kernel_shapes)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

@@ -80,18 +80,27 @@ struct Q2Unpack {
 // Mainline Q2_0: two 64-weight blocks (d, 16 code bytes each) make one
 // 128-weight step. Their code bytes side by side are a Q2_0 block's, and
 // lane j only sums values of sub-block j % 8 (Q2Lanes512), which lies in
-// the first half for j % 8 < 4: those lanes take the first scale.
+// the first half for j % 8 < 4: those lanes take the first scale. Both are
+// built before any widening: the codes with a masked broadcast from memory,
+// the scales as halves blended before one conversion.
 struct Q2G64Unpack {
   static constexpr size_t kBytes = 2 * sizeof(BlockQ2_0G64);
   BONSAI_TARGET_AVX512 static __m512 scales(const uint8_t *block) {
-    return _mm512_mask_blend_ps(0xF0F0, broadcast_f16(block),
-                                broadcast_f16(block + sizeof(BlockQ2_0G64)));
+    uint16_t first, second;
+    std::memcpy(&first, block, sizeof(first));
+    std::memcpy(&second, block + sizeof(BlockQ2_0G64), sizeof(second));
+    // Words 4..7 of each 128-bit half (lanes j % 8 >= 4) take the second.
+    const __m256i halves = _mm256_blend_epi16(_mm256_set1_epi16(static_cast<short>(first)),
+                                              _mm256_set1_epi16(static_cast<short>(second)), 0xF0);
+    return _mm512_cvtph_ps(halves);
   }
   BONSAI_TARGET_AVX512 static void unpack(const uint8_t *block, __m512i &low, __m512i &high) {
-    const __m128i first = _mm_loadu_si128(reinterpret_cast<const __m128i *>(block + 2));
-    const __m128i second =
-        _mm_loadu_si128(reinterpret_cast<const __m128i *>(block + sizeof(BlockQ2_0G64) + 2));
-    const __m512i packed = _mm512_broadcast_i64x4(_mm256_set_m128i(second, first));
+    // 128-bit lanes: first, second, first, second.
+    const __m512i first =
+        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i *>(block + 2)));
+    const __m512i packed = _mm512_mask_broadcast_i32x4(
+        first, 0xF0F0,
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(block + sizeof(BlockQ2_0G64) + 2)));
     split_codes(packed, low, high);
   }
 };
