@@ -1,7 +1,7 @@
 #pragma once
 // The fallback path for plugins that only multiply matrices (bind_model
 // returned UNSUPPORTED): the host runs every Qwen3 layer itself in f32 with
-// its own KV cache (ARCHITECTURE.md §1) and calls the plugin's matmul() for
+// its own KV cache (docs/architecture.md, "The model") and calls the plugin's matmul() for
 // each projection and the LM head. Embedding rows are dequantized on the
 // host with core's reference code, straight from the mapped file.
 #include <vector>

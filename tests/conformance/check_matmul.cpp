@@ -12,7 +12,7 @@
 //    2 % slack for the f32 rounding of x / d_b plus 1e-5 * l1 for f32
 //    accumulation. fp16 activations (relative error 2^-11 <= 1/254) also
 //    fit. On top, the cosine of each call's outputs (>= 64 values) must be
-//    >= 0.9995 (ARCHITECTURE.md §7).
+//    >= 0.9995 (docs/abi.md, "Numerics").
 #include <cmath>
 #include <limits>
 

@@ -1,7 +1,7 @@
 #pragma once
 // The plugin conformance checks: they load any backend plugin and hold it to
 // the ABI contract (abi/include/bonsai/bonsai_backend.h, docs/abi.md) and the
-// numerics contract (ARCHITECTURE.md §7). Independent of any test framework,
+// numerics contract (docs/abi.md, "Numerics"). Independent of any test framework,
 // so the same checks back the GoogleTest suite and a standalone checker.
 #include <cstdint>
 #include <functional>

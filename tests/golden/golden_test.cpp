@@ -1,6 +1,6 @@
 // End-to-end golden checks through the ABI (tests/data/README.md): the tiny
 // models' logits and greedy continuations against the float64 reference.
-// Gates (ARCHITECTURE.md §7): exact kernels cosine >= 0.99999 at every
+// Gates (docs/abi.md, "Numerics"): exact kernels cosine >= 0.99999 at every
 // position and all 24 greedy ids; fast kernels cosine >= 0.9995 and top-1
 // agreement >= 0.95 (their greedy matches are reported).
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 #pragma once
 // Golden-data readers (tests/data, see its README.md) and the similarity
-// measures the numerics contract is stated in (ARCHITECTURE.md §7).
+// measures the numerics contract is stated in (docs/abi.md, "Numerics").
 #include <cmath>
 #include <cstdint>
 #include <cstring>

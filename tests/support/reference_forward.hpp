@@ -1,6 +1,6 @@
 #pragma once
 // An independent, deliberately plain float64 Qwen3 forward pass (written from
-// ARCHITECTURE.md §1) over dequantized weights. Used as the oracle for small
+// docs/architecture.md, "The model") over dequantized weights. Used as the oracle for small
 // random models in the plugin conformance suite. Not meant to be fast.
 #include <algorithm>
 #include <cmath>

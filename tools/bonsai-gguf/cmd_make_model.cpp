@@ -41,7 +41,7 @@ struct ModelShape {
   bool tied = false;
 };
 
-// ARCHITECTURE.md §1; tiny matches the golden test models.
+// docs/architecture.md, "The model"; tiny matches the golden test models.
 const std::map<std::string, ModelShape> &presets() {
   static const std::map<std::string, ModelShape> all = {
       {"1.7b", {2048, 28, 16, 8, 6144, 128, kQwen3PaddedVocab, kDefaultContext, true}},

@@ -3,7 +3,7 @@
 // through libbonsai_host with the plugin under test: the host drives the
 // plugin's layers when bind_model succeeds, else its own layers over the
 // plugin's matmul. Either way the logits and greedy ids must meet the gates
-// of ARCHITECTURE.md §7.
+// of docs/abi.md, "Numerics".
 #include <filesystem>
 #include <string>
 

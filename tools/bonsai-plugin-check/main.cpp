@@ -1,5 +1,5 @@
 // bonsai-plugin-check PATH.so: holds any backend plugin to the ABI contract
-// (docs/abi.md) and the numerics contract (ARCHITECTURE.md §7), then runs the
+// (docs/abi.md) and the numerics contract (docs/abi.md, "Numerics"), then runs the
 // golden tiny models through libbonsai_host with it. Exit status:
 //   0  every check passed
 //   1  at least one check failed

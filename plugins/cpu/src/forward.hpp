@@ -1,6 +1,7 @@
 #pragma once
-// The math of one step: embedding lookup, one decoder layer (ARCHITECTURE.md
-// §1) and the LM head. Callers (step.cpp) have validated the arguments.
+// The math of one step: embedding lookup, one decoder layer
+// (docs/architecture.md, "The model") and the LM head. Callers (step.cpp) have validated the
+// arguments.
 #include <cstdint>
 
 #include "context.hpp"

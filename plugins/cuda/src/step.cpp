@@ -33,7 +33,7 @@ void launch_rmsnorm(const Context &ctx, CUdeviceptr x, CUdeviceptr weight, CUdev
   launch(*ctx.device, ctx.kernels->get("bonsai_rmsnorm"), shape, x, weight, out, n, eps);
 }
 
-// One decoder layer on the step's n_tokens rows (ARCHITECTURE.md §1). Only
+// One decoder layer on the step's n_tokens rows (docs/architecture.md, "The model"). Only
 // launches: safe inside a stream capture.
 void run_layer(const Context &ctx, const BoundModel &m, int layer, int n) {
   const Device &dev = *ctx.device;

@@ -1,5 +1,5 @@
 // Reads the golden files (written by llama.cpp's gguf-py, see
-// tests/data/README.md) and checks facts stated there and in ARCHITECTURE.md.
+// tests/data/README.md) and checks facts stated there and in docs/formats.md.
 #include <string>
 
 #include <gtest/gtest.h>
