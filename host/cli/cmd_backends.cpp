@@ -40,6 +40,10 @@ void describe(std::string &out, const PluginInfo &p) {
   if (p.device_ok)
     out += " (" + describe_device(p.device) + ")";
   out += "\n";
+  if (p.device_ok)
+    out += "  auto:    preference " +
+           (p.device.preference > 0 ? std::to_string(p.device.preference) : "not stated") +
+           " (the usable plugin with the highest is taken)\n";
   if (!p.device.detail.empty())
     out += "  detail:  " + p.device.detail + "\n";
 }

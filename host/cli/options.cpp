@@ -148,7 +148,8 @@ CommandLine &CommandLine::engine(EngineArgs &a, bool thread_list) {
   auto add = group.add_options();
   add("model,m", po::value(&a.model)->value_name("FILE"), "GGUF model file (required)");
   add("backend", po::value(&a.backend)->value_name("SPEC")->default_value(a.backend),
-      "auto (cuda, then cpu), cpu, cuda, a plugin file PATH.so, or a comma-separated list "
+      "auto (the usable plugin stating the highest preference: a GPU before the CPU), cpu, cuda, a "
+      "plugin file PATH.so, or a comma-separated list "
       "tried in order");
   add("backend-options", po::value(&a.backend_options)->value_name("K=V;..."),
       "options passed to the plugin, e.g. kernels=reference");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -56,10 +57,18 @@ PluginInfo describe(const PluginLibrary &library) {
   info.abi_major = library.api().abi_major;
   info.abi_minor = library.api().abi_minor;
   info.loaded = true;
-  ProbeResult probe = library.probe();
+  const ProbeResult probe = library.probe();
   info.device_ok = probe.status == BONSAI_OK;
   info.probe_status = status_name(probe.status);
-  info.device = std::move(probe.device);
+  const bonsai_device_info &device = probe.device;
+  info.device.device_count = device.device_count;
+  info.device.name = device.name;
+  info.device.total_memory_bytes = device.total_memory_bytes;
+  info.device.free_memory_bytes = device.free_memory_bytes;
+  info.device.compute_major = device.compute_major;
+  info.device.compute_minor = device.compute_minor;
+  info.device.detail = device.detail;
+  info.device.preference = device.preference;
   return info;
 }
 
@@ -106,6 +115,71 @@ SelectedPlugin select_one(const std::string &element,
   return try_file(files.front());
 }
 
+// The libbonsai_*.so files of one folder, sorted (none when it is missing).
+std::vector<std::filesystem::path> plugin_files_in(const std::filesystem::path &dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  if (!std::filesystem::is_directory(dir, error))
+    return files;
+  for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("libbonsai_") && name.ends_with(".so"))
+      files.push_back(it->path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Every plugin file in the folders, in search order; a name found again in
+// a later folder is shadowed by the first (as PATH does).
+std::vector<std::filesystem::path>
+all_plugin_files(const std::vector<std::filesystem::path> &dirs) {
+  std::vector<std::filesystem::path> files;
+  std::set<std::string> names;
+  for (const auto &dir : dirs)
+    for (auto &file : plugin_files_in(dir))
+      if (names.insert(file.filename().string()).second)
+        files.push_back(std::move(file));
+  return files;
+}
+
+// "auto": loads and probes every plugin file and takes the usable one whose
+// probe states the highest preference (ABI 1.1; a 1.0 plugin states none and
+// ranks last); equal preferences go to the earlier file. A plugin that
+// fails to load or finds no device is skipped with its reason logged.
+SelectedPlugin select_auto(const std::vector<std::filesystem::path> &dirs) {
+  const auto files = all_plugin_files(dirs);
+  if (files.empty())
+    throw PluginError(
+        fmt::format("backend 'auto': no libbonsai_*.so plugin in {}", describe_dirs(dirs)));
+  std::optional<SelectedPlugin> best;
+  std::string reasons;
+  for (const auto &file : files) {
+    try {
+      SelectedPlugin candidate = try_file(file);
+      logger().debug("backend 'auto': {} is usable, preference {}", file.string(),
+                     candidate.info.device.preference);
+      if (!best || candidate.info.device.preference > best->info.device.preference)
+        best = std::move(candidate);
+    } catch (const Error &error) {
+      logger().info("backend 'auto': skipping {}", error.what());
+      reasons += fmt::format("\n  {}", error.what());
+    }
+  }
+  if (!best)
+    throw PluginError(fmt::format("no usable backend for 'auto':{}", reasons));
+  logger().info("backend 'auto': using {} ({}, preference {})", best->info.path.string(),
+                best->info.device.name, best->info.device.preference);
+  return std::move(*best);
+}
+
+// One element of a backend spec: "auto", a NAME or a path.
+SelectedPlugin select_element(const std::string &element,
+                              const std::vector<std::filesystem::path> &dirs) {
+  return element == "auto" ? select_auto(dirs) : select_one(element, dirs);
+}
+
 } // namespace
 
 bool spec_is_path(const std::string &spec) {
@@ -117,23 +191,18 @@ SelectedPlugin select_plugin(const std::string &spec,
   std::vector<std::string> elements;
   for (const auto &part : split(spec, ',')) {
     const std::string element = trim(part);
-    if (element == "auto") {
-      elements.push_back("cuda");
-      elements.push_back("cpu");
-    } else if (!element.empty()) {
+    if (!element.empty())
       elements.push_back(element);
-    }
   }
   if (elements.empty())
     throw InvalidArgument(fmt::format("backend '{}' names no plugin", spec));
-  const bool is_list = elements.size() > 1;
-  if (!is_list)
-    return select_one(elements.front(), dirs);
+  if (elements.size() == 1)
+    return select_element(elements.front(), dirs);
 
   std::string reasons;
   for (const auto &element : elements) {
     try {
-      SelectedPlugin selected = select_one(element, dirs);
+      SelectedPlugin selected = select_element(element, dirs);
       logger().info("backend '{}': using {} ({})", spec, selected.info.path.string(),
                     selected.info.device.name);
       return selected;
@@ -153,12 +222,13 @@ std::vector<std::filesystem::path> plugin_search_path() {
     for (const auto &part : host::split(env, ':'))
       if (!part.empty())
         dirs.emplace_back(part);
+  // Next to the host library: lib/bonsai/plugins both in an install and in
+  // the build tree (same layout), so an installed host never looks into the
+  // tree it was built in.
   if (auto lib_dir = host::host_library_dir(); !lib_dir.empty())
     dirs.push_back(lib_dir / "bonsai" / "plugins");
-  dirs.emplace_back(BONSAI_PLUGIN_BUILD_DIR);
 
-  // Remove duplicates (the install and build folders coincide in the build
-  // tree), keeping the first occurrence.
+  // Remove duplicates, keeping the first occurrence.
   std::vector<std::filesystem::path> unique;
   std::set<std::string> seen;
   for (auto &dir : dirs) {
@@ -185,21 +255,9 @@ PluginInfo inspect_plugin(const std::filesystem::path &file) {
 
 std::vector<PluginInfo> list_plugins(const std::vector<std::filesystem::path> &dirs) {
   std::vector<PluginInfo> plugins;
-  for (const auto &dir : dirs) {
-    std::error_code error;
-    if (!std::filesystem::is_directory(dir, error))
-      continue;
-    std::vector<std::filesystem::path> files;
-    for (std::filesystem::directory_iterator it(dir, error), end; !error && it != end;
-         it.increment(error)) {
-      const std::string name = it->path().filename().string();
-      if (name.starts_with("libbonsai_") && name.ends_with(".so"))
-        files.push_back(it->path());
-    }
-    std::sort(files.begin(), files.end());
-    for (const auto &file : files)
+  for (const auto &dir : dirs)
+    for (const auto &file : host::plugin_files_in(dir))
       plugins.push_back(inspect_plugin(file));
-  }
   return plugins;
 }
 

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "bonsai/engine.hpp"
+
 namespace bonsai::host {
 namespace {
 
@@ -144,17 +146,11 @@ std::shared_ptr<const PluginLibrary> PluginLibrary::load(const std::filesystem::
 
 ProbeResult PluginLibrary::probe() const {
   ProbeResult result;
-  bonsai_device_info info{};
-  info.struct_size = sizeof info;
-  result.status = api_.probe(&info);
+  result.device.struct_size = sizeof result.device;
+  result.status = api_.probe(&result.device);
   // The plugin fills fixed-size arrays; never trust the terminator.
-  result.device.device_count = info.device_count;
-  result.device.name = copy_c_string(info.name, sizeof info.name);
-  result.device.total_memory_bytes = info.total_memory_bytes;
-  result.device.free_memory_bytes = info.free_memory_bytes;
-  result.device.compute_major = info.compute_major;
-  result.device.compute_minor = info.compute_minor;
-  result.device.detail = copy_c_string(info.detail, sizeof info.detail);
+  result.device.name[sizeof result.device.name - 1] = '\0';
+  result.device.detail[sizeof result.device.detail - 1] = '\0';
   return result;
 }
 

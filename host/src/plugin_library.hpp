@@ -10,13 +10,14 @@
 #include <string>
 
 #include "bonsai/bonsai_backend.h"
-#include "bonsai/engine.hpp"
 
 namespace bonsai::host {
 
+// What probe() answered: the plugin's struct as it filled it (fields past
+// its ABI version read 0; name and detail always NUL-terminated).
 struct ProbeResult {
   bonsai_status status = BONSAI_ERR_INTERNAL;
-  DeviceInfo device;
+  bonsai_device_info device{};
 };
 
 class PluginLibrary {

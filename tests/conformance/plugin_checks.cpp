@@ -179,6 +179,25 @@ CheckResult PluginChecker::probe() const {
   } else {
     r.fail("probe returned status " + std::to_string(status) + " (expected OK or NO_DEVICE)");
   }
+  if (a.abi_minor >= 1 && status == BONSAI_OK)
+    r.note("auto preference: " + std::to_string(info.preference));
+
+  // A 1.0 host's struct ends at `detail`: a plugin of any 1.x must accept it
+  // and write nothing past it (the bytes there belong to the host).
+  constexpr size_t kV10Size = offsetof(bonsai_device_info, preference);
+  constexpr unsigned char kGuard = 0xA5;
+  alignas(bonsai_device_info) unsigned char bytes[sizeof(bonsai_device_info)];
+  std::memset(bytes, kGuard, sizeof bytes);
+  const uint32_t v10_size = kV10Size;
+  std::memcpy(bytes, &v10_size, sizeof v10_size);
+  const bonsai_status v10_status = a.probe(reinterpret_cast<bonsai_device_info *>(bytes));
+  r.expect(v10_status == status, "probe with ABI 1.0's struct_size (" + std::to_string(kV10Size) +
+                                     ") returned " + std::to_string(v10_status) + ", not " +
+                                     std::to_string(status));
+  bool untouched = true;
+  for (size_t i = kV10Size; i < sizeof bytes; ++i)
+    untouched = untouched && bytes[i] == kGuard;
+  r.expect(untouched, "probe wrote past the end of an ABI 1.0 bonsai_device_info");
   return r;
 }
 

@@ -26,6 +26,7 @@
 #define FAKE_MISSING_MATMUL 7 // matmul is NULL
 #define FAKE_UPLOAD_OOM 8     // upload_weight runs out of memory at the 6th weight
 #define FAKE_MATMUL_FAILS 9   // matmul fails from call $BONSAI_FAKE_FAIL_AT_CALL (default 40) on
+#define FAKE_PREFERRED 10     // as FAKE_WORKING, its probe states preference 300 (ABI 1.1)
 
 #ifndef FAKE_VARIANT
 #error "FAKE_VARIANT must be defined"
@@ -71,6 +72,11 @@ bonsai_status fake_probe(bonsai_device_info *info) {
   copy_text(info->name, sizeof info->name, "fake scalar device");
   info->total_memory_bytes = 1u << 30;
   copy_text(info->detail, sizeof info->detail, "scalar matmul only");
+  // The others state no preference (0), as a 1.0 plugin; this one outranks
+  // the CPU plugin's 100 for `auto`, where the host's struct has the field.
+  if (FAKE_VARIANT == FAKE_PREFERRED &&
+      info->struct_size >= offsetof(bonsai_device_info, preference) + sizeof(uint32_t))
+    info->preference = 300;
   return BONSAI_OK;
 #endif
 }

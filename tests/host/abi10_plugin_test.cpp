@@ -16,6 +16,8 @@ TEST(Abi10Plugin, LoadsAndReportsAbi10) {
   EXPECT_EQ(info.abi_major, 1u);
   EXPECT_EQ(info.abi_minor, 0u);
   EXPECT_TRUE(info.device_ok) << info.probe_status;
+  // A 1.0 probe never writes the 1.1 tail of the host's larger struct.
+  EXPECT_EQ(info.device.preference, 0u);
 }
 
 TEST(Abi10Plugin, GreedyGenerationMatchesTheFloat64Reference) {

@@ -139,19 +139,54 @@ TEST(PluginLoading, CandidateListWithNothingUsableGivesEveryReason) {
   EXPECT_THAT(message, HasSubstr("ABI 2.x"));
 }
 
-TEST(PluginLoading, SearchPathStartsWithEnvironmentThenInstallThenBuildTree) {
+TEST(PluginLoading, SearchPathIsTheEnvironmentThenTheFolderNextToTheHostLibrary) {
   ScopedEnv env("BONSAI_PLUGIN_PATH", "/first/dir::/second/dir");
   const auto dirs = bonsai::plugin_search_path();
-  ASSERT_GE(dirs.size(), 3u);
+  ASSERT_EQ(dirs.size(), 3u);
   EXPECT_EQ(dirs[0], "/first/dir");
   EXPECT_EQ(dirs[1], "/second/dir");
-  // In the build tree the install folder (next to libbonsai_host.so) and the
-  // build plugin folder are the same one, listed once.
-  const auto build_dir = std::filesystem::weakly_canonical(BONSAI_PLUGIN_DIR);
-  const auto hits = std::count_if(dirs.begin(), dirs.end(), [&](const auto &dir) {
-    return std::filesystem::weakly_canonical(dir) == build_dir;
-  });
-  EXPECT_EQ(hits, 1);
+  // lib/bonsai/plugins beside libbonsai_host.so, which in this tree is the
+  // build's plugin folder; no folder is baked in at build time, so an
+  // installed host never searches the tree it was built in.
+  EXPECT_EQ(std::filesystem::weakly_canonical(dirs[2]),
+            std::filesystem::weakly_canonical(BONSAI_PLUGIN_DIR));
+}
+
+TEST(PluginLoading, AutoTakesTheUsablePluginWithTheHighestPreference) {
+  // Candidates: every fake (broken ones skipped, working ones state no
+  // preference), "preferred" (300), then the build folder's cpu (100) and
+  // cuda (no device here, or 200 on a GPU).
+  ScopedEnv env("BONSAI_PLUGIN_PATH", fake_dir());
+  bonsai::EngineOptions options;
+  options.n_ctx = 64;
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  EXPECT_EQ(engine.backend().path, fake_plugin("preferred"));
+  EXPECT_EQ(engine.backend().device.preference, 300u);
+}
+
+TEST(PluginLoading, AutoRanksAPluginStatingNoPreferenceBelowTheCpuPlugin) {
+  // A working plugin first in the search path that states no preference (as
+  // every 1.0 plugin) loses to the CPU plugin's 100: the order of folders
+  // does not decide, the preference does.
+  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "auto-rank";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(fake_plugin("fake"), dir / "libbonsai_fake.so",
+                             std::filesystem::copy_options::overwrite_existing);
+  ScopedEnv env("BONSAI_PLUGIN_PATH", dir.string());
+  bonsai::EngineOptions options;
+  options.n_ctx = 64;
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  EXPECT_THAT(engine.backend().name, ::testing::AnyOf("cpu", "cuda"));
+  EXPECT_GE(engine.backend().device.preference, 100u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PluginLoading, AutoInAListIsTriedInItsPlace) {
+  ScopedEnv env("BONSAI_PLUGIN_PATH", fake_dir());
+  bonsai::EngineOptions options;
+  options.backend = "nodevice,auto,fake";
+  options.n_ctx = 64;
+  EXPECT_EQ(bonsai::Engine::open(tiny_q1(), options).backend().path, fake_plugin("preferred"));
 }
 
 TEST(PluginLoading, ListPluginsReportsEveryFileInTheFolder) {
@@ -162,8 +197,8 @@ TEST(PluginLoading, ListPluginsReportsEveryFileInTheFolder) {
   const std::vector<std::string> expected = {
       "libbonsai_abitwo.so",   "libbonsai_fake.so",      "libbonsai_matmulfails.so",
       "libbonsai_noctx.so",    "libbonsai_nodevice.so",  "libbonsai_noentry.so",
-      "libbonsai_nomatmul.so", "libbonsai_nullentry.so", "libbonsai_short.so",
-      "libbonsai_text.so",     "libbonsai_uploadoom.so"};
+      "libbonsai_nomatmul.so", "libbonsai_nullentry.so", "libbonsai_preferred.so",
+      "libbonsai_short.so",    "libbonsai_text.so",      "libbonsai_uploadoom.so"};
   std::vector<std::string> files;
   for (const auto &[file, info] : by_file)
     files.push_back(file);
@@ -180,6 +215,8 @@ TEST(PluginLoading, ListPluginsReportsEveryFileInTheFolder) {
   EXPECT_EQ(fake.probe_status, "ok");
   EXPECT_EQ(fake.device.name, "fake scalar device");
   EXPECT_EQ(fake.device.device_count, 1u);
+  EXPECT_EQ(fake.device.preference, 0u); // states none, as a 1.0 plugin
+  EXPECT_EQ(by_file["libbonsai_preferred.so"].device.preference, 300u);
 
   const auto &nodevice = by_file["libbonsai_nodevice.so"];
   EXPECT_TRUE(nodevice.loaded);

@@ -105,6 +105,16 @@ typedef struct bonsai_device_info {
   uint32_t compute_major;      /* out: e.g. CUDA compute capability major; 0 if n/a */
   uint32_t compute_minor;      /* out: minor part; 0 if n/a */
   char detail[256];            /* out: features or, with NO_DEVICE, why not */
+  /* --- Added in ABI 1.1: a plugin writes these only when struct_size covers
+   * them (offsetof(bonsai_device_info, reserved) + sizeof(uint32_t)); a 1.0
+   * plugin leaves them as the host set them (0). A 1.1 plugin still accepts
+   * a 1.0 host's shorter struct. --- */
+  /* out: how strongly `--backend auto` should prefer this plugin when its
+   * probe is OK: among usable plugins the highest wins. 0 = not stated (a 1.0
+   * plugin), ranked below every stated one. bonsai's own: CPU 100, CUDA 200
+   * (docs/abi.md, "Choosing a plugin"). */
+  uint32_t preference;
+  uint32_t reserved; /* out: 0; keeps the size a multiple of 8 */
 } bonsai_device_info;
 
 typedef struct bonsai_context_desc {
@@ -177,7 +187,7 @@ typedef struct bonsai_matmul_desc {
 /* Group 4: full-layer encode of a Qwen3 decoder                            */
 /* ------------------------------------------------------------------------ */
 
-/* The weights of one decoder layer (ARCHITECTURE.md §1). All handles belong
+/* The weights of one decoder layer (docs/architecture.md, "The model"). All handles belong
  * to the same context. Matrices: wq rows = n_head*head_dim, wk/wv rows =
  * n_head_kv*head_dim, wo rows = n_embd, w_gate/w_up rows = n_ff, w_down rows =
  * n_embd. Norms are vectors (rows = 1): attn_norm/ffn_norm of n_embd,

@@ -7,10 +7,12 @@
 
 #include "bonsai/bonsai_backend.h"
 
-/* The size a struct had in ABI 1.0: the end of its last 1.0 field. A host
- * built with a later minor version passes a larger struct_size (fields we do
- * not know, which we ignore); a smaller one cannot be a valid 1.0 struct. */
-#define ABI_1_0_SIZE(type, last_field)                                                             \
+/* The end of `last_field` in `type`: with a 1.0 struct's last field, the size
+ * that struct had in ABI 1.0. A host built with a later minor version passes
+ * a larger struct_size (fields we do not know, which we ignore); a smaller
+ * one cannot be a valid 1.0 struct. With a later field: whether the host's
+ * struct has room for it. */
+#define SIZE_THROUGH(type, last_field)                                                             \
   (offsetof(type, last_field) + sizeof(((type *)0)->last_field))
 
 /* One uploaded weight. Contexts keep their weights in a linked list, which is

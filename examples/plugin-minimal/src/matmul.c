@@ -37,7 +37,7 @@ static float dot(const float *a, const float *b, int64_t n) {
 bonsai_status example_matmul(bonsai_context *ctx, const bonsai_matmul_desc *desc) {
   if (ctx == NULL)
     return BONSAI_ERR_INVALID_ARGUMENT;
-  if (desc == NULL || desc->struct_size < ABI_1_0_SIZE(bonsai_matmul_desc, y))
+  if (desc == NULL || desc->struct_size < SIZE_THROUGH(bonsai_matmul_desc, y))
     return context_fail(ctx, BONSAI_ERR_INVALID_ARGUMENT,
                         "matmul: the description is NULL or its struct_size is too small");
   const struct bonsai_weight *w = context_find_weight(ctx, desc->weight);

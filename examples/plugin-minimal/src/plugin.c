@@ -28,7 +28,7 @@
 /* ---- group 1: probe and contexts ---------------------------------------- */
 
 static bonsai_status example_probe(bonsai_device_info *info) {
-  if (info == NULL || info->struct_size < ABI_1_0_SIZE(bonsai_device_info, detail))
+  if (info == NULL || info->struct_size < SIZE_THROUGH(bonsai_device_info, detail))
     return BONSAI_ERR_INVALID_ARGUMENT;
   /* Fill only the fields we know, and never touch struct_size: a newer host
    * may have a larger struct whose tail we cannot see. */
@@ -42,6 +42,16 @@ static bonsai_status example_probe(bonsai_device_info *info) {
   info->compute_major = 0;
   info->compute_minor = 0;
   snprintf(info->detail, sizeof(info->detail), "portable scalar C kernels: f32 f16 q1_0 q2_0");
+#if BONSAI_ABI_MINOR >= 1
+  /* ABI 1.1 fields, only when the host's struct has them (a 1.0 host's does
+   * not). A slow example ranks below bonsai's CPU plugin (100), so that
+   * `--backend auto` never prefers it; it is used when named. Built against
+   * the 1.0 header the fields do not exist, and the host reads 0. */
+  if (info->struct_size >= SIZE_THROUGH(bonsai_device_info, reserved)) {
+    info->preference = 10;
+    info->reserved = 0;
+  }
+#endif
   return BONSAI_OK;
 }
 
@@ -71,7 +81,7 @@ static bonsai_status example_create_context(const bonsai_context_desc *desc, bon
   if (out == NULL)
     return refuse(error_text, error_text_size, BONSAI_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = NULL; /* on every failure *out stays NULL */
-  if (desc == NULL || desc->struct_size < ABI_1_0_SIZE(bonsai_context_desc, options))
+  if (desc == NULL || desc->struct_size < SIZE_THROUGH(bonsai_context_desc, options))
     return refuse(error_text, error_text_size, BONSAI_ERR_INVALID_ARGUMENT,
                   "the context description is NULL or its struct_size is too small");
   if (desc->device_index != 0)

@@ -13,7 +13,7 @@ bonsai_status example_upload_weight(bonsai_context *ctx, const bonsai_weight_des
   if (out == NULL)
     return context_fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "upload_weight: out is NULL");
   *out = NULL;
-  if (desc == NULL || desc->struct_size < ABI_1_0_SIZE(bonsai_weight_desc, name))
+  if (desc == NULL || desc->struct_size < SIZE_THROUGH(bonsai_weight_desc, name))
     return context_fail(ctx, BONSAI_ERR_INVALID_ARGUMENT,
                         "upload_weight: the description is NULL or its struct_size is too small");
   const char *name = desc->name ? desc->name : "(unnamed)";

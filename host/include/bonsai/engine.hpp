@@ -92,6 +92,9 @@ struct DeviceInfo {
   uint32_t compute_major = 0;      // e.g. CUDA compute capability; 0 if n/a
   uint32_t compute_minor = 0;
   std::string detail; // features, or why there is no device
+  // How strongly `--backend auto` prefers the plugin (ABI 1.1; higher wins;
+  // 0 when the plugin does not say, as a 1.0 plugin).
+  uint32_t preference = 0;
 };
 
 // One plugin file as seen by list_plugins() / inspect_plugin().

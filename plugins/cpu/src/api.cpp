@@ -8,6 +8,7 @@
 #include "bonsai/bonsai_backend.h"
 #include "bonsai/plugin/abi_checks.hpp"
 #include "bonsai/plugin/entry_guard.hpp"
+#include "bonsai/plugin/probe_answer.hpp"
 #include "bonsai/plugin/step_entry_points.hpp"
 #include "context.hpp"
 #include "plugin_error.hpp"
@@ -20,17 +21,10 @@ namespace {
 using Entry = EntryPoints<Context, kContextMagic, NoCallScope, make_context>;
 
 bonsai_status api_probe(bonsai_device_info *info) {
-  if (info == nullptr || info->struct_size < sizeof(bonsai_device_info))
-    return BONSAI_ERR_INVALID_ARGUMENT;
-  try {
-    bonsai_device_info filled{};
-    filled.struct_size = info->struct_size;
+  return plugin::answer_probe(info, [](bonsai_device_info &filled) {
     fill_device_info(filled);
-    std::memcpy(info, &filled, sizeof(filled));
     return BONSAI_OK;
-  } catch (...) {
-    return BONSAI_ERR_INTERNAL;
-  }
+  });
 }
 
 void api_destroy_context(bonsai_context *handle) {

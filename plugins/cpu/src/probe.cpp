@@ -50,6 +50,7 @@ void fill_device_info(bonsai_device_info &info) {
   const KernelSelection best = select_kernel_set(KernelChoice::Auto, cpu);
   copy_text(info.detail, sizeof(info.detail),
             "features: " + cpu.describe() + "; default kernels: " + best.set->name);
+  info.preference = kCpuPreference;
 }
 
 } // namespace bonsai::cpu

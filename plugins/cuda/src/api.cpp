@@ -9,6 +9,7 @@
 #include "bonsai/bonsai_backend.h"
 #include "bonsai/plugin/abi_checks.hpp"
 #include "bonsai/plugin/entry_guard.hpp"
+#include "bonsai/plugin/probe_answer.hpp"
 #include "bonsai/plugin/step_entry_points.hpp"
 #include "context.hpp"
 #include "driver_library.hpp"
@@ -35,11 +36,7 @@ template <class Ctx, class Body> bonsai_status on_device(Ctx *ctx, Body &&body) 
 }
 
 bonsai_status api_probe(bonsai_device_info *info) {
-  if (info == nullptr || info->struct_size < sizeof(bonsai_device_info))
-    return BONSAI_ERR_INVALID_ARGUMENT;
-  try {
-    bonsai_device_info filled{};
-    filled.struct_size = info->struct_size;
+  return plugin::answer_probe(info, [](bonsai_device_info &filled) {
     bonsai_status status = probe_devices(load_driver(), &filled);
     // Without NVRTC there are no kernels: report NO_DEVICE so "auto" falls
     // back instead of failing later in create_context.
@@ -48,16 +45,12 @@ bonsai_status api_probe(bonsai_device_info *info) {
         const std::string detail =
             strformat("found %s but cannot compile kernels: %s", filled.name, nvrtc.error.c_str());
         filled = bonsai_device_info{};
-        filled.struct_size = info->struct_size;
         std::snprintf(filled.detail, sizeof filled.detail, "%s", detail.c_str());
         status = BONSAI_ERR_NO_DEVICE;
       }
     }
-    std::memcpy(info, &filled, sizeof(filled));
     return status;
-  } catch (...) {
-    return BONSAI_ERR_INTERNAL;
-  }
+  });
 }
 
 void api_destroy_context(bonsai_context *handle) {

@@ -71,6 +71,7 @@ bonsai_status probe_devices(const DriverLoad &driver, bonsai_device_info *info) 
               strformat("sm_%d%d, %d SMs, driver API %s, kernels JIT-compiled by NVRTC",
                         facts.compute_major, facts.compute_minor, facts.multiprocessors,
                         cuda_version_text(driver_version).c_str()));
+    info->preference = kCudaPreference;
     return BONSAI_OK;
   } catch (...) {
     copy_text(info->detail, sizeof info->detail, "internal error while probing");

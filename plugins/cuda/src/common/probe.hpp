@@ -23,6 +23,10 @@ struct DeviceFacts {
 // ...", "no CUDA device (cuDeviceGetCount returned 0)", ...).
 std::string query_device(const DriverLoad &driver, int device_index, DeviceFacts *facts);
 
+// bonsai_device_info.preference when a device is usable: above the CPU
+// plugin's 100.
+inline constexpr uint32_t kCudaPreference = 200;
+
 // The ABI probe: OK with device 0's facts, or NO_DEVICE with the reason in
 // info->detail. Never throws.
 bonsai_status probe_devices(const DriverLoad &driver, bonsai_device_info *info);
