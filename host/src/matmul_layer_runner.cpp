@@ -202,7 +202,7 @@ void MatmulLayerRunner::lm_head(const StepOutputs &outputs) {
     logits_.resize(count * n_vocab_);
     logits = logits_.data();
   }
-  matmul(weights_.lm_head, outputs.count, h_.data(), logits);
+  matmul(weights_.desc.lm_head, outputs.count, h_.data(), logits);
   if (outputs.argmax != nullptr)
     for (size_t i = 0; i < count; ++i) {
       const float *row = logits + i * n_vocab_;

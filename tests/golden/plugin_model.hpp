@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "bonsai/binding/model_binding.hpp"
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/model_spec.hpp"
 #include "plugin_loader.hpp"
@@ -30,7 +31,7 @@ private:
   gguf::File file_; // declared before ctx_: the context is destroyed first
   ModelSpec spec_;
   ContextHandle ctx_;
-  std::vector<bonsai_layer_weights> layers_;
+  binding::ModelBinding binding_; // what bind_model was given
 };
 
 } // namespace bonsai::test

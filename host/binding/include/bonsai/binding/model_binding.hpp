@@ -1,0 +1,41 @@
+#pragma once
+// A model as the backend ABI describes it: the bonsai_weight_desc of each
+// tensor and the bonsai_model_desc for bind_model(), built from a ModelSpec
+// in one place for the host and for the tests that drive plugins directly.
+#include <functional>
+#include <vector>
+
+#include "bonsai/bonsai_backend.h"
+#include "bonsai/core/model_spec.hpp"
+#include "bonsai/core/weight_prep.hpp"
+
+namespace bonsai::binding {
+
+// upload_weight()'s description of `tensor` as `prepared` hands it over:
+// stored bytes borrowed for the context's life (the caller keeps the mapping
+// longer), converted bytes without that flag (the plugin copies them and the
+// caller frees them after the call).
+bonsai_weight_desc weight_desc(const TensorView &tensor, const PreparedWeight &prepared);
+
+// Uploads one tensor and returns its handle (never NULL); throws on failure.
+using UploadTensorFn = std::function<const bonsai_weight *(const TensorView &)>;
+
+// The handles of every weight of a model and the bind_model() description
+// that points at them.
+struct ModelBinding {
+  std::vector<bonsai_layer_weights> layers;
+  std::vector<double> rope_rates; // desc.rope_inv_freq
+  bonsai_model_desc desc{};       // desc.layers and desc.rope_inv_freq point into this
+
+  ModelBinding() = default;
+  ModelBinding(const ModelBinding &) = delete; // desc points into itself
+  ModelBinding &operator=(const ModelBinding &) = delete;
+};
+
+// Uploads every tensor of `spec` through `upload` (embedding, each layer's
+// eleven, output norm, then the head unless it is tied to the embedding) and
+// fills `out`: dimensions, RMS epsilon, RoPE base and always the rates and
+// magnitude (scaled or not: one path for every 1.1 plugin).
+void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding &out);
+
+} // namespace bonsai::binding
