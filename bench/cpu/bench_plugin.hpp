@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../../tests/support/plugin_loader.hpp"
+#include "../../conformance/support/plugin_loader.hpp"
 #include "bonsai/core/formats.hpp"
 
 namespace bonsai::bench {

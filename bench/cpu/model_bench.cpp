@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sys/mman.h>
 
-#include "../../tests/support/step_runner.hpp"
+#include "../../conformance/support/step_runner.hpp"
 #include "bench_plugin.hpp"
 
 namespace bonsai::bench {

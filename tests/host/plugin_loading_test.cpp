@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+
+#include <unistd.h>
 
 #include "bonsai/engine.hpp"
 #include "host_test_support.hpp"
@@ -168,7 +171,8 @@ TEST(PluginLoading, AutoRanksAPluginStatingNoPreferenceBelowTheCpuPlugin) {
   // A working plugin first in the search path that states no preference (as
   // every 1.0 plugin) loses to the CPU plugin's 100: the order of folders
   // does not decide, the preference does.
-  const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "auto-rank";
+  const std::filesystem::path dir =
+      std::filesystem::path(testing::TempDir()) / ("auto-rank-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(fake_plugin("fake"), dir / "libbonsai_fake.so",
                              std::filesystem::copy_options::overwrite_existing);
