@@ -1,59 +1,32 @@
 // PTQ1_0 on the CPU: decode its base-3 digits in the GEMV ("native", 28
 // bytes per 128 weights) or convert the rows exactly to Q2_0 once at load and
 // run the 2-bit kernel ("converted", 34 bytes) -- issue 21 asks which is
-// faster. Both GEMVs here share one loop (4 rows x 1 token, int8 activations
-// with a scale and a correction per lane, as the plugin's AVX-512 decode
-// tile) and differ only in how a block becomes 128 unsigned codes, so the
-// difference is the cost of the digit decoding against the bytes it saves.
-// The converted rows come from core's converter, as the host uploads them.
-// The native unpack is checked against the format's definition before
+// faster. Both run the plugin's AVX-512 decode tile (4 rows x 1 token,
+// kernels/avx512_quant_tile.hpp) and differ only in the unpacker that turns a
+// block into 128 unsigned codes: the plugin's Q2_0 one, or the PTQ1_0 one
+// below. The difference is the cost of the digit decoding against the bytes
+// it saves. The converted rows come from core's converter, as the host
+// uploads them; the native unpack is checked against core's decoder before
 // timing. The plugin keeps the converted path (docs/performance.md).
 #if defined(__x86_64__)
 
 #include <benchmark/benchmark.h>
-// GCC 12's AVX-512 headers trip these on their own helpers (GCC bug 105593;
-// plugins/cpu/src/kernels/avx512_intrinsics.hpp does the same).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "bonsai/core/convert.hpp"
 #include "bonsai/core/formats.hpp"
+#include "kernels/avx512_quant_tile.hpp"
 
 namespace bonsai::bench {
 namespace {
 
-#define PTQ1_BENCH_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni,avx2,fma,f16c")))
-
-constexpr int kRows = 4;
-constexpr int kBlock = 128;
-
-PTQ1_BENCH_TARGET inline __m512 broadcast_f16(const uint8_t *p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, sizeof(bits));
-  return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(bits)));
-}
-
-// Q2_0 (the plugin's unpack): the 32 code bytes in both 256-bit halves,
-// codes k = 0, 1 to the low register and 2, 3 to the high one.
-struct ConvertedQ2 {
-  static constexpr size_t kBytes = sizeof(BlockQ2_0);
-  PTQ1_BENCH_TARGET static __m512 scale(const uint8_t *block) { return broadcast_f16(block); }
-  PTQ1_BENCH_TARGET static void unpack(const uint8_t *block, __m512i &low, __m512i &high) {
-    const __m512i packed =
-        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(block + 2)));
-    const __m512i mask = _mm512_set1_epi8(3);
-    low =
-        _mm512_and_si512(_mm512_srlv_epi64(packed, _mm512_set_epi64(2, 2, 2, 2, 0, 0, 0, 0)), mask);
-    high =
-        _mm512_and_si512(_mm512_srlv_epi64(packed, _mm512_set_epi64(6, 6, 6, 6, 4, 4, 4, 4)), mask);
-  }
-};
+using cpu::avx512_tile::broadcast_f16;
+constexpr int kBlock = cpu::kActBlock;
 
 // The high register's digit index per byte: lane 0 all 4; lane 1: 0 x 8,
 // 1 x 8; lane 2: 2 x 8, 3 x 8; lane 3: 4 x 8, then 0 0 1 1 2 2 3 3.
@@ -83,22 +56,22 @@ constexpr uint64_t high_at_least(int s) {
 // is ((q * 3) >> 8) for a byte q.
 struct NativePtq1 {
   static constexpr size_t kBytes = sizeof(BlockPTQ1_0);
-  PTQ1_BENCH_TARGET static __m512 scale(const uint8_t *block) {
+  BONSAI_TARGET_AVX512 static __m512 scales(const uint8_t *block) {
     return broadcast_f16(block + offsetof(BlockPTQ1_0, d));
   }
   // Bytes whose digit index is at least s, for s = 1..4.
   static constexpr uint64_t kLowAtLeast[4] = {0, ~uint64_t{0} << 16, ~uint64_t{0} << 32,
                                               ~uint64_t{0} << 48};
-  PTQ1_BENCH_TARGET static __m512i times3(__m512i q, __mmask64 where) {
+  BONSAI_TARGET_AVX512 static __m512i times3(__m512i q, __mmask64 where) {
     return _mm512_mask_add_epi8(q, where, q, _mm512_add_epi8(q, q));
   }
-  PTQ1_BENCH_TARGET static __m512i digits(__m512i q) {
+  BONSAI_TARGET_AVX512 static __m512i digits(__m512i q) {
     const __mmask64 one = _mm512_cmpge_epu8_mask(q, _mm512_set1_epi8(86));
     const __mmask64 two = _mm512_cmpge_epu8_mask(q, _mm512_set1_epi8(static_cast<char>(171)));
     return _mm512_mask_mov_epi8(_mm512_maskz_mov_epi8(one, _mm512_set1_epi8(1)), two,
                                 _mm512_set1_epi8(2));
   }
-  PTQ1_BENCH_TARGET static void unpack(const uint8_t *block, __m512i &low, __m512i &high) {
+  BONSAI_TARGET_AVX512 static void unpack(const uint8_t *block, __m512i &low, __m512i &high) {
     const __m512i qs =
         _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i *>(block)));
     // Lanes 1..3 of `tail`: bytes 10..25 (qs[10..23], qh[0..1]).
@@ -125,67 +98,18 @@ struct NativePtq1 {
                                                high_at_least(3), high_at_least(4)};
 };
 
-// y[r] for rows [0, rows) of one token: the plugin's decode arithmetic,
-// acc += d_w * (scale_lane * S - correction_lane) per block.
-template <class Unpack>
-PTQ1_BENCH_TARGET void gemv(const uint8_t *w, size_t row_bytes, int64_t rows, int64_t blocks,
-                            const int8_t *x, const float *meta, float *y) {
-  for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
-    __m512 acc[kRows];
-    for (int r = 0; r < kRows; ++r)
-      acc[r] = _mm512_setzero_ps();
-    // The plugin's decode prefetch: one group (or 4 KiB) ahead.
-    const size_t step = kRows * Unpack::kBytes;
-    const uintptr_t stream = reinterpret_cast<uintptr_t>(w + static_cast<size_t>(r0) * row_bytes) +
-                             std::max<size_t>(4096, step * static_cast<size_t>(blocks));
-    for (int64_t b = 0; b < blocks; ++b) {
-      for (size_t line = 0; line < step + 64; line += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(stream + static_cast<size_t>(b) * step + line),
-                     _MM_HINT_T0);
-      const __m512i x_low = _mm512_loadu_si512(x + b * kBlock);
-      const __m512i x_high = _mm512_loadu_si512(x + b * kBlock + 64);
-      const __m512 scale = _mm512_loadu_ps(meta + b * 32);
-      const __m512 correction = _mm512_loadu_ps(meta + b * 32 + 16);
-#pragma GCC unroll 4
-      for (int r = 0; r < kRows; ++r) {
-        const uint8_t *block =
-            w + static_cast<size_t>(r0 + r) * row_bytes + static_cast<size_t>(b) * Unpack::kBytes;
-        __m512i low, high;
-        Unpack::unpack(block, low, high);
-        __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low, x_low);
-        sums = _mm512_dpbusd_epi32(sums, high, x_high);
-        const __m512 terms = _mm512_fmsub_ps(_mm512_cvtepi32_ps(sums), scale, correction);
-        acc[r] = _mm512_fmadd_ps(terms, Unpack::scale(block), acc[r]);
-      }
-    }
-    for (int r = 0; r < kRows; ++r)
-      y[r0 + r] = _mm512_reduce_add_ps(acc[r]);
-  }
-}
-
-// Digit n of byte b as the format defines it.
-int reference_digit(uint8_t b, int n) {
-  unsigned q = b;
-  for (int i = 0; i < n; ++i)
-    q = (q * 3) & 0xFF;
-  return static_cast<int>((q * 3) >> 8);
-}
-int reference_code(const BlockPTQ1_0 &block, int e) {
-  if (e < 80)
-    return reference_digit(block.qs[e % 16], e / 16);
-  if (e < 120)
-    return reference_digit(block.qs[16 + (e - 80) % 8], (e - 80) / 8);
-  return reference_digit(block.qh[(e - 120) % 2], (e - 120) / 2);
-}
-
-PTQ1_BENCH_TARGET bool native_unpack_matches(const BlockPTQ1_0 &block) {
+// The unpacker's codes against core's decoder (weights -d, 0, +d: codes 0..2).
+BONSAI_TARGET_AVX512 bool native_unpack_matches(const uint8_t *block) {
   __m512i low, high;
-  NativePtq1::unpack(reinterpret_cast<const uint8_t *>(&block), low, high);
+  NativePtq1::unpack(block, low, high);
   alignas(64) uint8_t codes[kBlock];
   _mm512_store_si512(codes, low);
   _mm512_store_si512(codes + 64, high);
+  float values[kBlock];
+  dequantize_row(GgmlType::PTQ1_0, block, values, kBlock);
+  const float d = fp16_to_f32(reinterpret_cast<const BlockPTQ1_0 *>(block)->d);
   for (int e = 0; e < kBlock; ++e)
-    if (codes[e] != reference_code(block, e))
+    if (codes[e] != std::lround(values[e] / d) + 1)
       return false;
   return true;
 }
@@ -225,30 +149,46 @@ void BM_Ptq1Gemv(benchmark::State &state, bool native) {
   }
   const int64_t rows = state.range(0), cols = state.range(1), blocks = cols / kBlock;
   const Ptq1Rows w = random_rows(rows, cols);
-  for (int64_t i = 0; i < std::min<int64_t>(blocks * 4, 4096); ++i) {
-    BlockPTQ1_0 block;
-    std::memcpy(&block, w.native.data() + i * sizeof(block), sizeof(block));
-    if (!native_unpack_matches(block)) {
-      state.SkipWithError("native PTQ1_0 unpack disagrees with the format's digits");
+  for (int64_t i = 0; i < std::min<int64_t>(blocks * 4, 4096); ++i)
+    if (!native_unpack_matches(w.native.data() + i * sizeof(BlockPTQ1_0))) {
+      state.SkipWithError("native PTQ1_0 unpack disagrees with core's decoder");
       return;
     }
-  }
+  // One token's activations in the plugin's block layout: 128 int8 values
+  // and 16 lane scales + 16 lane corrections per block (random: the weights
+  // decide the work, not the values).
   std::vector<int8_t> x(static_cast<size_t>(cols));
-  std::vector<float> meta(static_cast<size_t>(blocks * 32));
+  std::vector<float> meta(static_cast<size_t>(blocks * cpu::kLaneMetaPerBlock));
   std::mt19937 rng(5);
   for (int8_t &v : x)
     v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
   for (float &v : meta)
     v = static_cast<float>(rng() % 1000) / 1e5f;
   std::vector<float> y(static_cast<size_t>(rows));
-  const uint8_t *bytes = native ? w.native.data() : w.converted.data();
   const size_t block_bytes = native ? sizeof(BlockPTQ1_0) : sizeof(BlockQ2_0);
   const size_t row_bytes = static_cast<size_t>(blocks) * block_bytes;
+  cpu::RowJob job;
+  job.type = native ? GgmlType::PTQ1_0 : GgmlType::Q2_0;
+  job.w = native ? w.native.data() : w.converted.data();
+  job.w_row_bytes = row_bytes;
+  job.cols = cols;
+  job.n_rows = rows;
+  job.n_tokens = 1;
+  job.q.cols = cols;
+  job.q.n_blocks = blocks;
+  job.q.n_tokens = 1;
+  job.q.d_per_block = cpu::kLaneMetaPerBlock;
+  job.q.q = x.data();
+  job.q.d = meta.data();
+  job.y = y.data();
+  job.ldy = rows;
   for (auto _ : state) {
-    if (native)
-      gemv<NativePtq1>(bytes, row_bytes, rows, blocks, x.data(), meta.data(), y.data());
-    else
-      gemv<ConvertedQ2>(bytes, row_bytes, rows, blocks, x.data(), meta.data(), y.data());
+    for (int64_t r0 = 0; r0 < rows; r0 += cpu::avx512_tile::kTileRows)
+      if (native)
+        cpu::avx512_tile::tile<NativePtq1, cpu::avx512_tile::kTileRows, 1>(job, r0, 0);
+      else
+        cpu::avx512_tile::tile<cpu::avx512_tile::Q2Unpack, cpu::avx512_tile::kTileRows, 1>(job, r0,
+                                                                                           0);
     benchmark::DoNotOptimize(y.data());
   }
   const double calls = static_cast<double>(state.iterations());
