@@ -67,7 +67,7 @@ struct RunningServer {
   int port() const { return server->port(); }
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port());
-    c.set_read_timeout(60, 0);
+    c.set_read_timeout(180, 0); // a queued request waits for those ahead of it
     return c;
   }
 };
