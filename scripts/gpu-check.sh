@@ -187,6 +187,9 @@ if [ "$mode" = fake ]; then
   section "fake driver: end to end on the tiny model"
   step bench_tiny 600 "$bin/bonsai" bench -m "$tiny" --backend cuda -p 16 -n 4 -r 1
   grep '^|' "$logs/bench_tiny.log" 2>/dev/null | tee -a "$summary"
+  # Three sequences in one multi-sequence step (the plugin's KV slots).
+  step bench_tiny_parallel 300 "$bin/bonsai" bench -m "$tiny" --backend cuda -p 0 -n 4 -np 3 -r 1
+  grep '^|' "$logs/bench_tiny_parallel.log" 2>/dev/null | tee -a "$summary"
   step conformance 600 "$bin/test_conformance"
   # The golden gates on the fast kernels (tensor-core prefill, int8 decode
   # through the graph) for the 1-bit and ternary models; the full suite
@@ -269,6 +272,9 @@ for s in $shapes; do
     bench "bench_${s}_${t}_d4096" "$f" -p 0 -n 128 -d 4096
   done
 done
+# Continuous batching: 1, 2, 4 and 8 sequences decoding in one step each.
+parallel_model="$models/$(echo "$shapes" | awk '{print $1}')-q1_0.gguf"
+[ -f "$parallel_model" ] && bench bench_parallel "$parallel_model" -p 0 -n 64 -np 1,2,4,8
 
 section "mainline llama.cpp beside bonsai (same Q1_0 files, same run, 5 repetitions)"
 if [ -n "${llama_pid:-}" ]; then
@@ -323,6 +329,8 @@ if [ -f "$first" ]; then
   for opt in graphs=off tensor_cores=off int8_gemv=off kernels=reference; do
     bench "bench_q1_0_${opt%%=*}_off" "$first" -p 512 -n 128 --backend-options "$opt"
   done
+  # The f16 KV cache where it matters: decode at 4,096 positions.
+  bench bench_q1_0_kv_f16_d4096 "$first" -p 0 -n 128 -d 4096 --backend-options kv=f16
 fi
 
 section "summary"

@@ -183,14 +183,16 @@ BenchRow measure(const TestPoint &point, const char *prefix, int32_t count, Time
   return row;
 }
 
-// The KV cache's bytes per element: 2 where the CPU plugin was asked for its
-// f16 cache (--backend-options kv=f16), else 4 (f32, every plugin's default).
+// The KV cache's bytes per element: 2 where bonsai's CPU or CUDA plugin was
+// asked for its f16 cache (--backend-options kv=f16), else 4 (f32, every
+// plugin's default).
 int32_t kv_value_bytes_for(const Engine &engine, const EngineArgs &args) {
   std::string options = ";" + args.backend_options + ";";
   options.erase(std::remove(options.begin(), options.end(), ' '), options.end());
-  const bool cpu_f16 =
-      std::string(engine.backend().name) == "cpu" && options.find(";kv=f16;") != std::string::npos;
-  return cpu_f16 ? 2 : 4;
+  const std::string backend = engine.backend().name;
+  const bool f16 =
+      (backend == "cpu" || backend == "cuda") && options.find(";kv=f16;") != std::string::npos;
+  return f16 ? 2 : 4;
 }
 
 void parse_lists(BenchArgs &a) {

@@ -605,45 +605,125 @@ TEST(LayerKernels, QkNormRopeRotatesQueriesAndStoresKeysAndValuesAtTheirPosition
       }
 }
 
+// The f16 cache: keys are the f32 results rounded to the nearest f16 (so
+// within half an f16 ulp, 2^-11 relative, of the float64 value plus the f32
+// error), values the f16 rounding of the inputs, queries as in f32.
+TEST(LayerKernels, QkNormRopeF16StoresKeysAndValuesRoundedToHalf) {
+  const int n_head = 2, n_kv = 1, hd = 32, max_ctx = 8, n_tokens = 2, kv_length = 5;
+  const float eps = 1e-6f, base = 1e6f;
+  std::vector<float> q = random_floats(static_cast<size_t>(n_tokens) * n_head * hd, 61);
+  const std::vector<float> k = random_floats(static_cast<size_t>(n_tokens) * n_kv * hd, 67);
+  const std::vector<float> v = random_floats(k.size(), 71);
+  const std::vector<float> q_norm = random_floats(hd, 73), k_norm = random_floats(hd, 79);
+  std::vector<uint16_t> k_cache(static_cast<size_t>(n_kv) * max_ctx * hd, 0x7e00); // NaN
+  std::vector<uint16_t> v_cache(k_cache.size(), 0x7e00);
+  const int step_info[2] = {kv_length, n_tokens};
+  std::vector<double> rates(hd / 2);
+  for (int i = 0; i < hd / 2; ++i)
+    rates[static_cast<size_t>(i)] = std::pow(static_cast<double>(base), -2.0 * i / hd);
+  emu::launch({n_head + n_kv, n_tokens, 1}, 32, hd * sizeof(float), [&] {
+    bonsai_qk_norm_rope_f16(q.data(), k.data(), v.data(), q_norm.data(), k_norm.data(),
+                            k_cache.data(), v_cache.data(), step_info, n_head, n_kv, hd, max_ctx,
+                            eps, rates.data(), 1.0f);
+  });
+  for (int t = 0; t < n_tokens; ++t) {
+    const int pos = kv_length + t;
+    const auto expected =
+        norm_rope(k.data() + static_cast<size_t>(t) * n_kv * hd, k_norm.data(), hd, pos, eps, base);
+    for (int i = 0; i < hd; ++i) {
+      const size_t at = static_cast<size_t>(pos) * hd + i;
+      EXPECT_NEAR(emu::half_bits_to_float(k_cache[at]), expected[i],
+                  std::fabs(expected[i]) / 2048 + 2e-5)
+          << "k t" << t << " dim " << i;
+      EXPECT_EQ(v_cache[at], emu::float_to_half_bits(v[static_cast<size_t>(t) * hd + i]));
+    }
+  }
+  for (int p = 0; p < max_ctx; ++p) { // nothing outside the step's positions
+    if (p >= kv_length && p < kv_length + n_tokens)
+      continue;
+    for (int i = 0; i < hd; ++i)
+      ASSERT_EQ(k_cache[static_cast<size_t>(p) * hd + i], 0x7e00);
+  }
+}
+
 struct AttentionCase {
-  int kv_length, n_tokens, chunk, n_splits;
+  int kv_length, n_tokens, n_splits;
   bool warps;        // bonsai_attention_split_warps instead of bonsai_attention_split
   int head_dim = 24; // 24: lanes 24..31 idle; 100 and 128 use all four dimensions per lane
+  int n_head = 4, n_kv = 2;
+  bool f16 = false; // the _f16 kernels on an f16 cache
 };
 
 void PrintTo(const AttentionCase &c, std::ostream *out) {
   *out << (c.warps ? "warps" : "block") << " kv " << c.kv_length << " tokens " << c.n_tokens
-       << " chunk " << c.chunk << " splits " << c.n_splits << " head_dim " << c.head_dim;
+       << " splits " << c.n_splits << " head_dim " << c.head_dim << " heads " << c.n_head << "/"
+       << c.n_kv << (c.f16 ? " f16" : "");
 }
 
 class SplitAttention : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(SplitAttention, MatchesCausalSoftmaxAttentionWithGroupedHeads) {
   const AttentionCase c = GetParam();
-  const int n_head = 4, n_kv = 2, hd = c.head_dim, max_ctx = 64;
+  const int n_head = c.n_head, n_kv = c.n_kv, hd = c.head_dim;
+  const int max_ctx = c.kv_length + c.n_tokens + 3; // room past the step's end, never read
   const std::vector<float> q = random_floats(static_cast<size_t>(c.n_tokens) * n_head * hd, 83);
-  const std::vector<float> k_cache = random_floats(static_cast<size_t>(n_kv) * max_ctx * hd, 89);
-  const std::vector<float> v_cache = random_floats(k_cache.size(), 97);
+  std::vector<float> k_cache = random_floats(static_cast<size_t>(n_kv) * max_ctx * hd, 89);
+  std::vector<float> v_cache = random_floats(k_cache.size(), 97);
+  // The f16 kernels read the same caches rounded to f16; the float64
+  // reference below reads the rounded values too.
+  std::vector<uint16_t> k_half(k_cache.size()), v_half(v_cache.size());
+  for (size_t i = 0; i < k_cache.size(); ++i) {
+    k_half[i] = emu::float_to_half_bits(k_cache[i]);
+    v_half[i] = emu::float_to_half_bits(v_cache[i]);
+    if (c.f16) {
+      k_cache[i] = emu::half_bits_to_float(k_half[i]);
+      v_cache[i] = emu::half_bits_to_float(v_half[i]);
+    }
+  }
   const int step_info[2] = {c.kv_length, c.n_tokens};
   const size_t partials = static_cast<size_t>(c.n_tokens) * n_head * c.n_splits;
   std::vector<float> part_ml(2 * partials), part_acc(partials * hd);
   std::vector<float> out(static_cast<size_t>(c.n_tokens) * n_head * hd, -99.0f);
-  const emu::Dim3 grid = {n_head, static_cast<unsigned>(c.n_tokens),
-                          static_cast<unsigned>(c.n_splits)};
-  if (c.warps)
+  // The warp kernel takes one block per KV head (its query heads together).
+  const emu::Dim3 grid = {static_cast<unsigned>(c.warps ? n_kv : n_head),
+                          static_cast<unsigned>(c.n_tokens), static_cast<unsigned>(c.n_splits)};
+  if (c.warps && c.f16)
+    emu::launch(grid, 32 * ATTN_WARPS, 0, [&] {
+      bonsai_attention_split_warps_f16(q.data(), k_half.data(), v_half.data(), part_ml.data(),
+                                       part_acc.data(), step_info, n_head, n_kv, hd, max_ctx);
+    });
+  else if (c.f16)
+    emu::launch(grid, static_cast<unsigned>((hd + 31) / 32 * 32), 0, [&] {
+      bonsai_attention_split_f16(q.data(), k_half.data(), v_half.data(), part_ml.data(),
+                                 part_acc.data(), step_info, n_head, n_kv, hd, max_ctx);
+    });
+  else if (c.warps)
     emu::launch(grid, 32 * ATTN_WARPS, 0, [&] {
       bonsai_attention_split_warps(q.data(), k_cache.data(), v_cache.data(), part_ml.data(),
-                                   part_acc.data(), step_info, n_head, n_kv, hd, max_ctx, c.chunk);
+                                   part_acc.data(), step_info, n_head, n_kv, hd, max_ctx);
     });
   else
-    emu::launch(grid, 32, 0, [&] {
+    emu::launch(grid, static_cast<unsigned>((hd + 31) / 32 * 32), 0, [&] {
       bonsai_attention_split(q.data(), k_cache.data(), v_cache.data(), part_ml.data(),
-                             part_acc.data(), step_info, n_head, n_kv, hd, max_ctx, c.chunk);
+                             part_acc.data(), step_info, n_head, n_kv, hd, max_ctx);
     });
+  // The last token's keys are spread evenly over the splits (shared out by
+  // the step's length, not by max_ctx): as many splits hold keys as there
+  // are keys, up to all of them.
+  const int n_keys_last = c.kv_length + c.n_tokens;
+  for (int h = 0; h < n_head; ++h) {
+    int splits_with_keys = 0;
+    for (int split = 0; split < c.n_splits; ++split)
+      splits_with_keys +=
+          part_ml[2 * ((static_cast<size_t>(c.n_tokens - 1) * n_head + h) * c.n_splits + split) +
+                  1] > 0.0f;
+    EXPECT_EQ(splits_with_keys, std::min(c.n_splits, n_keys_last)) << "head " << h;
+  }
   const unsigned merge_threads = static_cast<unsigned>((hd + 31) / 32 * 32); // one per dimension
-  emu::launch({n_head, static_cast<unsigned>(c.n_tokens), 1}, merge_threads, 0, [&] {
-    bonsai_attention_merge(part_ml.data(), part_acc.data(), out.data(), n_head, hd, c.n_splits);
-  });
+  emu::launch(
+      {static_cast<unsigned>(n_head), static_cast<unsigned>(c.n_tokens), 1}, merge_threads, 0, [&] {
+        bonsai_attention_merge(part_ml.data(), part_acc.data(), out.data(), n_head, hd, c.n_splits);
+      });
   for (int t = 0; t < c.n_tokens; ++t)
     for (int h = 0; h < n_head; ++h) {
       const int kvh = h / (n_head / n_kv);
@@ -672,15 +752,22 @@ TEST_P(SplitAttention, MatchesCausalSoftmaxAttentionWithGroupedHeads) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, SplitAttention,
-    ::testing::Values(AttentionCase{0, 1, 64, 1, false},  // first token: a single key
-                      AttentionCase{20, 1, 8, 8, false},  // decode, splits past the causal end
-                      AttentionCase{0, 5, 4, 16, false},  // prefill from empty, causal mask
-                      AttentionCase{37, 4, 16, 4, false}, // prefill after a cached prefix
-                      AttentionCase{0, 1, 64, 1, true},   // the same four, warp kernel
-                      AttentionCase{20, 1, 8, 8, true}, AttentionCase{0, 5, 4, 16, true},
-                      AttentionCase{37, 4, 16, 4, true},
-                      AttentionCase{20, 1, 8, 8, true, 100}, // partial last dimension group
-                      AttentionCase{37, 4, 16, 4, true, 128}));
+    ::testing::Values(AttentionCase{0, 1, 1, false},  // first token: a single key
+                      AttentionCase{0, 1, 8, false},  // one key, seven empty splits
+                      AttentionCase{20, 1, 8, false}, // decode: 21 keys over 8 splits
+                      AttentionCase{0, 5, 16, false}, // prefill from empty, causal mask
+                      AttentionCase{37, 4, 4, false}, // prefill after a cached prefix
+                      AttentionCase{0, 1, 1, true},   // the same five, warp kernel
+                      AttentionCase{0, 1, 8, true}, AttentionCase{20, 1, 8, true},
+                      AttentionCase{0, 5, 16, true}, AttentionCase{37, 4, 4, true},
+                      AttentionCase{30, 1, 16, true, 100},       // 31 keys, partial dimension group
+                      AttentionCase{37, 4, 4, true, 128},        // full 128-dimension heads
+                      AttentionCase{4096, 1, 16, true, 24},      // 4,097 keys, uneven last chunk
+                      AttentionCase{30, 2, 16, false, 24, 8, 1}, // 8 query heads on one KV head
+                      AttentionCase{20, 1, 8, true, 128, 8, 2},  // 4 per KV head (Qwen3 4B/8B)
+                      AttentionCase{30, 2, 5, false, 24, 6, 3},
+                      AttentionCase{37, 4, 4, true, 128, 4, 2, true}, // f16 cache, both kernels
+                      AttentionCase{20, 1, 8, false, 24, 4, 2, true}));
 
 TEST(LayerKernels, ArgmaxPicksTheMaximumAndTheLowestIdOnTies) {
   const int n_vocab = 1000;

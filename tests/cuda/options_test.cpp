@@ -36,6 +36,20 @@ TEST(CudaOptions, ReferenceKernelsTurnTheFastMatmulsOff) {
   EXPECT_THROW(parse_options("int8_gemv=sometimes"), bonsai::cuda::PluginError);
 }
 
+TEST(CudaOptions, KvCacheIsF32UnlessKvF16IsAskedFor) {
+  EXPECT_FALSE(parse_options(nullptr).kv_f16);
+  EXPECT_FALSE(parse_options("").kv_f16);
+  EXPECT_FALSE(parse_options("kv=f32").kv_f16);
+  EXPECT_TRUE(parse_options("kv=f16").kv_f16);
+  EXPECT_TRUE(parse_options("kernels=reference;kv=f16").kv_f16);
+  try {
+    parse_options("kv=q8");
+    ADD_FAILURE() << "kv=q8 was accepted";
+  } catch (const bonsai::cuda::PluginError &e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("kv=q8: expected f16 or f32"));
+  }
+}
+
 TEST(CudaOptions, PtxCacheSwitch) {
   EXPECT_FALSE(parse_options("ptx_cache=off").ptx_cache);
   EXPECT_FALSE(parse_options(" ptx_cache = 0 ;kernels=auto").ptx_cache);

@@ -73,50 +73,7 @@ bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *mo
   });
 }
 
-bonsai_status api_slot_create(bonsai_context *handle, int32_t *slot) {
-  return guarded(Entry::live(handle), [slot](Context &ctx) {
-    if (slot == nullptr)
-      fail_invalid("slot_create: slot is NULL");
-    *slot = slot_create(ctx);
-  });
-}
-
-bonsai_status api_slot_free(bonsai_context *handle, int32_t slot) {
-  return guarded(Entry::live(handle), [slot](Context &ctx) { slot_free(ctx, slot); });
-}
-
-bonsai_status api_slot_truncate(bonsai_context *handle, int32_t slot, int32_t n_keep) {
-  return guarded(Entry::live(handle), [=](Context &ctx) { slot_truncate(ctx, slot, n_keep); });
-}
-
-bonsai_status api_slot_copy(bonsai_context *handle, int32_t from, int32_t to, int32_t n_positions) {
-  return guarded(Entry::live(handle), [=](Context &ctx) { slot_copy(ctx, from, to, n_positions); });
-}
-
-bonsai_status api_slot_length(const bonsai_context *handle, int32_t slot, int32_t *length) {
-  return guarded(Entry::live(handle), [=](const Context &ctx) {
-    if (length == nullptr)
-      fail_invalid("slot_length: length is NULL");
-    *length = slot_length(ctx, slot);
-  });
-}
-
-bonsai_status api_begin_batch(bonsai_context *handle, const bonsai_batch_step_desc *batch) {
-  return guarded(Entry::live(handle), [&](Context &ctx) {
-    step_begin_batch(ctx, read_abi_struct(batch, "begin_batch: batch"));
-  });
-}
-
-const bonsai_sequences_extension kSequences = {
-    {sizeof(bonsai_sequences_extension), BONSAI_EXTENSION_SEQUENCES, nullptr},
-    kMaxSlots,
-    api_slot_create,
-    api_slot_free,
-    api_slot_truncate,
-    api_slot_copy,
-    api_slot_length,
-    api_begin_batch,
-};
+const bonsai_sequences_extension kSequences = Entry::sequences();
 
 #ifndef BONSAI_CPU_PLUGIN_VERSION
 #define BONSAI_CPU_PLUGIN_VERSION "0.0.0"

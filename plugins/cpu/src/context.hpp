@@ -72,6 +72,11 @@ struct Context {
   MatmulRunner runner() { return MatmulRunner(*arena, *kernels); }
 };
 
+// Closes an open step (the KV and slot calls discard it).
+inline void discard_step(Context &ctx) {
+  ctx.step.close();
+}
+
 // A weight for this context from an upload descriptor. Throws PluginError.
 inline std::unique_ptr<Weight> new_weight(Context &, const bonsai_weight_desc &desc) {
   return make_weight(desc);

@@ -130,7 +130,7 @@ void allocate(BoundModel &m, const BindLimits &limits) {
   b.k_new = uninitialized<float>(batch * d.kv_dim());
   b.v_new = uninitialized<float>(batch * d.kv_dim());
   m.max_context = limits.max_context;
-  m.slots.push_back(make_kv_cache(d, limits.max_context, limits.kv_type));
+  m.slots.set_own(make_kv_cache(d, limits.max_context, limits.kv_type));
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bonsai/plugin/rope_rates.hpp"
+#include "bonsai/plugin/slot_table.hpp"
 
 #include "bonsai/bonsai_backend.h"
 #include "matmul.hpp"
@@ -103,9 +104,8 @@ struct BoundModel {
   std::vector<LayerBinding> layers;
   std::unordered_set<const Weight *> used; // free_weight refuses these
   StepBuffers buffers;
-  // KV slots by id: slot 0 (the context's own cache) always exists; a null
-  // entry is a freed id, given out again by slot_create.
-  std::vector<std::unique_ptr<KvCache>> slots;
+  // KV slots by id: slot 0 (the context's own cache) always exists.
+  plugin::SlotTable<KvCache> slots;
 };
 
 // Maps a host handle to a weight of this context (nullptr if it is not one).

@@ -17,6 +17,7 @@
 #include "nvrtc_library.hpp"
 #include "plugin_error.hpp"
 #include "probe.hpp"
+#include "slots.hpp"
 #include "step.hpp"
 
 namespace bonsai::cuda {
@@ -109,7 +110,7 @@ bonsai_status api_matmul(bonsai_context *handle, const bonsai_matmul_desc *desc)
 bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *model) {
   return on_device(Entry::live(handle), [&](Context &ctx) {
     const bonsai_model_desc d = read_abi_struct(model, "bind_model: model", kModelDescV10Size);
-    const BindLimits limits{ctx.max_context, ctx.max_batch};
+    const BindLimits limits{ctx.max_context, ctx.max_batch, ctx.options.kv_f16};
     const WeightLookup find = [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); };
     // A bad description leaves the current binding alone; a good one frees
     // it before allocating the new one (no double device memory).
@@ -118,11 +119,13 @@ bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *mo
     ctx.step = StepState{};
     ctx.model = bind_model(*ctx.device, *ctx.kernels, d, find, limits);
     ctx.log.debug(strformat("bonsai_cuda: bound a model of %d layers, n_embd %d, vocabulary %d, "
-                            "%d attention splits of %d keys",
+                            "%d attention splits (keys shared out per step), %s KV cache",
                             d.n_layer, d.n_embd, d.n_vocab, ctx.model->n_splits,
-                            ctx.model->split_chunk));
+                            ctx.options.kv_f16 ? "f16" : "f32"));
   });
 }
+
+const bonsai_sequences_extension kSequences = Entry::sequences();
 
 #ifndef BONSAI_CUDA_PLUGIN_VERSION
 #define BONSAI_CUDA_PLUGIN_VERSION "0.0.0"
@@ -139,8 +142,7 @@ const bonsai_backend_api kApi = Entry::table({
     .supports_type = api_supports_type,
     .matmul = api_matmul,
     .bind_model = api_bind_model,
-    // No multi-sequence step yet: the host gives each sequence its own context.
-    .extensions = nullptr,
+    .extensions = &kSequences.header,
 });
 
 } // namespace

@@ -39,12 +39,13 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
   ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);
 
   const auto [free_bytes, total_bytes] = ctx.device->memory_info();
-  ctx.log.info(strformat("CUDA device %d: %s, sm_%d%d, %.0f MiB free of %.0f MiB%s%s%s",
-                         device_index, facts.name.c_str(), facts.compute_major, facts.compute_minor,
-                         mib(free_bytes), mib(total_bytes),
-                         ctx.options.use_graphs ? ", decode steps as CUDA graphs" : "",
-                         ctx.kernels->int8_gemv() ? ", int8 decode GEMVs" : "",
-                         ctx.kernels->tensor_cores() ? ", prefill on tensor cores" : ""));
+  ctx.log.info(strformat(
+      "CUDA device %d: %s, sm_%d%d, %.0f MiB free of %.0f MiB%s%s%s, %s KV cache", device_index,
+      facts.name.c_str(), facts.compute_major, facts.compute_minor, mib(free_bytes),
+      mib(total_bytes), ctx.options.use_graphs ? ", decode steps as CUDA graphs" : "",
+      ctx.kernels->int8_gemv() ? ", int8 decode GEMVs" : "",
+      ctx.kernels->tensor_cores() ? ", prefill on tensor cores" : "",
+      ctx.options.kv_f16 ? "f16" : "f32"));
 }
 
 } // namespace
@@ -52,6 +53,13 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
 const Weight *Context::find_weight(const bonsai_weight *handle) const {
   const auto it = weights.find(reinterpret_cast<const Weight *>(handle));
   return it == weights.end() ? nullptr : it->second.get();
+}
+
+void discard_step(Context &ctx) {
+  const bool was_open = ctx.step.open;
+  ctx.step = StepState{};
+  if (was_open)
+    ctx.device->synchronize();
 }
 
 void Context::release_device_objects() {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "bonsai/bonsai_backend.h"
 #include "device.hpp"
@@ -20,14 +21,26 @@ namespace bonsai::cuda {
 
 inline constexpr uint64_t kContextMagic = 0x43554441626e7361ull; // tags live contexts
 
+// One sequence's share of the open step: tokens [first_token, first_token +
+// n_tokens) of the step, appended to `slot` from its current length.
+struct StepSequence {
+  KvSlot *slot = nullptr;
+  int first_token = 0;
+  int n_tokens = 0;
+};
+
 // Where the open step stands in begin -> encode x n_layer -> lm_head -> end.
 struct StepState {
   bool open = false;
   bool failed = false;    // an encode failed: only begin_step may follow
   bool use_graph = false; // this step replays the decode graph
-  int n_tokens = 0;
+  int n_tokens = 0;       // of all sequences together
   int next_layer = 0;
-  int32_t host_info[2] = {0, 0}; // {kv_length, n_tokens}, source of the upload
+  std::vector<StepSequence> sequences; // one for begin_step, several for begin_batch
+  std::vector<int32_t> token_ids;      // [n_tokens], the sequences' tokens in order
+  // {kv_length, n_tokens} per sequence: the source of the step_info upload,
+  // kept until the copy has completed.
+  std::vector<int32_t> host_info;
 };
 
 struct Context {
@@ -52,6 +65,10 @@ struct Context {
   // Frees every device object (with the device's context current).
   void release_device_objects();
 };
+
+// Closes an open step (the KV and slot calls discard it), first waiting for
+// the kernels it queued: they may still use a cache about to change or go.
+void discard_step(Context &ctx);
 
 // A weight uploaded to this context's device. Throws PluginError.
 inline std::unique_ptr<Weight> new_weight(Context &ctx, const bonsai_weight_desc &desc) {

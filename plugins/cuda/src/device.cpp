@@ -76,6 +76,11 @@ void Device::upload(CUdeviceptr dst, const void *src, size_t bytes) const {
     check(api_.cuMemcpyHtoDAsync(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
 }
 
+void Device::copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) const {
+  if (bytes != 0)
+    check(api_.cuMemcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync");
+}
+
 void Device::download(void *dst, CUdeviceptr src, size_t bytes) const {
   if (bytes != 0)
     check(api_.cuMemcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync");

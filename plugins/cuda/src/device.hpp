@@ -63,6 +63,8 @@ public:
   void release(CUdeviceptr pointer) const;
 
   void upload(CUdeviceptr dst, const void *src, size_t bytes) const;
+  // Device-to-device, queued on the stream after the kernels before it.
+  void copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) const;
   // Copies and waits for the stream (the result is then in host memory).
   void download(void *dst, CUdeviceptr src, size_t bytes) const;
   void synchronize() const;

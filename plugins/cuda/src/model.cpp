@@ -11,7 +11,9 @@
 namespace bonsai::cuda {
 namespace {
 
-constexpr int kSplitChunk = 256; // keys per attention split before capping
+// Attention splits: one per 256 positions the context holds, at most 16
+// (the keys cached at a step are then shared out evenly among them).
+constexpr int kSplitChunk = 256;
 constexpr int kMaxSplits = 16;
 
 struct Binder {
@@ -80,17 +82,21 @@ void allocate_activations(const Device &device, BoundModel &m) {
   a.part_acc = DeviceBuffer(device, floats(partials * d.head_dim), "attention split outputs");
   a.logits = DeviceBuffer(device, floats(int64_t{kLogitRows} * d.n_vocab), "logits");
   a.token_ids = DeviceBuffer(device, static_cast<size_t>(b) * sizeof(int32_t), "token ids");
-  a.step_info = DeviceBuffer(device, 2 * sizeof(int32_t), "step info");
+  // One {kv_length, n_tokens} pair per sequence; a step has at most one per token.
+  a.step_info = DeviceBuffer(device, 2 * static_cast<size_t>(b) * sizeof(int32_t), "step info");
   a.argmax = DeviceBuffer(device, kLogitRows * sizeof(int32_t), "argmax ids");
-  const size_t per_layer = floats(int64_t{d.n_head_kv} * m.max_context * d.head_dim);
-  a.kv_cache = DeviceBuffer(device, 2 * per_layer * d.n_layer, "KV cache");
-  for (int l = 0; l < d.n_layer; ++l) {
-    m.layers[l].k_cache = a.kv_cache.get() + 2 * per_layer * l;
-    m.layers[l].v_cache = m.layers[l].k_cache + per_layer;
-  }
+  m.slots.set_own(make_kv_slot(device, m));
 }
 
 } // namespace
+
+std::unique_ptr<KvSlot> make_kv_slot(const Device &device, const BoundModel &m) {
+  const ModelDims &d = m.dims;
+  auto slot = std::make_unique<KvSlot>();
+  slot->layer_bytes = static_cast<size_t>(d.n_head_kv) * m.max_context * d.head_dim * m.kv_bytes;
+  slot->cache = DeviceBuffer(device, 2 * slot->layer_bytes * d.n_layer, "KV cache");
+  return slot;
+}
 
 void StepGraph::set(CUgraph graph, CUgraphExec exec) {
   reset();
@@ -126,8 +132,8 @@ std::unique_ptr<BoundModel> resolve_model(const Device &device, const Kernels &k
   }
   model->max_context = limits.max_context;
   model->max_batch = limits.max_batch;
+  model->kv_bytes = limits.kv_f16 ? 2 : 4;
   model->n_splits = std::clamp((limits.max_context + kSplitChunk - 1) / kSplitChunk, 1, kMaxSplits);
-  model->split_chunk = (limits.max_context + model->n_splits - 1) / model->n_splits;
 
   Binder bind{device, kernels, find, *model, dry_run};
   const int64_t q_rows = int64_t{d.n_head} * d.head_dim;

@@ -1,13 +1,15 @@
 #pragma once
 // A bound Qwen3 model: resolved weight handles, f32 norm vectors, the
-// activation buffers for max_batch tokens, the KV cache for max_context
-// positions and the captured decode graph.
+// activation buffers for max_batch tokens, the KV slots (one cache of
+// max_context positions each) and the captured decode graph.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <set>
 #include <vector>
 
 #include "bonsai/bonsai_backend.h"
+#include "bonsai/plugin/slot_table.hpp"
 #include "device.hpp"
 #include "kernels.hpp"
 #include "weight.hpp"
@@ -17,7 +19,17 @@ namespace bonsai::cuda {
 struct LayerBinding {
   const Weight *wq, *wk, *wv, *wo, *w_gate, *w_up, *w_down;
   CUdeviceptr attn_norm, q_norm, k_norm, ffn_norm; // f32 vectors
-  CUdeviceptr k_cache, v_cache;                    // [n_head_kv][max_context][head_dim] f32
+};
+
+// One KV cache (a slot of the sequences extension; slot 0 is the context's
+// own): for each layer its keys then its values, each
+// [n_head_kv][max_context][head_dim] of f16 or f32 (BoundModel::kv_bytes).
+struct KvSlot {
+  DeviceBuffer cache;
+  int length = 0;         // positions cached
+  size_t layer_bytes = 0; // bytes of one layer's keys (as of its values)
+  CUdeviceptr keys(int layer) const { return cache.get() + 2 * layer_bytes * layer; }
+  CUdeviceptr values(int layer) const { return keys(layer) + layer_bytes; }
 };
 
 struct ModelDims {
@@ -32,9 +44,8 @@ struct Activations {
   DeviceBuffer part_ml, part_acc;       // split-K attention partials
   DeviceBuffer logits;                  // kLogitRows x n_vocab
   DeviceBuffer token_ids;               // max_batch int32
-  DeviceBuffer step_info;               // int32 {kv_length, n_tokens}
+  DeviceBuffer step_info;               // int32 {kv_length, n_tokens} per sequence of the step
   DeviceBuffer argmax;                  // kLogitRows int32
-  DeviceBuffer kv_cache;                // all layers' keys then values
 };
 
 // A captured CUDA graph and its executable instance.
@@ -70,15 +81,22 @@ struct BoundModel {
   Activations act;
   int max_context = 0;
   int max_batch = 0;
-  int n_splits = 1;    // split-K attention splits (grid z)
-  int split_chunk = 1; // keys per split
-  int kv_length = 0;
-  StepGraph decode_graph; // single-token step: embedding + every layer
+  // Split-K attention splits (grid z); each step shares its keys out among
+  // them (kernels/layer.cuh, attention_slice).
+  int n_splits = 1;
+  int kv_bytes = 4; // bytes per KV cache element: 2 (f16) or 4 (f32)
+  // KV slots by id: slot 0 (the context's own cache) always exists.
+  plugin::SlotTable<KvSlot> slots;
+  StepGraph decode_graph; // single-token step of slot 0: embedding + every layer
 };
+
+// An empty KV slot of the model's shape; OUT_OF_MEMORY names it.
+std::unique_ptr<KvSlot> make_kv_slot(const Device &device, const BoundModel &m);
 
 struct BindLimits {
   int max_context = 0;
   int max_batch = 0;
+  bool kv_f16 = false; // the KV cache in f16 instead of f32
 };
 
 using WeightLookup = std::function<const Weight *(const bonsai_weight *)>;

@@ -1,8 +1,11 @@
 #include "step.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "bonsai/plugin/abi_checks.hpp"
+#include "bonsai/plugin/sequence_checks.hpp"
+#include "bonsai/plugin/slot_table.hpp"
 #include "launch.hpp"
 #include "plugin_error.hpp"
 
@@ -11,15 +14,11 @@ namespace {
 
 constexpr unsigned kNormThreads = 256;
 // bonsai_attention_split_warps (kernels/layer.cuh): ATTN_WARPS warps,
-// heads of up to ATTN_MAX_DIM dimensions.
+// heads of up to ATTN_MAX_DIM dimensions, up to ATTN_MAX_GROUP query heads
+// per KV head.
 constexpr unsigned kAttentionWarpThreads = 128;
 constexpr int kAttentionWarpMaxDim = 128;
-
-BoundModel &bound(Context &ctx, const char *what) {
-  if (!ctx.model)
-    fail_state(strformat("%s: no model is bound (call bind_model first)", what));
-  return *ctx.model;
-}
+constexpr int kAttentionWarpMaxGroup = 4;
 
 CUdeviceptr row_offset(CUdeviceptr base, int row, int64_t width) {
   return base + static_cast<CUdeviceptr>(row) * static_cast<CUdeviceptr>(width) * sizeof(float);
@@ -33,9 +32,66 @@ void launch_rmsnorm(const Context &ctx, CUdeviceptr x, CUdeviceptr weight, CUdev
   launch(*ctx.device, ctx.kernels->get("bonsai_rmsnorm"), shape, x, weight, out, n, eps);
 }
 
-// One decoder layer on the step's n_tokens rows (docs/architecture.md, "The model"). Only
+// The attention of one layer for one sequence of the step, on its rows of
+// q/k/v: QK-norm + RoPE + KV store into its slot, split attention, merge.
+// Its {kv_length, n_tokens} is entry `index` of step_info.
+void run_attention(const Context &ctx, const BoundModel &m, int layer, const StepSequence &sequence,
+                   int index) {
+  const Device &dev = *ctx.device;
+  const Kernels &k = *ctx.kernels;
+  const ModelDims &d = m.dims;
+  const Activations &a = m.act;
+  const int t0 = sequence.first_token;
+  const int64_t q_width = int64_t{d.n_head} * d.head_dim;
+  const int64_t kv_width = int64_t{d.n_head_kv} * d.head_dim;
+  const CUdeviceptr q = row_offset(a.q.get(), t0, q_width);
+  const CUdeviceptr keys = sequence.slot->keys(layer), values = sequence.slot->values(layer);
+  const CUdeviceptr info = a.step_info.get() + 2 * sizeof(int32_t) * static_cast<size_t>(index);
+  const CUdeviceptr part_ml = row_offset(a.part_ml.get(), t0, int64_t{2} * d.n_head * m.n_splits);
+  const CUdeviceptr part_acc = row_offset(a.part_acc.get(), t0, q_width * m.n_splits);
+
+  LaunchShape rope;
+  rope.grid_x = static_cast<unsigned>(d.n_head + d.n_head_kv);
+  rope.grid_y = static_cast<unsigned>(sequence.n_tokens);
+  rope.block_x = threads_for(d.head_dim);
+  rope.shared_bytes = static_cast<unsigned>(d.head_dim * sizeof(float));
+  // The KV kernels exist per cache element: NAME (f32) and NAME_f16.
+  const char *kv_suffix = m.kv_bytes == 2 ? "_f16" : "";
+  launch(dev, k.get(std::string("bonsai_qk_norm_rope") + kv_suffix), rope, q,
+         row_offset(a.k.get(), t0, kv_width), row_offset(a.v.get(), t0, kv_width),
+         m.layers[layer].q_norm, m.layers[layer].k_norm, keys, values, info, d.n_head, d.n_head_kv,
+         d.head_dim, m.max_context, d.rms_eps, m.rope_rates.get(), d.rope_magnitude);
+
+  LaunchShape split;
+  split.grid_x = static_cast<unsigned>(d.n_head);
+  split.grid_y = static_cast<unsigned>(sequence.n_tokens);
+  split.grid_z = static_cast<unsigned>(m.n_splits);
+  // The warp kernel (no barrier per key, one block per KV head and its
+  // query heads) where the head fits its lanes and the group its registers.
+  const bool warp_attention =
+      d.head_dim <= kAttentionWarpMaxDim && d.n_head / d.n_head_kv <= kAttentionWarpMaxGroup;
+  split.block_x = warp_attention ? kAttentionWarpThreads : threads_for(d.head_dim);
+  if (warp_attention)
+    split.grid_x = static_cast<unsigned>(d.n_head_kv);
+  launch(dev,
+         k.get(std::string(warp_attention ? "bonsai_attention_split_warps"
+                                          : "bonsai_attention_split") +
+               kv_suffix),
+         split, q, keys, values, part_ml, part_acc, info, d.n_head, d.n_head_kv, d.head_dim,
+         m.max_context);
+  LaunchShape merge = split;
+  merge.grid_x = static_cast<unsigned>(d.n_head);
+  merge.grid_z = 1;
+  merge.block_x = threads_for(d.head_dim);
+  launch(dev, k.get("bonsai_attention_merge"), merge, part_ml, part_acc,
+         row_offset(a.attn.get(), t0, q_width), d.n_head, d.head_dim, m.n_splits);
+}
+
+// One decoder layer on the step's n_tokens rows (docs/architecture.md, "The model"): the
+// matmuls over every sequence's tokens at once, attention per sequence. Only
 // launches: safe inside a stream capture.
-void run_layer(const Context &ctx, const BoundModel &m, int layer, int n) {
+void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
+               const std::vector<StepSequence> &sequences) {
   const Device &dev = *ctx.device;
   const Kernels &k = *ctx.kernels;
   const ModelDims &d = m.dims;
@@ -54,30 +110,8 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n) {
     launch_matmul(dev, k, *L.wv, a.h.get(), a.v.get(), n, false);
   }
 
-  LaunchShape rope;
-  rope.grid_x = static_cast<unsigned>(d.n_head + d.n_head_kv);
-  rope.grid_y = static_cast<unsigned>(n);
-  rope.block_x = threads_for(d.head_dim);
-  rope.shared_bytes = static_cast<unsigned>(d.head_dim * sizeof(float));
-  launch(dev, k.get("bonsai_qk_norm_rope"), rope, a.q.get(), a.k.get(), a.v.get(), L.q_norm,
-         L.k_norm, L.k_cache, L.v_cache, a.step_info.get(), d.n_head, d.n_head_kv, d.head_dim,
-         m.max_context, d.rms_eps, m.rope_rates.get(), d.rope_magnitude);
-
-  LaunchShape split;
-  split.grid_x = static_cast<unsigned>(d.n_head);
-  split.grid_y = static_cast<unsigned>(n);
-  split.grid_z = static_cast<unsigned>(m.n_splits);
-  // The warp kernel (no barrier per key) where the head fits its lanes.
-  const bool warp_attention = d.head_dim <= kAttentionWarpMaxDim;
-  split.block_x = warp_attention ? kAttentionWarpThreads : threads_for(d.head_dim);
-  launch(dev, k.get(warp_attention ? "bonsai_attention_split_warps" : "bonsai_attention_split"),
-         split, a.q.get(), L.k_cache, L.v_cache, a.part_ml.get(), a.part_acc.get(),
-         a.step_info.get(), d.n_head, d.n_head_kv, d.head_dim, m.max_context, m.split_chunk);
-  LaunchShape merge = split;
-  merge.grid_z = 1;
-  merge.block_x = threads_for(d.head_dim);
-  launch(dev, k.get("bonsai_attention_merge"), merge, a.part_ml.get(), a.part_acc.get(),
-         a.attn.get(), d.n_head, d.head_dim, m.n_splits);
+  for (size_t i = 0; i < sequences.size(); ++i)
+    run_attention(ctx, m, layer, sequences[i], static_cast<int>(i));
 
   launch_matmul(dev, k, *L.wo, a.attn.get(), a.x.get(), n, true);
   if (n != 1 || !launch_int8_swiglu(dev, k, *L.w_gate, *L.w_up, {a.x.get(), L.ffn_norm, d.rms_eps},
@@ -100,8 +134,9 @@ void capture_decode_graph(const Context &ctx, BoundModel &m) {
   try {
     launch_get_rows(*ctx.device, *ctx.kernels, *m.token_embd, m.act.token_ids.get(), m.act.x.get(),
                     1);
+    const std::vector<StepSequence> own_slot{{&m.slots.own(), 0, 1}};
     for (int l = 0; l < m.dims.n_layer; ++l)
-      run_layer(ctx, m, l, 1);
+      run_layer(ctx, m, l, 1, own_slot);
   } catch (...) {
     if (api.cuStreamEndCapture(stream, &graph) == kCudaSuccess && graph != nullptr)
       api.cuGraphDestroy(graph);
@@ -120,44 +155,59 @@ void capture_decode_graph(const Context &ctx, BoundModel &m) {
 
 } // namespace
 
-void step_begin(Context &ctx, const bonsai_step_desc &step) {
-  BoundModel &m = bound(ctx, "begin_step");
+namespace {
+
+// Discards any open step, checks the sequences against their slots (a
+// failure leaves no step open), uploads their tokens and step_info, embeds
+// the tokens and opens the step. `batch` numbers the sequences in messages.
+void open_step(Context &ctx, const std::vector<SequenceRequest> &requests, const char *call,
+               bool batch) {
+  BoundModel &m = bound_model(ctx, call);
   ctx.step = StepState{}; // a step left open is discarded
-  const int n = step.n_tokens;
-  if (n < 1 || n > ctx.max_batch)
-    fail_invalid(
-        strformat("begin_step: n_tokens is %d; it must be in 1..max_batch (%d)", n, ctx.max_batch));
-  if (m.kv_length + n > ctx.max_context)
-    fail_invalid(strformat("begin_step: %d tokens after %d cached positions exceed max_context %d",
-                           n, m.kv_length, ctx.max_context));
-  if (step.token_ids == nullptr || step.positions == nullptr)
-    fail_invalid("begin_step: token_ids and positions must not be NULL");
-  for (int i = 0; i < n; ++i) {
-    if (step.token_ids[i] < 0 || step.token_ids[i] >= m.dims.n_vocab)
-      fail_invalid(strformat("begin_step: token_ids[%d] = %d is outside [0, %d)", i,
-                             step.token_ids[i], m.dims.n_vocab));
-    if (step.positions[i] != m.kv_length + i)
-      fail_invalid(strformat("begin_step: positions[%d] is %d; ABI 1.0 needs kv_length + i = %d", i,
-                             step.positions[i], m.kv_length + i));
-  }
   StepState s;
-  s.n_tokens = n;
-  s.use_graph = ctx.options.use_graphs && n == 1;
-  s.host_info[0] = m.kv_length;
-  s.host_info[1] = n;
-  ctx.device->upload(m.act.token_ids.get(), step.token_ids, sizeof(int32_t) * n);
-  ctx.device->upload(m.act.step_info.get(), s.host_info, sizeof s.host_info);
+  const SequenceLimits limits{ctx.max_batch, ctx.max_context, m.dims.n_vocab};
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const SequenceRequest &request = requests[i];
+    const int index = batch ? static_cast<int>(i) : -1;
+    KvSlot &slot = m.slots.at(request.slot, call);
+    check_sequence_request(request, slot.length, s.n_tokens, limits, call, index);
+    for (const StepSequence &other : s.sequences)
+      if (other.slot == &slot)
+        fail_invalid(strformat("%s: sequences[%d]: slot %d appears twice in one step", call, index,
+                               request.slot));
+    s.sequences.push_back({&slot, s.n_tokens, request.n_tokens});
+    s.token_ids.insert(s.token_ids.end(), request.token_ids, request.token_ids + request.n_tokens);
+    s.host_info.push_back(slot.length);
+    s.host_info.push_back(request.n_tokens);
+    s.n_tokens += request.n_tokens;
+  }
+  // The captured graph holds slot 0's cache and step_info entry 0.
+  s.use_graph = ctx.options.use_graphs && s.n_tokens == 1 && s.sequences[0].slot == &m.slots.own();
+  ctx.device->upload(m.act.token_ids.get(), s.token_ids.data(), sizeof(int32_t) * s.n_tokens);
+  ctx.device->upload(m.act.step_info.get(), s.host_info.data(),
+                     sizeof(int32_t) * s.host_info.size());
   if (!s.use_graph)
     launch_get_rows(*ctx.device, *ctx.kernels, *m.token_embd, m.act.token_ids.get(), m.act.x.get(),
-                    n);
+                    s.n_tokens);
   // The uploads read host memory that may change after we return.
   ctx.device->synchronize();
   s.open = true;
-  ctx.step = s;
+  ctx.step = std::move(s);
+}
+
+} // namespace
+
+void step_begin(Context &ctx, const bonsai_step_desc &step) {
+  open_step(ctx, {{0, step.n_tokens, step.token_ids, step.positions}}, "begin_step", false);
+}
+
+void step_begin_batch(Context &ctx, const bonsai_batch_step_desc &batch) {
+  bound_model(ctx, "begin_batch");
+  open_step(ctx, read_batch_requests(batch), "begin_batch", true);
 }
 
 void step_encode_layer(Context &ctx, int layer) {
-  BoundModel &m = bound(ctx, "encode_layer");
+  BoundModel &m = bound_model(ctx, "encode_layer");
   StepState &s = ctx.step;
   if (layer < 0 || layer >= m.dims.n_layer)
     fail_invalid(strformat("encode_layer: layer %d is outside 0..%d", layer, m.dims.n_layer - 1));
@@ -171,7 +221,7 @@ void step_encode_layer(Context &ctx, int layer) {
                          layer, s.next_layer, m.dims.n_layer - 1));
   try {
     if (!s.use_graph) {
-      run_layer(ctx, m, layer, s.n_tokens);
+      run_layer(ctx, m, layer, s.n_tokens, s.sequences);
     } else if (layer == 0) {
       // The graph holds every layer: run it once, the later calls only
       // advance the layer counter.
@@ -189,7 +239,7 @@ void step_encode_layer(Context &ctx, int layer) {
 }
 
 void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
-  BoundModel &m = bound(ctx, "lm_head");
+  BoundModel &m = bound_model(ctx, "lm_head");
   const StepState &s = ctx.step;
   if (!s.open || s.failed || s.next_layer != m.dims.n_layer)
     fail_state(strformat("lm_head: the step's %d layers have not all run", m.dims.n_layer));
@@ -218,34 +268,15 @@ void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
 }
 
 void step_end(Context &ctx) {
-  BoundModel &m = bound(ctx, "end_step");
+  BoundModel &m = bound_model(ctx, "end_step");
   if (!ctx.step.open)
     fail_state("end_step: no step is open");
   if (ctx.step.failed || ctx.step.next_layer != m.dims.n_layer)
     fail_state("end_step: the step's layers have not all run");
   ctx.device->synchronize(); // surface any asynchronous kernel error here
-  m.kv_length += ctx.step.n_tokens;
+  for (const StepSequence &sequence : ctx.step.sequences)
+    sequence.slot->length += sequence.n_tokens;
   ctx.step = StepState{};
-}
-
-void kv_reset(Context &ctx) {
-  bound(ctx, "kv_reset").kv_length = 0;
-  ctx.step = StepState{};
-}
-
-void kv_truncate(Context &ctx, int n_keep) {
-  BoundModel &m = bound(ctx, "kv_truncate");
-  if (n_keep < 0 || n_keep > m.kv_length)
-    fail_invalid(
-        strformat("kv_truncate: n_keep %d is outside 0..%d (the KV length)", n_keep, m.kv_length));
-  m.kv_length = n_keep;
-  ctx.step = StepState{};
-}
-
-int kv_length(const Context &ctx) {
-  if (!ctx.model)
-    fail_state("kv_length: no model is bound (call bind_model first)");
-  return ctx.model->kv_length;
 }
 
 } // namespace bonsai::cuda

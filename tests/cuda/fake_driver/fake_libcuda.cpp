@@ -147,6 +147,9 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     BONSAI_FAKE(bonsai_qk_norm_rope)
     BONSAI_FAKE(bonsai_attention_split)
     BONSAI_FAKE(bonsai_attention_split_warps)
+    BONSAI_FAKE(bonsai_qk_norm_rope_f16)
+    BONSAI_FAKE(bonsai_attention_split_f16)
+    BONSAI_FAKE(bonsai_attention_split_warps_f16)
     BONSAI_FAKE(bonsai_attention_merge)
     BONSAI_FAKE(bonsai_argmax)
 #undef BONSAI_FAKE_FAST_TYPE
@@ -398,6 +401,15 @@ BONSAI_FAKE_API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t
   if (state().capturing != nullptr)
     return kInvalidValue;
   std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  return kCudaSuccess;
+}
+BONSAI_FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                              CUstream) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  if (state().capturing != nullptr)
+    return kInvalidValue;
+  std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
   return kCudaSuccess;
 }
 BONSAI_FAKE_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t count, CUstream) {

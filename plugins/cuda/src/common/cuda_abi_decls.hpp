@@ -64,6 +64,8 @@ using cuMemcpyHtoDAsync_v2_t = CUresult (*)(CUdeviceptr dst, const void *src, si
                                             CUstream stream);
 using cuMemcpyDtoHAsync_v2_t = CUresult (*)(void *dst, CUdeviceptr src, size_t bytes,
                                             CUstream stream);
+using cuMemcpyDtoDAsync_v2_t = CUresult (*)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                            CUstream stream);
 using cuMemsetD32Async_t = CUresult (*)(CUdeviceptr dst, unsigned value, size_t count,
                                         CUstream stream);
 using cuStreamCreate_t = CUresult (*)(CUstream *stream, unsigned flags);

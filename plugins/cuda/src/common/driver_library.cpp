@@ -39,6 +39,7 @@ std::string resolve_all(void *handle, DriverApi &api) {
       BONSAI_RESOLVE(cuMemFree, "cuMemFree_v2"),
       BONSAI_RESOLVE(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
       BONSAI_RESOLVE(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+      BONSAI_RESOLVE(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
       BONSAI_RESOLVE(cuMemsetD32Async, "cuMemsetD32Async"),
       BONSAI_RESOLVE(cuStreamCreate, "cuStreamCreate"),
       BONSAI_RESOLVE(cuStreamDestroy, "cuStreamDestroy_v2"),

@@ -28,6 +28,7 @@ struct DriverApi {
   cuMemFree_v2_t cuMemFree = nullptr;
   cuMemcpyHtoDAsync_v2_t cuMemcpyHtoDAsync = nullptr;
   cuMemcpyDtoHAsync_v2_t cuMemcpyDtoHAsync = nullptr;
+  cuMemcpyDtoDAsync_v2_t cuMemcpyDtoDAsync = nullptr;
   cuMemsetD32Async_t cuMemsetD32Async = nullptr;
   cuStreamCreate_t cuStreamCreate = nullptr;
   cuStreamDestroy_v2_t cuStreamDestroy = nullptr;

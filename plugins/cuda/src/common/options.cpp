@@ -55,6 +55,10 @@ ContextOptions parse_options(const char *options) {
       parsed.tensor_cores = parse_switch(key, value);
     } else if (key == "int8_gemv") {
       parsed.int8_gemv = parse_switch(key, value);
+    } else if (key == "kv") {
+      if (value != "f16" && value != "f32")
+        fail_invalid("option kv=" + value + ": expected f16 or f32");
+      parsed.kv_f16 = value == "f16";
     } else {
       parsed.warnings.push_back("ignoring unknown option '" + key + "'");
     }

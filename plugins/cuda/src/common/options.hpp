@@ -12,8 +12,12 @@ struct ContextOptions {
   // matmuls use int8 activations (dp4a), and prefill of Q1_0/Q2_0 runs on
   // tensor cores (f16 inputs, f32 sums).
   bool use_graphs = true;
-  bool tensor_cores = true;          // tensor_cores=on|off; off under kernels=reference
-  bool int8_gemv = true;             // int8_gemv=on|off; off under kernels=reference
+  bool tensor_cores = true; // tensor_cores=on|off; off under kernels=reference
+  bool int8_gemv = true;    // int8_gemv=on|off; off under kernels=reference
+  // kv=f16|f32: the KV cache's element. f16 halves the bytes attention
+  // reads per key; f32 (default) keeps the golden top-1 gate on the tiny
+  // models, whose near-tied logits an f16 cache flips (docs/cuda.md).
+  bool kv_f16 = false;
   bool ptx_cache = true;             // ptx_cache=off disables the disk cache
   std::vector<std::string> warnings; // unknown keys, malformed entries
 };

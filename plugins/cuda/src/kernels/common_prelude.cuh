@@ -22,6 +22,12 @@ __device__ __forceinline__ float half_to_float(u16 h) {
   asm("{ .reg .b16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"(h));
   return f;
 }
+// Round to nearest even, as the tensor cores' inputs and the f16 KV cache need.
+__device__ __forceinline__ u16 float_to_half(float f) {
+  u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
 #endif
 // 16 bytes, for vector loads of the planar weights and of shared memory.
 struct alignas(16) U32x4 {

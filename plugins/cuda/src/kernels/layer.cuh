@@ -5,6 +5,22 @@
 // captured CUDA graph replays unchanged from step to step.
 #define BONSAI_NEG_INF (-__int_as_float(0x7f800000))
 
+// The KV cache's element: f32, or f16 (its bits as u16) for half the bytes
+// read per key. The kernels that touch the cache are templates over it, each
+// exported twice (BONSAI_KV_KERNELS at the end): NAME for f32, NAME_f16.
+__device__ __forceinline__ float kv_load(const float *p, size_t i) {
+  return p[i];
+}
+__device__ __forceinline__ float kv_load(const u16 *p, size_t i) {
+  return half_to_float(p[i]);
+}
+__device__ __forceinline__ void kv_store(float *p, size_t i, float value) {
+  p[i] = value;
+}
+__device__ __forceinline__ void kv_store(u16 *p, size_t i, float value) {
+  p[i] = float_to_half(value);
+}
+
 // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight; one block per token.
 extern "C" __global__ void bonsai_rmsnorm(const float *x, const float *weight, float *out, int n,
                                           float eps) {
@@ -24,11 +40,11 @@ extern "C" __global__ void bonsai_rmsnorm(const float *x, const float *weight, f
 // query heads (rotated in place); the rest are key heads, whose rotated keys
 // and plain values go into the KV cache at the token's position. Cache
 // layout: [kv_head][max_ctx][head_dim]. Block: head_dim rounded up to 32.
-extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const float *v,
-                                               const float *q_norm, const float *k_norm,
-                                               float *k_cache, float *v_cache, const int *step_info,
-                                               int n_head, int n_head_kv, int head_dim, int max_ctx,
-                                               float eps, const double *inv_freq, float magnitude) {
+template <class KV>
+__device__ __forceinline__ void
+qk_norm_rope(float *q, const float *k, const float *v, const float *q_norm, const float *k_norm,
+             KV *k_cache, KV *v_cache, const int *step_info, int n_head, int n_head_kv,
+             int head_dim, int max_ctx, float eps, const double *inv_freq, float magnitude) {
   __shared__ float scratch[32];
   BONSAI_DYNAMIC_SHARED(float, normed); // head_dim floats
   const int i = threadIdx.x;
@@ -45,40 +61,50 @@ extern "C" __global__ void bonsai_qk_norm_rope(float *q, const float *k, const f
     normed[i] = value * inv * norm[i];
   __syncthreads();
   const int half = head_dim / 2;
-  float *dst = is_query ? q + ((size_t)t * n_head + head) * head_dim
-                        : k_cache + ((size_t)head * max_ctx + pos) * head_dim;
   if (i < half) {
     const double theta = (double)pos * inv_freq[i];
     const float c = (float)(magnitude * cos(theta)), s = (float)(magnitude * sin(theta));
     const float a = normed[i], b = normed[i + half];
-    dst[i] = a * c - b * s;
-    dst[i + half] = a * s + b * c;
+    if (is_query) {
+      float *dst = q + ((size_t)t * n_head + head) * head_dim;
+      dst[i] = a * c - b * s;
+      dst[i + half] = a * s + b * c;
+    } else {
+      const size_t at = ((size_t)head * max_ctx + pos) * head_dim;
+      kv_store(k_cache, at + i, a * c - b * s);
+      kv_store(k_cache, at + i + half, a * s + b * c);
+    }
   }
   if (!is_query && i < head_dim)
-    v_cache[((size_t)head * max_ctx + pos) * head_dim + i] =
-        v[((size_t)t * n_head_kv + head) * head_dim + i];
+    kv_store(v_cache, ((size_t)head * max_ctx + pos) * head_dim + i,
+             v[((size_t)t * n_head_kv + head) * head_dim + i]);
 }
 
 // What block (head, token, split) of an attention split works on: keys
 // [begin, end) of its KV head (the causal end is the token's position), and
-// the slot of its partial result in part_ml / part_acc.
-struct AttentionSlice {
+// the slot of its partial result in part_ml / part_acc. The keys are shared
+// out per step, from the length the step ends at (step_info, so a replayed
+// graph adapts too): split i takes keys [i*n/S, (i+1)*n/S) of the n keys the
+// step ends with, not of max_ctx, so a short context still spreads evenly
+// over all S splits (none holds more than one key above another).
+template <class KV> struct AttentionSlice {
   int begin, end;
   float scale;
-  const float *query, *keys, *values;
+  const float *query;
+  const KV *keys, *values;
   size_t partial;
 };
-__device__ __forceinline__ AttentionSlice attention_slice(const float *q, const float *k_cache,
-                                                          const float *v_cache,
-                                                          const int *step_info, int n_head,
-                                                          int n_head_kv, int head_dim, int max_ctx,
-                                                          int chunk) {
-  const int head = blockIdx.x, t = blockIdx.y, split = blockIdx.z, n_splits = gridDim.z;
+template <class KV>
+__device__ __forceinline__ AttentionSlice<KV>
+attention_slice(const float *q, const KV *k_cache, const KV *v_cache, const int *step_info,
+                int head, int n_head, int n_head_kv, int head_dim, int max_ctx) {
+  const int t = blockIdx.y, split = blockIdx.z, n_splits = gridDim.z;
   const int pos = step_info[0] + t;
+  const long long n_keys = step_info[0] + step_info[1];
   const int kv_head = head / (n_head / n_head_kv);
-  AttentionSlice s;
-  s.begin = split * chunk;
-  s.end = min(s.begin + chunk, pos + 1);
+  AttentionSlice<KV> s;
+  s.begin = (int)(split * n_keys / n_splits);
+  s.end = min((int)((split + 1) * n_keys / n_splits), pos + 1);
   s.scale = 1.0f / sqrtf((float)head_dim);
   s.query = q + ((size_t)t * n_head + head) * head_dim;
   s.keys = k_cache + (size_t)kv_head * max_ctx * head_dim;
@@ -88,28 +114,29 @@ __device__ __forceinline__ AttentionSlice attention_slice(const float *q, const 
 }
 
 // Split-K attention, pass 1: block (head, token, split) runs an online
-// softmax over keys [split*chunk, min((split+1)*chunk, pos+1)) and writes its
+// softmax over its share of the keys up to its position (attention_slice)
+// and writes its
 // running max m, sum l and unnormalised output. Splits past the causal end
 // write m = -inf, l = 0. Thread i owns output dimension i.
-extern "C" __global__ void bonsai_attention_split(const float *q, const float *k_cache,
-                                                  const float *v_cache, float *part_ml,
-                                                  float *part_acc, const int *step_info, int n_head,
-                                                  int n_head_kv, int head_dim, int max_ctx,
-                                                  int chunk) {
+template <class KV>
+__device__ __forceinline__ void attention_split(const float *q, const KV *k_cache,
+                                                const KV *v_cache, float *part_ml, float *part_acc,
+                                                const int *step_info, int n_head, int n_head_kv,
+                                                int head_dim, int max_ctx) {
   __shared__ float scratch[32];
   const int i = threadIdx.x;
-  const AttentionSlice s =
-      attention_slice(q, k_cache, v_cache, step_info, n_head, n_head_kv, head_dim, max_ctx, chunk);
+  const AttentionSlice<KV> s = attention_slice(q, k_cache, v_cache, step_info, (int)blockIdx.x,
+                                               n_head, n_head_kv, head_dim, max_ctx);
   const float qi = i < head_dim ? s.query[i] : 0.0f;
   float m = BONSAI_NEG_INF, l = 0.0f, acc = 0.0f;
   for (int j = s.begin; j < s.end; ++j) {
-    const float kij = i < head_dim ? s.keys[(size_t)j * head_dim + i] : 0.0f;
+    const float kij = i < head_dim ? kv_load(s.keys, (size_t)j * head_dim + i) : 0.0f;
     const float score = block_sum(qi * kij, scratch) * s.scale;
     const float m_new = fmaxf(m, score);
     const float correction = expf(m - m_new); // 0 for the first key (m = -inf)
     const float p = expf(score - m_new);
     l = l * correction + p;
-    const float vij = i < head_dim ? s.values[(size_t)j * head_dim + i] : 0.0f;
+    const float vij = i < head_dim ? kv_load(s.values, (size_t)j * head_dim + i) : 0.0f;
     acc = acc * correction + p * vij;
     m = m_new;
   }
@@ -121,82 +148,131 @@ extern "C" __global__ void bonsai_attention_split(const float *q, const float *k
     part_acc[s.partial * head_dim + i] = acc;
 }
 
-// Split-K attention, pass 1, for head_dim <= ATTN_MAX_DIM (every Qwen3
-// model): the work and output of bonsai_attention_split, without a block
-// barrier per key. ATTN_WARPS warps take the split's keys in turn, lane l
-// holding dimensions l, l + 32, l + 64 and l + 96, so a score is one warp
-// reduction; each warp keeps its own online softmax, and the warps' states
-// are combined once at the end. Launch with 32 * ATTN_WARPS threads.
+// Split-K attention, pass 1, for head_dim <= ATTN_MAX_DIM and at most
+// ATTN_MAX_GROUP query heads per KV head (every Qwen3 model): the output of
+// bonsai_attention_split, from block (kv_head, token, split) for all the
+// query heads of that KV head, so each key and value is read once for the
+// group, and without a block barrier per key. ATTN_WARPS warps take the
+// split's keys in turn, lane l holding dimensions l, l + 32, l + 64 and
+// l + 96, so a score is one warp reduction; each warp keeps an online
+// softmax per query head, and the warps' states are combined once at the
+// end. Launch with 32 * ATTN_WARPS threads and n_head_kv blocks in x.
 #define ATTN_WARPS 4
 #define ATTN_MAX_DIM 128
+#define ATTN_MAX_GROUP 4
 #define ATTN_DIMS_PER_LANE (ATTN_MAX_DIM / 32)
-extern "C" __global__ void bonsai_attention_split_warps(const float *q, const float *k_cache,
-                                                        const float *v_cache, float *part_ml,
-                                                        float *part_acc, const int *step_info,
-                                                        int n_head, int n_head_kv, int head_dim,
-                                                        int max_ctx, int chunk) {
-  __shared__ float warp_m[ATTN_WARPS], warp_l[ATTN_WARPS];
-  __shared__ float warp_acc[ATTN_WARPS][ATTN_MAX_DIM];
+template <class KV>
+__device__ __forceinline__ void
+attention_split_warps(const float *q, const KV *k_cache, const KV *v_cache, float *part_ml,
+                      float *part_acc, const int *step_info, int n_head, int n_head_kv,
+                      int head_dim, int max_ctx) {
+  __shared__ float warp_m[ATTN_WARPS][ATTN_MAX_GROUP], warp_l[ATTN_WARPS][ATTN_MAX_GROUP];
+  __shared__ float warp_acc[ATTN_WARPS][ATTN_MAX_GROUP][ATTN_MAX_DIM];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const AttentionSlice s =
-      attention_slice(q, k_cache, v_cache, step_info, n_head, n_head_kv, head_dim, max_ctx, chunk);
-  float qv[ATTN_DIMS_PER_LANE], acc[ATTN_DIMS_PER_LANE];
-  for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r) {
-    const int dim = lane + 32 * r;
-    qv[r] = dim < head_dim ? s.query[dim] : 0.0f;
-    acc[r] = 0.0f;
+  const int group = n_head / n_head_kv, first_head = (int)blockIdx.x * group;
+  // The slice of the group's first head; head g's query and partial follow
+  // it at g * head_dim and g * n_splits.
+  const AttentionSlice<KV> s = attention_slice(q, k_cache, v_cache, step_info, first_head, n_head,
+                                               n_head_kv, head_dim, max_ctx);
+  const int n_splits = gridDim.z;
+  float qv[ATTN_MAX_GROUP][ATTN_DIMS_PER_LANE], acc[ATTN_MAX_GROUP][ATTN_DIMS_PER_LANE];
+  float m[ATTN_MAX_GROUP], l[ATTN_MAX_GROUP];
+  for (int g = 0; g < ATTN_MAX_GROUP; ++g) {
+    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r) {
+      const int dim = lane + 32 * r;
+      qv[g][r] = g < group && dim < head_dim ? s.query[(size_t)g * head_dim + dim] : 0.0f;
+      acc[g][r] = 0.0f;
+    }
+    m[g] = BONSAI_NEG_INF;
+    l[g] = 0.0f;
   }
-  float m = BONSAI_NEG_INF, l = 0.0f;
   for (int j = s.begin + warp; j < s.end; j += ATTN_WARPS) {
-    const float *key = s.keys + (size_t)j * head_dim, *value = s.values + (size_t)j * head_dim;
+    const KV *key = s.keys + (size_t)j * head_dim, *value = s.values + (size_t)j * head_dim;
     float kv[ATTN_DIMS_PER_LANE], vv[ATTN_DIMS_PER_LANE];
     for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r) {
       const int dim = lane + 32 * r;
-      kv[r] = dim < head_dim ? key[dim] : 0.0f;
-      vv[r] = dim < head_dim ? value[dim] : 0.0f;
+      kv[r] = dim < head_dim ? kv_load(key, dim) : 0.0f;
+      vv[r] = dim < head_dim ? kv_load(value, dim) : 0.0f;
     }
-    float partial = 0.0f;
-    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
-      partial += qv[r] * kv[r];
-    const float score = warp_sum(partial) * s.scale;
-    const float m_new = fmaxf(m, score);
-    const float correction = expf(m - m_new); // 0 for the warp's first key (m = -inf)
-    const float p = expf(score - m_new);
-    l = l * correction + p;
-    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
-      acc[r] = acc[r] * correction + p * vv[r];
-    m = m_new;
+    // Constant bounds with guards (group is the same for every lane): the
+    // per-head arrays stay in registers.
+    for (int g = 0; g < ATTN_MAX_GROUP; ++g) {
+      if (g >= group)
+        continue;
+      float partial = 0.0f;
+      for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
+        partial += qv[g][r] * kv[r];
+      const float score = warp_sum(partial) * s.scale;
+      const float m_new = fmaxf(m[g], score);
+      const float correction = expf(m[g] - m_new); // 0 for the warp's first key (m = -inf)
+      const float p = expf(score - m_new);
+      l[g] = l[g] * correction + p;
+      for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
+        acc[g][r] = acc[g][r] * correction + p * vv[r];
+      m[g] = m_new;
+    }
   }
-  if (lane == 0) {
-    warp_m[warp] = m;
-    warp_l[warp] = l;
+  for (int g = 0; g < ATTN_MAX_GROUP; ++g) {
+    if (g >= group)
+      continue;
+    if (lane == 0) {
+      warp_m[warp][g] = m[g];
+      warp_l[warp][g] = l[g];
+    }
+    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
+      if (lane + 32 * r < head_dim)
+        warp_acc[warp][g][lane + 32 * r] = acc[g][r];
   }
-  for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
-    if (lane + 32 * r < head_dim)
-      warp_acc[warp][lane + 32 * r] = acc[r];
   __syncthreads();
-  float m_max = BONSAI_NEG_INF;
-  for (int w = 0; w < ATTN_WARPS; ++w)
-    m_max = fmaxf(m_max, warp_m[w]);
-  const bool empty = m_max == BONSAI_NEG_INF; // no key in this split
-  if (threadIdx.x == 0) {
-    float l_sum = 0.0f;
+  for (int g = 0; g < group; ++g) {
+    const size_t partial = s.partial + (size_t)g * n_splits;
+    float m_max = BONSAI_NEG_INF;
     for (int w = 0; w < ATTN_WARPS; ++w)
-      l_sum += empty ? 0.0f : warp_l[w] * expf(warp_m[w] - m_max);
-    part_ml[2 * s.partial] = m_max;
-    part_ml[2 * s.partial + 1] = l_sum;
-  }
-  for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
-    float sum = 0.0f;
-    for (int w = 0; w < ATTN_WARPS; ++w)
-      sum += empty ? 0.0f : warp_acc[w][i] * expf(warp_m[w] - m_max);
-    part_acc[s.partial * head_dim + i] = sum;
+      m_max = fmaxf(m_max, warp_m[w][g]);
+    const bool empty = m_max == BONSAI_NEG_INF; // no key in this split
+    if (threadIdx.x == 0) {
+      float l_sum = 0.0f;
+      for (int w = 0; w < ATTN_WARPS; ++w)
+        l_sum += empty ? 0.0f : warp_l[w][g] * expf(warp_m[w][g] - m_max);
+      part_ml[2 * partial] = m_max;
+      part_ml[2 * partial + 1] = l_sum;
+    }
+    for (int i = threadIdx.x; i < head_dim; i += blockDim.x) {
+      float sum = 0.0f;
+      for (int w = 0; w < ATTN_WARPS; ++w)
+        sum += empty ? 0.0f : warp_acc[w][g][i] * expf(warp_m[w][g] - m_max);
+      part_acc[partial * head_dim + i] = sum;
+    }
   }
 }
 
+// The exported kernels over the cache element KV; SUFFIX names them.
+#define BONSAI_KV_KERNELS(SUFFIX, KV)                                                              \
+  extern "C" __global__ void bonsai_qk_norm_rope##SUFFIX(                                          \
+      float *q, const float *k, const float *v, const float *q_norm, const float *k_norm,          \
+      KV *k_cache, KV *v_cache, const int *step_info, int n_head, int n_head_kv, int head_dim,     \
+      int max_ctx, float eps, const double *inv_freq, float magnitude) {                           \
+    qk_norm_rope(q, k, v, q_norm, k_norm, k_cache, v_cache, step_info, n_head, n_head_kv,          \
+                 head_dim, max_ctx, eps, inv_freq, magnitude);                                     \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_attention_split##SUFFIX(                                       \
+      const float *q, const KV *k_cache, const KV *v_cache, float *part_ml, float *part_acc,       \
+      const int *step_info, int n_head, int n_head_kv, int head_dim, int max_ctx) {                \
+    attention_split(q, k_cache, v_cache, part_ml, part_acc, step_info, n_head, n_head_kv,          \
+                    head_dim, max_ctx);                                                            \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_attention_split_warps##SUFFIX(                                 \
+      const float *q, const KV *k_cache, const KV *v_cache, float *part_ml, float *part_acc,       \
+      const int *step_info, int n_head, int n_head_kv, int head_dim, int max_ctx) {                \
+    attention_split_warps(q, k_cache, v_cache, part_ml, part_acc, step_info, n_head, n_head_kv,    \
+                          head_dim, max_ctx);                                                      \
+  }
+BONSAI_KV_KERNELS(, float)
+BONSAI_KV_KERNELS(_f16, u16)
+
 // Split-K attention, pass 2: combines the n_splits partial results of
-// (head, token) into out[t][head*head_dim + i]. Split 0 always holds key 0,
-// so the overall max is finite.
+// (head, token) into out[t][head*head_dim + i]. The splits partition the
+// keys, so one of them holds key 0 and the overall max is finite.
 extern "C" __global__ void bonsai_attention_merge(const float *part_ml, const float *part_acc,
                                                   float *out, int n_head, int head_dim,
                                                   int n_splits) {

@@ -57,11 +57,6 @@ __device__ __forceinline__ void wmma_store_col(float *p, const FragC &c, int ldm
                  "f"(c.r[5]), "f"(c.r[6]), "f"(c.r[7]), "r"(ldm)
                : "memory");
 }
-__device__ __forceinline__ u16 float_to_half(float f) {
-  u16 h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
 #endif
 
 #define TC_WARPS 8

@@ -8,18 +8,23 @@
 //   void step_encode_layer(Context &, int32_t layer);
 //   void step_lm_head(Context &, const bonsai_lm_head_desc &);
 //   void step_end(Context &);
-//   void kv_reset(Context &);
-//   void kv_truncate(Context &, int32_t n_keep);
-//   int32_t kv_length(const Context &);
+//   void discard_step(Context &);   // closes an open step (KV calls do)
 //   std::unique_ptr<W> new_weight(Context &, const bonsai_weight_desc &);
 // and Context has `weights` (a map from const W * to its unique_ptr),
-// `find_weight(handle)` and `model` (null, or with a `used` set of weights).
+// `find_weight(handle)` and `model` (null, or with a `used` set of weights
+// and `slots`, a SlotTable of its KV caches: the kv_* functions act on slot 0).
+// A plugin offering the sequences extension (sequences()) also provides:
+//   int32_t slot_create(Context &);   // allocates a cache, SlotTable::add
+//   void slot_copy(Context &, int32_t from, int32_t to, int32_t n_positions);
+//   void step_begin_batch(Context &, const bonsai_batch_step_desc &);
 // Each may throw PluginError; the entry points turn that into a status.
 #include <cstdint>
 #include <memory>
 
 #include "bonsai/bonsai_backend.h"
 #include "bonsai/plugin/entry_guard.hpp"
+#include "bonsai/plugin/sequence_checks.hpp"
+#include "bonsai/plugin/slot_table.hpp"
 
 namespace bonsai::plugin {
 
@@ -65,6 +70,20 @@ struct EntryPoints {
                               truncate,
                               length,
                               own.extensions};
+  }
+
+  // The sequences extension over the plugin's slot and batch functions, for
+  // the table's `extensions` chain (keep it in static storage).
+  static constexpr bonsai_sequences_extension sequences() {
+    return bonsai_sequences_extension{
+        {sizeof(bonsai_sequences_extension), BONSAI_EXTENSION_SEQUENCES, nullptr},
+        kMaxSlots,
+        create_slot,
+        free_slot,
+        truncate_slot,
+        copy_slot,
+        length_of_slot,
+        begin_batch};
   }
 
   static Context *live(bonsai_context *handle) { return live_context<Context, Tag>(handle); }
@@ -121,16 +140,67 @@ struct EntryPoints {
     return guarded<Scope>(live(handle), [](Context &ctx) { step_end(ctx); });
   }
   static bonsai_status reset(bonsai_context *handle) {
-    return guarded<Scope>(live(handle), [](Context &ctx) { kv_reset(ctx); });
+    return guarded<Scope>(live(handle), [](Context &ctx) {
+      auto &own = bound_model(ctx, "kv_reset").slots.own();
+      discard_step(ctx);
+      own.length = 0;
+    });
   }
   static bonsai_status truncate(bonsai_context *handle, int32_t n_keep) {
-    return guarded<Scope>(live(handle), [n_keep](Context &ctx) { kv_truncate(ctx, n_keep); });
+    return guarded<Scope>(live(handle), [n_keep](Context &ctx) {
+      auto &own = bound_model(ctx, "kv_truncate").slots.own();
+      check_truncate(n_keep, own.length, "kv_truncate");
+      discard_step(ctx);
+      own.length = n_keep;
+    });
   }
   static bonsai_status length(const bonsai_context *handle, int32_t *out) {
     return guarded<Scope>(live(handle), [out](const Context &ctx) {
       if (out == nullptr)
         fail_invalid("kv_length: length is NULL");
-      *out = kv_length(ctx);
+      *out = bound_model(ctx, "kv_length").slots.own().length;
+    });
+  }
+
+  static bonsai_status create_slot(bonsai_context *handle, int32_t *slot) {
+    return guarded<Scope>(live(handle), [slot](Context &ctx) {
+      if (slot == nullptr)
+        fail_invalid("slot_create: slot is NULL");
+      *slot = slot_create(ctx);
+    });
+  }
+  static bonsai_status free_slot(bonsai_context *handle, int32_t slot) {
+    return guarded<Scope>(live(handle), [slot](Context &ctx) {
+      auto &slots = bound_model(ctx, "slot_free").slots;
+      slots.check_removable(slot);
+      // The open step's queued work may still use the cache: close it first.
+      discard_step(ctx);
+      slots.remove(slot);
+    });
+  }
+  static bonsai_status truncate_slot(bonsai_context *handle, int32_t slot, int32_t n_keep) {
+    return guarded<Scope>(live(handle), [=](Context &ctx) {
+      auto &cache = bound_model(ctx, "slot_truncate").slots.at(slot, "slot_truncate");
+      check_truncate(n_keep, cache.length, "slot_truncate");
+      discard_step(ctx);
+      cache.length = n_keep;
+    });
+  }
+  static bonsai_status copy_slot(bonsai_context *handle, int32_t from, int32_t to,
+                                 int32_t n_positions) {
+    return guarded<Scope>(live(handle),
+                          [=](Context &ctx) { slot_copy(ctx, from, to, n_positions); });
+  }
+  static bonsai_status length_of_slot(const bonsai_context *handle, int32_t slot, int32_t *length) {
+    return guarded<Scope>(live(handle), [=](const Context &ctx) {
+      if (length == nullptr)
+        fail_invalid("slot_length: length is NULL");
+      *length = bound_model(ctx, "slot_length").slots.at(slot, "slot_length").length;
+    });
+  }
+  static bonsai_status begin_batch(bonsai_context *handle, const bonsai_batch_step_desc *batch) {
+    return guarded<Scope>(live(handle), [&](Context &ctx) {
+      step_begin_batch(ctx, read_abi_struct(batch, "begin_batch: batch"));
     });
   }
 };

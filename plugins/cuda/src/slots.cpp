@@ -1,0 +1,36 @@
+#include "slots.hpp"
+
+#include "bonsai/plugin/sequence_checks.hpp"
+#include "bonsai/plugin/slot_table.hpp"
+#include "plugin_error.hpp"
+
+namespace bonsai::cuda {
+
+int32_t slot_create(Context &ctx) {
+  BoundModel &m = bound_model(ctx, "slot_create");
+  discard_step(ctx);
+  m.slots.next_id(); // refuses before allocating when every slot is in use
+  return m.slots.add(make_kv_slot(*ctx.device, m));
+}
+
+void slot_copy(Context &ctx, int32_t from, int32_t to, int32_t n_positions) {
+  BoundModel &m = bound_model(ctx, "slot_copy");
+  const KvSlot &src = m.slots.at(from, "slot_copy");
+  KvSlot &dst = m.slots.at(to, "slot_copy");
+  check_slot_copy(from, to, n_positions, src.length);
+  discard_step(ctx);
+  // Each head's positions are contiguous: one copy per layer, tensor and head.
+  const ModelDims &d = m.dims;
+  const size_t head_bytes = src.layer_bytes / static_cast<size_t>(d.n_head_kv);
+  const size_t bytes = static_cast<size_t>(n_positions) * d.head_dim * m.kv_bytes;
+  for (int layer = 0; layer < d.n_layer; ++layer)
+    for (int head = 0; head < d.n_head_kv; ++head) {
+      const size_t offset = head * head_bytes;
+      ctx.device->copy(dst.keys(layer) + offset, src.keys(layer) + offset, bytes);
+      ctx.device->copy(dst.values(layer) + offset, src.values(layer) + offset, bytes);
+    }
+  ctx.device->synchronize(); // a failed copy is this call's error
+  dst.length = n_positions;
+}
+
+} // namespace bonsai::cuda
