@@ -45,7 +45,7 @@ Batch Engine::create_batch(const BatchOptions &options) const {
   } else {
     host::logger().warn("plugin {} {}; the batch steps its sequences one after another, each "
                         "with its own context and weights",
-                        impl_->plugin.info.name,
+                        impl_->plugin().info.name,
                         ext == nullptr
                             ? "offers no multi-sequence step (ABI 1.1 sequences "
                               "extension)"

@@ -160,10 +160,11 @@ Engine Engine::open(const std::filesystem::path &model_path, const EngineOptions
   impl->options.n_ctx = effective_n_ctx(options.n_ctx, impl->spec.hparams, impl->path);
   impl->options.n_batch = std::min(options.n_batch, impl->options.n_ctx);
 
-  impl->plugin = host::select_plugin(options.backend, plugin_search_path());
+  impl->plugins = host::select_plugins(options.backend, plugin_search_path());
+  const PluginInfo &backend = impl->plugin().info;
   host::logger().info("model {}: {} layers, {} params, backend {} {} ({})", impl->path,
-                      impl->model.n_layer, impl->model.n_params, impl->plugin.info.name,
-                      impl->plugin.info.version, impl->plugin.info.path.string());
+                      impl->model.n_layer, impl->model.n_params, backend.name, backend.version,
+                      backend.path.string());
   impl->load_ms = ms_since(start);
   return Engine(std::move(impl));
 }
@@ -172,7 +173,7 @@ const ModelInfo &Engine::model() const {
   return impl_->model;
 }
 const PluginInfo &Engine::backend() const {
-  return impl_->plugin.info;
+  return impl_->plugin().info;
 }
 const EngineOptions &Engine::options() const {
   return impl_->options;

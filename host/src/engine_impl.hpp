@@ -1,9 +1,12 @@
 #pragma once
 // What an Engine holds: the mapped model, its spec and tokenizer, and the
-// selected plugin. Immutable after Engine::open, shared by every session.
+// selected plugins. Immutable after Engine::open (but for which plugin is
+// active), shared by every session.
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "bonsai/core/chat_template.hpp"
 #include "bonsai/core/gguf.hpp"
@@ -32,8 +35,14 @@ struct Engine::Impl {
   std::string chat_template_warning;
   mutable std::once_flag chat_template_warned;
   ModelInfo model;
-  host::SelectedPlugin plugin;
+  // The usable plugins in the order to try them (docs/cli.md, "--backend"):
+  // the first is the choice; a session that cannot load the model on the
+  // active one moves `active` on to the next, for itself and later sessions.
+  std::vector<host::SelectedPlugin> plugins;
+  mutable std::atomic<size_t> active{0};
   double load_ms = 0;
+
+  const host::SelectedPlugin &plugin() const { return plugins[active.load()]; }
 
   Impl(const gguf::File &file, ModelSpec spec, Tokenizer tokenizer)
       : mapping(file.mapping_handle()), path(file.path()), spec(std::move(spec)),

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -144,40 +143,44 @@ all_plugin_files(const std::vector<std::filesystem::path> &dirs) {
   return files;
 }
 
-// "auto": loads and probes every plugin file and takes the usable one whose
-// probe states the highest preference (ABI 1.1; a 1.0 plugin states none and
-// ranks last); equal preferences go to the earlier file. A plugin that
-// fails to load or finds no device is skipped with its reason logged.
-SelectedPlugin select_auto(const std::vector<std::filesystem::path> &dirs) {
+// "auto": loads and probes every plugin file and returns the usable ones,
+// highest preference first (ABI 1.1; a 1.0 plugin states none and ranks
+// last); equal preferences keep file order. A plugin that fails to load or
+// finds no device is skipped with its reason logged.
+std::vector<SelectedPlugin> select_auto(const std::vector<std::filesystem::path> &dirs) {
   const auto files = all_plugin_files(dirs);
   if (files.empty())
     throw PluginError(
         fmt::format("backend 'auto': no libbonsai_*.so plugin in {}", describe_dirs(dirs)));
-  std::optional<SelectedPlugin> best;
+  std::vector<SelectedPlugin> usable;
   std::string reasons;
   for (const auto &file : files) {
     try {
-      SelectedPlugin candidate = try_file(file);
+      usable.push_back(try_file(file));
       logger().debug("backend 'auto': {} is usable, preference {}", file.string(),
-                     candidate.info.device.preference);
-      if (!best || candidate.info.device.preference > best->info.device.preference)
-        best = std::move(candidate);
+                     usable.back().info.device.preference);
     } catch (const Error &error) {
       logger().info("backend 'auto': skipping {}", error.what());
       reasons += fmt::format("\n  {}", error.what());
     }
   }
-  if (!best)
+  if (usable.empty())
     throw PluginError(fmt::format("no usable backend for 'auto':{}", reasons));
-  logger().info("backend 'auto': using {} ({}, preference {})", best->info.path.string(),
-                best->info.device.name, best->info.device.preference);
-  return std::move(*best);
+  std::stable_sort(usable.begin(), usable.end(), [](const auto &a, const auto &b) {
+    return a.info.device.preference > b.info.device.preference;
+  });
+  return usable;
 }
 
-// One element of a backend spec: "auto", a NAME or a path.
-SelectedPlugin select_element(const std::string &element,
-                              const std::vector<std::filesystem::path> &dirs) {
-  return element == "auto" ? select_auto(dirs) : select_one(element, dirs);
+// One element of a backend spec: "auto" (every usable plugin, best first),
+// a NAME or a path (one plugin).
+std::vector<SelectedPlugin> select_element(const std::string &element,
+                                           const std::vector<std::filesystem::path> &dirs) {
+  if (element == "auto")
+    return select_auto(dirs);
+  std::vector<SelectedPlugin> one;
+  one.push_back(select_one(element, dirs));
+  return one;
 }
 
 } // namespace
@@ -186,32 +189,39 @@ bool spec_is_path(const std::string &spec) {
   return spec.find('/') != std::string::npos || spec.ends_with(".so");
 }
 
-SelectedPlugin select_plugin(const std::string &spec,
-                             const std::vector<std::filesystem::path> &dirs) {
+std::vector<SelectedPlugin> select_plugins(const std::string &spec,
+                                           const std::vector<std::filesystem::path> &dirs) {
   std::vector<std::string> elements;
-  for (const auto &part : split(spec, ',')) {
-    const std::string element = trim(part);
-    if (!element.empty())
-      elements.push_back(element);
-  }
+  for (const auto &part : split(spec, ','))
+    if (std::string element = trim(part); !element.empty())
+      elements.push_back(std::move(element));
   if (elements.empty())
     throw InvalidArgument(fmt::format("backend '{}' names no plugin", spec));
-  if (elements.size() == 1)
-    return select_element(elements.front(), dirs);
 
+  std::vector<SelectedPlugin> candidates;
+  std::set<std::filesystem::path> taken;
   std::string reasons;
   for (const auto &element : elements) {
     try {
-      SelectedPlugin selected = select_element(element, dirs);
-      logger().info("backend '{}': using {} ({})", spec, selected.info.path.string(),
-                    selected.info.device.name);
-      return selected;
+      for (auto &candidate : select_element(element, dirs))
+        if (taken.insert(candidate.info.path).second)
+          candidates.push_back(std::move(candidate));
     } catch (const Error &error) {
+      // A single element is the user's exact choice: its own error.
+      if (elements.size() == 1)
+        throw;
       logger().info("backend '{}': skipping {}", element, error.what());
       reasons += fmt::format("\n  {}: {}", element, error.what());
     }
   }
-  throw PluginError(fmt::format("no usable backend for '{}':{}", spec, reasons));
+  if (candidates.empty())
+    throw PluginError(fmt::format("no usable backend for '{}':{}", spec, reasons));
+  const PluginInfo &first = candidates.front().info;
+  logger().info("backend '{}': using {} ({}{})", spec, first.path.string(), first.device.name,
+                candidates.size() > 1 ? fmt::format(", then {} more if it fails to load the model",
+                                                    candidates.size() - 1)
+                                      : "");
+  return candidates;
 }
 
 } // namespace host

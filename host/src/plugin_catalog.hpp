@@ -18,13 +18,15 @@ struct SelectedPlugin {
 };
 
 // Resolves one backend spec ("auto", "NAME", a path, or a comma list of
-// those) and returns the first usable plugin. "auto" takes, of every plugin
-// file in `dirs`, the usable one with the highest preference its probe
-// states. A single NAME or path fails with its own PluginError; a list (or
-// "auto") logs each skipped candidate at info level and fails with every
+// those) into the usable plugins, in the order to try them: "auto" gives
+// every usable plugin file in `dirs`, highest preference (stated by its
+// probe) first; a list gives its elements' plugins in order, each file once.
+// The first is the choice; the rest are fallbacks should it fail to load
+// the model. A single NAME or path fails with its own PluginError; a list
+// (or "auto") logs each skipped candidate at info level and fails with every
 // reason when none is usable.
-SelectedPlugin select_plugin(const std::string &spec,
-                             const std::vector<std::filesystem::path> &dirs);
+std::vector<SelectedPlugin> select_plugins(const std::string &spec,
+                                           const std::vector<std::filesystem::path> &dirs);
 
 // True for a spec that names a file rather than a backend.
 bool spec_is_path(const std::string &spec);

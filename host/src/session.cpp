@@ -22,8 +22,13 @@ Session Engine::create_session() const {
   return create_session(SessionOptions{});
 }
 
-std::unique_ptr<Session::Impl> open_session(const std::shared_ptr<const Engine::Impl> &engine_impl,
-                                            const ProgressFn &on_progress) {
+namespace {
+
+// A session on one plugin: context, weights, bound model. Throws (and frees
+// whatever it made) when any of them fails.
+std::unique_ptr<Session::Impl>
+open_session_on(const std::shared_ptr<const Engine::Impl> &engine_impl,
+                const host::SelectedPlugin &plugin, const ProgressFn &on_progress) {
   const auto start = std::chrono::steady_clock::now();
   const Engine::Impl &engine = *engine_impl;
   auto session = std::make_unique<Session::Impl>();
@@ -35,7 +40,7 @@ std::unique_ptr<Session::Impl> open_session(const std::shared_ptr<const Engine::
   config.max_batch = engine.options.n_batch;
   config.n_threads = engine.options.n_threads;
   config.options = engine.options.plugin_options;
-  session->context = std::make_unique<host::PluginContext>(engine.plugin.library, config);
+  session->context = std::make_unique<host::PluginContext>(plugin.library, config);
   const host::PluginContext &context = *session->context;
 
   const ProgressFn &progress = on_progress ? on_progress : engine.options.on_progress;
@@ -47,8 +52,7 @@ std::unique_ptr<Session::Impl> open_session(const std::shared_ptr<const Engine::
   if (rope_unknown_to_plugin)
     host::logger().warn("plugin {} was built against ABI 1.{}, which cannot pass scaled RoPE ({}); "
                         "the host runs the layers through its matmul (slower)",
-                        engine.plugin.info.name, api.abi_minor,
-                        engine.spec.hparams.rope.describe());
+                        plugin.info.name, api.abi_minor, engine.spec.hparams.rope.describe());
   const bonsai_status bind = api.bind_model != nullptr && !rope_unknown_to_plugin
                                  ? api.bind_model(context.get(), &session->weights.desc)
                                  : BONSAI_ERR_UNSUPPORTED;
@@ -60,7 +64,7 @@ std::unique_ptr<Session::Impl> open_session(const std::shared_ptr<const Engine::
     if (!rope_unknown_to_plugin)
       host::logger().info("plugin {} does not run whole layers; the host runs them through its "
                           "matmul (slower)",
-                          engine.plugin.info.name);
+                          plugin.info.name);
     session->runner = std::make_unique<host::MatmulLayerRunner>(
         context, engine.spec, session->weights,
         host::MatmulRunnerConfig{engine.options.n_ctx, engine.options.n_batch});
@@ -70,6 +74,30 @@ std::unique_ptr<Session::Impl> open_session(const std::shared_ptr<const Engine::
   session->upload_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return session;
+}
+
+} // namespace
+
+std::unique_ptr<Session::Impl> open_session(const std::shared_ptr<const Engine::Impl> &engine_impl,
+                                            const ProgressFn &on_progress) {
+  const Engine::Impl &engine = *engine_impl;
+  for (size_t i = engine.active.load();; ++i) {
+    const host::SelectedPlugin &plugin = engine.plugins[i];
+    try {
+      return open_session_on(engine_impl, plugin, on_progress);
+    } catch (const PluginError &error) {
+      // A plugin that probed fine can still fail on this model (device
+      // memory, kernel compilation, a refused module): before any token is
+      // generated, the next usable plugin takes over, for later sessions too.
+      if (i + 1 >= engine.plugins.size())
+        throw;
+      const PluginInfo &next = engine.plugins[i + 1].info;
+      host::logger().warn("backend {} cannot run this model: {}; falling back to {} ({})",
+                          plugin.info.name, error.what(), next.name, next.path.string());
+      size_t expected = i;
+      engine.active.compare_exchange_strong(expected, i + 1);
+    }
+  }
 }
 
 Session Engine::create_session(const SessionOptions &options) const {

@@ -23,19 +23,6 @@ using namespace cuda_test;
 using namespace fake_driver_test;
 using ::testing::HasSubstr;
 
-// What the fake driver holds now (it is the copy the plugin loaded).
-bonsai_fake_cuda_counts_t live_counts() {
-  void *handle = dlopen(kFakeDriver, RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr)
-    throw std::runtime_error(dlerror());
-  auto counts_fn =
-      reinterpret_cast<bonsai_fake_cuda_counts_fn>(dlsym(handle, "bonsai_fake_cuda_counts"));
-  bonsai_fake_cuda_counts_t counts{};
-  counts_fn(&counts);
-  dlclose(handle);
-  return counts;
-}
-
 // Q1_0 rows where weight (r, c) is +1 when (c + r) % 3 == 0, else -1
 // (scale d = 1.0, an exact f16).
 std::vector<uint8_t> q1_rows(int64_t rows, int64_t cols) {

@@ -2,14 +2,17 @@
 // Shared by the tests that run the CUDA plugin on the fake driver
 // (fake_driver/): the skip guard, a log sink that keeps every line, and a
 // small context description.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bonsai/bonsai_backend.h"
 #include "cuda_test_support.hpp"
+#include "fake_cuda_control.h"
 #include "nvrtc_library.hpp"
 
 namespace fake_driver_test {
@@ -43,6 +46,19 @@ struct Lines {
     return n;
   }
 };
+
+// What the fake driver holds now (it is the copy the plugin loaded).
+inline bonsai_fake_cuda_counts_t live_counts() {
+  void *handle = dlopen(kFakeDriver, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr)
+    throw std::runtime_error(dlerror());
+  auto counts_fn =
+      reinterpret_cast<bonsai_fake_cuda_counts_fn>(dlsym(handle, "bonsai_fake_cuda_counts"));
+  bonsai_fake_cuda_counts_t counts{};
+  counts_fn(&counts);
+  dlclose(handle);
+  return counts;
+}
 
 inline bonsai_context_desc context_desc(Lines *log, const char *options = "") {
   bonsai_context_desc desc{};
