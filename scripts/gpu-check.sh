@@ -329,6 +329,8 @@ if [ -f "$first" ]; then
   for opt in graphs=off tensor_cores=off int8_gemv=off kernels=reference; do
     bench "bench_q1_0_${opt%%=*}_off" "$first" -p 512 -n 128 --backend-options "$opt"
   done
+  # The int8 GEMVs' input quantized by every block instead of once per token.
+  bench bench_q1_0_int8_input_block "$first" -p 0 -n 128 --backend-options int8_input=block
   # The f16 KV cache where it matters: decode at 4,096 positions.
   bench bench_q1_0_kv_f16_d4096 "$first" -p 0 -n 128 -d 4096 --backend-options kv=f16
 fi

@@ -371,6 +371,20 @@ size_t dp4a_shared(int cols) {
   return static_cast<size_t>(cols / 128) * 152;
 }
 
+// The input as a GEMV gets it: as is, each block quantizing it
+// (int8_input=block), or quantized once by bonsai_quantize_input into
+// `buffer` (int8_input=token); x and norm are then withheld from the GEMV,
+// so it can only have read the staged copy.
+Dp4aInput as_launched(Dp4aInput in, bool staged, std::vector<U32x4> &buffer) {
+  in.staged = nullptr;
+  if (!staged)
+    return in;
+  buffer.assign(dp4a_shared(in.cols) / 16 + 1, U32x4{0, 0, 0, 0});
+  emu::launch({1, 1, 1}, 256, 0, [&] { bonsai_quantize_input(in, buffer.data()); });
+  return {nullptr, nullptr, 0.0f, in.cols, buffer.data()};
+}
+const bool kInputStagings[] = {false, true};
+
 // Launches `gemv` over `matrices` (same width) sharing one input, as the
 // plugin does for Q, K and V.
 void run_dp4a_group(Dp4aGemvKernel gemv, const std::vector<const QuantMatrix *> &matrices,
@@ -429,16 +443,21 @@ TEST_P(Dp4aGemv, MatchesFloat64WithinTheInt8RoundingBound) {
       x[j] = 0.0f;       // a group of zeros: scale 0
     x[cols - 1] = 40.0f; // an outlier in the last group
     const std::vector<float> residual = random_floats(rows, 107);
-    for (const int accumulate : {0, 1}) {
-      std::vector<float> y = accumulate ? residual : std::vector<float>(rows, -99.0f);
-      run_dp4a_group(k.gemv, {&w}, {y.data()}, {x.data(), nullptr, 0.0f, cols}, accumulate);
-      for (int r = 0; r < rows; ++r) {
-        const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
-        const double expected = dot(wr, x.data(), cols) + (accumulate ? residual[r] : 0.0);
-        ASSERT_NEAR(y[r], expected, int8_rounding_bound(wr, x.data(), cols))
-            << "cols " << cols << " row " << r << " accumulate " << accumulate;
+    for (const bool staged : kInputStagings)
+      for (const int accumulate : {0, 1}) {
+        std::vector<float> y = accumulate ? residual : std::vector<float>(rows, -99.0f);
+        std::vector<U32x4> buffer;
+        run_dp4a_group(k.gemv, {&w}, {y.data()},
+                       as_launched({x.data(), nullptr, 0.0f, cols, nullptr}, staged, buffer),
+                       accumulate);
+        for (int r = 0; r < rows; ++r) {
+          const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
+          const double expected = dot(wr, x.data(), cols) + (accumulate ? residual[r] : 0.0);
+          ASSERT_NEAR(y[r], expected, int8_rounding_bound(wr, x.data(), cols))
+              << "cols " << cols << " row " << r << " accumulate " << accumulate << " staged "
+              << staged;
+        }
       }
-    }
   }
 }
 
@@ -453,21 +472,26 @@ TEST_P(Dp4aGemv, GroupOfThreeWithFusedRmsNormMatchesFloat64) {
   const std::vector<float> x = random_floats(cols, 157, 3.0f);
   const std::vector<float> norm = random_floats(cols, 163);
   const std::vector<float> xn = rms_normalized(x, norm, eps);
-  std::vector<float> yq(q.rows + 8, 12345.0f), yk(kk.rows + 8, 12345.0f), yv(v.rows + 8, 12345.0f);
-  run_dp4a_group(k.gemv, {&q, &kk, &v}, {yq.data(), yk.data(), yv.data()},
-                 {x.data(), norm.data(), eps, cols}, 0);
-  const std::pair<const QuantMatrix *, const std::vector<float> *> outputs[] = {
-      {&q, &yq}, {&kk, &yk}, {&v, &yv}};
-  for (const auto &[w, y] : outputs) {
-    for (int r = 0; r < w->rows; ++r) {
-      const float *wr = w->decoded.data() + static_cast<size_t>(r) * cols;
-      // The input's own f32 rounding (normalization) adds ~1e-6 relative.
-      const double bound =
-          int8_rounding_bound(wr, xn.data(), cols) + 1e-5 * abs_dot(wr, xn.data(), cols);
-      ASSERT_NEAR((*y)[r], dot(wr, xn.data(), cols), bound) << "rows " << w->rows << " row " << r;
+  for (const bool staged : kInputStagings) {
+    std::vector<float> yq(q.rows + 8, 12345.0f), yk(kk.rows + 8, 12345.0f),
+        yv(v.rows + 8, 12345.0f);
+    std::vector<U32x4> buffer;
+    run_dp4a_group(k.gemv, {&q, &kk, &v}, {yq.data(), yk.data(), yv.data()},
+                   as_launched({x.data(), norm.data(), eps, cols, nullptr}, staged, buffer), 0);
+    const std::pair<const QuantMatrix *, const std::vector<float> *> outputs[] = {
+        {&q, &yq}, {&kk, &yk}, {&v, &yv}};
+    for (const auto &[w, y] : outputs) {
+      for (int r = 0; r < w->rows; ++r) {
+        const float *wr = w->decoded.data() + static_cast<size_t>(r) * cols;
+        // The input's own f32 rounding (normalization) adds ~1e-6 relative.
+        const double bound =
+            int8_rounding_bound(wr, xn.data(), cols) + 1e-5 * abs_dot(wr, xn.data(), cols);
+        ASSERT_NEAR((*y)[r], dot(wr, xn.data(), cols), bound)
+            << "rows " << w->rows << " row " << r << " staged " << staged;
+      }
+      for (size_t i = static_cast<size_t>(w->rows); i < y->size(); ++i)
+        ASSERT_EQ((*y)[i], 12345.0f) << "guard " << i << " of the " << w->rows << "-row output";
     }
-    for (size_t i = static_cast<size_t>(w->rows); i < y->size(); ++i)
-      ASSERT_EQ((*y)[i], 12345.0f) << "guard " << i << " of the " << w->rows << "-row output";
   }
 }
 
@@ -479,25 +503,29 @@ TEST_P(Dp4aGemv, SwigluEpilogueMatchesFloat64WithAndWithoutFusedNorm) {
   const QuantMatrix up = make_matrix(k.type, rows, cols, 131);
   const std::vector<float> x = random_floats(cols, 137, 0.2f);
   const std::vector<float> norm = random_floats(cols, 139, 0.1f);
-  for (const bool fused : {false, true}) {
-    const std::vector<float> input = fused ? rms_normalized(x, norm, eps) : x;
-    std::vector<float> out(rows, -99.0f);
-    const Dp4aInput in{x.data(), fused ? norm.data() : nullptr, eps, cols};
-    emu::launch({dp4a_blocks(rows), 1, 1}, 256, dp4a_shared(cols),
-                [&] { k.gemv_swiglu(gate.device.data(), up.device.data(), in, out.data(), rows); });
-    for (int r = 0; r < rows; ++r) {
-      const float *gr = gate.decoded.data() + static_cast<size_t>(r) * cols;
-      const float *ur = up.decoded.data() + static_cast<size_t>(r) * cols;
-      const double g = dot(gr, input.data(), cols), u = dot(ur, input.data(), cols);
-      const double dg =
-          int8_rounding_bound(gr, input.data(), cols) + 1e-5 * abs_dot(gr, input.data(), cols);
-      const double du =
-          int8_rounding_bound(ur, input.data(), cols) + 1e-5 * abs_dot(ur, input.data(), cols);
-      const double silu = g / (1.0 + std::exp(-g));
-      ASSERT_NEAR(out[r], silu * u, 1.1 * (std::fabs(u) + du) * dg + std::fabs(silu) * du + 1e-6)
-          << "row " << r << " fused norm " << fused;
+  for (const bool staged : kInputStagings)
+    for (const bool fused : {false, true}) {
+      const std::vector<float> input = fused ? rms_normalized(x, norm, eps) : x;
+      std::vector<float> out(rows, -99.0f);
+      std::vector<U32x4> buffer;
+      const Dp4aInput in = as_launched(
+          {x.data(), fused ? norm.data() : nullptr, eps, cols, nullptr}, staged, buffer);
+      emu::launch({dp4a_blocks(rows), 1, 1}, 256, dp4a_shared(cols), [&] {
+        k.gemv_swiglu(gate.device.data(), up.device.data(), in, out.data(), rows);
+      });
+      for (int r = 0; r < rows; ++r) {
+        const float *gr = gate.decoded.data() + static_cast<size_t>(r) * cols;
+        const float *ur = up.decoded.data() + static_cast<size_t>(r) * cols;
+        const double g = dot(gr, input.data(), cols), u = dot(ur, input.data(), cols);
+        const double dg =
+            int8_rounding_bound(gr, input.data(), cols) + 1e-5 * abs_dot(gr, input.data(), cols);
+        const double du =
+            int8_rounding_bound(ur, input.data(), cols) + 1e-5 * abs_dot(ur, input.data(), cols);
+        const double silu = g / (1.0 + std::exp(-g));
+        ASSERT_NEAR(out[r], silu * u, 1.1 * (std::fabs(u) + du) * dg + std::fabs(silu) * du + 1e-6)
+            << "row " << r << " fused norm " << fused << " staged " << staged;
+      }
     }
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Dp4aGemv, ::testing::ValuesIn(kDp4aTypes), [](const auto &info) {

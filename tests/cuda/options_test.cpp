@@ -50,6 +50,18 @@ TEST(CudaOptions, KvCacheIsF32UnlessKvF16IsAskedFor) {
   }
 }
 
+TEST(CudaOptions, Int8InputIsQuantizedOncePerTokenUnlessPerBlockIsAskedFor) {
+  EXPECT_TRUE(parse_options(nullptr).int8_input_per_token);
+  EXPECT_TRUE(parse_options("int8_input=token").int8_input_per_token);
+  EXPECT_FALSE(parse_options("int8_input=block").int8_input_per_token);
+  try {
+    parse_options("int8_input=row");
+    ADD_FAILURE() << "int8_input=row was accepted";
+  } catch (const bonsai::cuda::PluginError &e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("int8_input=row: expected token or block"));
+  }
+}
+
 TEST(CudaOptions, PtxCacheSwitch) {
   EXPECT_FALSE(parse_options("ptx_cache=off").ptx_cache);
   EXPECT_FALSE(parse_options(" ptx_cache = 0 ;kernels=auto").ptx_cache);

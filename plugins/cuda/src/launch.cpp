@@ -76,8 +76,9 @@ struct Dp4aInputArg {
   CUdeviceptr norm;
   float eps;
   int32_t cols;
+  CUdeviceptr staged;
 };
-static_assert(sizeof(Dp4aInputArg) == 24, "must match Dp4aInput in gemv_dp4a.cuh");
+static_assert(sizeof(Dp4aInputArg) == 32, "must match Dp4aInput in gemv_dp4a.cuh");
 
 // The int8 kernel for weights of w's type and shape, or "" (also when its
 // input does not fit the shared memory a block can have).
@@ -89,6 +90,14 @@ std::string dp4a_kernel(const Kernels &kernels, const Weight &w, bool swiglu) {
     return {};
   return name;
 }
+
+} // namespace
+
+int64_t int8_staging_bytes(int64_t cols) {
+  return cols / 128 * kDp4aSharedPer128;
+}
+
+namespace {
 
 unsigned dp4a_blocks(int64_t rows) {
   return static_cast<unsigned>((rows + kDp4aRowsPerBlock - 1) / kDp4aRowsPerBlock);
@@ -102,8 +111,18 @@ LaunchShape dp4a_shape(unsigned blocks, int64_t cols) {
   return shape;
 }
 
-Dp4aInputArg input_arg(const NormedInput &in, int64_t cols) {
-  return {in.x, in.norm, in.eps, static_cast<int32_t>(cols)};
+// The GEMV's input argument; with a staging buffer, first the launch that
+// quantizes the row into it (one block of 8 warps).
+Dp4aInputArg stage_input(const Device &device, const Kernels &kernels, const NormedInput &in,
+                         int64_t cols) {
+  Dp4aInputArg arg{in.x, in.norm, in.eps, static_cast<int32_t>(cols), 0};
+  if (in.staging == 0)
+    return arg;
+  LaunchShape one_block;
+  one_block.block_x = 256;
+  launch(device, kernels.get("bonsai_quantize_input"), one_block, arg, in.staging);
+  arg.staged = in.staging;
+  return arg;
 }
 
 // The faster of tensor cores and CUDA-core tiles for n_tokens.
@@ -144,8 +163,9 @@ bool launch_int8_group(const Device &device, const Kernels &kernels, const Matmu
     blocks += dp4a_blocks(w.rows);
   }
   targets.first_block[group.n] = static_cast<int32_t>(blocks);
-  launch(device, kernels.get(name), dp4a_shape(blocks, first.cols), targets,
-         input_arg(in, first.cols), accumulate ? 1 : 0);
+  const Dp4aInputArg input = stage_input(device, kernels, in, first.cols);
+  launch(device, kernels.get(name), dp4a_shape(blocks, first.cols), targets, input,
+         accumulate ? 1 : 0);
   return true;
 }
 
@@ -154,18 +174,24 @@ bool launch_int8_swiglu(const Device &device, const Kernels &kernels, const Weig
   const std::string name = dp4a_kernel(kernels, gate, true);
   if (name.empty() || up.layout.type != gate.layout.type)
     return false;
+  const Dp4aInputArg input = stage_input(device, kernels, in, gate.cols);
   launch(device, kernels.get(name), dp4a_shape(dp4a_blocks(gate.rows), gate.cols), gate.data.get(),
-         up.data.get(), input_arg(in, gate.cols), out, static_cast<int>(gate.rows));
+         up.data.get(), input, out, static_cast<int>(gate.rows));
   return true;
 }
 
-void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr x,
-                   CUdeviceptr out, int n_tokens, bool accumulate) {
+MatmulGroup single_matmul(const Weight &w, CUdeviceptr out) {
   MatmulGroup single;
   single.weights[0] = &w;
   single.outs[0] = out;
   single.n = 1;
-  if (n_tokens == 1 && launch_int8_group(device, kernels, single, {x, 0, 0.0f}, accumulate))
+  return single;
+}
+
+void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr x,
+                   CUdeviceptr out, int n_tokens, bool accumulate) {
+  if (n_tokens == 1 &&
+      launch_int8_group(device, kernels, single_matmul(w, out), {x, 0, 0.0f}, accumulate))
     return;
   const MatmulChoice choice = choose_matmul(kernels, w, n_tokens, false);
   launch(device, kernels.get(choice.name), choice.shape, w.data.get(), x, out,

@@ -36,7 +36,13 @@ struct NormedInput {
   CUdeviceptr x = 0;
   CUdeviceptr norm = 0; // f32 vector of x's length, or 0
   float eps = 0.0f;
+  // Device scratch of int8_staging_bytes(cols) where the int8 path
+  // quantizes the row once for all its blocks, or 0: each block quantizes.
+  CUdeviceptr staging = 0;
 };
+
+// Bytes of the quantized input row of `cols` columns (kernels/gemv_dp4a.cuh).
+int64_t int8_staging_bytes(int64_t cols);
 
 // Up to kMaxGroupWeights matmuls of one token that share their input (Q, K
 // and V).
@@ -46,6 +52,9 @@ struct MatmulGroup {
   CUdeviceptr outs[kMaxGroupWeights] = {};
   int n = 0;
 };
+
+// A group of one: out = W x.
+MatmulGroup single_matmul(const Weight &w, CUdeviceptr out);
 
 // The group as one int8 GEMV launch (kernels/gemv_dp4a.cuh) with the norm
 // fused, out_i = W_i in (+ out_i when accumulate). Returns false and

@@ -98,12 +98,16 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
   const LayerBinding &L = m.layers[layer];
   const Activations &a = m.act;
 
-  // A single token runs RMSNorm + Q/K/V as one int8 launch where it can.
+  // A single token runs its matmuls on int8 inputs where it can: RMSNorm +
+  // Q/K/V as one GEMV launch, each input quantized once (int8_input=token)
+  // into a.int8_input.
+  const CUdeviceptr staging = ctx.options.int8_input_per_token ? a.int8_input.get() : 0;
   MatmulGroup qkv;
   qkv.weights[0] = L.wq, qkv.weights[1] = L.wk, qkv.weights[2] = L.wv;
   qkv.outs[0] = a.q.get(), qkv.outs[1] = a.k.get(), qkv.outs[2] = a.v.get();
   qkv.n = 3;
-  if (n != 1 || !launch_int8_group(dev, k, qkv, {a.x.get(), L.attn_norm, d.rms_eps}, false)) {
+  if (n != 1 ||
+      !launch_int8_group(dev, k, qkv, {a.x.get(), L.attn_norm, d.rms_eps, staging}, false)) {
     launch_rmsnorm(ctx, a.x.get(), L.attn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
     launch_matmul(dev, k, *L.wq, a.h.get(), a.q.get(), n, false);
     launch_matmul(dev, k, *L.wk, a.h.get(), a.k.get(), n, false);
@@ -113,13 +117,17 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
   for (size_t i = 0; i < sequences.size(); ++i)
     run_attention(ctx, m, layer, sequences[i], static_cast<int>(i));
 
-  launch_matmul(dev, k, *L.wo, a.attn.get(), a.x.get(), n, true);
-  if (n != 1 || !launch_int8_swiglu(dev, k, *L.w_gate, *L.w_up, {a.x.get(), L.ffn_norm, d.rms_eps},
-                                    a.ff.get())) {
+  if (n != 1 || !launch_int8_group(dev, k, single_matmul(*L.wo, a.x.get()),
+                                   {a.attn.get(), 0, 0.0f, staging}, true))
+    launch_matmul(dev, k, *L.wo, a.attn.get(), a.x.get(), n, true);
+  if (n != 1 || !launch_int8_swiglu(dev, k, *L.w_gate, *L.w_up,
+                                    {a.x.get(), L.ffn_norm, d.rms_eps, staging}, a.ff.get())) {
     launch_rmsnorm(ctx, a.x.get(), L.ffn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
     launch_swiglu(dev, k, *L.w_gate, *L.w_up, a.h.get(), a.ff.get(), n);
   }
-  launch_matmul(dev, k, *L.w_down, a.ff.get(), a.x.get(), n, true);
+  if (n != 1 || !launch_int8_group(dev, k, single_matmul(*L.w_down, a.x.get()),
+                                   {a.ff.get(), 0, 0.0f, staging}, true))
+    launch_matmul(dev, k, *L.w_down, a.ff.get(), a.x.get(), n, true);
 }
 
 // Captures embedding lookup + every layer for a single token into a graph.

@@ -152,6 +152,7 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     BONSAI_FAKE(bonsai_attention_split_warps_f16)
     BONSAI_FAKE(bonsai_attention_merge)
     BONSAI_FAKE(bonsai_argmax)
+    BONSAI_FAKE(bonsai_quantize_input)
 #undef BONSAI_FAKE_FAST_TYPE
 #undef BONSAI_FAKE_TYPE
 #undef BONSAI_FAKE

@@ -55,6 +55,10 @@ ContextOptions parse_options(const char *options) {
       parsed.tensor_cores = parse_switch(key, value);
     } else if (key == "int8_gemv") {
       parsed.int8_gemv = parse_switch(key, value);
+    } else if (key == "int8_input") {
+      if (value != "token" && value != "block")
+        fail_invalid("option int8_input=" + value + ": expected token or block");
+      parsed.int8_input_per_token = value == "token";
     } else if (key == "kv") {
       if (value != "f16" && value != "f32")
         fail_invalid("option kv=" + value + ": expected f16 or f32");

@@ -14,6 +14,11 @@ struct ContextOptions {
   bool use_graphs = true;
   bool tensor_cores = true; // tensor_cores=on|off; off under kernels=reference
   bool int8_gemv = true;    // int8_gemv=on|off; off under kernels=reference
+  // int8_input=token|block: where the int8 GEMVs' input is quantized. token
+  // (default): once per input row by its own launch, each GEMV block copies
+  // the result; block: every GEMV block quantizes the f32 row itself (no
+  // extra launch, more L2 reads). Kept to compare the two on a GPU.
+  bool int8_input_per_token = true;
   // kv=f16|f32: the KV cache's element. f16 halves the bytes attention
   // reads per key; f32 (default) keeps the golden top-1 gate on the tiny
   // models, whose near-tied logits an f16 cache flips (docs/cuda.md).

@@ -1,13 +1,16 @@
 // Decode GEMV (one token) for the planar Q1_0/Q2_0 weights with int8
 // activations and dp4a: the bandwidth-bound path of single-token steps.
 //
-// Each block of DP4A_WARPS warps first quantizes its input row into shared
-// memory: one Q8Record per 128-value weight block (int8 values, an f32 scale
-// per 32 of them: x ~ scale * q) plus, per half record, the sum of scale *
-// q. The input is x itself or, fused, RMSNorm(x) * norm. Every block repeats
-// this (x is small and sits in L2), so no extra launch or global buffer is
-// needed, and one launch can serve several matrices that share the input
-// (Dp4aTargets: Q, K and V).
+// The input row is quantized once per token by bonsai_quantize_input into a
+// global buffer: one Q8Record per 128-value weight block (int8 values, an
+// f32 scale per 32 of them: x ~ scale * q), then, per half record, the sum
+// of scale * q. The input is x itself or, fused, RMSNorm(x) * norm. Each
+// GEMV block copies that buffer (152 bytes per 128 values, a quarter of the
+// f32 row, no norm reduction) into shared memory. Without a staged buffer
+// (int8_input=block) every block quantizes x itself instead: no extra
+// launch, but each block reads the f32 row and reduces its norm again. One
+// launch can serve several matrices that share the input (Dp4aTargets: Q,
+// K and V).
 //
 // Then each warp computes DP4A_ROWS_PER_WARP consecutive rows. Their codes
 // are one contiguous range of 16-byte chunks (the planar layout, see
@@ -40,12 +43,14 @@ __device__ __forceinline__ u32 pack_int8x4(int a, int b, int c, int d) {
 
 // The input row of a GEMV: x (cols floats, 16-byte aligned), normalized
 // first when norm is not NULL: x / sqrt(mean(x^2) + eps) * norm, the
-// arithmetic of bonsai_rmsnorm.
+// arithmetic of bonsai_rmsnorm. A GEMV given `staged` (what
+// bonsai_quantize_input wrote for this input) reads that instead of x.
 struct Dp4aInput {
   const float *x;
   const float *norm;
   float eps;
   int cols;
+  const U32x4 *staged;
 };
 
 // 1 / sqrt(mean(x^2) + eps) of the input, or 1 without a norm.
@@ -150,12 +155,23 @@ struct Dp4aTargets {
   int n;
 };
 
-// Quantizes the input into the block's shared memory (records, then offsets).
+// The quantized input in the block's shared memory (records, then
+// offsets): copied from in.staged with 16-byte loads, or quantized here.
 __device__ Q8Record *stage_input(const Dp4aInput &in, float **offsets) {
   BONSAI_DYNAMIC_SHARED(U32x4, dp4a_shared);
+  const int n_blocks = in.cols / 128;
   Q8Record *const records = (Q8Record *)dp4a_shared;
-  *offsets = (float *)(records + in.cols / 128);
-  quantize_activations(in, records, *offsets);
+  *offsets = (float *)(records + n_blocks);
+  if (in.staged != 0) {
+    const int record_chunks = n_blocks * (int)(sizeof(Q8Record) / 16);
+    for (int i = threadIdx.x; i < record_chunks; i += blockDim.x)
+      dp4a_shared[i] = in.staged[i];
+    const float *staged_offsets = (const float *)(in.staged + record_chunks);
+    for (int i = threadIdx.x; i < 2 * n_blocks; i += blockDim.x)
+      (*offsets)[i] = staged_offsets[i];
+  } else {
+    quantize_activations(in, records, *offsets);
+  }
   __syncthreads();
   return records;
 }
@@ -311,6 +327,14 @@ __device__ void gemv_swiglu_dp4a(const u8 *wg, const u8 *wu, const Dp4aInput &in
   for (int i = 0; i < DP4A_ROWS_PER_WARP && row0 + i < rows; ++i)
     if (threadIdx.x % 32 == 0)
       out[row0 + i] = acc[0][i] / (1.0f + expf(-acc[0][i])) * acc[1][i];
+}
+
+// Quantizes one input row into `staged` (DP4A_SHARED_BYTES(in.cols)
+// bytes, 16-byte aligned) for the GEMVs of this token that read it: one
+// block of DP4A_WARPS warps; in.staged is ignored.
+extern "C" __global__ void bonsai_quantize_input(Dp4aInput in, U32x4 *staged) {
+  Q8Record *const records = (Q8Record *)staged;
+  quantize_activations(in, records, (float *)(records + in.cols / 128));
 }
 
 #define BONSAI_DP4A_KERNELS(suffix, Type, Dp4a)                                                    \

@@ -30,6 +30,13 @@ std::vector<std::string> entry_points(const unsigned (&types)[N],
   return names;
 }
 
+// The int8 GEMVs and the launch that quantizes their input once per token.
+std::vector<std::string> dp4a_entry_points() {
+  std::vector<std::string> names = entry_points(kDp4aTypes, dp4a_gemv_name);
+  names.push_back("bonsai_quantize_input");
+  return names;
+}
+
 std::vector<KernelProgram> build_programs() {
   return {
       {"bonsai_matmul.cu", std::string(kCommonPrelude) + kMatmulSource, matmul_entry_points(), 0},
@@ -43,7 +50,7 @@ std::vector<KernelProgram> build_programs() {
        entry_points(kTensorCoreTypes, tensor_core_gemm_name), 7, ProgramFeature::tensor_cores},
       // dp4a needs compute capability 6.1; NVRTC 13 starts at 7.5 anyway.
       {"bonsai_gemv_dp4a.cu", std::string(kCommonPrelude) + kGemvDp4aSource,
-       entry_points(kDp4aTypes, dp4a_gemv_name), 6, ProgramFeature::int8_gemv},
+       dp4a_entry_points(), 6, ProgramFeature::int8_gemv},
   };
 }
 
