@@ -72,4 +72,15 @@ inline bonsai_context_desc context_desc(Lines *log, const char *options = "") {
   return desc;
 }
 
+// Creates a CUDA context (logging into `log`) and destroys it again: what a
+// start of the plugin compiles, loads and caches. A failure is a test failure.
+inline void start_and_stop_context(Lines &log, const char *options = "") {
+  const bonsai_context_desc desc = context_desc(&log, options);
+  bonsai_context *ctx = nullptr;
+  char error[512] = {};
+  ASSERT_EQ(cuda_test::cuda_api().create_context(&desc, &ctx, error, sizeof error), BONSAI_OK)
+      << error;
+  cuda_test::cuda_api().destroy_context(ctx);
+}
+
 } // namespace fake_driver_test

@@ -22,14 +22,9 @@ TEST(CudaFakeDriver, SecondContextLoadsPtxFromTheCacheWithoutNvrtc) {
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   const EnvGuard dir("BONSAI_CACHE_DIR", cache.path().string());
   const EnvGuard on("BONSAI_CUDA_CACHE", std::nullopt);
-  const bonsai_backend_api &api = cuda_api();
   for (int start = 0; start < 2; ++start) {
     Lines log;
-    const bonsai_context_desc desc = context_desc(&log);
-    bonsai_context *ctx = nullptr;
-    char error[512] = {};
-    ASSERT_EQ(api.create_context(&desc, &ctx, error, sizeof error), BONSAI_OK) << error;
-    api.destroy_context(ctx);
+    ASSERT_NO_FATAL_FAILURE(start_and_stop_context(log));
     if (start == 0) {
       // Four programs on the fake sm_90: matmul, layer, tensor-core matmul,
       // int8 GEMV.

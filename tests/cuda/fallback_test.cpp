@@ -16,17 +16,13 @@
 #include "bonsai/log.hpp"
 #include "cuda_test_support.hpp"
 #include "fake_driver_support.hpp"
+#include "tiny_q1_greedy.hpp"
 
 namespace {
 
 using namespace cuda_test;
 using namespace fake_driver_test;
 using ::testing::HasSubstr;
-
-// tiny-q1's prompt and the first tokens of the float64 reference's greedy
-// continuation (the CPU and CUDA fast paths agree with it over 8 tokens).
-const std::vector<int32_t> kPrompt = {223, 1174, 1541, 914, 1994, 1809, 898, 100};
-const std::vector<int32_t> kGreedy = {1021, 158, 1021, 158};
 
 class LevelGuard {
 public:
@@ -45,14 +41,6 @@ bonsai::EngineOptions options_for(const std::string &backend, int32_t n_ctx = 64
   options.n_batch = n_batch;
   options.plugin_options = "ptx_cache=off";
   return options;
-}
-
-// Greedy decoding of kGreedy.size() tokens after kPrompt.
-std::vector<int32_t> greedy(bonsai::Session &session) {
-  std::vector<int32_t> out{session.eval_argmax(kPrompt)};
-  while (out.size() < kGreedy.size())
-    out.push_back(session.eval_argmax(std::vector<int32_t>{out.back()}));
-  return out;
 }
 
 // A fault for the CUDA plugin and what the fallback must say about it.
@@ -107,12 +95,12 @@ TEST(CudaFallback, AutoFallsBackToCpuBeforeGeneratingAndNamesTheCause) {
     const bonsai_fake_cuda_counts_t after = live_counts();
     EXPECT_EQ(after.allocations, before.allocations) << "device memory of the failed attempt";
     EXPECT_EQ(after.modules, before.modules);
-    EXPECT_EQ(greedy(session), kGreedy);
+    EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
     // Later sessions of this engine start on the CPU plugin directly.
     testing::internal::CaptureStderr();
     bonsai::Session second = engine.create_session();
     EXPECT_THAT(testing::internal::GetCapturedStderr(), testing::Not(HasSubstr("falling back")));
-    EXPECT_EQ(greedy(second), kGreedy);
+    EXPECT_EQ(tiny_q1_greedy(second), kTinyQ1Greedy);
   }
 }
 
@@ -152,8 +140,8 @@ TEST(CudaFallback, LaunchFailureDuringDecodeNamesTheLaunchAndLosesNoPosition) {
   const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options_for("auto"));
   bonsai::Session session = engine.create_session();
   ASSERT_EQ(engine.backend().name, "cuda");
-  const int32_t first = session.eval_argmax(kPrompt);
-  EXPECT_EQ(first, kGreedy[0]);
+  const int32_t first = session.eval_argmax(kTinyQ1Prompt);
+  EXPECT_EQ(first, kTinyQ1Greedy[0]);
   const int32_t position = session.position();
   {
     // 719 = CUDA_ERROR_LAUNCH_FAILED; decode steps replay the captured graph.
@@ -167,7 +155,7 @@ TEST(CudaFallback, LaunchFailureDuringDecodeNamesTheLaunchAndLosesNoPosition) {
     }
   }
   EXPECT_EQ(session.position(), position);
-  EXPECT_EQ(session.eval_argmax(std::vector<int32_t>{first}), kGreedy[1]);
+  EXPECT_EQ(session.eval_argmax(std::vector<int32_t>{first}), kTinyQ1Greedy[1]);
   EXPECT_EQ(session.position(), position + 1);
 }
 

@@ -11,16 +11,12 @@
 #include "bonsai/engine.hpp"
 #include "cuda_test_support.hpp"
 #include "fake_driver_support.hpp"
+#include "tiny_q1_greedy.hpp"
 
 namespace {
 
 using namespace cuda_test;
 using namespace fake_driver_test;
-
-// tiny-q1's prompt and the first tokens of the float64 reference's greedy
-// continuation (tests/data/tiny-q1.ref.greedy.json).
-const std::vector<int32_t> kPrompt = {223, 1174, 1541, 914, 1994, 1809, 898, 100};
-const std::vector<int32_t> kGreedy = {1021, 158, 1021, 158};
 
 struct Decoded {
   std::vector<int32_t> tokens;
@@ -36,8 +32,8 @@ Decoded decode_with(const std::string &options) {
   const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), engine_options);
   bonsai::Session session = engine.create_session();
   Decoded out;
-  out.tokens.push_back(session.eval_argmax(kPrompt));
-  while (out.tokens.size() < kGreedy.size()) {
+  out.tokens.push_back(session.eval_argmax(kTinyQ1Prompt));
+  while (out.tokens.size() < kTinyQ1Greedy.size()) {
     // Single-token steps: the int8 GEMVs' path.
     const std::vector<float> logits = session.decode_step(out.tokens.back());
     out.logits.insert(out.logits.end(), logits.begin(), logits.end());
@@ -55,8 +51,8 @@ TEST(CudaInt8Input, OncePerTokenAndPerBlockFollowTheReferenceWithTheSameLogits) 
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   const Decoded per_token = decode_with("int8_input=token");
   const Decoded per_block = decode_with("int8_input=block");
-  EXPECT_EQ(per_token.tokens, kGreedy);
-  EXPECT_EQ(per_block.tokens, kGreedy);
+  EXPECT_EQ(per_token.tokens, kTinyQ1Greedy);
+  EXPECT_EQ(per_block.tokens, kTinyQ1Greedy);
   ASSERT_EQ(per_token.logits.size(), per_block.logits.size());
   ASSERT_FALSE(per_token.logits.empty());
   for (size_t i = 0; i < per_token.logits.size(); ++i)

@@ -41,7 +41,7 @@ TEST_P(KernelPrograms, EveryProgramCompilesAndHasEveryEntryPoint) {
     SCOPED_TRACE(program.name + " for " + arch);
     std::string ptx;
     try {
-      ptx = bonsai::cuda::compile_to_ptx(
+      ptx = bonsai::cuda::compile_program(
           *api, {program.name, program.source, bonsai::cuda::jit_options(arch)});
     } catch (const bonsai::cuda::PluginError &error) {
       FAIL() << error.what();
@@ -63,7 +63,7 @@ TEST(KernelPrograms, PtxAssemblesForSm90WithPtxas) {
     GTEST_SKIP() << "skipped: no ptxas at " << ptxas;
   const auto dir = std::filesystem::temp_directory_path();
   for (const bonsai::cuda::KernelProgram &program : bonsai::cuda::kernel_programs()) {
-    const std::string ptx = bonsai::cuda::compile_to_ptx(
+    const std::string ptx = bonsai::cuda::compile_program(
         *api, {program.name, program.source, bonsai::cuda::jit_options("compute_90")});
     const auto file =
         dir / ("bonsai-ptxas-" + std::to_string(getpid()) + "-" + program.name + ".ptx");
@@ -79,6 +79,21 @@ INSTANTIATE_TEST_SUITE_P(Arch, KernelPrograms,
                          ::testing::Values("compute_75", "compute_80", "compute_89", "compute_90"),
                          [](const auto &info) { return info.param; });
 
+// The fallback for a driver older than NVRTC: a CUBIN for the exact GPU,
+// an ELF image that defines every entry point.
+TEST(KernelPrograms, CubinForSm90IsAnElfImageWithEveryEntryPoint) {
+  REQUIRE_NVRTC(api);
+  const bonsai::cuda::KernelProgram &program = bonsai::cuda::kernel_programs().at(1); // layer
+  const std::string cubin = bonsai::cuda::compile_program(
+      *api, {program.name, program.source, bonsai::cuda::jit_options("sm_90"),
+             bonsai::cuda::CompileOutput::cubin});
+  ASSERT_GT(cubin.size(), 4u);
+  EXPECT_EQ(cubin.substr(0, 4), "\x7f"
+                                "ELF");
+  for (const std::string &entry : program.entry_points)
+    EXPECT_NE(cubin.find(entry + '\0'), std::string::npos) << entry << " missing from the CUBIN";
+}
+
 TEST(Nvrtc, ReportsVersionAndLibrary) {
   REQUIRE_NVRTC(api);
   const bonsai::cuda::NvrtcLoad load = bonsai::cuda::load_nvrtc();
@@ -89,9 +104,9 @@ TEST(Nvrtc, ReportsVersionAndLibrary) {
 TEST(Nvrtc, CompileErrorCarriesTheCompilerLog) {
   REQUIRE_NVRTC(api);
   try {
-    bonsai::cuda::compile_to_ptx(*api,
-                                 {"broken.cu", "extern \"C\" __global__ void k() { int x = ; }",
-                                  bonsai::cuda::jit_options("compute_90")});
+    bonsai::cuda::compile_program(*api,
+                                  {"broken.cu", "extern \"C\" __global__ void k() { int x = ; }",
+                                   bonsai::cuda::jit_options("compute_90")});
     FAIL() << "a syntax error compiled";
   } catch (const bonsai::cuda::PluginError &error) {
     EXPECT_EQ(error.status(), BONSAI_ERR_INTERNAL);

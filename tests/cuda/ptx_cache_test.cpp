@@ -268,7 +268,9 @@ TEST(PtxCache, ConcurrentWritersLeaveOneValidEntry) {
 struct FakeToolchain {
   int compiles = 0;
   std::vector<std::string> loaded;
-  bool refuse_next = false; // the driver refuses the next PTX once
+  bool refuse_next = false; // the driver refuses the next image once
+  bool refuse_ptx = false;  // the driver refuses every PTX (too new for it), not CUBINs
+  bool refuse_cubin = false;
   std::string refusal = "CUDA_ERROR_INVALID_PTX (218): refused by the test";
   int driver_version = 13000;
 
@@ -280,17 +282,21 @@ struct FakeToolchain {
     t.log = log;
     t.compile = [this](const bonsai::cuda::CompileRequest &request) {
       ++compiles;
-      return "PTX of " + request.program_name + " for " + request.options.front();
+      const bool cubin = request.output == bonsai::cuda::CompileOutput::cubin;
+      return std::string(cubin ? "CUBIN" : "PTX") + " of " + request.program_name + " for " +
+             request.options.front();
     };
     return t;
   }
   bonsai::cuda::PtxLoader loader() {
-    return [this](const std::string &ptx) {
-      if (refuse_next) {
+    return [this](const std::string &image) {
+      const bool cubin = image.rfind("CUBIN", 0) == 0;
+      if (refuse_next || (refuse_ptx && !cubin) || (refuse_cubin && cubin)) {
         refuse_next = false;
-        return refusal;
+        return cubin ? std::string("CUDA_ERROR_NO_BINARY_FOR_GPU (209): refused by the test")
+                     : refusal;
       }
-      loaded.push_back(ptx);
+      loaded.push_back(image);
       return std::string();
     };
   }
@@ -373,27 +379,63 @@ TEST(KernelJit, WithoutCacheEveryLoadCompiles) {
   EXPECT_EQ(fake.compiles, 2);
 }
 
-TEST(KernelJit, FreshPtxTheDriverRefusesIsAnError) {
+// A driver that cannot take NVRTC's PTX gets a CUBIN for the device's own
+// architecture, which the cache keeps under its own key: the next start
+// loads it without NVRTC.
+TEST(KernelJit, FreshPtxTheDriverRefusesFallsBackToACubinForTheExactArchitecture) {
+  TempDir tmp;
+  LogSink sink;
+  const PtxCache cache(tmp.path(), sink.logger());
+  FakeToolchain fake;
+  fake.refuse_ptx = true;
+  const auto first =
+      bonsai::cuda::jit_load(kProgram, fake.tools(&cache, sink.logger()), fake.loader());
+  EXPECT_TRUE(first.cubin);
+  EXPECT_EQ(first.compiles, 2);
+  ASSERT_EQ(fake.loaded.size(), 1u);
+  EXPECT_EQ(fake.loaded[0], "CUBIN of prog.cu for --gpu-architecture=sm_90");
+  EXPECT_EQ(sink.count(BONSAI_LOG_WARN, "the driver refused the PTX NVRTC made for prog.cu "
+                                        "(compute_90): CUDA_ERROR_INVALID_PTX (218): refused by "
+                                        "the test; compiling a CUBIN for sm_90 instead"),
+            1);
+  EXPECT_NE(first.cubin_key, first.key);
+  EXPECT_FALSE(cache.load(first.key).has_value()); // no PTX entry this driver refuses
+
+  const auto second =
+      bonsai::cuda::jit_load(kProgram, fake.tools(&cache, sink.logger()), fake.loader());
+  EXPECT_TRUE(second.cache_hit);
+  EXPECT_TRUE(second.cubin);
+  EXPECT_EQ(second.compiles, 0);
+  EXPECT_EQ(fake.compiles, 2);
+  EXPECT_EQ(fake.loaded.back(), "CUBIN of prog.cu for --gpu-architecture=sm_90");
+}
+
+TEST(KernelJit, PtxAndCubinBothRefusedIsAnErrorWithBothReasons) {
   LogSink sink;
   FakeToolchain fake;
-  fake.refuse_next = true;
+  fake.refuse_ptx = true;
+  fake.refuse_cubin = true;
   try {
     bonsai::cuda::jit_load(kProgram, fake.tools(nullptr, sink.logger()), fake.loader());
     FAIL() << "expected a PluginError";
   } catch (const bonsai::cuda::PluginError &error) {
     EXPECT_EQ(error.status(), BONSAI_ERR_INTERNAL);
     EXPECT_THAT(std::string(error.what()), HasSubstr("prog.cu"));
-    // The driver's own reason is kept, not dropped.
+    // The driver's own reasons are kept, not dropped.
     EXPECT_THAT(std::string(error.what()),
                 HasSubstr("cuModuleLoadData: CUDA_ERROR_INVALID_PTX (218): refused by the test"));
+    EXPECT_THAT(std::string(error.what()),
+                HasSubstr("the CUBIN for sm_90: CUDA_ERROR_NO_BINARY_FOR_GPU (209)"));
   }
+  EXPECT_EQ(fake.compiles, 2);
 }
 
 TEST(KernelJit, PtxTooNewForTheDriverSaysWhichToUpdate) {
   LogSink sink;
   FakeToolchain fake;
   fake.driver_version = 12040; // CUDA 12.4 driver, NVRTC 13.0
-  fake.refuse_next = true;
+  fake.refuse_ptx = true;
+  fake.refuse_cubin = true;
   fake.refusal = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222): the provided PTX was compiled with "
                  "an unsupported toolchain.";
   try {
@@ -405,6 +447,12 @@ TEST(KernelJit, PtxTooNewForTheDriverSaysWhichToUpdate) {
     EXPECT_THAT(what, HasSubstr("the driver supports CUDA 12.4 and NVRTC is 13.0"));
     EXPECT_THAT(what, HasSubstr("install a driver for CUDA 13.0 or later"));
   }
+}
+
+TEST(KernelJit, CubinArchitectureIsTheRealOneOfTheVirtual) {
+  EXPECT_EQ(bonsai::cuda::cubin_arch("compute_90"), "sm_90");
+  EXPECT_EQ(bonsai::cuda::cubin_arch("compute_120"), "sm_120");
+  EXPECT_EQ(bonsai::cuda::cubin_arch("sm_80"), "sm_80");
 }
 
 TEST(KernelJit, DriverNvrtcHintOnlyWhenTheDriverIsOlder) {

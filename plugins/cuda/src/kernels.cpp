@@ -31,7 +31,7 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
       !hint.empty())
     config.log.warn(hint);
   const NvrtcApi &api = *nvrtc.api;
-  tools.compile = [&api](const CompileRequest &request) { return compile_to_ptx(api, request); };
+  tools.compile = [&api](const CompileRequest &request) { return compile_program(api, request); };
 
   const int shared_per_block = std::max(config.shared_per_block_optin, kDefaultSharedPerBlock);
   try {

@@ -4,8 +4,11 @@
 // plugin then runs end to end (context, modules, uploads, launches with the
 // real argument packing, CUDA graph capture and replay) without a GPU. The
 // PTX handed to cuModuleLoadData must come from NVRTC and name every kernel
-// the plugin asks for. BONSAI_FAKE_CUDA_MEMORY sets the device size in bytes
-// (default 8 GiB) to test out-of-memory paths.
+// the plugin asks for; a CUBIN (NVRTC's ELF for sm_XX) must define them as
+// functions. BONSAI_FAKE_CUDA_REFUSE_PTX=1 plays a driver older than NVRTC:
+// PTX is refused with CUDA_ERROR_UNSUPPORTED_PTX_VERSION, CUBINs load.
+// BONSAI_FAKE_CUDA_MEMORY sets the device size in bytes (default 8 GiB) to
+// test out-of-memory paths.
 //
 // It keeps the real driver's rules that the plugin must respect: calls that
 // need a current context fail without one, launches are held to the real
@@ -15,6 +18,8 @@
 // makes the named functions fail (with CUDA_ERROR_DEINITIALIZED, 4, unless a
 // code is given), read at every call so a test can inject a fault midway.
 // bonsai_fake_cuda_counts() (fake_cuda_control.h) reports what is live.
+#include <elf.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -46,6 +51,7 @@ namespace {
 constexpr CUresult kInvalidValue = 1;
 constexpr CUresult kDeinitialized = 4;
 constexpr CUresult kInvalidImage = 200;
+constexpr CUresult kUnsupportedPtxVersion = 222;
 constexpr CUresult kInvalidContext = 201;
 constexpr CUresult kNotFound = 500;
 
@@ -169,8 +175,9 @@ struct FakeFunction {
   int max_dynamic_shared = 0;
 };
 
+// A loaded image: the kernels it defines, with their static shared bytes.
 struct FakeModule {
-  std::string ptx;
+  std::map<std::string, int> entries;
   std::map<std::string, std::unique_ptr<FakeFunction>> functions;
 };
 
@@ -196,6 +203,58 @@ int static_shared_bytes(const std::string &ptx, const std::string &entry) {
     }
   }
   return bytes;
+}
+
+// The entries of NVRTC's PTX (".entry NAME(").
+std::map<std::string, int> ptx_entries(const std::string &ptx) {
+  static const std::regex entry(R"(\.entry\s+([A-Za-z0-9_$]+)\()");
+  std::map<std::string, int> entries;
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry); it != std::sregex_iterator();
+       ++it)
+    entries[(*it)[1]] = static_shared_bytes(ptx, (*it)[1]);
+  return entries;
+}
+
+// The functions of a CUBIN (an ELF64 image): every STT_FUNC symbol, with the
+// size of its ".nv.shared.NAME" section as its static shared bytes. Empty
+// when the image is not a well-formed ELF64.
+std::map<std::string, int> cubin_entries(const unsigned char *image) {
+  Elf64_Ehdr header;
+  std::memcpy(&header, image, sizeof header);
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr))
+    return {};
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  std::memcpy(sections.data(), image + header.e_shoff, sections.size() * sizeof(Elf64_Shdr));
+  if (header.e_shstrndx >= sections.size())
+    return {};
+  const char *section_names =
+      reinterpret_cast<const char *>(image) + sections[header.e_shstrndx].sh_offset;
+  std::map<std::string, int> shared_by_function, entries;
+  const std::string shared_prefix = ".nv.shared.";
+  for (const Elf64_Shdr &section : sections) {
+    const std::string name = section_names + section.sh_name;
+    if (name.rfind(shared_prefix, 0) == 0)
+      shared_by_function[name.substr(shared_prefix.size())] = static_cast<int>(section.sh_size);
+  }
+  for (const Elf64_Shdr &section : sections) {
+    if (section.sh_type != SHT_SYMTAB || section.sh_link >= sections.size())
+      continue;
+    const char *names = reinterpret_cast<const char *>(image) + sections[section.sh_link].sh_offset;
+    for (size_t i = 0; i < section.sh_size / sizeof(Elf64_Sym); ++i) {
+      Elf64_Sym symbol;
+      std::memcpy(&symbol, image + section.sh_offset + i * sizeof(Elf64_Sym), sizeof symbol);
+      if (ELF64_ST_TYPE(symbol.st_info) == STT_FUNC) {
+        const std::string name = names + symbol.st_name;
+        entries[name] = shared_by_function.count(name) ? shared_by_function[name] : 0;
+      }
+    }
+  }
+  return entries;
+}
+
+bool refuses_ptx() {
+  const char *env = std::getenv("BONSAI_FAKE_CUDA_REFUSE_PTX");
+  return env != nullptr && std::string(env) == "1";
 }
 
 struct RecordedLaunch {
@@ -443,11 +502,23 @@ BONSAI_FAKE_API CUresult cuStreamSynchronize(CUstream) {
 BONSAI_FAKE_API CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   BONSAI_FAKE_FAULT();
   BONSAI_FAKE_NEEDS_CONTEXT();
-  const std::string ptx(static_cast<const char *>(image));
-  if (ptx.find(".entry") == std::string::npos || ptx.find(".target") == std::string::npos)
+  const auto *bytes = static_cast<const unsigned char *>(image);
+  std::map<std::string, int> entries;
+  // Byte by byte: a short PTX string ends (NUL) before the magic would.
+  if (bytes[0] == ELFMAG0 && bytes[1] == ELFMAG1 && bytes[2] == ELFMAG2 && bytes[3] == ELFMAG3) {
+    entries = cubin_entries(bytes);
+  } else {
+    const std::string ptx(static_cast<const char *>(image));
+    if (ptx.find(".entry") == std::string::npos || ptx.find(".target") == std::string::npos)
+      return kInvalidImage;
+    if (refuses_ptx())
+      return kUnsupportedPtxVersion;
+    entries = ptx_entries(ptx);
+  }
+  if (entries.empty())
     return kInvalidImage;
   auto *loaded = new FakeModule;
-  loaded->ptx = ptx;
+  loaded->entries = std::move(entries);
   *module = reinterpret_cast<CUmodule>(loaded);
   std::lock_guard<std::mutex> lock(state().mutex);
   ++state().modules;
@@ -464,9 +535,10 @@ BONSAI_FAKE_API CUresult cuModuleUnload(CUmodule module) {
 BONSAI_FAKE_API CUresult cuModuleGetFunction(CUfunction *function, CUmodule module,
                                              const char *name) {
   BONSAI_FAKE_FAULT();
-  // The real driver finds only kernels the module's PTX defines.
+  // The real driver finds only kernels the module's image defines.
   auto *m = reinterpret_cast<FakeModule *>(module);
-  if (m->ptx.find(std::string(".entry ") + name + "(") == std::string::npos)
+  const auto entry = m->entries.find(name);
+  if (entry == m->entries.end())
     return kNotFound;
   const auto it = kernel_table().find(name);
   if (it == kernel_table().end())
@@ -475,7 +547,7 @@ BONSAI_FAKE_API CUresult cuModuleGetFunction(CUfunction *function, CUmodule modu
   if (!slot) {
     slot = std::make_unique<FakeFunction>();
     slot->kernel = &it->second;
-    slot->static_shared = static_shared_bytes(m->ptx, name);
+    slot->static_shared = entry->second;
     slot->max_dynamic_shared = kDefaultSharedPerBlock - slot->static_shared;
   }
   *function = reinterpret_cast<CUfunction>(slot.get());

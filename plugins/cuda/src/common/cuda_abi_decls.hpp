@@ -105,6 +105,8 @@ using nvrtcCompileProgram_t = nvrtcResult (*)(nvrtcProgram program, int n_option
                                               const char *const *options);
 using nvrtcGetPTXSize_t = nvrtcResult (*)(nvrtcProgram program, size_t *size);
 using nvrtcGetPTX_t = nvrtcResult (*)(nvrtcProgram program, char *ptx);
+using nvrtcGetCUBINSize_t = nvrtcResult (*)(nvrtcProgram program, size_t *size);
+using nvrtcGetCUBIN_t = nvrtcResult (*)(nvrtcProgram program, char *cubin);
 using nvrtcGetProgramLogSize_t = nvrtcResult (*)(nvrtcProgram program, size_t *size);
 using nvrtcGetProgramLog_t = nvrtcResult (*)(nvrtcProgram program, char *log);
 

@@ -29,47 +29,112 @@ std::string driver_nvrtc_hint(int driver_version, const std::string &nvrtc_versi
                    driver.c_str());
 }
 
-JitOutcome jit_load(const JitProgram &program, const JitTools &tools, const PtxLoader &load) {
-  JitOutcome outcome;
-  const std::vector<std::string> options = jit_options(program.arch);
-  outcome.key = ptx_cache_key(
-      {program.source, options, program.arch, tools.nvrtc_version, tools.driver_version});
+std::string cubin_arch(const std::string &arch) {
+  const std::string virtual_prefix = "compute_";
+  return arch.rfind(virtual_prefix, 0) == 0 ? "sm_" + arch.substr(virtual_prefix.size()) : arch;
+}
 
-  if (tools.cache != nullptr) {
-    if (std::optional<std::string> cached = tools.cache->load(outcome.key)) {
-      const std::string refused = load(*cached);
-      if (refused.empty()) {
-        outcome.cache_hit = true;
-        tools.log.debug(strformat("PTX cache hit: %s for %s (%s)", program.name.c_str(),
-                                  program.arch.c_str(), outcome.key.c_str()));
-        return outcome;
-      }
-      tools.log.warn(strformat("PTX cache entry %s for %s did not load (%s); deleted, rebuilding",
-                               outcome.key.c_str(), program.name.c_str(), refused.c_str()));
-      tools.cache->remove(outcome.key);
-      outcome.evicted_entry = true;
-    } else {
-      tools.log.info(strformat("PTX cache miss: %s for %s (%s)", program.name.c_str(),
-                               program.arch.c_str(), outcome.key.c_str()));
-    }
+namespace {
+
+// One image kind of a program: its options and cache key.
+struct ImageRecipe {
+  CompileOutput output;
+  std::string arch;
+  std::vector<std::string> options;
+  std::string key;
+  const char *what; // "PTX" or "CUBIN", for messages
+};
+
+ImageRecipe recipe(const JitProgram &program, const JitTools &tools, CompileOutput output) {
+  ImageRecipe r;
+  r.output = output;
+  r.arch = output == CompileOutput::cubin ? cubin_arch(program.arch) : program.arch;
+  r.options = jit_options(r.arch);
+  r.key =
+      ptx_cache_key({program.source, r.options, r.arch, tools.nvrtc_version, tools.driver_version});
+  r.what = output == CompileOutput::cubin ? "CUBIN" : "PTX";
+  return r;
+}
+
+// Loads the cached image of `r`, if any: true when it loaded. An entry the
+// driver refuses is deleted.
+bool load_cached(const JitProgram &program, const JitTools &tools, const ImageRecipe &r,
+                 const PtxLoader &load, JitOutcome &outcome) {
+  std::optional<std::string> cached = tools.cache->load(r.key);
+  if (!cached)
+    return false;
+  if (const std::string refused = load(*cached); !refused.empty()) {
+    tools.log.warn(
+        strformat("PTX cache entry %s (%s) for %s did not load (%s); deleted, rebuilding",
+                  r.key.c_str(), r.what, program.name.c_str(), refused.c_str()));
+    tools.cache->remove(r.key);
+    outcome.evicted_entry = true;
+    return false;
   }
+  outcome.cache_hit = true;
+  outcome.cubin = r.output == CompileOutput::cubin;
+  tools.log.debug(strformat("PTX cache hit: %s for %s (%s, %s)", program.name.c_str(),
+                            r.arch.c_str(), r.what, r.key.c_str()));
+  return true;
+}
 
+// NVRTC's image of `r`, timed and logged.
+std::string compile(const JitProgram &program, const JitTools &tools, const ImageRecipe &r,
+                    JitOutcome &outcome) {
   const auto start = std::chrono::steady_clock::now();
-  const std::string ptx = tools.compile({program.name, program.source, options});
+  std::string image = tools.compile({program.name, program.source, r.options, r.output});
   ++outcome.compiles;
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  tools.log.info(strformat("NVRTC compile: %s for %s in %.0f ms (%zu bytes of PTX)",
-                           program.name.c_str(), program.arch.c_str(), ms, ptx.size()));
-  if (const std::string refused = load(ptx); !refused.empty()) {
+  tools.log.info(strformat("NVRTC compile: %s for %s in %.0f ms (%zu bytes of %s)",
+                           program.name.c_str(), r.arch.c_str(), ms, image.size(), r.what));
+  return image;
+}
+
+} // namespace
+
+JitOutcome jit_load(const JitProgram &program, const JitTools &tools, const PtxLoader &load) {
+  JitOutcome outcome;
+  const ImageRecipe ptx = recipe(program, tools, CompileOutput::ptx);
+  const ImageRecipe cubin = recipe(program, tools, CompileOutput::cubin);
+  outcome.key = ptx.key;
+  outcome.cubin_key = cubin.key;
+
+  if (tools.cache != nullptr) {
+    // A CUBIN entry exists only where this driver refused the PTX.
+    if (load_cached(program, tools, ptx, load, outcome) ||
+        load_cached(program, tools, cubin, load, outcome))
+      return outcome;
+    if (!outcome.evicted_entry)
+      tools.log.info(strformat("PTX cache miss: %s for %s (%s)", program.name.c_str(),
+                               program.arch.c_str(), ptx.key.c_str()));
+  }
+
+  const std::string ptx_image = compile(program, tools, ptx, outcome);
+  const std::string refused = load(ptx_image);
+  if (refused.empty()) {
+    if (tools.cache != nullptr)
+      tools.cache->store(ptx.key, ptx_image);
+    return outcome;
+  }
+  // The driver cannot JIT this PTX (typically: older than NVRTC). A CUBIN
+  // for the device's own architecture needs no JIT.
+  tools.log.warn(strformat("the driver refused the PTX NVRTC made for %s (%s): %s; compiling a "
+                           "CUBIN for %s instead",
+                           program.name.c_str(), program.arch.c_str(), refused.c_str(),
+                           cubin.arch.c_str()));
+  const std::string cubin_image = compile(program, tools, cubin, outcome);
+  if (const std::string cubin_refused = load(cubin_image); !cubin_refused.empty()) {
     const std::string hint = driver_nvrtc_hint(tools.driver_version, tools.nvrtc_version);
     fail(BONSAI_ERR_INTERNAL,
-         strformat("the driver refused the PTX NVRTC made for %s (%s): cuModuleLoadData: %s%s%s",
-                   program.name.c_str(), program.arch.c_str(), refused.c_str(),
-                   hint.empty() ? "" : "; ", hint.c_str()));
+         strformat("the driver refused the PTX NVRTC made for %s (%s): cuModuleLoadData: %s; "
+                   "and the CUBIN for %s: %s%s%s",
+                   program.name.c_str(), program.arch.c_str(), refused.c_str(), cubin.arch.c_str(),
+                   cubin_refused.c_str(), hint.empty() ? "" : "; ", hint.c_str()));
   }
+  outcome.cubin = true;
   if (tools.cache != nullptr)
-    tools.cache->store(outcome.key, ptx);
+    tools.cache->store(cubin.key, cubin_image);
   return outcome;
 }
 

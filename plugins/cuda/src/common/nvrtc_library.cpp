@@ -18,7 +18,8 @@ std::string resolve_all(void *handle, NvrtcApi &api) {
       BONSAI_RESOLVE(nvrtcCreateProgram),  BONSAI_RESOLVE(nvrtcDestroyProgram),
       BONSAI_RESOLVE(nvrtcCompileProgram), BONSAI_RESOLVE(nvrtcGetPTXSize),
       BONSAI_RESOLVE(nvrtcGetPTX),         BONSAI_RESOLVE(nvrtcGetProgramLogSize),
-      BONSAI_RESOLVE(nvrtcGetProgramLog),
+      BONSAI_RESOLVE(nvrtcGetProgramLog),  BONSAI_RESOLVE(nvrtcGetCUBINSize),
+      BONSAI_RESOLVE(nvrtcGetCUBIN),
 #undef BONSAI_RESOLVE
   };
   for (const auto &[name, found] : results)
@@ -55,7 +56,7 @@ std::unique_ptr<NvrtcEntry> open_nvrtc() {
   return entry;
 }
 
-// Releases an NVRTC program on every path out of compile_to_ptx.
+// Releases an NVRTC program on every path out of compile_program.
 class ProgramGuard {
 public:
   ProgramGuard(const NvrtcApi &api, nvrtcProgram program) : api_(api), program_(program) {}
@@ -95,7 +96,7 @@ NvrtcLoad load_nvrtc() {
   return entry->load;
 }
 
-std::string compile_to_ptx(const NvrtcApi &api, const CompileRequest &request) {
+std::string compile_program(const NvrtcApi &api, const CompileRequest &request) {
   nvrtcProgram program = nullptr;
   nvrtcResult result = api.nvrtcCreateProgram(&program, request.source.c_str(),
                                               request.program_name.c_str(), 0, nullptr, nullptr);
@@ -112,15 +113,23 @@ std::string compile_to_ptx(const NvrtcApi &api, const CompileRequest &request) {
     fail(BONSAI_ERR_INTERNAL,
          strformat("NVRTC failed to compile %s: %s\n%s", request.program_name.c_str(),
                    api.nvrtcGetErrorString(result), program_log(api, program).c_str()));
+  const bool cubin = request.output == CompileOutput::cubin;
+  const char *what = cubin ? "CUBIN" : "PTX";
   size_t size = 0;
-  if (api.nvrtcGetPTXSize(program, &size) != kNvrtcSuccess || size == 0)
-    fail(BONSAI_ERR_INTERNAL, "NVRTC returned no PTX for " + request.program_name);
-  std::string ptx(size, '\0');
-  if (api.nvrtcGetPTX(program, ptx.data()) != kNvrtcSuccess)
-    fail(BONSAI_ERR_INTERNAL, "NVRTC could not copy the PTX of " + request.program_name);
-  while (!ptx.empty() && ptx.back() == '\0')
-    ptx.pop_back();
-  return ptx;
+  if ((cubin ? api.nvrtcGetCUBINSize(program, &size) : api.nvrtcGetPTXSize(program, &size)) !=
+          kNvrtcSuccess ||
+      size == 0)
+    fail(BONSAI_ERR_INTERNAL,
+         strformat("NVRTC returned no %s for %s", what, request.program_name.c_str()));
+  std::string image(size, '\0');
+  if ((cubin ? api.nvrtcGetCUBIN(program, image.data()) : api.nvrtcGetPTX(program, image.data())) !=
+      kNvrtcSuccess)
+    fail(BONSAI_ERR_INTERNAL,
+         strformat("NVRTC could not copy the %s of %s", what, request.program_name.c_str()));
+  if (!cubin)
+    while (!image.empty() && image.back() == '\0') // PTX text: drop the terminator
+      image.pop_back();
+  return image;
 }
 
 } // namespace bonsai::cuda

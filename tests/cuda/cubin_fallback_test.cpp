@@ -1,0 +1,60 @@
+// A driver that refuses NVRTC's PTX (older than NVRTC:
+// CUDA_ERROR_UNSUPPORTED_PTX_VERSION), played by the fake driver with
+// BONSAI_FAKE_CUDA_REFUSE_PTX=1: the plugin compiles a CUBIN for the
+// device's exact architecture instead, with a warning naming the refusal,
+// caches it, loads it without NVRTC on the next start, and decodes the
+// reference's greedy continuation from it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "bonsai/engine.hpp"
+#include "fake_driver_support.hpp"
+#include "tiny_q1_greedy.hpp"
+
+namespace {
+
+using namespace cuda_test;
+using namespace fake_driver_test;
+
+TEST(CudaCubinFallback, RefusedPtxIsReplacedByACachedCubinForTheExactArchitecture) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  TempDir cache;
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const EnvGuard refuse("BONSAI_FAKE_CUDA_REFUSE_PTX", std::string("1"));
+  const EnvGuard dir("BONSAI_CACHE_DIR", cache.path().string());
+  const EnvGuard on("BONSAI_CUDA_CACHE", std::nullopt);
+  for (int start = 0; start < 2; ++start) {
+    Lines log;
+    ASSERT_NO_FATAL_FAILURE(start_and_stop_context(log));
+    if (start == 0) {
+      // Four programs (matmul, layer, tensor-core matmul, int8 GEMV): each
+      // PTX refused, each CUBIN compiled for the fake sm_90.
+      EXPECT_EQ(log.count("the driver refused the PTX NVRTC made for"), 4);
+      EXPECT_EQ(log.count("(222)"), 4); // CUDA_ERROR_UNSUPPORTED_PTX_VERSION, kept in the message
+      EXPECT_EQ(log.count("compiling a CUBIN for sm_90 instead"), 4);
+      EXPECT_EQ(log.count("bytes of CUBIN"), 4);
+    } else {
+      EXPECT_EQ(log.count("PTX cache hit"), 4);
+      EXPECT_EQ(log.count("CUBIN"), 4); // the hits name what they loaded
+      EXPECT_EQ(log.count("NVRTC compile"), 0);
+    }
+  }
+}
+
+TEST(CudaCubinFallback, KernelsFromTheCubinDecodeTheReferenceContinuation) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const EnvGuard refuse("BONSAI_FAKE_CUDA_REFUSE_PTX", std::string("1"));
+  bonsai::EngineOptions options;
+  options.backend = "cuda";
+  options.n_ctx = 64;
+  options.n_batch = 16;
+  options.plugin_options = "ptx_cache=off";
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  bonsai::Session session = engine.create_session();
+  EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
+}
+
+} // namespace
