@@ -77,6 +77,8 @@ std::string program_log(const NvrtcApi &api, nvrtcProgram program) {
   if (api.nvrtcGetProgramLog(program, log.data()) != kNvrtcSuccess)
     return {};
   log.resize(size - 1); // drop the terminator
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' '))
+    log.pop_back(); // the message may go on after the log
   return log;
 }
 
