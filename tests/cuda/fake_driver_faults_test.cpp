@@ -63,21 +63,30 @@ double expected_row(int64_t r, const std::vector<float> &x) {
   return sum;
 }
 
-// One GEMV through the plugin's matmul() on a fresh context; fills `y`.
-bonsai_status run_q1_gemv(int64_t rows, int64_t cols, const std::vector<float> &x,
-                          std::vector<float> *y, std::string *error) {
-  Lines log;
-  const bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+// One GEMV of q1_rows(rows, cols) through the plugin's matmul().
+struct GemvRun {
+  int64_t rows = 16;
+  int64_t cols = 128;
+  const char *options = "ptx_cache=off"; // the context's options
+  Lines *log = nullptr;                  // the context's log, when kept
+};
+
+// Runs `run` on a fresh context; fills `y` and, on failure, `error`.
+bonsai_status run_q1_gemv(const GemvRun &run, const std::vector<float> &x, std::vector<float> *y,
+                          std::string *error) {
+  Lines own_log;
+  const bonsai_context_desc desc =
+      context_desc(run.log != nullptr ? run.log : &own_log, run.options);
   bonsai_context *ctx = nullptr;
   const bonsai_backend_api &api = cuda_api();
   if (api.create_context(&desc, &ctx, nullptr, 0) != BONSAI_OK)
     return BONSAI_ERR_INTERNAL;
-  const std::vector<uint8_t> data = q1_rows(rows, cols);
-  const bonsai_weight_desc w = q1_weight(data, rows, cols);
+  const std::vector<uint8_t> data = q1_rows(run.rows, run.cols);
+  const bonsai_weight_desc w = q1_weight(data, run.rows, run.cols);
   bonsai_weight *handle = nullptr;
   bonsai_status status = api.upload_weight(ctx, &w, &handle);
   if (status == BONSAI_OK) {
-    y->assign(static_cast<size_t>(rows), 0.0f);
+    y->assign(static_cast<size_t>(run.rows), 0.0f);
     bonsai_matmul_desc m{};
     m.struct_size = sizeof m;
     m.weight = handle;
@@ -91,20 +100,35 @@ bonsai_status run_q1_gemv(int64_t rows, int64_t cols, const std::vector<float> &
   return status;
 }
 
-void expect_q1_gemv_exact(int64_t cols) {
-  const int64_t rows = 16;
-  // Activations from a few int8 levels, so the int8 path is near exact.
+// Activations from a few int8 levels, so the int8 path is near exact.
+std::vector<float> few_level_input(int64_t cols) {
   std::vector<float> x(static_cast<size_t>(cols));
   for (int64_t c = 0; c < cols; ++c)
     x[static_cast<size_t>(c)] = static_cast<float>((c * 7) % 5 - 2) * 0.5f;
-  std::vector<float> y;
-  std::string error;
-  ASSERT_EQ(run_q1_gemv(rows, cols, x, &y, &error), BONSAI_OK) << error;
+  return x;
+}
+
+// Every row of `y` against the float64 product, within int8 rounding.
+void expect_rows_exact(const std::vector<float> &y, const std::vector<float> &x) {
   double scale = 0.0; // sum |x|: the size of the rounding of a row
   for (const float v : x)
     scale += std::fabs(v);
-  for (int64_t r = 0; r < rows; ++r)
-    EXPECT_NEAR(y[static_cast<size_t>(r)], expected_row(r, x), 1e-4 * scale) << "row " << r;
+  for (size_t r = 0; r < y.size(); ++r)
+    EXPECT_NEAR(y[r], expected_row(static_cast<int64_t>(r), x), 1e-4 * scale) << "row " << r;
+}
+
+void expect_q1_gemv_exact(const GemvRun &run) {
+  const std::vector<float> x = few_level_input(run.cols);
+  std::vector<float> y;
+  std::string error;
+  ASSERT_EQ(run_q1_gemv(run, x, &y, &error), BONSAI_OK) << error;
+  expect_rows_exact(y, x);
+}
+
+void expect_q1_gemv_exact(int64_t cols) {
+  GemvRun run;
+  run.cols = cols;
+  expect_q1_gemv_exact(run);
 }
 
 TEST(CudaFakeDriverRules, Int8GemvPastTheDefault48KBOfSharedMemoryOptsIn) {
@@ -168,6 +192,47 @@ TEST(CudaFakeDriverRules, FailedCreationReleasesThePrimaryContextAndEverythingEl
     EXPECT_EQ(after.modules, before.modules) << fault;
     EXPECT_EQ(after.allocations, before.allocations) << fault;
   }
+}
+
+// Pinned copies land when the stream reaches them (the fake driver defers
+// them), so a staging buffer refilled before its copy has landed would send
+// the new bytes in place of the old: the rows would come out wrong.
+TEST(CudaFakeDriverRules, WeightsLargerThanTheStagingBuffersArriveWhole) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  cuda_api();
+  const bonsai_fake_cuda_counts_t before = live_counts();
+  Lines log;
+  GemvRun run;
+  run.rows = 61;   // 61 x 9 blocks x 18 bytes = 9,882: ten 1 KiB chunks, the
+  run.cols = 1152; // codes/scales boundary and several chunk ends mid-block
+  run.options = "ptx_cache=off;upload_chunk_kib=1";
+  run.log = &log;
+  expect_q1_gemv_exact(run);
+  EXPECT_EQ(log.count("no pinned staging memory"), 0);
+  const bonsai_fake_cuda_counts_t after = live_counts();
+  EXPECT_EQ(after.pinned_blocks, before.pinned_blocks);
+  EXPECT_EQ(after.events, before.events);
+  EXPECT_EQ(after.allocations, before.allocations);
+}
+
+TEST(CudaFakeDriverRules, WithoutPinnedMemoryWeightsGoThroughPageableMemory) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const EnvGuard fail("BONSAI_FAKE_CUDA_FAIL", "cuMemAllocHost_v2");
+  cuda_api();
+  const bonsai_fake_cuda_counts_t before = live_counts();
+  Lines log;
+  GemvRun run;
+  run.rows = 61;
+  run.cols = 1152;
+  run.options = "ptx_cache=off;upload_chunk_kib=1";
+  run.log = &log;
+  expect_q1_gemv_exact(run);
+  EXPECT_EQ(log.count("no pinned staging memory; copying from pageable memory"), 1);
+  const bonsai_fake_cuda_counts_t after = live_counts();
+  EXPECT_EQ(after.pinned_blocks, before.pinned_blocks);
+  EXPECT_EQ(after.events, before.events);
 }
 
 // The child of the death test below: a context with device memory and

@@ -345,6 +345,30 @@ TEST(PlanarLayout, Q2_0CodesMoveToTheirDp4aPlanes) {
   EXPECT_EQ(planar, expected);
 }
 
+// Weight upload repacks chunk by chunk (repack_planar_bytes): any byte range
+// must equal those bytes of the whole repack checked by hand above, also
+// where a range starts or ends inside a block or straddles the two planes.
+TEST(PlanarLayout, AnyByteRangeIsThatRangeOfTheWholeRepack) {
+  for (const uint32_t type : {41u, 42u}) {
+    const int64_t rows = 7, cols = 384; // 21 blocks
+    const size_t block_bytes = type == 41 ? 18 : 34;
+    std::vector<u8> gguf(static_cast<size_t>(rows * cols / 128) * block_bytes);
+    for (size_t i = 0; i < gguf.size(); ++i)
+      gguf[i] = static_cast<u8>((i * 131 + 7) ^ (i >> 3));
+    const bonsai::cuda::PlanarSource source{type, gguf.data(), rows, cols};
+    std::vector<u8> whole(gguf.size());
+    bonsai::cuda::repack_planar(source, whole.data());
+    for (const uint64_t chunk : {1u, 5u, 16u, 33u, 100u, 1000u}) {
+      std::vector<u8> pieces(gguf.size(), 0xee);
+      for (uint64_t offset = 0; offset < pieces.size(); offset += chunk) {
+        const uint64_t n = std::min<uint64_t>(chunk, pieces.size() - offset);
+        bonsai::cuda::repack_planar_bytes(source, offset, n, pieces.data() + offset);
+      }
+      EXPECT_EQ(pieces, whole) << "type " << type << ", chunks of " << chunk;
+    }
+  }
+}
+
 // The int8 decode GEMVs (kernels/gemv_dp4a.cuh) with their launch geometry:
 // 256 threads, 16 rows per block, 152 bytes of shared memory per 128
 // columns. Besides f32 rounding, their only error is the input's rounding

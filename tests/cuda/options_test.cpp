@@ -62,6 +62,24 @@ TEST(CudaOptions, Int8InputIsQuantizedOncePerTokenUnlessPerBlockIsAskedFor) {
   }
 }
 
+TEST(CudaOptions, UploadChunkIsSixteenMibUnlessGivenInKib) {
+  EXPECT_EQ(parse_options(nullptr).upload_chunk_bytes, 16u << 20);
+  EXPECT_EQ(parse_options("upload_chunk_kib=1").upload_chunk_bytes, 1024u);
+  EXPECT_EQ(parse_options("upload_chunk_kib=1048576").upload_chunk_bytes, uint64_t{1} << 30);
+  for (const char *bad :
+       {"upload_chunk_kib=0", "upload_chunk_kib=1048577", "upload_chunk_kib=-4",
+        "upload_chunk_kib=4k", "upload_chunk_kib=", "upload_chunk_kib=99999999999"}) {
+    try {
+      parse_options(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const bonsai::cuda::PluginError &e) {
+      EXPECT_THAT(e.what(),
+                  ::testing::HasSubstr("expected a whole number of KiB from 1 to 1048576"))
+          << bad;
+    }
+  }
+}
+
 TEST(CudaOptions, PtxCacheSwitch) {
   EXPECT_FALSE(parse_options("ptx_cache=off").ptx_cache);
   EXPECT_FALSE(parse_options(" ptx_cache = 0 ;kernels=auto").ptx_cache);

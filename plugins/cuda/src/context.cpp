@@ -37,6 +37,7 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
       ctx.options.int8_gemv,
       facts.shared_per_block_optin};
   ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);
+  ctx.stager = std::make_unique<UploadStager>(*ctx.device, ctx.log, ctx.options.upload_chunk_bytes);
 
   const auto [free_bytes, total_bytes] = ctx.device->memory_info();
   ctx.log.info(strformat(
@@ -63,6 +64,7 @@ void discard_step(Context &ctx) {
 }
 
 void Context::release_device_objects() {
+  stager.reset(); // waits for the copies into the weights below
   model.reset();
   weights.clear();
   matmul_x.reset();

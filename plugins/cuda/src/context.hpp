@@ -53,6 +53,7 @@ struct Context {
   std::unique_ptr<Device> device;
   std::unique_ptr<PtxCache> cache;
   std::unique_ptr<Kernels> kernels;
+  std::unique_ptr<UploadStager> stager; // weight uploads; before the weights it copies into
   std::unordered_map<const Weight *, std::unique_ptr<Weight>> weights;
   std::unique_ptr<BoundModel> model;
   StepState step;
@@ -72,7 +73,7 @@ void discard_step(Context &ctx);
 
 // A weight uploaded to this context's device. Throws PluginError.
 inline std::unique_ptr<Weight> new_weight(Context &ctx, const bonsai_weight_desc &desc) {
-  return std::make_unique<Weight>(upload_weight(*ctx.device, desc));
+  return std::make_unique<Weight>(upload_weight(*ctx.device, *ctx.stager, desc));
 }
 
 // Creates a context: loads the driver, checks the device, compiles or loads

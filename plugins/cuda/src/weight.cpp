@@ -1,6 +1,6 @@
 #include "weight.hpp"
 
-#include <vector>
+#include <cstring>
 
 #include "plugin_error.hpp"
 #include "weight_repack.hpp"
@@ -30,7 +30,7 @@ bool type_layout(uint32_t type, TypeLayout *layout) {
   }
 }
 
-Weight upload_weight(const Device &device, const bonsai_weight_desc &desc) {
+Weight upload_weight(const Device &device, UploadStager &stager, const bonsai_weight_desc &desc) {
   Weight w;
   w.name = desc.name != nullptr ? desc.name : "";
   if (!type_layout(desc.type, &w.layout))
@@ -56,17 +56,20 @@ Weight upload_weight(const Device &device, const bonsai_weight_desc &desc) {
   w.rows = desc.rows;
   w.cols = desc.cols;
   w.data = DeviceBuffer(device, expected, "weight " + w.label());
+  // Staged chunk by chunk: the host may free its bytes when the call
+  // returns (no OUTLIVES promise is relied on), and by then every byte has
+  // been read into a staging buffer; the last copies may still be in flight.
+  const auto *bytes = static_cast<const uint8_t *>(desc.data);
   if (is_planar_type(desc.type)) {
-    std::vector<uint8_t> planar(expected);
-    repack_planar({desc.type, static_cast<const uint8_t *>(desc.data), desc.rows, desc.cols},
-                  planar.data());
-    device.upload(w.data.get(), planar.data(), expected);
+    const PlanarSource source{desc.type, bytes, desc.rows, desc.cols};
+    stager.upload(w.data.get(), expected, [&](uint8_t *out, uint64_t offset, uint64_t n) {
+      repack_planar_bytes(source, offset, n, out);
+    });
   } else {
-    device.upload(w.data.get(), desc.data, expected);
+    stager.upload(w.data.get(), expected, [&](uint8_t *out, uint64_t offset, uint64_t n) {
+      std::memcpy(out, bytes + offset, n);
+    });
   }
-  // The host may free its bytes when the call returns (no OUTLIVES promise
-  // is relied on), so the copy must have finished.
-  device.synchronize();
   return w;
 }
 

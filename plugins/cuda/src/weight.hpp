@@ -7,6 +7,7 @@
 
 #include "bonsai/bonsai_backend.h"
 #include "device.hpp"
+#include "upload_stager.hpp"
 
 namespace bonsai::cuda {
 
@@ -30,8 +31,10 @@ struct Weight {
   std::string label() const { return name.empty() ? "weight" : "'" + name + "'"; }
 };
 
-// Validates `desc` (type, shape, byte count) and copies its bytes to the
-// device. Throws PluginError.
-Weight upload_weight(const Device &device, const bonsai_weight_desc &desc);
+// Validates `desc` (type, shape, byte count) and sends its bytes (planar
+// types repacked) to the device through `stager`; when it returns, the
+// host's bytes have all been read, the last copies may be in flight. Throws
+// PluginError.
+Weight upload_weight(const Device &device, UploadStager &stager, const bonsai_weight_desc &desc);
 
 } // namespace bonsai::cuda

@@ -11,6 +11,8 @@ typedef struct bonsai_fake_cuda_counts_t {
   int primary_retains; // cuDevicePrimaryCtxRetain calls not yet released
   int modules;         // loaded modules not yet unloaded
   int streams;         // created streams not yet destroyed
+  int pinned_blocks;   // live cuMemAllocHost blocks
+  int events;          // created events not yet destroyed
 } bonsai_fake_cuda_counts_t;
 
 typedef void (*bonsai_fake_cuda_counts_fn)(bonsai_fake_cuda_counts_t *counts);

@@ -18,6 +18,13 @@
 // makes the named functions fail (with CUDA_ERROR_DEINITIALIZED, 4, unless a
 // code is given), read at every call so a test can inject a fault midway.
 // bonsai_fake_cuda_counts() (fake_cuda_control.h) reports what is live.
+//
+// A copy from pinned host memory (cuMemAllocHost) is asynchronous, as on a
+// GPU: it happens only at the next synchronization, event wait, launch or
+// other copy, so a plugin that rewrites a pinned buffer before waiting for
+// its copy sends the new bytes, and the tests see wrong results. Copies from
+// pageable memory happen at once (the real driver stages them before
+// returning).
 #include <elf.h>
 
 #include <algorithm>
@@ -269,9 +276,19 @@ struct FakeGraph {
   std::vector<RecordedLaunch> launches;
 };
 
+// A copy from pinned memory not yet performed.
+struct PendingCopy {
+  CUdeviceptr dst;
+  const void *src;
+  size_t bytes;
+};
+
 struct State {
   std::mutex mutex; // the plugin may probe from several threads
   std::map<CUdeviceptr, size_t> allocations;
+  std::map<const void *, size_t> pinned; // cuMemAllocHost blocks
+  std::vector<PendingCopy> pending;      // guarded by mutex
+  int events = 0;
   size_t allocated = 0;
   int primary_retains = 0;
   int modules = 0;
@@ -291,6 +308,26 @@ size_t device_bytes() {
 
 int fake_context_tag = 0;
 int fake_stream_tag = 0;
+int fake_event_tag = 0;
+
+// Whether [src, src + bytes) lies in pinned memory (state().mutex held).
+bool is_pinned(const void *src, size_t bytes) {
+  const auto it = state().pinned.upper_bound(src);
+  if (it == state().pinned.begin())
+    return false;
+  const auto block = std::prev(it);
+  const auto *begin = static_cast<const char *>(block->first);
+  const auto *p = static_cast<const char *>(src);
+  return p >= begin && p + bytes <= begin + block->second;
+}
+
+// Performs the copies from pinned memory queued so far.
+void flush_pending() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  for (const PendingCopy &copy : state().pending)
+    std::memcpy(reinterpret_cast<void *>(copy.dst), copy.src, copy.bytes);
+  state().pending.clear();
+}
 
 void run_launch(const RecordedLaunch &launch) {
   std::vector<void *> params;
@@ -311,6 +348,8 @@ BONSAI_FAKE_API void bonsai_fake_cuda_counts(bonsai_fake_cuda_counts_t *counts) 
   counts->primary_retains = state().primary_retains;
   counts->modules = state().modules;
   counts->streams = state().streams;
+  counts->pinned_blocks = static_cast<int>(state().pinned.size());
+  counts->events = state().events;
 }
 
 BONSAI_FAKE_API CUresult cuInit(unsigned) {
@@ -437,6 +476,7 @@ BONSAI_FAKE_API CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
 BONSAI_FAKE_API CUresult cuMemFree_v2(CUdeviceptr pointer) {
   BONSAI_FAKE_FAULT();
   BONSAI_FAKE_NEEDS_CONTEXT();
+  flush_pending(); // as cuMemFree waits for the work that uses the memory
   std::lock_guard<std::mutex> lock(state().mutex);
   const auto it = state().allocations.find(pointer);
   if (it == state().allocations.end())
@@ -452,6 +492,14 @@ BONSAI_FAKE_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, 
   BONSAI_FAKE_NEEDS_CONTEXT();
   if (state().capturing != nullptr)
     return kInvalidValue; // copies are not captured by the plugin
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (is_pinned(src, bytes)) {
+      state().pending.push_back({dst, src, bytes});
+      return kCudaSuccess;
+    }
+  }
+  flush_pending(); // stream order: earlier copies land first
   std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
   return kCudaSuccess;
 }
@@ -460,6 +508,7 @@ BONSAI_FAKE_API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t
   BONSAI_FAKE_NEEDS_CONTEXT();
   if (state().capturing != nullptr)
     return kInvalidValue;
+  flush_pending();
   std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
   return kCudaSuccess;
 }
@@ -469,12 +518,14 @@ BONSAI_FAKE_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, 
   BONSAI_FAKE_NEEDS_CONTEXT();
   if (state().capturing != nullptr)
     return kInvalidValue;
+  flush_pending();
   std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<const void *>(src), bytes);
   return kCudaSuccess;
 }
 BONSAI_FAKE_API CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t count, CUstream) {
   BONSAI_FAKE_FAULT();
   BONSAI_FAKE_NEEDS_CONTEXT();
+  flush_pending();
   auto *words = reinterpret_cast<unsigned *>(dst);
   for (size_t i = 0; i < count; ++i)
     words[i] = value;
@@ -497,7 +548,59 @@ BONSAI_FAKE_API CUresult cuStreamDestroy_v2(CUstream) {
 }
 BONSAI_FAKE_API CUresult cuStreamSynchronize(CUstream) {
   BONSAI_FAKE_FAULT();
+  if (state().capturing != nullptr)
+    return kInvalidValue;
+  flush_pending();
+  return kCudaSuccess;
+}
+BONSAI_FAKE_API CUresult cuMemAllocHost_v2(void **pointer, size_t bytes) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  if (bytes == 0)
+    return kInvalidValue;
+  void *memory = std::malloc(bytes);
+  if (memory == nullptr)
+    return kCudaErrorOutOfMemory;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().pinned[memory] = bytes;
+  *pointer = memory;
+  return kCudaSuccess;
+}
+BONSAI_FAKE_API CUresult cuMemFreeHost(void *pointer) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  flush_pending(); // the real driver waits for work that reads it
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().pinned.erase(pointer) != 1)
+    return kInvalidValue;
+  std::free(pointer);
+  return kCudaSuccess;
+}
+BONSAI_FAKE_API CUresult cuEventCreate(CUevent *event, unsigned) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().events;
+  *event = reinterpret_cast<CUevent>(&fake_event_tag);
+  return kCudaSuccess;
+}
+BONSAI_FAKE_API CUresult cuEventDestroy_v2(CUevent) {
+  BONSAI_FAKE_FAULT();
+  std::lock_guard<std::mutex> lock(state().mutex);
+  --state().events;
+  return kCudaSuccess;
+}
+// Recording queues nothing: the copies before it are pending already.
+BONSAI_FAKE_API CUresult cuEventRecord(CUevent, CUstream) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
   return state().capturing != nullptr ? kInvalidValue : kCudaSuccess;
+}
+// Waiting performs every pending copy (at least those before the record).
+BONSAI_FAKE_API CUresult cuEventSynchronize(CUevent) {
+  BONSAI_FAKE_FAULT();
+  flush_pending();
+  return kCudaSuccess;
 }
 BONSAI_FAKE_API CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   BONSAI_FAKE_FAULT();
@@ -596,10 +699,12 @@ BONSAI_FAKE_API CUresult cuLaunchKernel(CUfunction function, unsigned grid_x, un
     const auto *bytes = static_cast<const unsigned char *>(params[i]);
     launch.args.emplace_back(bytes, bytes + launch.kernel->arg_sizes[i]);
   }
-  if (state().capturing != nullptr)
+  if (state().capturing != nullptr) {
     state().capturing->launches.push_back(std::move(launch));
-  else
+  } else {
+    flush_pending(); // the kernel reads what the stream copied before it
     run_launch(launch);
+  }
   return kCudaSuccess;
 }
 BONSAI_FAKE_API CUresult cuStreamBeginCapture_v2(CUstream, int) {
@@ -626,6 +731,7 @@ BONSAI_FAKE_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph 
 BONSAI_FAKE_API CUresult cuGraphLaunch(CUgraphExec exec, CUstream) {
   BONSAI_FAKE_FAULT();
   BONSAI_FAKE_NEEDS_CONTEXT();
+  flush_pending();
   for (const RecordedLaunch &launch : reinterpret_cast<FakeGraph *>(exec)->launches)
     run_launch(launch);
   return kCudaSuccess;

@@ -18,12 +18,14 @@ struct CUfunc_opaque;
 struct CUstream_opaque;
 struct CUgraph_opaque;
 struct CUgraphExec_opaque;
+struct CUevent_opaque;
 using CUcontext = CUctx_opaque *;
 using CUmodule = CUmod_opaque *;
 using CUfunction = CUfunc_opaque *;
 using CUstream = CUstream_opaque *;
 using CUgraph = CUgraph_opaque *;
 using CUgraphExec = CUgraphExec_opaque *;
+using CUevent = CUevent_opaque *;
 
 inline constexpr CUresult kCudaSuccess = 0;
 inline constexpr CUresult kCudaErrorOutOfMemory = 2;
@@ -41,6 +43,7 @@ inline constexpr int kAttrComputeCapabilityMajor = 75;
 inline constexpr int kAttrComputeCapabilityMinor = 76;
 inline constexpr unsigned kStreamNonBlocking = 0x1;
 inline constexpr int kStreamCaptureModeThreadLocal = 1;
+inline constexpr unsigned kEventDisableTiming = 0x2;
 
 // Signatures, named after the exported symbol (the _v2 variants are the ones
 // cuda.h maps the plain names to).
@@ -71,6 +74,12 @@ using cuMemsetD32Async_t = CUresult (*)(CUdeviceptr dst, unsigned value, size_t 
 using cuStreamCreate_t = CUresult (*)(CUstream *stream, unsigned flags);
 using cuStreamDestroy_v2_t = CUresult (*)(CUstream stream);
 using cuStreamSynchronize_t = CUresult (*)(CUstream stream);
+using cuMemAllocHost_v2_t = CUresult (*)(void **pointer, size_t bytes);
+using cuMemFreeHost_t = CUresult (*)(void *pointer);
+using cuEventCreate_t = CUresult (*)(CUevent *event, unsigned flags);
+using cuEventDestroy_v2_t = CUresult (*)(CUevent event);
+using cuEventRecord_t = CUresult (*)(CUevent event, CUstream stream);
+using cuEventSynchronize_t = CUresult (*)(CUevent event);
 using cuModuleLoadData_t = CUresult (*)(CUmodule *module, const void *image);
 using cuModuleUnload_t = CUresult (*)(CUmodule module);
 using cuModuleGetFunction_t = CUresult (*)(CUfunction *function, CUmodule module, const char *name);

@@ -33,6 +33,12 @@ struct DriverApi {
   cuStreamCreate_t cuStreamCreate = nullptr;
   cuStreamDestroy_v2_t cuStreamDestroy = nullptr;
   cuStreamSynchronize_t cuStreamSynchronize = nullptr;
+  cuMemAllocHost_v2_t cuMemAllocHost = nullptr;
+  cuMemFreeHost_t cuMemFreeHost = nullptr;
+  cuEventCreate_t cuEventCreate = nullptr;
+  cuEventDestroy_v2_t cuEventDestroy = nullptr;
+  cuEventRecord_t cuEventRecord = nullptr;
+  cuEventSynchronize_t cuEventSynchronize = nullptr;
   cuModuleLoadData_t cuModuleLoadData = nullptr;
   cuModuleUnload_t cuModuleUnload = nullptr;
   cuModuleGetFunction_t cuModuleGetFunction = nullptr;

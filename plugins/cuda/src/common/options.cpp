@@ -22,6 +22,21 @@ bool parse_switch(const std::string &key, const std::string &value) {
   fail_invalid(strformat("option %s=%s: expected on or off", key.c_str(), value.c_str()));
 }
 
+// A whole number of KiB in [1, 1 GiB], as bytes.
+uint64_t parse_kib(const std::string &key, const std::string &value) {
+  constexpr uint64_t kMaxKib = uint64_t{1} << 20;
+  uint64_t kib = 0;
+  bool digits = !value.empty() && value.size() <= 7;
+  for (const char c : value)
+    digits = digits && c >= '0' && c <= '9';
+  if (digits)
+    kib = std::stoull(value);
+  if (!digits || kib < 1 || kib > kMaxKib)
+    fail_invalid(strformat("option %s=%s: expected a whole number of KiB from 1 to %llu",
+                           key.c_str(), value.c_str(), static_cast<unsigned long long>(kMaxKib)));
+  return kib << 10;
+}
+
 } // namespace
 
 ContextOptions parse_options(const char *options) {
@@ -63,6 +78,8 @@ ContextOptions parse_options(const char *options) {
       if (value != "f16" && value != "f32")
         fail_invalid("option kv=" + value + ": expected f16 or f32");
       parsed.kv_f16 = value == "f16";
+    } else if (key == "upload_chunk_kib") {
+      parsed.upload_chunk_bytes = parse_kib(key, value);
     } else {
       parsed.warnings.push_back("ignoring unknown option '" + key + "'");
     }

@@ -1,5 +1,6 @@
 #pragma once
 // Context options from bonsai_context_desc::options ("key=value;key=value").
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,11 @@ struct ContextOptions {
   // reads per key; f32 (default) keeps the golden top-1 gate on the tiny
   // models, whose near-tied logits an f16 cache flips (docs/cuda.md).
   bool kv_f16 = false;
-  bool ptx_cache = true;             // ptx_cache=off disables the disk cache
+  bool ptx_cache = true; // ptx_cache=off disables the disk cache
+  // upload_chunk_kib=N: each of the two pinned buffers weights are staged
+  // through on their way to the device (16 MiB by default; less where pinned
+  // memory is scarce, 1..1048576).
+  uint64_t upload_chunk_bytes = uint64_t{16} << 20;
   std::vector<std::string> warnings; // unknown keys, malformed entries
 };
 

@@ -1,6 +1,10 @@
 #include "weight_repack.hpp"
 
+#include <algorithm>
 #include <cstring>
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
 
 namespace bonsai::cuda {
 namespace {
@@ -54,12 +58,35 @@ bool is_planar_type(uint32_t ggml_type) {
 void repack_planar(const PlanarSource &source, uint8_t *out) {
   const PlanarGeometry g = geometry(source.ggml_type);
   const int64_t n_blocks = source.rows * (source.cols / kBlockValues);
-  const int block_bytes = 2 + g.payload_bytes;
-  uint8_t *const scales = out + n_blocks * g.payload_bytes;
-  for (int64_t i = 0; i < n_blocks; ++i) {
-    const uint8_t *block = source.data + i * block_bytes;
-    std::memcpy(scales + 2 * i, block, 2);
-    regroup_block(block + 2, g, out + i * g.payload_bytes);
+  repack_planar_bytes(source, 0, static_cast<uint64_t>(n_blocks) * (2 + g.payload_bytes), out);
+}
+
+void repack_planar_bytes(const PlanarSource &source, uint64_t offset, uint64_t n, uint8_t *out) {
+  const PlanarGeometry g = geometry(source.ggml_type);
+  const auto payload = static_cast<uint64_t>(g.payload_bytes);
+  const uint64_t block_bytes = 2 + payload;
+  const auto n_blocks = static_cast<uint64_t>(source.rows * (source.cols / kBlockValues));
+  const uint64_t codes_end = n_blocks * payload, end = offset + n;
+  // The codes plane: block i's regrouped codes at [i * payload, (i + 1) * payload).
+  if (offset < codes_end) {
+    const uint64_t first = offset / payload,
+                   last = (std::min(end, codes_end) + payload - 1) / payload;
+    oneapi::tbb::parallel_for(
+        oneapi::tbb::blocked_range<uint64_t>(first, last, 4096),
+        [&](const oneapi::tbb::blocked_range<uint64_t> &blocks) {
+          for (uint64_t i = blocks.begin(); i != blocks.end(); ++i) {
+            uint8_t codes[32];
+            regroup_block(source.data + i * block_bytes + 2, g, codes);
+            const uint64_t from = std::max(i * payload, offset);
+            const uint64_t to = std::min((i + 1) * payload, std::min(end, codes_end));
+            std::memcpy(out + (from - offset), codes + (from - i * payload), to - from);
+          }
+        });
+  }
+  // The scales plane: byte k is byte k % 2 of block k / 2's f16 scale.
+  for (uint64_t k = std::max(offset, codes_end); k < end; ++k) {
+    const uint64_t s = k - codes_end;
+    out[k - offset] = source.data[(s / 2) * block_bytes + s % 2];
   }
 }
 

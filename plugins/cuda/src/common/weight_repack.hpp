@@ -24,4 +24,8 @@ struct PlanarSource {
 // the source data.
 void repack_planar(const PlanarSource &source, uint8_t *out);
 
+// Writes bytes [offset, offset + n) of the planar form to `out` (n bytes),
+// for uploads staged in chunks. Blocks are repacked in parallel (oneTBB).
+void repack_planar_bytes(const PlanarSource &source, uint64_t offset, uint64_t n, uint8_t *out);
+
 } // namespace bonsai::cuda
