@@ -194,32 +194,12 @@ TEST(CudaFakeDriverRules, FailedCreationReleasesThePrimaryContextAndEverythingEl
   }
 }
 
-// Pinned copies land when the stream reaches them (the fake driver defers
-// them), so a staging buffer refilled before its copy has landed would send
-// the new bytes in place of the old: the rows would come out wrong.
-TEST(CudaFakeDriverRules, WeightsLargerThanTheStagingBuffersArriveWhole) {
-  REQUIRE_FAKE_DRIVER_AND_NVRTC();
-  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  cuda_api();
-  const bonsai_fake_cuda_counts_t before = live_counts();
-  Lines log;
-  GemvRun run;
-  run.rows = 61;   // 61 x 9 blocks x 18 bytes = 9,882: ten 1 KiB chunks, the
-  run.cols = 1152; // codes/scales boundary and several chunk ends mid-block
-  run.options = "ptx_cache=off;upload_chunk_kib=1";
-  run.log = &log;
-  expect_q1_gemv_exact(run);
-  EXPECT_EQ(log.count("no pinned staging memory"), 0);
-  const bonsai_fake_cuda_counts_t after = live_counts();
-  EXPECT_EQ(after.pinned_blocks, before.pinned_blocks);
-  EXPECT_EQ(after.events, before.events);
-  EXPECT_EQ(after.allocations, before.allocations);
-}
-
-TEST(CudaFakeDriverRules, WithoutPinnedMemoryWeightsGoThroughPageableMemory) {
-  REQUIRE_FAKE_DRIVER_AND_NVRTC();
-  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const EnvGuard fail("BONSAI_FAKE_CUDA_FAIL", "cuMemAllocHost_v2");
+// Uploads a weight of ten 1 KiB staging chunks (61 rows x 9 blocks x 18
+// bytes = 9,882, with the codes/scales boundary and several chunk ends
+// inside a block), checks the GEMV on it, and checks that the pinned
+// buffers and events are given back. Returns how many log lines say that
+// pinned memory could not be had.
+int expect_staged_upload_exact() {
   cuda_api();
   const bonsai_fake_cuda_counts_t before = live_counts();
   Lines log;
@@ -229,10 +209,27 @@ TEST(CudaFakeDriverRules, WithoutPinnedMemoryWeightsGoThroughPageableMemory) {
   run.options = "ptx_cache=off;upload_chunk_kib=1";
   run.log = &log;
   expect_q1_gemv_exact(run);
-  EXPECT_EQ(log.count("no pinned staging memory; copying from pageable memory"), 1);
   const bonsai_fake_cuda_counts_t after = live_counts();
   EXPECT_EQ(after.pinned_blocks, before.pinned_blocks);
   EXPECT_EQ(after.events, before.events);
+  EXPECT_EQ(after.allocations, before.allocations);
+  return log.count("no pinned staging memory; copying from pageable memory");
+}
+
+// Pinned copies land when the stream reaches them (the fake driver defers
+// them), so a staging buffer refilled before its copy has landed would send
+// the new bytes in place of the old: the rows would come out wrong.
+TEST(CudaFakeDriverRules, WeightsLargerThanTheStagingBuffersArriveWhole) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  EXPECT_EQ(expect_staged_upload_exact(), 0);
+}
+
+TEST(CudaFakeDriverRules, WithoutPinnedMemoryWeightsGoThroughPageableMemory) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const EnvGuard fail("BONSAI_FAKE_CUDA_FAIL", "cuMemAllocHost_v2");
+  EXPECT_EQ(expect_staged_upload_exact(), 1);
 }
 
 // The child of the death test below: a context with device memory and
