@@ -237,6 +237,11 @@ else
   echo "compute-sanitizer: skipped: not installed" | tee -a "$summary"
 fi
 
+# Programmatic dependent launch must not change a single token.
+step pdl_same_tokens 120 bash -c "diff <('$bin/bonsai' run -m '$tiny' --backend cuda \
+  -p 'The quick brown fox' -n 24 --temp 0 2>/dev/null) <('$bin/bonsai' run -m '$tiny' \
+  --backend cuda -p 'The quick brown fox' -n 24 --temp 0 --backend-options pdl=on 2>/dev/null)"
+
 section "copy bandwidth (device to device, bytes read + written)"
 step membw 120 python3 -c '
 import torch
@@ -331,6 +336,8 @@ if [ -f "$first" ]; then
   done
   # The int8 GEMVs' input quantized by every block instead of once per token.
   bench bench_q1_0_int8_input_block "$first" -p 0 -n 128 --backend-options int8_input=block
+  # Programmatic dependent launch, off by default until this row says it pays.
+  bench bench_q1_0_pdl_on "$first" -p 512 -n 128 --backend-options pdl=on
   # The f16 KV cache where it matters: decode at 4,096 positions.
   bench bench_q1_0_kv_f16_d4096 "$first" -p 0 -n 128 -d 4096 --backend-options kv=f16
 fi

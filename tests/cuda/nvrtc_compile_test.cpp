@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -50,6 +51,30 @@ TEST_P(KernelPrograms, EveryProgramCompilesAndHasEveryEntryPoint) {
     ASSERT_FALSE(program.entry_points.empty());
     for (const std::string &entry : program.entry_points)
       EXPECT_THAT(ptx, HasSubstr(".entry " + entry + "(")) << entry << " missing from the PTX";
+  }
+}
+
+// Programmatic dependent launch (option pdl) needs every kernel to wait for
+// the grid before it (grid_entry(), common_prelude.cuh): on sm_90 every
+// entry point of every program runs griddepcontrol.wait; below sm_90, where
+// the instruction does not exist, none does.
+TEST_P(KernelPrograms, EveryEntryPointWaitsForThePreviousGridOnSm90Only) {
+  REQUIRE_NVRTC(api);
+  const std::string arch = GetParam();
+  const std::regex entry(R"(\.entry\s+([A-Za-z0-9_]+)\()");
+  for (const bonsai::cuda::KernelProgram &program : bonsai::cuda::kernel_programs()) {
+    const std::string ptx = bonsai::cuda::compile_program(
+        *api, {program.name, program.source, bonsai::cuda::jit_options(arch)});
+    int entries = 0;
+    for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), entry);
+         it != std::sregex_iterator(); ++it, ++entries) {
+      const size_t begin = static_cast<size_t>(it->position());
+      const size_t end = ptx.find(".entry", begin + 1);
+      const std::string body = ptx.substr(begin, end == std::string::npos ? end : end - begin);
+      EXPECT_EQ(body.find("griddepcontrol.wait") != std::string::npos, arch == "compute_90")
+          << (*it)[1].str() << " for " << arch;
+    }
+    EXPECT_GE(entries, static_cast<int>(program.entry_points.size())) << program.name;
   }
 }
 

@@ -73,6 +73,13 @@ TEST(CudaOptions, UploadChunkIsSixteenMibUnlessGivenInKib) {
   }
 }
 
+TEST(CudaOptions, ProgrammaticLaunchIsOffUnlessAskedFor) {
+  EXPECT_FALSE(parse_options(nullptr).programmatic_launch);
+  EXPECT_TRUE(parse_options("pdl=on").programmatic_launch);
+  EXPECT_FALSE(parse_options("pdl=off").programmatic_launch);
+  expect_refused("pdl=sometimes", "pdl=sometimes: expected on or off");
+}
+
 TEST(CudaOptions, PtxCacheSwitch) {
   EXPECT_FALSE(parse_options("ptx_cache=off").ptx_cache);
   EXPECT_FALSE(parse_options(" ptx_cache = 0 ;kernels=auto").ptx_cache);

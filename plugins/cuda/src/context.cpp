@@ -38,14 +38,26 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
       facts.shared_per_block_optin};
   ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);
   ctx.stager = std::make_unique<UploadStager>(*ctx.device, ctx.log, ctx.options.upload_chunk_bytes);
+  if (ctx.options.programmatic_launch) {
+    if (facts.compute_major < 9)
+      ctx.log.warn(strformat("pdl=on: programmatic dependent launch needs sm_90 or newer, this "
+                             "device is sm_%d%d; launching without it",
+                             facts.compute_major, facts.compute_minor));
+    else if (ctx.device->api().cuLaunchKernelEx == nullptr)
+      ctx.log.warn("pdl=on: the driver lacks cuLaunchKernelEx (CUDA 11.8+); launching without "
+                   "programmatic dependent launch");
+    else
+      ctx.device->set_programmatic_launch(true);
+  }
 
   const auto [free_bytes, total_bytes] = ctx.device->memory_info();
   ctx.log.info(strformat(
-      "CUDA device %d: %s, sm_%d%d, %.0f MiB free of %.0f MiB%s%s%s, %s KV cache", device_index,
+      "CUDA device %d: %s, sm_%d%d, %.0f MiB free of %.0f MiB%s%s%s%s, %s KV cache", device_index,
       facts.name.c_str(), facts.compute_major, facts.compute_minor, mib(free_bytes),
       mib(total_bytes), ctx.options.use_graphs ? ", decode steps as CUDA graphs" : "",
       ctx.kernels->int8_gemv() ? ", int8 decode GEMVs" : "",
       ctx.kernels->tensor_cores() ? ", prefill on tensor cores" : "",
+      ctx.device->programmatic_launch() ? ", programmatic dependent launch" : "",
       ctx.options.kv_f16 ? "f16" : "f32"));
 }
 

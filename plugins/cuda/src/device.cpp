@@ -91,6 +91,30 @@ void Device::synchronize() const {
   check(api_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
+void Device::launch(CUfunction function, const LaunchShape &shape, void **params) const {
+  if (!programmatic_launch_) {
+    check(api_.cuLaunchKernel(function, shape.grid_x, shape.grid_y, shape.grid_z, shape.block_x, 1,
+                              1, shape.shared_bytes, stream_, params, nullptr),
+          "cuLaunchKernel");
+    return;
+  }
+  CUlaunchAttribute overlap{};
+  overlap.id = kLaunchAttrProgrammaticStreamSerialization;
+  overlap.value.programmatic_stream_serialization_allowed = 1;
+  CUlaunchConfig config{};
+  config.grid_x = shape.grid_x;
+  config.grid_y = shape.grid_y;
+  config.grid_z = shape.grid_z;
+  config.block_x = shape.block_x;
+  config.block_y = 1;
+  config.block_z = 1;
+  config.shared_bytes = shape.shared_bytes;
+  config.stream = stream_;
+  config.attrs = &overlap;
+  config.n_attrs = 1;
+  check(api_.cuLaunchKernelEx(&config, function, params, nullptr), "cuLaunchKernelEx");
+}
+
 std::pair<size_t, size_t> Device::memory_info() const {
   size_t free_bytes = 0;
   size_t total_bytes = 0;

@@ -33,6 +33,13 @@ private:
   CUcontext context_ = nullptr;
 };
 
+// The grid, block and dynamic shared memory of a kernel launch.
+struct LaunchShape {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1;
+  unsigned shared_bytes = 0;
+};
+
 class Device {
 public:
   // Retains the primary context of `device_index` and creates a non-blocking
@@ -68,6 +75,15 @@ public:
   // Copies and waits for the stream (the result is then in host memory).
   void download(void *dst, CUdeviceptr src, size_t bytes) const;
   void synchronize() const;
+  // Launches `function` on the stream, with programmatic dependent launch
+  // when it is on. Throws PluginError naming cuLaunchKernel(Ex).
+  void launch(CUfunction function, const LaunchShape &shape, void **params) const;
+  // Programmatic dependent launch (option pdl): every kernel may start
+  // while the one before it finishes; the kernels wait for it themselves
+  // (griddepcontrol.wait, kernels/common_prelude.cuh). Needs
+  // cuLaunchKernelEx; the caller checks the device is sm_90+.
+  void set_programmatic_launch(bool on) { programmatic_launch_ = on; }
+  bool programmatic_launch() const { return programmatic_launch_; }
   // (free, total) bytes of the device now.
   std::pair<size_t, size_t> memory_info() const;
 
@@ -76,6 +92,7 @@ private:
   PrimaryContext primary_;
   CUstream stream_ = nullptr;
   mutable bool abandoned_ = false;
+  bool programmatic_launch_ = false;
 };
 
 // Makes the device's context current on this thread for a scope (each ABI

@@ -9,21 +9,12 @@
 
 namespace bonsai::cuda {
 
-struct LaunchShape {
-  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
-  unsigned block_x = 1;
-  unsigned shared_bytes = 0;
-};
-
 // cuLaunchKernel with `args` passed by value (their addresses live for the
 // call, which is all the driver needs).
 template <class... Args>
 void launch(const Device &device, CUfunction function, const LaunchShape &shape, Args... args) {
   void *params[] = {static_cast<void *>(&args)...};
-  device.check(device.api().cuLaunchKernel(function, shape.grid_x, shape.grid_y, shape.grid_z,
-                                           shape.block_x, 1, 1, shape.shared_bytes, device.stream(),
-                                           params, nullptr),
-               "cuLaunchKernel");
+  device.launch(function, shape, params);
 }
 
 // Threads per block for a kernel where thread i owns element i of a head.

@@ -7,12 +7,13 @@ extern "C" {
 #endif
 
 typedef struct bonsai_fake_cuda_counts_t {
-  int allocations;     // live cuMemAlloc blocks
-  int primary_retains; // cuDevicePrimaryCtxRetain calls not yet released
-  int modules;         // loaded modules not yet unloaded
-  int streams;         // created streams not yet destroyed
-  int pinned_blocks;   // live cuMemAllocHost blocks
-  int events;          // created events not yet destroyed
+  int allocations;           // live cuMemAlloc blocks
+  int primary_retains;       // cuDevicePrimaryCtxRetain calls not yet released
+  int modules;               // loaded modules not yet unloaded
+  int streams;               // created streams not yet destroyed
+  int pinned_blocks;         // live cuMemAllocHost blocks
+  int events;                // created events not yet destroyed
+  int programmatic_launches; // launches with programmatic dependent launch, ever
 } bonsai_fake_cuda_counts_t;
 
 typedef void (*bonsai_fake_cuda_counts_fn)(bonsai_fake_cuda_counts_t *counts);

@@ -180,21 +180,28 @@ struct FakeFunction {
   const FakeKernel *kernel = nullptr;
   int static_shared = 0; // bytes of the .shared variables its PTX uses
   int max_dynamic_shared = 0;
+  bool waits_for_grid = true; // its PTX runs griddepcontrol.wait (unknown for a CUBIN: true)
 };
 
 // A loaded image: the kernels it defines, with their static shared bytes.
 struct FakeModule {
   std::map<std::string, int> entries;
+  std::map<std::string, bool> waits_for_grid; // PTX entries: whether the body waits
   std::map<std::string, std::unique_ptr<FakeFunction>> functions;
 };
 
 // The static shared bytes of `entry` in `ptx`: every non-extern .shared
 // variable of the module that the entry's body names (NVRTC declares them
 // at module scope or inside the body), as ptxas allocates them.
-int static_shared_bytes(const std::string &ptx, const std::string &entry) {
+// The text of `entry` in `ptx`, up to the next entry.
+std::string entry_body(const std::string &ptx, const std::string &entry) {
   const size_t begin = ptx.find(".entry " + entry + "(");
   const size_t end = ptx.find(".entry ", begin + 1);
-  const std::string body = ptx.substr(begin, end == std::string::npos ? end : end - begin);
+  return ptx.substr(begin, end == std::string::npos ? end : end - begin);
+}
+
+int static_shared_bytes(const std::string &ptx, const std::string &entry) {
+  const std::string body = entry_body(ptx, entry);
   static const std::regex declaration(
       R"((^|\n)[ \t]*\.shared\s+\.align\s+\d+\s+\.b8\s+([A-Za-z0-9_$]+)\[(\d+)\];)");
   int bytes = 0;
@@ -289,6 +296,7 @@ struct State {
   std::map<const void *, size_t> pinned; // cuMemAllocHost blocks
   std::vector<PendingCopy> pending;      // guarded by mutex
   int events = 0;
+  int programmatic_launches = 0; // cuLaunchKernelEx with programmatic serialization
   size_t allocated = 0;
   int primary_retains = 0;
   int modules = 0;
@@ -350,6 +358,7 @@ BONSAI_FAKE_API void bonsai_fake_cuda_counts(bonsai_fake_cuda_counts_t *counts) 
   counts->streams = state().streams;
   counts->pinned_blocks = static_cast<int>(state().pinned.size());
   counts->events = state().events;
+  counts->programmatic_launches = state().programmatic_launches;
 }
 
 BONSAI_FAKE_API CUresult cuInit(unsigned) {
@@ -621,6 +630,11 @@ BONSAI_FAKE_API CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   if (entries.empty())
     return kInvalidImage;
   auto *loaded = new FakeModule;
+  if (bytes[0] != ELFMAG0)
+    for (const auto &entry : entries)
+      loaded->waits_for_grid[entry.first] =
+          entry_body(static_cast<const char *>(image), entry.first).find("griddepcontrol.wait") !=
+          std::string::npos;
   loaded->entries = std::move(entries);
   *module = reinterpret_cast<CUmodule>(loaded);
   std::lock_guard<std::mutex> lock(state().mutex);
@@ -652,6 +666,8 @@ BONSAI_FAKE_API CUresult cuModuleGetFunction(CUfunction *function, CUmodule modu
     slot->kernel = &it->second;
     slot->static_shared = entry->second;
     slot->max_dynamic_shared = kDefaultSharedPerBlock - slot->static_shared;
+    const auto waits = m->waits_for_grid.find(name);
+    slot->waits_for_grid = waits == m->waits_for_grid.end() || waits->second;
   }
   *function = reinterpret_cast<CUfunction>(slot.get());
   return kCudaSuccess;
@@ -676,25 +692,29 @@ BONSAI_FAKE_API CUresult cuFuncSetAttribute(CUfunction function, int attribute, 
   f->max_dynamic_shared = value;
   return kCudaSuccess;
 }
-BONSAI_FAKE_API CUresult cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y,
-                                        unsigned grid_z, unsigned block_x, unsigned block_y,
-                                        unsigned block_z, unsigned shared_bytes, CUstream,
-                                        void **params, void **extra) {
-  BONSAI_FAKE_FAULT();
-  BONSAI_FAKE_NEEDS_CONTEXT();
+namespace {
+
+// A launch's grid, block and dynamic shared bytes as both entry points take them.
+struct LaunchGeometry {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+};
+
+CUresult launch_function(CUfunction function, const LaunchGeometry &g, void **params,
+                         void **extra) {
   const auto *f = reinterpret_cast<const FakeFunction *>(function);
   // The real limits: grid and block dimensions, and shared memory (the
   // kernel's static bytes plus these dynamic ones) within what it opted in to.
-  if (block_y != 1 || block_z != 1 || block_x == 0 || block_x > kMaxBlockThreads || grid_x == 0 ||
-      grid_y == 0 || grid_z == 0 || grid_x > kMaxGridX || grid_y > kMaxGridYZ ||
-      grid_z > kMaxGridYZ || shared_bytes > static_cast<unsigned>(f->max_dynamic_shared) ||
-      extra != nullptr || params == nullptr)
+  if (g.block_y != 1 || g.block_z != 1 || g.block_x == 0 || g.block_x > kMaxBlockThreads ||
+      g.grid_x == 0 || g.grid_y == 0 || g.grid_z == 0 || g.grid_x > kMaxGridX ||
+      g.grid_y > kMaxGridYZ || g.grid_z > kMaxGridYZ ||
+      g.shared_bytes > static_cast<unsigned>(f->max_dynamic_shared) || extra != nullptr ||
+      params == nullptr)
     return kInvalidValue;
   RecordedLaunch launch;
   launch.kernel = f->kernel;
-  launch.grid = {grid_x, grid_y, grid_z};
-  launch.block = block_x;
-  launch.shared = shared_bytes;
+  launch.grid = {g.grid_x, g.grid_y, g.grid_z};
+  launch.block = g.block_x;
+  launch.shared = g.shared_bytes;
   for (size_t i = 0; i < launch.kernel->arg_sizes.size(); ++i) {
     const auto *bytes = static_cast<const unsigned char *>(params[i]);
     launch.args.emplace_back(bytes, bytes + launch.kernel->arg_sizes[i]);
@@ -706,6 +726,47 @@ BONSAI_FAKE_API CUresult cuLaunchKernel(CUfunction function, unsigned grid_x, un
     run_launch(launch);
   }
   return kCudaSuccess;
+}
+
+} // namespace
+
+BONSAI_FAKE_API CUresult cuLaunchKernel(CUfunction function, unsigned grid_x, unsigned grid_y,
+                                        unsigned grid_z, unsigned block_x, unsigned block_y,
+                                        unsigned block_z, unsigned shared_bytes, CUstream,
+                                        void **params, void **extra) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  return launch_function(
+      function, {grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes}, params, extra);
+}
+// With programmatic stream serialization the kernel may overlap the one
+// before it, so it must wait for it itself: a kernel whose PTX never runs
+// griddepcontrol.wait is refused here (a real GPU would run it and race).
+// Grids still run one after another on the CPU.
+BONSAI_FAKE_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function,
+                                          void **params, void **extra) {
+  BONSAI_FAKE_FAULT();
+  BONSAI_FAKE_NEEDS_CONTEXT();
+  if (config == nullptr || (config->n_attrs > 0 && config->attrs == nullptr))
+    return kInvalidValue;
+  bool programmatic = false;
+  for (unsigned i = 0; i < config->n_attrs; ++i) {
+    if (config->attrs[i].id != kLaunchAttrProgrammaticStreamSerialization)
+      return kInvalidValue; // the plugin sets no other attribute
+    programmatic = config->attrs[i].value.programmatic_stream_serialization_allowed != 0;
+  }
+  if (programmatic && !reinterpret_cast<const FakeFunction *>(function)->waits_for_grid)
+    return kInvalidValue;
+  const CUresult result =
+      launch_function(function,
+                      {config->grid_x, config->grid_y, config->grid_z, config->block_x,
+                       config->block_y, config->block_z, config->shared_bytes},
+                      params, extra);
+  if (result == kCudaSuccess && programmatic) {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    ++state().programmatic_launches;
+  }
+  return result;
 }
 BONSAI_FAKE_API CUresult cuStreamBeginCapture_v2(CUstream, int) {
   BONSAI_FAKE_FAULT();

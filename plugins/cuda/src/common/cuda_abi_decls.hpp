@@ -44,6 +44,32 @@ inline constexpr int kAttrComputeCapabilityMinor = 76;
 inline constexpr unsigned kStreamNonBlocking = 0x1;
 inline constexpr int kStreamCaptureModeThreadLocal = 1;
 inline constexpr unsigned kEventDisableTiming = 0x2;
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the launch may
+// overlap the kernel before it in the stream, each thread resolving the
+// dependency itself with griddepcontrol.wait (sm_90+).
+inline constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
+
+// CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union.
+struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value;
+};
+static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute as cuda.h lays it out");
+
+// CUlaunchConfig of cuLaunchKernelEx (CUDA 11.8+).
+struct CUlaunchConfig {
+  unsigned grid_x, grid_y, grid_z;
+  unsigned block_x, block_y, block_z;
+  unsigned shared_bytes;
+  CUstream stream;
+  CUlaunchAttribute *attrs;
+  unsigned n_attrs;
+};
+static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig as cuda.h lays it out");
 
 // Signatures, named after the exported symbol (the _v2 variants are the ones
 // cuda.h maps the plain names to).
@@ -89,6 +115,8 @@ using cuLaunchKernel_t = CUresult (*)(CUfunction function, unsigned grid_x, unsi
                                       unsigned grid_z, unsigned block_x, unsigned block_y,
                                       unsigned block_z, unsigned shared_bytes, CUstream stream,
                                       void **params, void **extra);
+using cuLaunchKernelEx_t = CUresult (*)(const CUlaunchConfig *config, CUfunction function,
+                                        void **params, void **extra);
 using cuStreamBeginCapture_v2_t = CUresult (*)(CUstream stream, int mode);
 using cuStreamEndCapture_t = CUresult (*)(CUstream stream, CUgraph *graph);
 using cuGraphInstantiateWithFlags_t = CUresult (*)(CUgraphExec *exec, CUgraph graph,

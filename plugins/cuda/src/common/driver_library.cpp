@@ -67,6 +67,8 @@ std::string resolve_all(void *handle, DriverApi &api) {
   for (const auto &[name, found] : results)
     if (!found)
       return name;
+  if (!resolve_symbol(handle, "cuLaunchKernelEx", &api.cuLaunchKernelEx))
+    api.cuLaunchKernelEx = nullptr;
   return {};
 }
 

@@ -45,6 +45,9 @@ struct DriverApi {
   cuFuncGetAttribute_t cuFuncGetAttribute = nullptr;
   cuFuncSetAttribute_t cuFuncSetAttribute = nullptr;
   cuLaunchKernel_t cuLaunchKernel = nullptr;
+  // Optional (CUDA 11.8+): NULL where the driver lacks it, and launches with
+  // attributes (programmatic dependent launch) are then not offered.
+  cuLaunchKernelEx_t cuLaunchKernelEx = nullptr;
   cuStreamBeginCapture_v2_t cuStreamBeginCapture = nullptr;
   cuStreamEndCapture_t cuStreamEndCapture = nullptr;
   cuGraphInstantiateWithFlags_t cuGraphInstantiateWithFlags = nullptr;

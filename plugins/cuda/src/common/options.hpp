@@ -24,6 +24,10 @@ struct ContextOptions {
   // reads per key; f32 (default) keeps the golden top-1 gate on the tiny
   // models, whose near-tied logits an f16 cache flips (docs/cuda.md).
   bool kv_f16 = false;
+  // pdl=on|off: programmatic dependent launch (sm_90+): each kernel may
+  // start while the one before it finishes, fetching its weights before it
+  // waits. Off by default until a GPU has measured it (docs/cuda.md).
+  bool programmatic_launch = false;
   bool ptx_cache = true; // ptx_cache=off disables the disk cache
   // upload_chunk_kib=N: each of the two pinned buffers weights are staged
   // through on their way to the device (16 MiB by default; less where pinned

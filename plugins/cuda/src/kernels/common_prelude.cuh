@@ -69,6 +69,25 @@ inline U32x4 load_shared_u32x4(const U32x4 *p) {
   return *p;
 }
 #endif
+// Programmatic dependent launch (option pdl, sm_90+): a kernel launched
+// with it may start while the kernel before it in the stream still runs.
+// Every kernel calls grid_entry() before it reads or writes memory another
+// kernel of the stream touches (only constant weights may be read before):
+// it waits until the previous grid has finished and its writes are visible,
+// then lets the next grid be scheduled, so that grid's blocks can start
+// fetching their weights while this one works. Because each kernel waits for
+// the one before it to finish, a kernel never overlaps one two places back.
+// Without the launch attribute (or below sm_90) both are no-ops.
+#ifndef BONSAI_KERNEL_EMULATION
+__device__ __forceinline__ void grid_entry() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+#else
+inline void grid_entry() {} // the emulator runs grids one after another
+#endif
 // Dynamic shared memory of a kernel, sized by the launch.
 #ifndef BONSAI_DYNAMIC_SHARED
 #define BONSAI_DYNAMIC_SHARED(type, name) extern __shared__ type name[]

@@ -295,6 +295,7 @@ __device__ void gemv_dp4a(const Dp4aTargets &targets, const Dp4aInput &in, int a
   ChunkPrefetch<1> pf;
   if (row0 < rows)
     prefetch_chunks<T, D, 1>(&w, wc, pf);
+  grid_entry(); // the weights are constant: fetched before the previous kernel ends
   float *offsets;
   const Q8Record *records = stage_input(in, &offsets); // every thread: it has a barrier
   if (row0 >= rows)
@@ -318,6 +319,7 @@ __device__ void gemv_swiglu_dp4a(const u8 *wg, const u8 *wu, const Dp4aInput &in
   ChunkPrefetch<2> pf;
   if (row0 < rows)
     prefetch_chunks<T, D, 2>(w, wc, pf);
+  grid_entry();
   float *offsets;
   const Q8Record *records = stage_input(in, &offsets);
   if (row0 >= rows)
@@ -333,6 +335,7 @@ __device__ void gemv_swiglu_dp4a(const u8 *wg, const u8 *wu, const Dp4aInput &in
 // bytes, 16-byte aligned) for the GEMVs of this token that read it: one
 // block of DP4A_WARPS warps; in.staged is ignored.
 extern "C" __global__ void bonsai_quantize_input(Dp4aInput in, U32x4 *staged) {
+  grid_entry();
   Q8Record *const records = (Q8Record *)staged;
   quantize_activations(in, records, (float *)(records + in.cols / 128));
 }

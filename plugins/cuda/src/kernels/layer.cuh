@@ -24,6 +24,7 @@ __device__ __forceinline__ void kv_store(u16 *p, size_t i, float value) {
 // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight; one block per token.
 extern "C" __global__ void bonsai_rmsnorm(const float *x, const float *weight, float *out, int n,
                                           float eps) {
+  grid_entry();
   __shared__ float scratch[32];
   const size_t base = (size_t)blockIdx.x * n;
   float ss = 0.0f;
@@ -252,18 +253,21 @@ attention_split_warps(const float *q, const KV *k_cache, const KV *v_cache, floa
       float *q, const float *k, const float *v, const float *q_norm, const float *k_norm,          \
       KV *k_cache, KV *v_cache, const int *step_info, int n_head, int n_head_kv, int head_dim,     \
       int max_ctx, float eps, const double *inv_freq, float magnitude) {                           \
+    grid_entry();                                                                                  \
     qk_norm_rope(q, k, v, q_norm, k_norm, k_cache, v_cache, step_info, n_head, n_head_kv,          \
                  head_dim, max_ctx, eps, inv_freq, magnitude);                                     \
   }                                                                                                \
   extern "C" __global__ void bonsai_attention_split##SUFFIX(                                       \
       const float *q, const KV *k_cache, const KV *v_cache, float *part_ml, float *part_acc,       \
       const int *step_info, int n_head, int n_head_kv, int head_dim, int max_ctx) {                \
+    grid_entry();                                                                                  \
     attention_split(q, k_cache, v_cache, part_ml, part_acc, step_info, n_head, n_head_kv,          \
                     head_dim, max_ctx);                                                            \
   }                                                                                                \
   extern "C" __global__ void bonsai_attention_split_warps##SUFFIX(                                 \
       const float *q, const KV *k_cache, const KV *v_cache, float *part_ml, float *part_acc,       \
       const int *step_info, int n_head, int n_head_kv, int head_dim, int max_ctx) {                \
+    grid_entry();                                                                                  \
     attention_split_warps(q, k_cache, v_cache, part_ml, part_acc, step_info, n_head, n_head_kv,    \
                           head_dim, max_ctx);                                                      \
   }
@@ -276,6 +280,7 @@ BONSAI_KV_KERNELS(_f16, u16)
 extern "C" __global__ void bonsai_attention_merge(const float *part_ml, const float *part_acc,
                                                   float *out, int n_head, int head_dim,
                                                   int n_splits) {
+  grid_entry();
   const int i = threadIdx.x;
   const int head = blockIdx.x, t = blockIdx.y;
   if (i >= head_dim)
@@ -296,6 +301,7 @@ extern "C" __global__ void bonsai_attention_merge(const float *part_ml, const fl
 // out[r] = argmax of logits row r (lowest id on ties); one block of 256
 // threads per row.
 extern "C" __global__ void bonsai_argmax(const float *logits, int n_vocab, int *out) {
+  grid_entry();
   __shared__ float best_value[256];
   __shared__ int best_id[256];
   const float *row = logits + (size_t)blockIdx.x * n_vocab;

@@ -87,22 +87,27 @@ __device__ void get_rows(const u8 *w, const int *ids, float *out, int rows, int 
 #define BONSAI_MATMUL_KERNELS(suffix, Type)                                                        \
   extern "C" __global__ void bonsai_gemv_##suffix(                                                 \
       const u8 *w, const float *x, float *out, int rows, int cols, int n_tokens, int accumulate) { \
+    grid_entry();                                                                                  \
     matmul_tile<Type, 1>(w, x, out, rows, cols, n_tokens, accumulate);                             \
   }                                                                                                \
   extern "C" __global__ void bonsai_gemm_##suffix(                                                 \
       const u8 *w, const float *x, float *out, int rows, int cols, int n_tokens, int accumulate) { \
+    grid_entry();                                                                                  \
     matmul_tile<Type, 8>(w, x, out, rows, cols, n_tokens, accumulate);                             \
   }                                                                                                \
   extern "C" __global__ void bonsai_gemv_swiglu_##suffix(                                          \
       const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) {  \
+    grid_entry();                                                                                  \
     swiglu_tile<Type, 1>(wg, wu, x, out, rows, cols, n_tokens);                                    \
   }                                                                                                \
   extern "C" __global__ void bonsai_gemm_swiglu_##suffix(                                          \
       const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) {  \
+    grid_entry();                                                                                  \
     swiglu_tile<Type, 8>(wg, wu, x, out, rows, cols, n_tokens);                                    \
   }                                                                                                \
   extern "C" __global__ void bonsai_get_rows_##suffix(const u8 *w, const int *ids, float *out,     \
                                                       int rows, int cols) {                        \
+    grid_entry();                                                                                  \
     get_rows<Type>(w, ids, out, rows, cols);                                                       \
   }
 

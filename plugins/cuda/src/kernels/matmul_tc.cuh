@@ -246,10 +246,12 @@ __device__ void tc_gemm(const u8 *w0, const u8 *w1, const float *x, float *out, 
 #define BONSAI_TC_KERNELS(suffix, Type)                                                            \
   extern "C" __global__ void bonsai_gemm_tc_##suffix(                                              \
       const u8 *w, const float *x, float *out, int rows, int cols, int n_tokens, int accumulate) { \
+    grid_entry();                                                                                  \
     tc_gemm<Type, 1>(w, w, x, out, rows, cols, n_tokens, accumulate);                              \
   }                                                                                                \
   extern "C" __global__ void bonsai_gemm_swiglu_tc_##suffix(                                       \
       const u8 *wg, const u8 *wu, const float *x, float *out, int rows, int cols, int n_tokens) {  \
+    grid_entry();                                                                                  \
     tc_gemm<Type, 2>(wg, wu, x, out, rows, cols, n_tokens, 0);                                     \
   }
 
