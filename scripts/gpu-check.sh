@@ -318,7 +318,7 @@ if command -v ncu >/dev/null && [ -f "$first" ]; then
   ncu_sections=(--section SpeedOfLight --section LaunchStats --section Occupancy)
   step ncu_decode 90 ncu "${ncu_sections[@]}" --launch-skip 700 --launch-count 16 "$bin/bonsai" run \
     -m "$first" --backend cuda -p hi -n 8 --temp 0 --backend-options graphs=off
-  step ncu_prefill 90 ncu "${ncu_sections[@]}" -k regex:tc --launch-count 8 "$bin/bonsai" bench \
+  step ncu_prefill 90 ncu "${ncu_sections[@]}" -k regex:mmq --launch-count 8 "$bin/bonsai" bench \
     -m "$first" --backend cuda -p 512 -n 0 -r 1
   step ncu_attention 60 ncu "${ncu_sections[@]}" -k regex:attention --launch-skip 40 \
     --launch-count 4 "$bin/bonsai" bench -m "$first" --backend cuda -p 0 -n 4 -d 1024 -r 1
@@ -336,6 +336,8 @@ if [ -f "$first" ]; then
   done
   # The int8 GEMVs' input quantized by every block instead of once per token.
   bench bench_q1_0_int8_input_block "$first" -p 0 -n 128 --backend-options int8_input=block
+  # Prefill on the f16 tensor-core GEMMs instead of the int8 ones (default on 8.0+).
+  bench bench_q1_0_prefill_f16 "$first" -p 512 -n 0 --backend-options prefill=f16
   # Programmatic dependent launch, off by default until this row says it pays.
   bench bench_q1_0_pdl_on "$first" -p 512 -n 128 --backend-options pdl=on
   # The f16 KV cache where it matters: decode at 4,096 positions.

@@ -114,6 +114,52 @@ inline void wmma_store_col(float *p, const FragC &c, int ldm) {
       for (int n = 0; n < 16; ++n)
         p[n * ldm + m] = c.v[m][n];
 }
+
+// mma.sync.m16n8k32 s8 x s8 -> s32 of kernels/matmul_mmq.cuh, from each
+// lane's registers in the layout the PTX ISA gives (restated there): the
+// lanes publish their operands, and each computes its four results from
+// the whole warp's.
+inline void mma_s8_m16n8k32(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b0, b1};
+  emu::publish_words(mine, 6);
+  uint32_t words[32][8];
+  emu::gather_words(words);
+  const auto byte_of = [](uint32_t word, int k) {
+    return static_cast<int>(static_cast<signed char>((word >> (8 * (k % 4))) & 255u));
+  };
+  // A[row][k]: lane 4 (row % 8) + (k % 16) / 4, register (row >= 8) + 2 (k >= 16).
+  const auto a_at = [&](int row, int k) {
+    const unsigned lane = static_cast<unsigned>(4 * (row % 8) + (k % 16) / 4);
+    return byte_of(words[lane][(row >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0)], k);
+  };
+  // B[k][n]: lane 4 n + (k % 16) / 4, register 4 + (k >= 16).
+  const auto b_at = [&](int k, int n) {
+    const unsigned lane = static_cast<unsigned>(4 * n + (k % 16) / 4);
+    return byte_of(words[lane][4 + (k >= 16 ? 1 : 0)], k);
+  };
+  const int lane = static_cast<int>(emu::current->tid % 32), g = lane / 4, c = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i / 2), col = 2 * c + i % 2;
+    int sum = 0;
+    for (int k = 0; k < 32; ++k)
+      sum += a_at(row, k) * b_at(k, col);
+    d[i] += sum;
+  }
+  emu::words_done();
+}
+// cp.async: queued per thread, landing at the wait for its group.
+inline void cp_async_16(void *shared_dst, const void *global_src) {
+  emu::require_aligned(shared_dst, 16);
+  emu::require_aligned(global_src, 16);
+  emu::AsyncCopyQueue &q = emu::async_copies();
+  q.copies.push_back({shared_dst, global_src, q.open_group});
+}
+inline void cp_async_commit() {
+  ++emu::async_copies().open_group;
+}
+template <int PENDING> inline void cp_async_wait() {
+  emu::async_copies().wait(PENDING);
+}
 inline unsigned short float_to_half(float f) {
   return emu::float_to_half_bits(f);
 }

@@ -60,6 +60,18 @@ inline bonsai_fake_cuda_counts_t live_counts() {
   return counts;
 }
 
+// Kernels the fake driver has run so far whose name contains `part`.
+inline int fake_launches(const char *part) {
+  void *handle = dlopen(kFakeDriver, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr)
+    throw std::runtime_error(dlerror());
+  auto launches_fn =
+      reinterpret_cast<bonsai_fake_cuda_launches_fn>(dlsym(handle, "bonsai_fake_cuda_launches"));
+  const int n = launches_fn(part);
+  dlclose(handle);
+  return n;
+}
+
 inline bonsai_context_desc context_desc(Lines *log, const char *options = "") {
   bonsai_context_desc desc{};
   desc.struct_size = sizeof desc;

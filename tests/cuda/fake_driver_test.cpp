@@ -48,32 +48,39 @@ TEST(CudaFakeDriver, CacheOffOptionCompilesEveryTime) {
   ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
   cuda_api().destroy_context(ctx);
   EXPECT_EQ(log.count("PTX cache off: disabled by the context option ptx_cache=off"), 1);
-  EXPECT_EQ(log.count("NVRTC compile"), 4); // base, layer, tensor-core and int8 programs
+  EXPECT_EQ(log.count("NVRTC compile"), 4); // base, layer, int8 tensor-core and int8 GEMV programs
   EXPECT_TRUE(std::filesystem::is_empty(cache.path()));
 }
 
 TEST(CudaFakeDriver, ReferenceKernelsLeaveTheFastProgramsOut) {
   // kernels=reference keeps every matmul in f32 on CUDA cores (exact
-  // tolerances), so neither the tensor-core nor the int8 program is compiled
-  // or used; tensor_cores=off and int8_gemv=off drop one each.
+  // tolerances), so none of the tensor-core and int8 programs is compiled
+  // or used; tensor_cores=off and int8_gemv=off drop theirs. The fake device
+  // is sm_90: prefill runs on int8 tensor cores unless prefill=f16 asks for
+  // the f16 ones.
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   struct Case {
     const char *options;
-    bool tensor_cores, int8_gemv;
+    bool f16_tensor_cores, int8_tensor_cores, int8_gemv;
   };
-  for (const Case c :
-       {Case{"kernels=reference;ptx_cache=off", false, false},
-        Case{"tensor_cores=off;ptx_cache=off", false, true},
-        Case{"int8_gemv=off;ptx_cache=off", true, false}, Case{"ptx_cache=off", true, true}}) {
+  for (const Case c : {Case{"kernels=reference;ptx_cache=off", false, false, false},
+                       Case{"tensor_cores=off;ptx_cache=off", false, false, true},
+                       Case{"int8_gemv=off;ptx_cache=off", false, true, false},
+                       Case{"prefill=f16;ptx_cache=off", true, false, true},
+                       Case{"ptx_cache=off", false, true, true}}) {
     Lines log;
     const bonsai_context_desc desc = context_desc(&log, c.options);
     bonsai_context *ctx = nullptr;
     ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
     cuda_api().destroy_context(ctx);
-    EXPECT_EQ(log.count("NVRTC compile"), 2 + c.tensor_cores + c.int8_gemv) << c.options;
-    EXPECT_EQ(log.count("NVRTC compile: bonsai_matmul_tc.cu"), c.tensor_cores) << c.options;
-    EXPECT_EQ(log.count("prefill on tensor cores"), c.tensor_cores) << c.options;
+    EXPECT_EQ(log.count("NVRTC compile"),
+              2 + c.f16_tensor_cores + c.int8_tensor_cores + c.int8_gemv)
+        << c.options;
+    EXPECT_EQ(log.count("NVRTC compile: bonsai_matmul_tc.cu"), c.f16_tensor_cores) << c.options;
+    EXPECT_EQ(log.count("prefill on tensor cores"), c.f16_tensor_cores) << c.options;
+    EXPECT_EQ(log.count("NVRTC compile: bonsai_matmul_mmq.cu"), c.int8_tensor_cores) << c.options;
+    EXPECT_EQ(log.count("prefill on int8 tensor cores"), c.int8_tensor_cores) << c.options;
     EXPECT_EQ(log.count("NVRTC compile: bonsai_gemv_dp4a.cu"), c.int8_gemv) << c.options;
     EXPECT_EQ(log.count("int8 decode GEMVs"), c.int8_gemv) << c.options;
   }

@@ -15,9 +15,13 @@
 #include "kernel_emulator.hpp"
 // The kernel files, compiled as C++ (they are at global scope, as in NVRTC).
 #include "common_prelude.cuh"
+// The int8 record format, before the two kernel files that use it.
+#include "int8_input.cuh"
+
 #include "gemv_dp4a.cuh"
 #include "layer.cuh"
 #include "matmul.cuh"
+#include "matmul_mmq.cuh"
 #include "matmul_tc.cuh"
 
 #include "bonsai/core/formats.hpp"
@@ -555,6 +559,123 @@ TEST_P(Dp4aGemv, SwigluEpilogueMatchesFloat64WithAndWithoutFusedNorm) {
 INSTANTIATE_TEST_SUITE_P(Types, Dp4aGemv, ::testing::ValuesIn(kDp4aTypes), [](const auto &info) {
   return std::string(bonsai::type_name(static_cast<uint32_t>(info.param.type)));
 });
+
+// The int8 tensor-core GEMMs (kernels/matmul_mmq.cuh) after
+// bonsai_quantize_rows, with their launch geometry: 128 rows x 64 tokens per
+// block of 8 warps, two cp.async stages in dynamic shared memory. The
+// emulator lands a cp.async copy only when its thread waits for it and runs
+// mma.m16n8k32 on each lane's registers in the PTX ISA's layout. Weights are
+// exact in int8, so the only error beyond f32 sums is the activations' int8
+// rounding, the GEMV's bound.
+using MmqKernel = void (*)(const u8 *, const u8 *, float *, int, int, int, int);
+using MmqSwigluKernel = void (*)(const u8 *, const u8 *, const u8 *, float *, int, int, int);
+struct MmqKernels {
+  GgmlType type;
+  MmqKernel gemm;
+  MmqSwigluKernel gemm_swiglu;
+  int payload; // code bytes per block
+};
+const MmqKernels kMmqTypes[] = {
+    {GgmlType::Q1_0, bonsai_gemm_mmq_q1_0, bonsai_gemm_swiglu_mmq_q1_0, 16},
+    {GgmlType::Q2_0, bonsai_gemm_mmq_q2_0, bonsai_gemm_swiglu_mmq_q2_0, 32},
+};
+void PrintTo(const MmqKernels &k, std::ostream *out) {
+  *out << bonsai::type_name(static_cast<uint32_t>(k.type));
+}
+
+// n_tokens rows of x as bonsai_quantize_rows leaves them (one block each).
+std::vector<U32x4> quantized_rows(const std::vector<float> &x, int cols, int n_tokens) {
+  std::vector<U32x4> staged((static_cast<size_t>(n_tokens) * Q8_ROW_BYTES(cols) + 15) / 16);
+  emu::launch({static_cast<unsigned>(n_tokens), 1, 1}, 256, 0,
+              [&] { bonsai_quantize_rows(x.data(), cols, n_tokens, staged.data()); });
+  return staged;
+}
+emu::Dim3 mmq_grid(int rows, int n_tokens) {
+  return {static_cast<unsigned>((rows + MMQ_ROWS - 1) / MMQ_ROWS),
+          static_cast<unsigned>((n_tokens + MMQ_TOKENS - 1) / MMQ_TOKENS), 1};
+}
+
+class Int8TensorCoreGemm : public ::testing::TestWithParam<MmqKernels> {};
+
+TEST_P(Int8TensorCoreGemm, MatchesFloat64WithinTheInt8RoundingBound) {
+  const MmqKernels k = GetParam();
+  // 140 rows and 70 tokens: two blocks on each axis, the second partial on
+  // both; 3 weight blocks per row: the two stages each refilled.
+  const int rows = 140, cols = 384, n_tokens = 70;
+  const QuantMatrix w = make_matrix(k.type, rows, cols, 131);
+  std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 137);
+  for (int j = 32; j < 64; ++j)
+    x[j] = 0.0f;                                       // token 0: a group of zeros, scale 0
+  x[static_cast<size_t>(n_tokens) * cols - 1] = 40.0f; // last token: an outlier
+  const std::vector<U32x4> xq = quantized_rows(x, cols, n_tokens);
+  const std::vector<float> residual = random_floats(static_cast<size_t>(n_tokens) * rows, 139);
+  for (const int accumulate : {0, 1}) {
+    std::vector<float> y = accumulate ? residual : std::vector<float>(residual.size(), -99.0f);
+    emu::launch(mmq_grid(rows, n_tokens), MMQ_THREADS, MMQ_SHARED_BYTES(k.payload, 1), [&] {
+      k.gemm(w.device.data(), reinterpret_cast<const u8 *>(xq.data()), y.data(), rows, cols,
+             n_tokens, accumulate);
+    });
+    for (int t = 0; t < n_tokens; ++t)
+      for (int r = 0; r < rows; ++r) {
+        const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
+        const float *xt = x.data() + static_cast<size_t>(t) * cols;
+        const double expected = dot(wr, xt, cols) + (accumulate ? residual[t * rows + r] : 0.0);
+        ASSERT_NEAR(y[t * rows + r], expected,
+                    int8_rounding_bound(wr, xt, cols) + (accumulate ? 1e-5 : 0.0))
+            << "token " << t << " row " << r << " accumulate " << accumulate;
+      }
+  }
+}
+
+TEST_P(Int8TensorCoreGemm, WritesNothingOutsideTheOutput) {
+  const MmqKernels k = GetParam();
+  const int rows = 5, cols = 128, n_tokens = 3;
+  const QuantMatrix w = make_matrix(k.type, rows, cols, 149);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 151);
+  const std::vector<U32x4> xq = quantized_rows(x, cols, n_tokens);
+  std::vector<float> buffer(static_cast<size_t>(n_tokens * rows) + 64, 12345.0f);
+  emu::launch(mmq_grid(rows, n_tokens), MMQ_THREADS, MMQ_SHARED_BYTES(k.payload, 1), [&] {
+    k.gemm(w.device.data(), reinterpret_cast<const u8 *>(xq.data()), buffer.data(), rows, cols,
+           n_tokens, 0);
+  });
+  for (size_t i = 0; i < static_cast<size_t>(n_tokens * rows); ++i)
+    ASSERT_NE(buffer[i], 12345.0f) << "output " << i << " never written";
+  for (size_t i = static_cast<size_t>(n_tokens * rows); i < buffer.size(); ++i)
+    ASSERT_EQ(buffer[i], 12345.0f) << "guard " << i;
+}
+
+TEST_P(Int8TensorCoreGemm, SwigluEpilogueMatchesFloat64) {
+  const MmqKernels k = GetParam();
+  const int rows = 66, cols = 256, n_tokens = 33;
+  const QuantMatrix gate = make_matrix(k.type, rows, cols, 157);
+  const QuantMatrix up = make_matrix(k.type, rows, cols, 163);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 167, 0.2f);
+  const std::vector<U32x4> xq = quantized_rows(x, cols, n_tokens);
+  std::vector<float> out(static_cast<size_t>(n_tokens) * rows, -99.0f);
+  emu::launch(mmq_grid(rows, n_tokens), MMQ_THREADS, MMQ_SHARED_BYTES(k.payload, 2), [&] {
+    k.gemm_swiglu(gate.device.data(), up.device.data(), reinterpret_cast<const u8 *>(xq.data()),
+                  out.data(), rows, cols, n_tokens);
+  });
+  for (int t = 0; t < n_tokens; ++t)
+    for (int r = 0; r < rows; ++r) {
+      const float *xt = x.data() + static_cast<size_t>(t) * cols;
+      const float *gr = gate.decoded.data() + static_cast<size_t>(r) * cols;
+      const float *ur = up.decoded.data() + static_cast<size_t>(r) * cols;
+      const double g = dot(gr, xt, cols), u = dot(ur, xt, cols);
+      const double dg = int8_rounding_bound(gr, xt, cols), du = int8_rounding_bound(ur, xt, cols);
+      const double silu = g / (1.0 + std::exp(-g));
+      // silu(g) u moves by at most 1.1 |u| dg + |silu(g)| du + 1.1 dg du.
+      ASSERT_NEAR(out[t * rows + r], silu * u,
+                  1.1 * std::fabs(u) * dg + std::fabs(silu) * du + 1.1 * dg * du + 1e-6)
+          << "token " << t << " row " << r;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Int8TensorCoreGemm, ::testing::ValuesIn(kMmqTypes),
+                         [](const auto &info) {
+                           return std::string(
+                               bonsai::type_name(static_cast<uint32_t>(info.param.type)));
+                         });
 
 TEST(HalfConversion, RoundsToNearestEvenLikeCvtRnF16F32) {
   // Hand-picked values around the rounding points of binary16.

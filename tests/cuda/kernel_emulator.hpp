@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "emulator_async_copy.hpp"
+
 namespace emu {
 
 struct Dim3 {
@@ -47,6 +49,7 @@ struct Barrier {
 struct BlockState {
   BlockState(unsigned threads, size_t shared_bytes)
       : n_threads(threads), warps((threads + 31) / 32), shuffle(threads, 0.0f),
+        words(8 * static_cast<size_t>(threads), 0u), async(threads),
         dynamic_shared(shared_bytes, 0) {
     block.live = static_cast<int>(threads);
     for (unsigned w = 0; w < warps.size(); ++w)
@@ -56,7 +59,9 @@ struct BlockState {
   unsigned n_threads;
   Barrier block;
   std::vector<Barrier> warps;
-  std::vector<float> shuffle; // one exchange slot per thread
+  std::vector<float> shuffle;        // one exchange slot per thread
+  std::vector<uint32_t> words;       // 8 exchange words per thread (tensor-core operands)
+  std::vector<AsyncCopyQueue> async; // each thread's cp.async copies in flight
   std::vector<unsigned char> dynamic_shared;
 };
 
@@ -83,6 +88,7 @@ inline void syncwarp() {
 // Called when a thread returns from the kernel.
 inline void thread_exit() {
   BlockState &b = *current->block;
+  b.async[current->tid].check_empty_at_exit();
   std::lock_guard<std::mutex> lock(b.mutex);
   --b.block.live;
   b.block.release_if_complete();
@@ -105,6 +111,29 @@ inline float shfl_xor(float value, int offset) {
   }
   syncwarp(); // nobody overwrites a slot before its reader has it
   return partner;
+}
+
+// Warp-wide operand exchange: every lane publishes n <= 8 words, then
+// copies the warp's with gather_words, then calls words_done.
+inline void publish_words(const uint32_t *v, int n) {
+  BlockState &b = *current->block;
+  {
+    std::lock_guard<std::mutex> lock(b.mutex);
+    for (int i = 0; i < n; ++i)
+      b.words[8 * current->tid + i] = v[i];
+  }
+  syncwarp();
+}
+inline void gather_words(uint32_t (&all)[32][8]) {
+  BlockState &b = *current->block;
+  std::lock_guard<std::mutex> lock(b.mutex);
+  std::memcpy(all, b.words.data() + 8 * (current->tid / 32 * 32), sizeof all);
+}
+inline void words_done() {
+  syncwarp();
+}
+inline AsyncCopyQueue &async_copies() {
+  return current->block->async[current->tid];
 }
 
 // Runs kernel() for every thread of every block (1-D blocks).

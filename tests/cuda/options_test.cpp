@@ -46,6 +46,13 @@ TEST(CudaOptions, ReferenceKernelsTurnTheFastMatmulsOff) {
   EXPECT_THROW(parse_options("int8_gemv=sometimes"), bonsai::cuda::PluginError);
 }
 
+TEST(CudaOptions, PrefillIsInt8UnlessF16IsAskedFor) {
+  EXPECT_TRUE(parse_options(nullptr).prefill_int8);
+  EXPECT_TRUE(parse_options("prefill=int8").prefill_int8);
+  EXPECT_FALSE(parse_options("prefill=f16").prefill_int8);
+  expect_refused("prefill=fp8", "prefill=fp8: expected int8 or f16");
+}
+
 TEST(CudaOptions, KvCacheIsF32UnlessKvF16IsAskedFor) {
   EXPECT_FALSE(parse_options(nullptr).kv_f16);
   EXPECT_FALSE(parse_options("").kv_f16);

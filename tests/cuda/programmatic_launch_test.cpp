@@ -18,32 +18,14 @@ namespace {
 using namespace cuda_test;
 using namespace fake_driver_test;
 
-struct PdlRun {
-  std::vector<int32_t> greedy;     // tiny-q1's greedy continuation
-  std::vector<float> prefill_last; // logits of the last token of a 12-token prefill
-  int programmatic_launches = 0;   // counted by the fake driver during the run
+struct PdlRun : TinyQ1Outputs {
+  int programmatic_launches = 0; // counted by the fake driver during the run
 };
 
 PdlRun run_tiny_q1(const std::string &plugin_options) {
   const int before = live_counts().programmatic_launches;
-  bonsai::EngineOptions options;
-  options.backend = "cuda";
-  options.n_ctx = 64;
-  options.n_batch = 16;
-  options.plugin_options = plugin_options;
-  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
   PdlRun run;
-  {
-    bonsai::Session session = engine.create_session();
-    run.greedy = tiny_q1_greedy(session);
-  }
-  {
-    // 12 tokens: the prefill runs on the tensor-core kernels.
-    std::vector<int32_t> prompt = kTinyQ1Prompt;
-    prompt.insert(prompt.end(), {17, 400, 1021, 158});
-    bonsai::Session session = engine.create_session();
-    run.prefill_last = session.eval(prompt).logits;
-  }
+  static_cast<TinyQ1Outputs &>(run) = tiny_q1_outputs(plugin_options);
   run.programmatic_launches = live_counts().programmatic_launches - before;
   return run;
 }

@@ -3,9 +3,11 @@
 // continuation (tests/data/tiny-q1.ref.greedy.json; the CPU and CUDA fast
 // paths agree with it over 8 tokens), for end-to-end checks through the host.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "bonsai/engine.hpp"
+#include "cuda_test_support.hpp"
 
 namespace cuda_test {
 
@@ -18,6 +20,33 @@ inline std::vector<int32_t> tiny_q1_greedy(bonsai::Session &session) {
   while (out.size() < kTinyQ1Greedy.size())
     out.push_back(session.eval_argmax(std::vector<int32_t>{out.back()}));
   return out;
+}
+
+// What a run of tiny-q1 on the CUDA plugin with `plugin_options` gives.
+struct TinyQ1Outputs {
+  std::vector<int32_t> greedy;     // the greedy continuation above
+  std::vector<float> prefill_last; // logits of the last token of a 12-token prefill
+};
+inline TinyQ1Outputs tiny_q1_outputs(const std::string &plugin_options) {
+  bonsai::EngineOptions options;
+  options.backend = "cuda";
+  options.n_ctx = 64;
+  options.n_batch = 16;
+  options.plugin_options = plugin_options;
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  TinyQ1Outputs run;
+  {
+    bonsai::Session session = engine.create_session();
+    run.greedy = tiny_q1_greedy(session);
+  }
+  {
+    // 12 tokens: the prefill runs on the tensor-core kernels.
+    std::vector<int32_t> prompt = kTinyQ1Prompt;
+    prompt.insert(prompt.end(), {17, 400, 1021, 158});
+    bonsai::Session session = engine.create_session();
+    run.prefill_last = session.eval(prompt).logits;
+  }
+  return run;
 }
 
 } // namespace cuda_test

@@ -100,9 +100,13 @@ bonsai_status api_matmul(bonsai_context *handle, const bonsai_matmul_desc *desc)
     const size_t y_bytes = sizeof(float) * static_cast<size_t>(d.n_tokens) * w->rows;
     reserve(*ctx.device, ctx.matmul_x, x_bytes, "matmul input");
     reserve(*ctx.device, ctx.matmul_y, y_bytes, "matmul output");
+    reserve(*ctx.device, ctx.matmul_int8,
+            static_cast<size_t>(int8_staging_bytes(w->cols) * d.n_tokens) + 16,
+            "matmul int8 input");
     ctx.device->upload(ctx.matmul_x.get(), d.x, x_bytes);
-    launch_matmul(*ctx.device, *ctx.kernels, *w, ctx.matmul_x.get(), ctx.matmul_y.get(), d.n_tokens,
-                  false);
+    const MatmulRows rows{ctx.matmul_x.get(), ctx.matmul_y.get(), d.n_tokens,
+                          ctx.matmul_int8.get()};
+    launch_matmul(*ctx.device, *ctx.kernels, *w, rows, false);
     ctx.device->download(d.y, ctx.matmul_y.get(), y_bytes);
   });
 }

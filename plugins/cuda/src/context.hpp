@@ -57,7 +57,7 @@ struct Context {
   std::unordered_map<const Weight *, std::unique_ptr<Weight>> weights;
   std::unique_ptr<BoundModel> model;
   StepState step;
-  DeviceBuffer matmul_x, matmul_y; // scratch for matmul(), grown on demand
+  DeviceBuffer matmul_x, matmul_y, matmul_int8; // scratch for matmul(), grown on demand
   mutable std::string last_error;
 
   // The weight behind a host handle, or nullptr when it is not one of ours

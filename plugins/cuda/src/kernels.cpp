@@ -10,7 +10,9 @@
 namespace bonsai::cuda {
 
 Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
-    : device_(device), tensor_cores_(config.tensor_cores && config.compute_major >= 7),
+    : device_(device), tensor_cores_(config.tensor_cores && config.compute_major >= 7 &&
+                                     !(config.prefill_int8 && config.compute_major >= 8)),
+      int8_mma_(config.tensor_cores && config.prefill_int8 && config.compute_major >= 8),
       int8_gemv_(config.int8_gemv) {
   const NvrtcLoad nvrtc = load_nvrtc();
   if (nvrtc.api == nullptr)
@@ -38,6 +40,7 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
     for (const KernelProgram &program : kernel_programs()) {
       if (program.min_compute_major > config.compute_major ||
           (program.feature == ProgramFeature::tensor_cores && !tensor_cores_) ||
+          (program.feature == ProgramFeature::int8_mma && !int8_mma_) ||
           (program.feature == ProgramFeature::int8_gemv && !int8_gemv_))
         continue; // not for this device, or its option is off
       CUmodule module = nullptr;

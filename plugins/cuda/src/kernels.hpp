@@ -18,6 +18,7 @@ struct KernelLoadConfig {
   const PtxCache *cache; // NULL: caching off
   Logger log;
   bool tensor_cores = true;       // use the tensor-core GEMMs where the device has them
+  bool prefill_int8 = true;       // on 8.0+, the int8 tensor-core GEMMs instead of the f16 ones
   bool int8_gemv = true;          // use the dp4a GEMVs for single-token Q1_0/Q2_0 matmuls
   int shared_per_block_optin = 0; // the device's opt-in shared memory per block (0: unknown)
 };
@@ -38,14 +39,17 @@ public:
   // device's opt-in limit less the kernel's static shared memory (the
   // driver checks their sum). Throws like get() for an unknown name.
   int dynamic_shared_limit(const std::string &name) const;
-  // Whether matmuls of several tokens may use the tensor-core GEMMs.
+  // Whether matmuls of several tokens may use the f16 tensor-core GEMMs.
   bool tensor_cores() const { return tensor_cores_; }
+  // Whether they may use the int8 tensor-core GEMMs (then the f16 ones are not built).
+  bool int8_mma() const { return int8_mma_; }
   // Whether single-token Q1_0/Q2_0 matmuls may use the int8 (dp4a) GEMVs.
   bool int8_gemv() const { return int8_gemv_; }
 
 private:
   const Device &device_;
   bool tensor_cores_ = false;
+  bool int8_mma_ = false;
   bool int8_gemv_ = false;
   std::vector<CUmodule> modules_;
   struct Entry {

@@ -48,6 +48,38 @@ LaunchShape tensor_core_shape(int64_t rows, int n_tokens, bool swiglu) {
   return shape;
 }
 
+// Int8 tensor-core tiles (kernels/matmul_mmq.cuh): 128 rows x 64 tokens, 8
+// warps, two stages of codes and activation records in dynamic shared
+// memory (MMQ_SHARED_BYTES there).
+constexpr int kMmqRecordBytes = 144;
+
+int mmq_shared_bytes(const Weight &w, bool swiglu) {
+  const int payload = w.layout.type == 41 ? 16 : 32; // code bytes per block: Q1_0, Q2_0
+  return 2 * ((swiglu ? 2 : 1) * kTcRows * payload + kTcTokens * kMmqRecordBytes);
+}
+
+// The int8 tensor-core kernel for w and n_tokens, or "" (no scratch for
+// the quantized rows, option off, another type, too few tokens).
+std::string mmq_kernel(const Kernels &kernels, const Weight &w, int n_tokens, bool swiglu,
+                       CUdeviceptr scratch) {
+  if (!kernels.int8_mma() || scratch == 0 || n_tokens < kTcMinTokens || w.cols % 128 != 0)
+    return {};
+  std::string name = mmq_gemm_name(w.layout.type, swiglu);
+  if (!kernels.has(name) || mmq_shared_bytes(w, swiglu) > kernels.dynamic_shared_limit(name))
+    return {};
+  return name;
+}
+
+// Quantizes the rows' x into their int8 scratch (one block per row).
+void quantize_rows(const Device &device, const Kernels &kernels, const MatmulRows &rows,
+                   int64_t cols) {
+  LaunchShape shape;
+  shape.grid_x = static_cast<unsigned>(rows.n_tokens);
+  shape.block_x = 256;
+  launch(device, kernels.get("bonsai_quantize_rows"), shape, rows.x, static_cast<int>(cols),
+         rows.n_tokens, rows.int8_scratch);
+}
+
 LaunchShape matmul_shape(int64_t rows, int n_tokens) {
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
@@ -125,13 +157,22 @@ Dp4aInputArg stage_input(const Device &device, const Kernels &kernels, const Nor
   return arg;
 }
 
-// The faster of tensor cores and CUDA-core tiles for n_tokens.
+// The fastest of int8 tensor cores, f16 tensor cores and CUDA-core tiles
+// for n_tokens; `int8` says the kernel reads the rows quantized first.
 struct MatmulChoice {
   std::string name;
   LaunchShape shape;
+  bool int8 = false;
 };
 
-MatmulChoice choose_matmul(const Kernels &kernels, const Weight &w, int n_tokens, bool swiglu) {
+MatmulChoice choose_matmul(const Kernels &kernels, const Weight &w, const MatmulRows &rows,
+                           bool swiglu) {
+  const int n_tokens = rows.n_tokens;
+  if (std::string mmq = mmq_kernel(kernels, w, n_tokens, swiglu, rows.int8_scratch); !mmq.empty()) {
+    LaunchShape shape = tensor_core_shape(w.rows, n_tokens, swiglu);
+    shape.shared_bytes = static_cast<unsigned>(mmq_shared_bytes(w, swiglu));
+    return {mmq, shape, true};
+  }
   if (std::string tc = tensor_core_kernel(kernels, w, n_tokens, swiglu); !tc.empty())
     return {tc, tensor_core_shape(w.rows, n_tokens, swiglu)};
   const char *kind = n_tokens == 1 ? (swiglu ? "bonsai_gemv_swiglu_" : "bonsai_gemv_")
@@ -188,23 +229,34 @@ MatmulGroup single_matmul(const Weight &w, CUdeviceptr out) {
   return single;
 }
 
-void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr x,
-                   CUdeviceptr out, int n_tokens, bool accumulate) {
-  if (n_tokens == 1 &&
-      launch_int8_group(device, kernels, single_matmul(w, out), {x, 0, 0.0f}, accumulate))
+void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w,
+                   const MatmulRows &rows, bool accumulate) {
+  if (rows.n_tokens == 1 &&
+      launch_int8_group(device, kernels, single_matmul(w, rows.out), {rows.x, 0, 0.0f}, accumulate))
     return;
-  const MatmulChoice choice = choose_matmul(kernels, w, n_tokens, false);
-  launch(device, kernels.get(choice.name), choice.shape, w.data.get(), x, out,
-         static_cast<int>(w.rows), static_cast<int>(w.cols), n_tokens, accumulate ? 1 : 0);
+  const MatmulChoice choice = choose_matmul(kernels, w, rows, false);
+  CUdeviceptr input = rows.x;
+  if (choice.int8) {
+    quantize_rows(device, kernels, rows, w.cols);
+    input = rows.int8_scratch;
+  }
+  launch(device, kernels.get(choice.name), choice.shape, w.data.get(), input, rows.out,
+         static_cast<int>(w.rows), static_cast<int>(w.cols), rows.n_tokens, accumulate ? 1 : 0);
 }
 
 void launch_swiglu(const Device &device, const Kernels &kernels, const Weight &gate,
-                   const Weight &up, CUdeviceptr x, CUdeviceptr out, int n_tokens) {
-  if (n_tokens == 1 && launch_int8_swiglu(device, kernels, gate, up, {x, 0, 0.0f}, out))
+                   const Weight &up, const MatmulRows &rows) {
+  if (rows.n_tokens == 1 &&
+      launch_int8_swiglu(device, kernels, gate, up, {rows.x, 0, 0.0f}, rows.out))
     return;
-  const MatmulChoice choice = choose_matmul(kernels, gate, n_tokens, true);
-  launch(device, kernels.get(choice.name), choice.shape, gate.data.get(), up.data.get(), x, out,
-         static_cast<int>(gate.rows), static_cast<int>(gate.cols), n_tokens);
+  const MatmulChoice choice = choose_matmul(kernels, gate, rows, true);
+  CUdeviceptr input = rows.x;
+  if (choice.int8) {
+    quantize_rows(device, kernels, rows, gate.cols);
+    input = rows.int8_scratch;
+  }
+  launch(device, kernels.get(choice.name), choice.shape, gate.data.get(), up.data.get(), input,
+         rows.out, static_cast<int>(gate.rows), static_cast<int>(gate.cols), rows.n_tokens);
 }
 
 void launch_get_rows(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr ids,

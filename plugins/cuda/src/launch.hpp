@@ -58,14 +58,24 @@ bool launch_int8_group(const Device &device, const Kernels &kernels, const Matmu
 bool launch_int8_swiglu(const Device &device, const Kernels &kernels, const Weight &gate,
                         const Weight &up, const NormedInput &in, CUdeviceptr out);
 
-// out[t] = W x[t] for n_tokens rows of x (device pointers); `accumulate`
-// adds into out instead (residual connections).
-void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr x,
-                   CUdeviceptr out, int n_tokens, bool accumulate);
+// The rows a matmul reads and writes (device pointers).
+struct MatmulRows {
+  CUdeviceptr x = 0;   // n_tokens rows of the weight's columns
+  CUdeviceptr out = 0; // n_tokens rows of the weight's rows
+  int n_tokens = 0;
+  // Device scratch of int8_staging_bytes(cols) * n_tokens bytes where the
+  // int8 tensor-core GEMM quantizes x first, or 0: that GEMM is not used.
+  CUdeviceptr int8_scratch = 0;
+};
+
+// out[t] = W x[t] for each row; `accumulate` adds into out instead
+// (residual connections).
+void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w,
+                   const MatmulRows &rows, bool accumulate);
 
 // out[t] = silu(Wg x[t]) * (Wu x[t]).
 void launch_swiglu(const Device &device, const Kernels &kernels, const Weight &gate,
-                   const Weight &up, CUdeviceptr x, CUdeviceptr out, int n_tokens);
+                   const Weight &up, const MatmulRows &rows);
 
 // out[t] = W[ids[t]] as f32 (ids in device memory).
 void launch_get_rows(const Device &device, const Kernels &kernels, const Weight &w, CUdeviceptr ids,

@@ -79,8 +79,9 @@ void allocate_activations(const Device &device, BoundModel &m) {
   a.ff = DeviceBuffer(device, floats(b * d.n_ff), "MLP activations");
   const int64_t widest_input =
       std::max({int64_t{d.n_embd}, int64_t{d.n_head} * d.head_dim, int64_t{d.n_ff}});
-  a.int8_input = DeviceBuffer(device, static_cast<size_t>(int8_staging_bytes(widest_input)) + 16,
-                              "int8 GEMV input");
+  // One row for the decode GEMVs, max_batch rows for the int8 prefill GEMMs.
+  a.int8_input = DeviceBuffer(
+      device, static_cast<size_t>(int8_staging_bytes(widest_input) * b) + 16, "int8 matmul input");
   const int64_t partials = b * d.n_head * m.n_splits;
   a.part_ml = DeviceBuffer(device, floats(2 * partials), "attention split statistics");
   a.part_acc = DeviceBuffer(device, floats(partials * d.head_dim), "attention split outputs");

@@ -41,7 +41,7 @@ struct ModelDims {
 // Device buffers a step writes; sized once at bind for max_batch tokens.
 struct Activations {
   DeviceBuffer x, h, q, k, v, attn, ff; // f32 rows of n_tokens
-  DeviceBuffer int8_input;              // one decode input row quantized for the int8 GEMVs
+  DeviceBuffer int8_input;              // input rows quantized for the int8 matmuls
   DeviceBuffer part_ml, part_acc;       // split-K attention partials
   DeviceBuffer logits;                  // kLogitRows x n_vocab
   DeviceBuffer token_ids;               // max_batch int32

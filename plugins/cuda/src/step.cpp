@@ -102,6 +102,11 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
   // Q/K/V as one GEMV launch, each input quantized once (int8_input=token)
   // into a.int8_input.
   const CUdeviceptr staging = ctx.options.int8_input_per_token ? a.int8_input.get() : 0;
+  // Several tokens' matmuls quantize their input rows into a.int8_input
+  // where they run on int8 tensor cores.
+  const auto rows = [&](const DeviceBuffer &x, const DeviceBuffer &out) {
+    return MatmulRows{x.get(), out.get(), n, a.int8_input.get()};
+  };
   MatmulGroup qkv;
   qkv.weights[0] = L.wq, qkv.weights[1] = L.wk, qkv.weights[2] = L.wv;
   qkv.outs[0] = a.q.get(), qkv.outs[1] = a.k.get(), qkv.outs[2] = a.v.get();
@@ -109,9 +114,9 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
   if (n != 1 ||
       !launch_int8_group(dev, k, qkv, {a.x.get(), L.attn_norm, d.rms_eps, staging}, false)) {
     launch_rmsnorm(ctx, a.x.get(), L.attn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
-    launch_matmul(dev, k, *L.wq, a.h.get(), a.q.get(), n, false);
-    launch_matmul(dev, k, *L.wk, a.h.get(), a.k.get(), n, false);
-    launch_matmul(dev, k, *L.wv, a.h.get(), a.v.get(), n, false);
+    launch_matmul(dev, k, *L.wq, rows(a.h, a.q), false);
+    launch_matmul(dev, k, *L.wk, rows(a.h, a.k), false);
+    launch_matmul(dev, k, *L.wv, rows(a.h, a.v), false);
   }
 
   for (size_t i = 0; i < sequences.size(); ++i)
@@ -119,15 +124,15 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
 
   if (n != 1 || !launch_int8_group(dev, k, single_matmul(*L.wo, a.x.get()),
                                    {a.attn.get(), 0, 0.0f, staging}, true))
-    launch_matmul(dev, k, *L.wo, a.attn.get(), a.x.get(), n, true);
+    launch_matmul(dev, k, *L.wo, rows(a.attn, a.x), true);
   if (n != 1 || !launch_int8_swiglu(dev, k, *L.w_gate, *L.w_up,
                                     {a.x.get(), L.ffn_norm, d.rms_eps, staging}, a.ff.get())) {
     launch_rmsnorm(ctx, a.x.get(), L.ffn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
-    launch_swiglu(dev, k, *L.w_gate, *L.w_up, a.h.get(), a.ff.get(), n);
+    launch_swiglu(dev, k, *L.w_gate, *L.w_up, rows(a.h, a.ff));
   }
   if (n != 1 || !launch_int8_group(dev, k, single_matmul(*L.w_down, a.x.get()),
                                    {a.ff.get(), 0, 0.0f, staging}, true))
-    launch_matmul(dev, k, *L.w_down, a.ff.get(), a.x.get(), n, true);
+    launch_matmul(dev, k, *L.w_down, rows(a.ff, a.x), true);
 }
 
 // Captures embedding lookup + every layer for a single token into a graph.
@@ -258,8 +263,9 @@ void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
                  desc.n_outputs, d.n_embd, d.rms_eps);
   for (int first = 0; first < desc.n_outputs; first += kLogitRows) {
     const int rows = std::min(kLogitRows, desc.n_outputs - first);
-    launch_matmul(*ctx.device, *ctx.kernels, *m.lm_head, row_offset(a.h.get(), first, d.n_embd),
-                  a.logits.get(), rows, false);
+    const MatmulRows logit_rows{row_offset(a.h.get(), first, d.n_embd), a.logits.get(), rows,
+                                a.int8_input.get()};
+    launch_matmul(*ctx.device, *ctx.kernels, *m.lm_head, logit_rows, false);
     if (desc.argmax != nullptr) {
       LaunchShape shape;
       shape.grid_x = static_cast<unsigned>(rows);

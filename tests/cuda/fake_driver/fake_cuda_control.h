@@ -18,6 +18,10 @@ typedef struct bonsai_fake_cuda_counts_t {
 
 typedef void (*bonsai_fake_cuda_counts_fn)(bonsai_fake_cuda_counts_t *counts);
 
+// bonsai_fake_cuda_launches(part): kernels run so far (direct launches and
+// graph replays) whose name contains `part`.
+typedef int (*bonsai_fake_cuda_launches_fn)(const char *part);
+
 #ifdef __cplusplus
 }
 #endif

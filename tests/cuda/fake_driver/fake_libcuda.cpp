@@ -46,9 +46,13 @@
 #include "fiber_emulator.hpp"
 // The plugin's kernels, compiled as C++.
 #include "common_prelude.cuh"
+// The int8 record format, before the two kernel files that use it.
+#include "int8_input.cuh"
+
 #include "gemv_dp4a.cuh"
 #include "layer.cuh"
 #include "matmul.cuh"
+#include "matmul_mmq.cuh"
 #include "matmul_tc.cuh"
 
 using namespace bonsai::cuda;
@@ -146,6 +150,8 @@ const std::map<std::string, FakeKernel> &kernel_table() {
 #define BONSAI_FAKE_FAST_TYPE(s)                                                                   \
   BONSAI_FAKE(bonsai_gemm_tc_##s)                                                                  \
   BONSAI_FAKE(bonsai_gemm_swiglu_tc_##s)                                                           \
+  BONSAI_FAKE(bonsai_gemm_mmq_##s)                                                                 \
+  BONSAI_FAKE(bonsai_gemm_swiglu_mmq_##s)                                                          \
   BONSAI_FAKE(bonsai_gemv_dp4a_##s)                                                                \
   BONSAI_FAKE(bonsai_gemv_swiglu_dp4a_##s)
     BONSAI_FAKE_TYPE(f32)
@@ -166,6 +172,7 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     BONSAI_FAKE(bonsai_attention_merge)
     BONSAI_FAKE(bonsai_argmax)
     BONSAI_FAKE(bonsai_quantize_input)
+    BONSAI_FAKE(bonsai_quantize_rows)
 #undef BONSAI_FAKE_FAST_TYPE
 #undef BONSAI_FAKE_TYPE
 #undef BONSAI_FAKE
@@ -296,7 +303,8 @@ struct State {
   std::map<const void *, size_t> pinned; // cuMemAllocHost blocks
   std::vector<PendingCopy> pending;      // guarded by mutex
   int events = 0;
-  int programmatic_launches = 0; // cuLaunchKernelEx with programmatic serialization
+  int programmatic_launches = 0;   // cuLaunchKernelEx with programmatic serialization
+  std::map<std::string, int> runs; // kernels run, by name
   size_t allocated = 0;
   int primary_retains = 0;
   int modules = 0;
@@ -338,6 +346,10 @@ void flush_pending() {
 }
 
 void run_launch(const RecordedLaunch &launch) {
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    ++state().runs[launch.kernel->name];
+  }
   std::vector<void *> params;
   for (const auto &arg : launch.args)
     params.push_back(const_cast<unsigned char *>(arg.data()));
@@ -359,6 +371,15 @@ BONSAI_FAKE_API void bonsai_fake_cuda_counts(bonsai_fake_cuda_counts_t *counts) 
   counts->pinned_blocks = static_cast<int>(state().pinned.size());
   counts->events = state().events;
   counts->programmatic_launches = state().programmatic_launches;
+}
+
+BONSAI_FAKE_API int bonsai_fake_cuda_launches(const char *part) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  int total = 0;
+  for (const auto &[name, runs] : state().runs)
+    if (name.find(part) != std::string::npos)
+      total += runs;
+  return total;
 }
 
 BONSAI_FAKE_API CUresult cuInit(unsigned) {

@@ -20,10 +20,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <span>
 #include <vector>
+
+#include "emulator_async_copy.hpp"
 
 namespace emu {
 
@@ -49,6 +52,8 @@ struct BlockState {
   Barrier block;
   std::vector<Barrier> warps;
   std::vector<float> shuffle;
+  std::vector<uint32_t> words;       // 8 exchange words per thread (tensor-core operands)
+  std::vector<AsyncCopyQueue> async; // each thread's cp.async copies in flight
   std::vector<unsigned char> dynamic_shared;
 };
 
@@ -123,6 +128,24 @@ inline float shfl_xor(float value, int offset) {
   return partner;
 }
 
+// Warp-wide operand exchange: every lane publishes n <= 8 words, then
+// copies the warp's with gather_words, then calls words_done.
+inline void publish_words(const uint32_t *v, int n) {
+  BlockState &b = *current->block;
+  for (int i = 0; i < n; ++i)
+    b.words[8 * current->tid + i] = v[i];
+  syncwarp();
+}
+inline void gather_words(uint32_t (&all)[32][8]) {
+  std::memcpy(all, current->block->words.data() + 8 * (current->tid / 32 * 32), sizeof all);
+}
+inline void words_done() {
+  syncwarp();
+}
+inline AsyncCopyQueue &async_copies() {
+  return current->block->async[current->tid];
+}
+
 // A fiber's whole life: one block after another, suspending after each
 // until the scheduler resumes it for the next.
 inline void fiber_main() {
@@ -130,6 +153,7 @@ inline void fiber_main() {
     (*running_kernel)();
     current->done = true;
     BlockState &b = *current->block;
+    b.async[current->tid].check_empty_at_exit();
     --b.block.live;
     b.block.release_if_complete();
     Barrier &warp = b.warps[current->tid / 32];
@@ -160,6 +184,8 @@ void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const Kernel &kern
         for (unsigned w = 0; w < block.warps.size(); ++w)
           block.warps[w].live = static_cast<int>(std::min(32u, threads - 32 * w));
         block.shuffle.assign(threads, 0.0f);
+        block.words.assign(8 * static_cast<size_t>(threads), 0u);
+        block.async.assign(threads, AsyncCopyQueue{});
         block.dynamic_shared.assign(shared_bytes, 0);
         for (unsigned t = 0; t < threads; ++t) {
           ThreadState &f = fibers[t];

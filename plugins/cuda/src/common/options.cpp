@@ -78,6 +78,10 @@ ContextOptions parse_options(const char *options) {
       if (value != "f16" && value != "f32")
         fail_invalid("option kv=" + value + ": expected f16 or f32");
       parsed.kv_f16 = value == "f16";
+    } else if (key == "prefill") {
+      if (value != "int8" && value != "f16")
+        fail_invalid("option prefill=" + value + ": expected int8 or f16");
+      parsed.prefill_int8 = value == "int8";
     } else if (key == "pdl") {
       parsed.programmatic_launch = parse_switch(key, value);
     } else if (key == "upload_chunk_kib") {

@@ -11,10 +11,15 @@ struct ContextOptions {
   // matmul in f32 on CUDA cores, the plain path to compare against. "auto"
   // (default): decode steps replay a captured CUDA graph, their Q1_0/Q2_0
   // matmuls use int8 activations (dp4a), and prefill of Q1_0/Q2_0 runs on
-  // tensor cores (f16 inputs, f32 sums).
+  // tensor cores (int8 on 8.0+, f16 inputs with f32 sums on 7.x).
   bool use_graphs = true;
   bool tensor_cores = true; // tensor_cores=on|off; off under kernels=reference
   bool int8_gemv = true;    // int8_gemv=on|off; off under kernels=reference
+  // prefill=int8|f16: the tensor-core prefill GEMM on 8.0+ devices. int8
+  // (default): activations quantized to int8 per 32 values, int8 MMAs, no
+  // f16 overflow; f16: the 7.x kernel (f16 inputs, f32 sums), kept to
+  // compare on a GPU. Below 8.0 the f16 kernel runs either way.
+  bool prefill_int8 = true;
   // int8_input=token|block: where the int8 GEMVs' input is quantized. token
   // (default): once per input row by its own launch, each GEMV block copies
   // the result; block: every GEMV block quantizes the f32 row itself (no

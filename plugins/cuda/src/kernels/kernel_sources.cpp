@@ -15,9 +15,20 @@ std::vector<std::string> matmul_entry_points() {
 }
 
 // Types with tensor-core GEMMs (128-value blocks whose weights are exact in
-// f16) and with int8 decode GEMVs (the planar layouts): Q1_0, Q2_0.
+// f16 and in int8) and with int8 decode GEMVs (the planar layouts): Q1_0,
+// Q2_0.
 const unsigned kTensorCoreTypes[] = {41, 42};
 const unsigned kDp4aTypes[] = {41, 42};
+
+// The name of a kernel family for `ggml_type`, or "" when `types` lacks it.
+template <size_t N>
+std::string family_name(const unsigned (&types)[N], unsigned ggml_type, const char *plain,
+                        const char *swiglu_form, bool swiglu) {
+  for (unsigned type : types)
+    if (type == ggml_type)
+      return std::string(swiglu ? swiglu_form : plain) + kernel_type_suffix(ggml_type);
+  return {};
+}
 
 // The plain and SwiGLU kernels `name` gives for each of `types`.
 template <size_t N>
@@ -37,6 +48,13 @@ std::vector<std::string> dp4a_entry_points() {
   return names;
 }
 
+// The int8 tensor-core GEMMs and the launch that quantizes their input rows.
+std::vector<std::string> mmq_entry_points() {
+  std::vector<std::string> names = entry_points(kTensorCoreTypes, mmq_gemm_name);
+  names.push_back("bonsai_quantize_rows");
+  return names;
+}
+
 std::vector<KernelProgram> build_programs() {
   return {
       {"bonsai_matmul.cu", std::string(kCommonPrelude) + kMatmulSource, matmul_entry_points(), 0},
@@ -49,8 +67,11 @@ std::vector<KernelProgram> build_programs() {
       {"bonsai_matmul_tc.cu", std::string(kCommonPrelude) + kMatmulTcSource,
        entry_points(kTensorCoreTypes, tensor_core_gemm_name), 7, ProgramFeature::tensor_cores},
       // dp4a needs compute capability 6.1; NVRTC 13 starts at 7.5 anyway.
-      {"bonsai_gemv_dp4a.cu", std::string(kCommonPrelude) + kGemvDp4aSource,
+      {"bonsai_gemv_dp4a.cu", std::string(kCommonPrelude) + kInt8InputSource + kGemvDp4aSource,
        dp4a_entry_points(), 6, ProgramFeature::int8_gemv},
+      // mma.sync.m16n8k32 on int8 and cp.async need compute capability 8.0.
+      {"bonsai_matmul_mmq.cu", std::string(kCommonPrelude) + kInt8InputSource + kMatmulMmqSource,
+       mmq_entry_points(), 8, ProgramFeature::int8_mma},
   };
 }
 
@@ -62,19 +83,18 @@ const std::vector<KernelProgram> &kernel_programs() {
 }
 
 std::string tensor_core_gemm_name(unsigned ggml_type, bool swiglu) {
-  for (unsigned type : kTensorCoreTypes)
-    if (type == ggml_type)
-      return std::string(swiglu ? "bonsai_gemm_swiglu_tc_" : "bonsai_gemm_tc_") +
-             kernel_type_suffix(ggml_type);
-  return {};
+  return family_name(kTensorCoreTypes, ggml_type, "bonsai_gemm_tc_", "bonsai_gemm_swiglu_tc_",
+                     swiglu);
+}
+
+std::string mmq_gemm_name(unsigned ggml_type, bool swiglu) {
+  return family_name(kTensorCoreTypes, ggml_type, "bonsai_gemm_mmq_", "bonsai_gemm_swiglu_mmq_",
+                     swiglu);
 }
 
 std::string dp4a_gemv_name(unsigned ggml_type, bool swiglu) {
-  for (unsigned type : kDp4aTypes)
-    if (type == ggml_type)
-      return std::string(swiglu ? "bonsai_gemv_swiglu_dp4a_" : "bonsai_gemv_dp4a_") +
-             kernel_type_suffix(ggml_type);
-  return {};
+  return family_name(kDp4aTypes, ggml_type, "bonsai_gemv_dp4a_", "bonsai_gemv_swiglu_dp4a_",
+                     swiglu);
 }
 
 const char *kernel_type_suffix(unsigned ggml_type) {

@@ -10,7 +10,8 @@ namespace bonsai::cuda {
 // The context option a program serves: it is not built when that is off.
 enum class ProgramFeature {
   always,       // every context needs it
-  tensor_cores, // prefill GEMMs on tensor cores (tensor_cores=on)
+  tensor_cores, // prefill GEMMs on f16 tensor cores (tensor_cores=on, prefill=f16 or before 8.0)
+  int8_mma,     // prefill GEMMs on int8 tensor cores (tensor_cores=on, prefill=int8, 8.0+)
   int8_gemv,    // int8 decode GEMVs (int8_gemv=on)
 };
 
@@ -34,11 +35,17 @@ extern const char *const kCommonPrelude;
 extern const char *const kMatmulSource;
 extern const char *const kLayerSource;
 extern const char *const kMatmulTcSource;
+extern const char *const kInt8InputSource;
 extern const char *const kGemvDp4aSource;
+extern const char *const kMatmulMmqSource;
 
 // The tensor-core GEMM of a weight type ("bonsai_gemm_tc_q1_0"; the SwiGLU
 // form "bonsai_gemm_swiglu_tc_..."), or "" when the type has none.
 std::string tensor_core_gemm_name(unsigned ggml_type, bool swiglu);
+
+// The int8 tensor-core prefill GEMM of a weight type ("bonsai_gemm_mmq_q1_0";
+// the SwiGLU form "bonsai_gemm_swiglu_mmq_..."), or "" when the type has none.
+std::string mmq_gemm_name(unsigned ggml_type, bool swiglu);
 
 // The int8 (dp4a) decode GEMV of a weight type ("bonsai_gemv_dp4a_q1_0"; the
 // SwiGLU form "bonsai_gemv_swiglu_dp4a_..."), or "" when the type has none.
