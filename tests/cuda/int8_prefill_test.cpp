@@ -5,11 +5,11 @@
 // instead. Both give the reference's greedy tokens and agree on the logits.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "fake_driver_support.hpp"
+#include "golden.hpp"
 #include "tiny_q1_greedy.hpp"
 
 namespace {
@@ -32,16 +32,6 @@ PrefillRun run_tiny_q1(const std::string &plugin_options) {
   return run;
 }
 
-double cosine(const std::vector<float> &a, const std::vector<float> &b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += static_cast<double>(a[i]) * b[i];
-    aa += static_cast<double>(a[i]) * a[i];
-    bb += static_cast<double>(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
-
 TEST(CudaInt8Prefill, TwelveTokensRunOnInt8TensorCoresUnlessF16IsAskedFor) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
@@ -61,7 +51,9 @@ TEST(CudaInt8Prefill, TwelveTokensRunOnInt8TensorCoresUnlessF16IsAskedFor) {
   EXPECT_EQ(f16.greedy, kTinyQ1Greedy);
   ASSERT_EQ(int8.prefill_last.size(), f16.prefill_last.size());
   ASSERT_FALSE(int8.prefill_last.empty());
-  EXPECT_GT(cosine(int8.prefill_last, f16.prefill_last), 0.9995);
+  EXPECT_GT(bonsai::test::cosine(int8.prefill_last.data(), f16.prefill_last.data(),
+                                 int8.prefill_last.size()),
+            0.9995);
 }
 
 } // namespace
