@@ -10,9 +10,10 @@
 namespace bonsai::cuda {
 
 Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
-    : device_(device), tensor_cores_(config.tensor_cores && config.compute_major >= 7 &&
-                                     !(config.prefill_int8 && config.compute_major >= 8)),
+    : device_(device),
       int8_mma_(config.tensor_cores && config.prefill_int8 && config.compute_major >= 8),
+      // The f16 tensor-core GEMMs serve where the int8 ones do not.
+      tensor_cores_(config.tensor_cores && config.compute_major >= 7 && !int8_mma_),
       int8_gemv_(config.int8_gemv) {
   const NvrtcLoad nvrtc = load_nvrtc();
   if (nvrtc.api == nullptr)

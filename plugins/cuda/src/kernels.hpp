@@ -48,8 +48,8 @@ public:
 
 private:
   const Device &device_;
+  bool int8_mma_ = false; // before tensor_cores_, which is initialized from it
   bool tensor_cores_ = false;
-  bool int8_mma_ = false;
   bool int8_gemv_ = false;
   std::vector<CUmodule> modules_;
   struct Entry {

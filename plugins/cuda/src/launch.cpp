@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernel_sources.hpp"
+#include "weight_repack.hpp"
 
 namespace bonsai::cuda {
 namespace {
@@ -54,7 +55,7 @@ LaunchShape tensor_core_shape(int64_t rows, int n_tokens, bool swiglu) {
 constexpr int kMmqRecordBytes = 144;
 
 int mmq_shared_bytes(const Weight &w, bool swiglu) {
-  const int payload = w.layout.type == 41 ? 16 : 32; // code bytes per block: Q1_0, Q2_0
+  const int payload = planar_code_bytes(w.layout.type);
   return 2 * ((swiglu ? 2 : 1) * kTcRows * payload + kTcTokens * kMmqRecordBytes);
 }
 
@@ -68,16 +69,6 @@ std::string mmq_kernel(const Kernels &kernels, const Weight &w, int n_tokens, bo
   if (!kernels.has(name) || mmq_shared_bytes(w, swiglu) > kernels.dynamic_shared_limit(name))
     return {};
   return name;
-}
-
-// Quantizes the rows' x into their int8 scratch (one block per row).
-void quantize_rows(const Device &device, const Kernels &kernels, const MatmulRows &rows,
-                   int64_t cols) {
-  LaunchShape shape;
-  shape.grid_x = static_cast<unsigned>(rows.n_tokens);
-  shape.block_x = 256;
-  launch(device, kernels.get("bonsai_quantize_rows"), shape, rows.x, static_cast<int>(cols),
-         rows.n_tokens, rows.int8_scratch);
 }
 
 LaunchShape matmul_shape(int64_t rows, int n_tokens) {
@@ -180,6 +171,20 @@ MatmulChoice choose_matmul(const Kernels &kernels, const Weight &w, const Matmul
   return {kernel_name(kind, w), matmul_shape(w.rows, n_tokens)};
 }
 
+// What the chosen kernel reads: x, or for an int8 kernel x quantized into
+// the rows' int8 scratch first (one block per row).
+CUdeviceptr matmul_input(const Device &device, const Kernels &kernels, const MatmulChoice &choice,
+                         const MatmulRows &rows, int64_t cols) {
+  if (!choice.int8)
+    return rows.x;
+  LaunchShape shape;
+  shape.grid_x = static_cast<unsigned>(rows.n_tokens);
+  shape.block_x = 256;
+  launch(device, kernels.get("bonsai_quantize_rows"), shape, rows.x, static_cast<int>(cols),
+         rows.n_tokens, rows.int8_scratch);
+  return rows.int8_scratch;
+}
+
 } // namespace
 
 bool launch_int8_group(const Device &device, const Kernels &kernels, const MatmulGroup &group,
@@ -235,11 +240,7 @@ void launch_matmul(const Device &device, const Kernels &kernels, const Weight &w
       launch_int8_group(device, kernels, single_matmul(w, rows.out), {rows.x, 0, 0.0f}, accumulate))
     return;
   const MatmulChoice choice = choose_matmul(kernels, w, rows, false);
-  CUdeviceptr input = rows.x;
-  if (choice.int8) {
-    quantize_rows(device, kernels, rows, w.cols);
-    input = rows.int8_scratch;
-  }
+  const CUdeviceptr input = matmul_input(device, kernels, choice, rows, w.cols);
   launch(device, kernels.get(choice.name), choice.shape, w.data.get(), input, rows.out,
          static_cast<int>(w.rows), static_cast<int>(w.cols), rows.n_tokens, accumulate ? 1 : 0);
 }
@@ -250,11 +251,7 @@ void launch_swiglu(const Device &device, const Kernels &kernels, const Weight &g
       launch_int8_swiglu(device, kernels, gate, up, {rows.x, 0, 0.0f}, rows.out))
     return;
   const MatmulChoice choice = choose_matmul(kernels, gate, rows, true);
-  CUdeviceptr input = rows.x;
-  if (choice.int8) {
-    quantize_rows(device, kernels, rows, gate.cols);
-    input = rows.int8_scratch;
-  }
+  const CUdeviceptr input = matmul_input(device, kernels, choice, rows, gate.cols);
   launch(device, kernels.get(choice.name), choice.shape, gate.data.get(), up.data.get(), input,
          rows.out, static_cast<int>(gate.rows), static_cast<int>(gate.cols), rows.n_tokens);
 }

@@ -55,6 +55,10 @@ bool is_planar_type(uint32_t ggml_type) {
   return geometry(ggml_type).bits != 0;
 }
 
+int planar_code_bytes(uint32_t ggml_type) {
+  return geometry(ggml_type).payload_bytes;
+}
+
 void repack_planar(const PlanarSource &source, uint8_t *out) {
   const PlanarGeometry g = geometry(source.ggml_type);
   const int64_t n_blocks = source.rows * (source.cols / kBlockValues);

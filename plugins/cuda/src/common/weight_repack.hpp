@@ -11,6 +11,10 @@ namespace bonsai::cuda {
 // Whether the kernels read weights of `ggml_type` in the planar layout.
 bool is_planar_type(uint32_t ggml_type);
 
+// Bytes of codes per 128-weight block in the planar layout (16 for Q1_0, 32
+// for Q2_0), or 0 for a type that is not planar.
+int planar_code_bytes(uint32_t ggml_type);
+
 // What to repack: `rows` GGUF rows of `cols` weights each (cols a multiple
 // of 128) of a planar type.
 struct PlanarSource {
