@@ -65,6 +65,12 @@ inline void require_aligned(const void *p, size_t alignment) {
   }
 }
 
+// The running thread's cp.async copies in flight (both emulators keep one
+// queue per thread in the block).
+inline AsyncCopyQueue &async_copies() {
+  return current->block->async[current->tid];
+}
+
 // Lane 0 of the running thread's warp: the emulated tensor-core fragments
 // below are whole 16x16 tiles held and computed by lane 0 alone.
 inline bool first_lane() {
@@ -145,7 +151,7 @@ inline void mma_s8_m16n8k32(int (&d)[4], const unsigned (&a)[4], unsigned b0, un
       sum += a_at(row, k) * b_at(k, col);
     d[i] += sum;
   }
-  emu::words_done();
+  emu::syncwarp(); // nobody publishes again before every lane has read
 }
 // cp.async: queued per thread, landing at the wait for its group.
 inline void cp_async_16(void *shared_dst, const void *global_src) {

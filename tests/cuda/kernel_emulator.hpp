@@ -114,7 +114,8 @@ inline float shfl_xor(float value, int offset) {
 }
 
 // Warp-wide operand exchange: every lane publishes n <= 8 words, then
-// copies the warp's with gather_words, then calls words_done.
+// copies the warp's with gather_words, then passes a syncwarp before
+// anyone publishes again.
 inline void publish_words(const uint32_t *v, int n) {
   BlockState &b = *current->block;
   {
@@ -128,12 +129,6 @@ inline void gather_words(uint32_t (&all)[32][8]) {
   BlockState &b = *current->block;
   std::lock_guard<std::mutex> lock(b.mutex);
   std::memcpy(all, b.words.data() + 8 * (current->tid / 32 * 32), sizeof all);
-}
-inline void words_done() {
-  syncwarp();
-}
-inline AsyncCopyQueue &async_copies() {
-  return current->block->async[current->tid];
 }
 
 // Runs kernel() for every thread of every block (1-D blocks).

@@ -129,7 +129,8 @@ inline float shfl_xor(float value, int offset) {
 }
 
 // Warp-wide operand exchange: every lane publishes n <= 8 words, then
-// copies the warp's with gather_words, then calls words_done.
+// copies the warp's with gather_words, then passes a syncwarp before
+// anyone publishes again.
 inline void publish_words(const uint32_t *v, int n) {
   BlockState &b = *current->block;
   for (int i = 0; i < n; ++i)
@@ -138,12 +139,6 @@ inline void publish_words(const uint32_t *v, int n) {
 }
 inline void gather_words(uint32_t (&all)[32][8]) {
   std::memcpy(all, current->block->words.data() + 8 * (current->tid / 32 * 32), sizeof all);
-}
-inline void words_done() {
-  syncwarp();
-}
-inline AsyncCopyQueue &async_copies() {
-  return current->block->async[current->tid];
 }
 
 // A fiber's whole life: one block after another, suspending after each
