@@ -218,6 +218,26 @@ INSTANTIATE_TEST_SUITE_P(Types, KernelByType, ::testing::ValuesIn(kAllTypes), []
   return std::string(bonsai::type_name(static_cast<uint32_t>(info.param.type)));
 });
 
+// Asserts out[t][r] = W[r] . x[t] (+ residual[t][r] when residual is not
+// null) within bound(W[r], x[t], cols) for every token and row, as float64.
+template <class Bound>
+void expect_gemm_matches_float64(const QuantMatrix &w, const std::vector<float> &x,
+                                 const std::vector<float> &out, const float *residual,
+                                 const Bound &bound) {
+  const int rows = w.rows, cols = w.cols;
+  const int n_tokens = static_cast<int>(x.size() / static_cast<size_t>(cols));
+  for (int t = 0; t < n_tokens; ++t)
+    for (int r = 0; r < rows; ++r) {
+      const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
+      const float *xt = x.data() + static_cast<size_t>(t) * cols;
+      const size_t at = static_cast<size_t>(t) * rows + r;
+      const double expected = dot(wr, xt, cols) + (residual != nullptr ? residual[at] : 0.0);
+      ASSERT_NEAR(out[at], expected, bound(wr, xt, cols))
+          << "token " << t << " row " << r << (residual != nullptr ? " with" : " without")
+          << " residual";
+    }
+}
+
 // The tensor-core GEMMs (kernels/matmul_tc.cuh) with their launch geometry:
 // 128 rows x 64 tokens per block of 8 warps, tiles in dynamic shared memory. Weights are exact in
 // f16, the activations are rounded to f16 (relative error <= 2^-11 each), sums are f32: |y - ref|
@@ -255,15 +275,10 @@ TEST_P(TensorCoreGemm, MatchesFloat64WithAndWithoutResidual) {
     emu::launch(tensor_core_grid(rows, n_tokens), TC_THREADS, TC_SHARED_BYTES(1), [&] {
       k.gemm(w.device.data(), x.data(), y.data(), rows, cols, n_tokens, accumulate);
     });
-    for (int t = 0; t < n_tokens; ++t)
-      for (int r = 0; r < rows; ++r) {
-        const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
-        const float *xt = x.data() + static_cast<size_t>(t) * cols;
-        const double expected = dot(wr, xt, cols) + (accumulate ? residual[t * rows + r] : 0.0);
-        const double bound = kHalfInputTol * (abs_dot(wr, xt, cols) + 1.0);
-        ASSERT_NEAR(y[t * rows + r], expected, bound)
-            << "token " << t << " row " << r << " accumulate " << accumulate;
-      }
+    expect_gemm_matches_float64(w, x, y, accumulate ? residual.data() : nullptr,
+                                [](const float *wr, const float *xt, int n) {
+                                  return kHalfInputTol * (abs_dot(wr, xt, n) + 1.0);
+                                });
   }
 }
 
@@ -573,12 +588,15 @@ struct MmqKernels {
   GgmlType type;
   MmqKernel gemm;
   MmqSwigluKernel gemm_swiglu;
-  int payload; // code bytes per block
 };
 const MmqKernels kMmqTypes[] = {
-    {GgmlType::Q1_0, bonsai_gemm_mmq_q1_0, bonsai_gemm_swiglu_mmq_q1_0, 16},
-    {GgmlType::Q2_0, bonsai_gemm_mmq_q2_0, bonsai_gemm_swiglu_mmq_q2_0, 32},
+    {GgmlType::Q1_0, bonsai_gemm_mmq_q1_0, bonsai_gemm_swiglu_mmq_q1_0},
+    {GgmlType::Q2_0, bonsai_gemm_mmq_q2_0, bonsai_gemm_swiglu_mmq_q2_0},
 };
+// The dynamic shared bytes of a launch for n_mats matrices of k's type.
+size_t mmq_shared(const MmqKernels &k, int n_mats) {
+  return MMQ_SHARED_BYTES(bonsai::cuda::planar_code_bytes(static_cast<uint32_t>(k.type)), n_mats);
+}
 void PrintTo(const MmqKernels &k, std::ostream *out) {
   *out << bonsai::type_name(static_cast<uint32_t>(k.type));
 }
@@ -611,19 +629,14 @@ TEST_P(Int8TensorCoreGemm, MatchesFloat64WithinTheInt8RoundingBound) {
   const std::vector<float> residual = random_floats(static_cast<size_t>(n_tokens) * rows, 139);
   for (const int accumulate : {0, 1}) {
     std::vector<float> y = accumulate ? residual : std::vector<float>(residual.size(), -99.0f);
-    emu::launch(mmq_grid(rows, n_tokens), MMQ_THREADS, MMQ_SHARED_BYTES(k.payload, 1), [&] {
+    emu::launch(mmq_grid(rows, n_tokens), MMQ_THREADS, mmq_shared(k, 1), [&] {
       k.gemm(w.device.data(), reinterpret_cast<const u8 *>(xq.data()), y.data(), rows, cols,
              n_tokens, accumulate);
     });
-    for (int t = 0; t < n_tokens; ++t)
-      for (int r = 0; r < rows; ++r) {
-        const float *wr = w.decoded.data() + static_cast<size_t>(r) * cols;
-        const float *xt = x.data() + static_cast<size_t>(t) * cols;
-        const double expected = dot(wr, xt, cols) + (accumulate ? residual[t * rows + r] : 0.0);
-        ASSERT_NEAR(y[t * rows + r], expected,
-                    int8_rounding_bound(wr, xt, cols) + (accumulate ? 1e-5 : 0.0))
-            << "token " << t << " row " << r << " accumulate " << accumulate;
-      }
+    expect_gemm_matches_float64(w, x, y, accumulate ? residual.data() : nullptr,
+                                [accumulate](const float *wr, const float *xt, int n) {
+                                  return int8_rounding_bound(wr, xt, n) + (accumulate ? 1e-5 : 0.0);
+                                });
   }
 }
 
@@ -634,7 +647,7 @@ TEST_P(Int8TensorCoreGemm, WritesNothingOutsideTheOutput) {
   const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 151);
   const std::vector<U32x4> xq = quantized_rows(x, cols, n_tokens);
   std::vector<float> buffer(static_cast<size_t>(n_tokens * rows) + 64, 12345.0f);
-  emu::launch(mmq_grid(rows, n_tokens), MMQ_THREADS, MMQ_SHARED_BYTES(k.payload, 1), [&] {
+  emu::launch(mmq_grid(rows, n_tokens), MMQ_THREADS, mmq_shared(k, 1), [&] {
     k.gemm(w.device.data(), reinterpret_cast<const u8 *>(xq.data()), buffer.data(), rows, cols,
            n_tokens, 0);
   });
@@ -652,7 +665,7 @@ TEST_P(Int8TensorCoreGemm, SwigluEpilogueMatchesFloat64) {
   const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 167, 0.2f);
   const std::vector<U32x4> xq = quantized_rows(x, cols, n_tokens);
   std::vector<float> out(static_cast<size_t>(n_tokens) * rows, -99.0f);
-  emu::launch(mmq_grid(rows, n_tokens), MMQ_THREADS, MMQ_SHARED_BYTES(k.payload, 2), [&] {
+  emu::launch(mmq_grid(rows, n_tokens), MMQ_THREADS, mmq_shared(k, 2), [&] {
     k.gemm_swiglu(gate.device.data(), up.device.data(), reinterpret_cast<const u8 *>(xq.data()),
                   out.data(), rows, cols, n_tokens);
   });
