@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "bonsai/core/error.hpp"
+#include "bonsai/core/gguf.hpp"
 #include "bonsai/core/weight_prep.hpp"
 
 namespace bonsai::host {
@@ -10,8 +11,10 @@ namespace {
 
 class Uploader {
 public:
-  Uploader(const PluginContext &context, const ModelSpec &spec, const ProgressFn &progress)
-      : context_(context), progress_(progress), total_bytes_(spec.weight_bytes()) {}
+  Uploader(const PluginContext &context, const std::shared_ptr<const void> &mapping,
+           const ModelSpec &spec, const ProgressFn &progress)
+      : context_(context), mapping_(mapping), progress_(progress),
+        total_bytes_(spec.weight_bytes()) {}
 
   const bonsai_weight *upload(const TensorView &tensor) {
     const auto &api = context_.api();
@@ -34,6 +37,10 @@ public:
     if (handle == nullptr)
       context_.library().fail(
           fmt::format("upload_weight({}) returned OK but no handle", tensor.name));
+    // A plugin that copied or repacked the bytes (the CPU plugin repacks
+    // Q1_0) has read these pages of the file: give them back, so resident
+    // memory holds its copy, not both. Bytes it uses in place fault back in.
+    gguf::File::release_resident_pages(mapping_, tensor.data, tensor.nbytes);
     done_bytes_ += tensor.nbytes;
     if (progress_ && total_bytes_ > 0)
       progress_(
@@ -43,6 +50,7 @@ public:
 
 private:
   const PluginContext &context_;
+  const std::shared_ptr<const void> &mapping_;
   const ProgressFn &progress_;
   size_t total_bytes_ = 0;
   size_t done_bytes_ = 0;
@@ -50,11 +58,11 @@ private:
 
 } // namespace
 
-void upload_model(const PluginContext &context, const ModelSpec &spec, const ProgressFn &progress,
-                  UploadedModel &out) {
+void upload_model(const PluginContext &context, const std::shared_ptr<const void> &mapping,
+                  const ModelSpec &spec, const ProgressFn &progress, UploadedModel &out) {
   if (progress)
     progress(0.0);
-  Uploader uploader(context, spec, progress);
+  Uploader uploader(context, mapping, spec, progress);
   binding::bind_spec(
       spec, [&uploader](const TensorView &tensor) { return uploader.upload(tensor); }, out);
   if (progress)

@@ -1,6 +1,7 @@
 #pragma once
 // Uploading a model's weights into one plugin context and describing them
 // for bind_model().
+#include <memory>
 #include <vector>
 
 #include "bonsai/binding/model_binding.hpp"
@@ -16,8 +17,10 @@ using UploadedModel = binding::ModelBinding;
 
 // Uploads every tensor of `spec` with BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT
 // (the caller keeps the mapping alive longer than the context), reporting
-// progress by bytes. Throws PluginError naming the tensor on failure.
-void upload_model(const PluginContext &context, const ModelSpec &spec, const ProgressFn &progress,
-                  UploadedModel &out);
+// progress by bytes, and after each one releases this process's resident
+// pages of its bytes in `mapping` (gguf::File::mapping_handle(); empty: no
+// release). Throws PluginError naming the tensor on failure.
+void upload_model(const PluginContext &context, const std::shared_ptr<const void> &mapping,
+                  const ModelSpec &spec, const ProgressFn &progress, UploadedModel &out);
 
 } // namespace bonsai::host

@@ -44,7 +44,7 @@ open_session_on(const std::shared_ptr<const Engine::Impl> &engine_impl,
   const host::PluginContext &context = *session->context;
 
   const ProgressFn &progress = on_progress ? on_progress : engine.options.on_progress;
-  host::upload_model(context, engine.spec, progress, session->weights);
+  host::upload_model(context, engine.mapping, engine.spec, progress, session->weights);
   const auto &api = context.api();
   // A plugin built against ABI 1.0 cannot be told about scaled RoPE: its
   // layers would silently compute another model, so the host runs them.

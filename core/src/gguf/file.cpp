@@ -1,5 +1,7 @@
 // gguf::File: opening (read-only mmap) and the accessors over parsed data.
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <string>
@@ -31,6 +33,22 @@ struct FdGuard {
 };
 
 } // namespace
+
+void File::release_resident_pages(const std::shared_ptr<const void> &mapping_handle,
+                                  const void *data, size_t n) {
+  const auto *mapping = static_cast<const Mapping *>(mapping_handle.get());
+  if (mapping == nullptr || mapping->addr == nullptr || n == 0)
+    return;
+  const auto base = reinterpret_cast<uintptr_t>(mapping->addr);
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  if (begin < base || begin - base > mapping->size || n > mapping->size - (begin - base))
+    return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = begin / page * page; // the mapping itself is page-aligned
+  const uintptr_t end = std::min(base + mapping->size, (begin + n + page - 1) / page * page);
+  // Advice only: a failure changes nothing.
+  ::madvise(reinterpret_cast<void *>(first), end - first, MADV_DONTNEED);
+}
 
 File::File(File &&) noexcept = default;
 File &File::operator=(File &&) noexcept = default;

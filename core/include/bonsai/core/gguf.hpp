@@ -116,6 +116,15 @@ public:
   // and keep only the tensor data. For parse(), the caller's bytes are not
   // owned: the handle is empty and they must outlive their users as before.
   std::shared_ptr<const void> mapping_handle() const { return mapping_; }
+  // Drops this process's resident copies of the pages holding bytes
+  // [data, data + n) of the mapping behind a handle from mapping_handle()
+  // (madvise MADV_DONTNEED, whole pages, on the read-only private file
+  // mapping): nothing is lost, a later read faults a page back from the page
+  // cache. A host calls it once a backend has copied or repacked a weight, so
+  // the pages it read stop counting against the process. Bytes outside the
+  // mapping, or an empty handle: nothing to do.
+  static void release_resident_pages(const std::shared_ptr<const void> &mapping_handle,
+                                     const void *data, size_t n);
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
   size_t file_size() const { return bytes_.size(); }
