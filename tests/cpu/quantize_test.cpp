@@ -39,29 +39,28 @@ Quantized quantize_with(QuantizeRowFn fn, const std::vector<float> &x, QuantLayo
 
 // One block, zero except for a few values; expectations worked out by hand
 // from the layout definitions in activations.hpp.
-TEST(QuantizeScalar, Q1Pairs512ScalesEachGroupInBothHalvesAndKeepsNaturalOrder) {
+TEST(QuantizeScalar, Q1Mask512ScalesEachLaneAndKeepsNaturalOrder) {
   std::vector<float> x(kActBlock, 0.0f);
-  x[3] = 2.0f;    // group (3 % 32) / 4 = 0
-  x[102] = -1.0f; // group (102 % 32) / 4 = 1
-  x[36] = 0.5f;   // group 1 too: 0.5 / (1 / 127) = 63.5 rounds to the even 64
-  x[73] = 0.5f;   // group (73 % 32) / 4 = 2
-  x[127] = 4.0f;  // group 7
-  const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Q1Pairs512);
+  x[3] = 2.0f;   // lane 0 (values 0..3, 64..67)
+  x[70] = -1.0f; // lane (70 - 64) / 4 = 1
+  x[68] = 0.5f;  // lane 1 too: 0.5 / (1 / 127) = 63.5 rounds to the even 64
+  x[9] = 0.5f;   // lane 2 (values 8..11, 72..75)
+  const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Q1Mask512);
   for (int e = 0; e < kActBlock; ++e) {
-    const int expected = e == 3     ? 127
-                         : e == 102 ? -127
-                         : e == 36  ? 64
-                         : e == 73  ? 127
-                         : e == 127 ? 127
-                                    : 0;
+    const int expected = e == 3 ? 127 : e == 70 ? -127 : e == 68 ? 64 : e == 9 ? 127 : 0;
     EXPECT_EQ(r.q[e], expected) << "value " << e;
   }
-  const float scales[8] = {2.0f / 127.0f, 1.0f / 127.0f, 0.5f / 127.0f, 0, 0, 0, 0, 4.0f / 127.0f};
-  const float corrections[8] = {2.0f, (-127.0f + 64.0f) / 127.0f, 0.5f, 0, 0, 0, 0, 4.0f};
-  for (int lane = 0; lane < kLaneCount; ++lane) {
-    EXPECT_EQ(r.meta[lane], scales[lane % 8]) << "lane " << lane;
-    EXPECT_FLOAT_EQ(r.meta[kLaneCount + lane], corrections[lane % 8]) << "lane " << lane;
-  }
+  const float s0 = 2.0f / 127.0f, s1 = 1.0f / 127.0f, s2 = 0.5f / 127.0f;
+  EXPECT_EQ(r.meta[0], s0);
+  EXPECT_EQ(r.meta[1], s1);
+  EXPECT_EQ(r.meta[2], s2);
+  for (int lane = 3; lane < kLaneCount; ++lane)
+    EXPECT_EQ(r.meta[lane], 0.0f) << "lane " << lane;
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 0], 2.0f);
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 1], (-127.0f + 64.0f) * s1);
+  EXPECT_FLOAT_EQ(r.meta[kLaneCount + 2], 0.5f);
+  for (int lane = 3; lane < kLaneCount; ++lane)
+    EXPECT_EQ(r.meta[kLaneCount + lane], 0.0f) << "lane " << lane;
 }
 
 TEST(QuantizeScalar, Q2Lanes512StoresCodeOrderAndScalesEachLane) {
@@ -101,7 +100,7 @@ TEST(QuantizeScalar, NaNBecomesZeroAndIsIgnoredByTheScale) {
   std::vector<float> x(kActBlock, 0.0f);
   x[1] = std::numeric_limits<float>::quiet_NaN();
   x[2] = 0.25f;
-  const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Q1Pairs512);
+  const Quantized r = quantize_with(quantize_act_row, x, QuantLayout::Q1Mask512);
   EXPECT_EQ(r.q[1], 0);
   EXPECT_EQ(r.q[2], 127);
   EXPECT_EQ(r.meta[0], 0.25f / 127.0f);
@@ -160,12 +159,12 @@ TEST_P(QuantizeAvx512, BytesAndMetaEqualTheScalarQuantizer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx512,
-                         ::testing::Values(QuantLayout::Q1Pairs512, QuantLayout::Q2Lanes512,
+                         ::testing::Values(QuantLayout::Q1Mask512, QuantLayout::Q2Lanes512,
                                            QuantLayout::Q1Lanes, QuantLayout::Natural),
                          [](const auto &info) {
                            switch (info.param) {
-                           case QuantLayout::Q1Pairs512:
-                             return std::string("Q1Pairs512");
+                           case QuantLayout::Q1Mask512:
+                             return std::string("Q1Mask512");
                            case QuantLayout::Q2Lanes512:
                              return std::string("Q2Lanes512");
                            case QuantLayout::Q1Lanes:

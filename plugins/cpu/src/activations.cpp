@@ -9,7 +9,7 @@ namespace bonsai::cpu {
 int layout_position(QuantLayout layout, int e) {
   switch (layout) {
   case QuantLayout::Natural:
-  case QuantLayout::Q1Pairs512:
+  case QuantLayout::Q1Mask512:
     break;
   case QuantLayout::Q1Lanes:
     return ((e % 16) / 4) * 32 + (e / 16) * 4 + e % 4;
@@ -21,26 +21,21 @@ int layout_position(QuantLayout layout, int e) {
 }
 
 bool layout_has_lane_meta(QuantLayout layout) {
-  return layout == QuantLayout::Q1Pairs512 || layout == QuantLayout::Q2Lanes512;
+  return layout == QuantLayout::Q1Mask512 || layout == QuantLayout::Q2Lanes512;
+}
+
+int layout_lane(QuantLayout layout, int e) {
+  if (!layout_has_lane_meta(layout))
+    return -1;
+  return (layout_position(layout, e) % 64) / 4;
 }
 
 int layout_scale_group(QuantLayout layout, int e) {
-  switch (layout) {
-  case QuantLayout::Q2Lanes512: // the int32 lane the value is summed into
-    return (layout_position(layout, e) % 64) / 4;
-  case QuantLayout::Q1Pairs512:
-    return (e % 32) / 4;
-  default:
-    return e / kActSub;
-  }
+  return layout_has_lane_meta(layout) ? layout_lane(layout, e) : e / kActSub;
 }
 
 int layout_scale_groups(QuantLayout layout) {
-  return layout == QuantLayout::Q2Lanes512 ? kLaneCount : kSubsPerBlock;
-}
-
-int lane_scale_group(QuantLayout layout, int lane) {
-  return layout == QuantLayout::Q1Pairs512 ? lane % kSubsPerBlock : lane;
+  return layout_has_lane_meta(layout) ? kLaneCount : kSubsPerBlock;
 }
 
 int meta_per_block(QuantLayout layout) {
@@ -121,17 +116,11 @@ void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const Qu
         qb[table.position[e]] = v;
         sum += v;
       }
-      if (!table.lane_meta) {
-        d[g] = scale;
+      d[g] = scale;
+      if (table.lane_meta)
+        d[kLaneCount + g] = scale * static_cast<float>(sum); // group g is lane g
+      else
         block_sum += scale * static_cast<float>(sum);
-        continue;
-      }
-      for (int lane = 0; lane < kLaneCount; ++lane) {
-        if (lane_scale_group(layout, lane) != g)
-          continue;
-        d[lane] = scale;
-        d[kLaneCount + lane] = scale * static_cast<float>(sum);
-      }
     }
     if (!table.lane_meta)
       out.dsum[b * out.stride] = block_sum;

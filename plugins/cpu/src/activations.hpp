@@ -38,11 +38,9 @@ enum class QuantLayout {
   // At 32k + b for e = 4b + k: chunk k lines up with the k-th 2-bit code of
   // every Q2_0 byte b, and bytes 4j..4j+3 are values 16j..16j+15.
   Q2Lanes,
-  // At e, for the AVX-512 Q1_0 kernel that holds two weight rows in one
-  // register (kernels/avx512_q1_pairs.cpp): int32 lanes j and 8 + j (j < 8)
-  // sum the values 32k + 4j + r (k, r < 4) against the first and the second
-  // row. Scale group j (16 values); lanes j and 8 + j both carry its meta.
-  Q1Pairs512,
+  // At e (the raw Q1_0 sign bits are the byte mask of the block). Lane j
+  // sums values 4j..4j+3 and 64+4j..64+4j+3.
+  Q1Mask512,
   // Q2Lanes order. Lane j sums positions 4j..4j+3 and 64+4j..64+4j+3: the
   // values 16s + 4i + k (i < 4) of s = j % 8 with k = 0, 2 (j < 8) or 1, 3.
   Q2Lanes512,
@@ -50,13 +48,14 @@ enum class QuantLayout {
 inline constexpr int kQuantLayouts = 5;
 
 int layout_position(QuantLayout layout, int e);
-// The scale group of value e: its sub-block (0..7, 16 values each), for
-// Q2Lanes512 its lane (0..15, 8 values each), for Q1Pairs512 (e % 32) / 4.
+// The scale group of value e: its sub-block (0..7, 16 values each), or for
+// the 512 layouts its lane (0..15, 8 values each).
 int layout_scale_group(QuantLayout layout, int e);
 int layout_scale_groups(QuantLayout layout); // 8 or 16
+// For the 512 layouts: the int32 lane (0..15) value e is summed into, i.e.
+// (position % 64) / 4; -1 for the others.
+int layout_lane(QuantLayout layout, int e);
 bool layout_has_lane_meta(QuantLayout layout);
-// For the 512 layouts: the scale group whose meta int32 lane j (0..15) carries.
-int lane_scale_group(QuantLayout layout, int lane);
 
 // Metadata floats per block and token: 8 sub-block scales, or for the 512
 // layouts 16 lane scales followed by 16 lane corrections

@@ -78,8 +78,8 @@ inline void discard_step(Context &ctx) {
 }
 
 // A weight for this context from an upload descriptor. Throws PluginError.
-inline std::unique_ptr<Weight> new_weight(Context &ctx, const bonsai_weight_desc &desc) {
-  return make_weight(desc, WeightStorage{ctx.kernels->q1_row_pairs, ctx.arena.get()});
+inline std::unique_ptr<Weight> new_weight(Context &, const bonsai_weight_desc &desc) {
+  return make_weight(desc);
 }
 
 // Builds a context from a size-checked descriptor. Throws PluginError.

@@ -28,7 +28,8 @@ int32_t argmax_row(const float *row, int n) {
 void embed_tokens(BoundModel &m, const int32_t *token_ids, const int32_t *positions, int n_tokens) {
   const int64_t n_embd = m.dims.n_embd;
   for (int i = 0; i < n_tokens; ++i)
-    m.token_embd->dequantize(token_ids[i], m.buffers.x.get() + i * n_embd);
+    dequantize_row(m.token_embd->type, m.token_embd->row(token_ids[i]),
+                   m.buffers.x.get() + i * n_embd, n_embd);
   rope_table(positions, n_tokens, m.dims.rope.inv_freq, m.dims.rope.magnitude, m.buffers.rope_cos,
              m.buffers.rope_sin);
 }

@@ -12,10 +12,6 @@
 namespace bonsai::cpu {
 namespace tbb = oneapi::tbb;
 
-// Tasks start at multiples of kRowChunk rows, so a task never splits a
-// repacked row pair (Weight::kernel_rows).
-static_assert(kRowChunk % 2 == 0);
-
 const QuantizedActs &ActInput::quantized(QuantLayout layout, QuantizeRowFn quantize,
                                          tbb::task_arena &arena) {
   const int index = static_cast<int>(layout);
@@ -75,8 +71,8 @@ RowJob make_job(const Weight &w, const QuantizedActs *q, const ActInput &in, int
                 int t0, int t1) {
   RowJob job;
   job.type = w.type;
-  job.w = w.kernel_rows(r0);
-  job.w_row_bytes = w.kernel_stride();
+  job.w = w.row(r0);
+  job.w_row_bytes = w.row_bytes;
   job.cols = w.cols;
   job.n_rows = r1 - r0;
   job.n_tokens = t1 - t0;

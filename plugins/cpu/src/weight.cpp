@@ -2,11 +2,6 @@
 
 #include <cstring>
 #include <limits>
-#include <vector>
-
-#include <oneapi/tbb/blocked_range.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/task_arena.h>
 
 #include "plugin_error.hpp"
 
@@ -40,46 +35,7 @@ std::string Weight::label() const {
                    static_cast<long long>(cols));
 }
 
-const uint8_t *Weight::kernel_rows(int64_t r0) const {
-  if (pairs)
-    return pairs.get() + static_cast<size_t>(r0 / 2) * pair_shape.pair_bytes();
-  return data + static_cast<size_t>(r0) * row_bytes;
-}
-
-size_t Weight::kernel_stride() const {
-  return pairs ? pair_shape.pair_bytes() : row_bytes;
-}
-
-void Weight::dequantize(int64_t r, float *out) const {
-  if (!pairs) {
-    dequantize_row(type, data + static_cast<size_t>(r) * row_bytes, out, cols);
-    return;
-  }
-  std::vector<uint8_t> row(row_bytes);
-  q1_pairs_row(pairs.get(), pair_shape, r, row.data());
-  dequantize_row(type, row.data(), out, cols);
-}
-
-namespace {
-
-// The pairs are independent: split across the arena's threads (an 8B model
-// repacks about a gigabyte at load).
-void repack_pairs(Weight &w, const uint8_t *src, oneapi::tbb::task_arena &arena) {
-  w.pair_shape.rows = w.rows;
-  w.pair_shape.n_blocks = w.cols / traits_of(GgmlType::Q1_0).block_elements;
-  w.pairs = std::make_unique_for_overwrite<uint8_t[]>(w.pair_shape.total_bytes());
-  arena.execute([&] {
-    oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, w.pair_shape.pairs(), 64),
-                              [&](const oneapi::tbb::blocked_range<int64_t> &range) {
-                                repack_q1_pairs(src, w.row_bytes, w.pair_shape, range.begin(),
-                                                range.end(), w.pairs.get());
-                              });
-  });
-}
-
-} // namespace
-
-std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc, const WeightStorage &storage) {
+std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc) {
   const std::string name = desc.name ? desc.name : "(unnamed)";
   if (!is_supported_type(desc.type))
     fail(BONSAI_ERR_UNSUPPORTED,
@@ -122,9 +78,7 @@ std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc, const Weight
   w->cols = desc.cols;
   w->row_bytes = static_cast<size_t>(row_bytes);
   w->name = name;
-  if (storage.q1_row_pairs && w->type == GgmlType::Q1_0 && storage.arena != nullptr) {
-    repack_pairs(*w, static_cast<const uint8_t *>(desc.data), *storage.arena);
-  } else if ((desc.flags & BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT) != 0) {
+  if ((desc.flags & BONSAI_WEIGHT_DATA_OUTLIVES_CONTEXT) != 0) {
     w->data = static_cast<const uint8_t *>(desc.data);
   } else {
     w->owned = std::make_unique_for_overwrite<uint8_t[]>(static_cast<size_t>(expected));

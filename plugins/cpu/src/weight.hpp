@@ -1,7 +1,6 @@
 #pragma once
 // An uploaded weight: GGUF bytes exactly as stored, borrowed from the host
-// (zero copy, when it promises they outlive the context) or copied; or, for
-// Q1_0 under kernels that read rows in pairs, repacked (q1_pairs.hpp).
+// (zero copy, when it promises they outlive the context) or copied.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -9,9 +8,6 @@
 
 #include "bonsai/bonsai_backend.h"
 #include "bonsai/core/formats.hpp"
-#include <oneapi/tbb/task_arena.h>
-
-#include "q1_pairs.hpp"
 
 namespace bonsai::cpu {
 
@@ -20,25 +16,13 @@ struct Weight {
   int64_t rows = 0;
   int64_t cols = 0;
   size_t row_bytes = 0;
-  const uint8_t *data = nullptr;    // rows * row_bytes bytes; null when repacked
+  const uint8_t *data = nullptr;    // rows * row_bytes bytes
   std::unique_ptr<uint8_t[]> owned; // set when the bytes were copied
-  std::unique_ptr<uint8_t[]> pairs; // set when repacked in row pairs (then `data` is null)
-  Q1PairShape pair_shape;           // the pairs' geometry
   std::string name;                 // for messages
 
-  // What a row kernel reads from row r0 on (even when repacked: the pair
-  // holding it), and the bytes from one row, or pair, to the next.
-  const uint8_t *kernel_rows(int64_t r0) const;
-  size_t kernel_stride() const;
-  void dequantize(int64_t r, float *out) const; // row r as cols floats, any storage
-  std::string label() const;                    // "'blk.0.attn_q.weight' (q1_0, 2048 x 2048)"
-};
-
-// How a context stores what it is given: whether Q1_0 is repacked in row
-// pairs (the kernel set asks for it), and the arena that does the repacking.
-struct WeightStorage {
-  bool q1_row_pairs = false;
-  oneapi::tbb::task_arena *arena = nullptr;
+  const uint8_t *row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+  size_t nbytes() const { return static_cast<size_t>(rows) * row_bytes; }
+  std::string label() const; // "'blk.0.attn_q.weight' (q1_0, 2048 x 2048)"
 };
 
 // Types this plugin accepts: F32, F16, BF16, Q8_0, Q1_0, Q2_0, Q2_0_G64 (the
@@ -48,6 +32,6 @@ bool is_supported_type(uint32_t type_id);
 // Validates a descriptor (already size-checked) and builds the weight.
 // Throws PluginError: INVALID_ARGUMENT for bad shapes/sizes/pointers,
 // UNSUPPORTED for an unknown type.
-std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc, const WeightStorage &storage);
+std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc);
 
 } // namespace bonsai::cpu

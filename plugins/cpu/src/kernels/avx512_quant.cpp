@@ -1,4 +1,4 @@
-// AVX-512 (BW + VNNI) kernels for Q2_0 and mainline Q2_0 (group 64):
+// AVX-512 (BW + VNNI) kernels for Q1_0, Q2_0 and mainline Q2_0 (group 64):
 // the tiles of avx512_quant_tile.hpp over a matmul's rows and tokens.
 #if defined(__x86_64__) || defined(__i386__)
 
@@ -9,6 +9,7 @@ namespace {
 
 using avx512_tile::kTileRows;
 using avx512_tile::kTokenTile;
+using avx512_tile::Q1Unpack;
 using avx512_tile::Q2G64Unpack;
 using avx512_tile::Q2Unpack;
 using avx512_tile::tile;
@@ -40,6 +41,9 @@ template <class Unpack> void run_tiles(const RowJob &job) {
 
 } // namespace
 
+void avx512_rows_q1(const RowJob &job) {
+  run_tiles<Q1Unpack>(job);
+}
 void avx512_rows_q2(const RowJob &job) {
   run_tiles<Q2Unpack>(job);
 }

@@ -1,13 +1,13 @@
 #pragma once
-// The AVX-512 quantized row tile and its block unpackers for the 2-bit types
-// (the Q2Lanes512 layout of activations.hpp; Q1_0 has its own row-pair
-// kernel, avx512_q1_pairs.cpp). avx512_quant.cpp runs them over
+// The AVX-512 quantized row tile and its block unpackers (the lane layouts
+// of activations.hpp: Q1Mask512, Q2Lanes512). avx512_quant.cpp runs them over
 // a matmul's rows and tokens; bench/cpu/ptq1_native_bench.cpp puts another
 // encoding's unpacker into the same tile to compare it with these.
 //
 // A weight block is first turned into two registers of unsigned bytes
-// u_e = w_e / d_w + 1 (64 values each): the 2-bit codes, shifted and masked.
-// The per-token work is then:
+// u_e = w_e / d_w + 1 (64 values each): for Q1_0 the 64 sign bits of a half
+// are a __mmask64 that selects 2 or 0 per byte; for Q2_0 the 2-bit codes are
+// shifted and masked. The per-token work is then the same for both types:
 //   S     = VPDPBUSD(VPDPBUSD(0, u_low, x_low), u_high, x_high)  (16 lanes)
 //   acc  += d_w * (scale_lane * S - correction_lane)
 // where the activation quantizer stored scale and correction per lane, so
@@ -55,6 +55,19 @@ BONSAI_TARGET_AVX512 inline void split_codes(__m512i packed, __m512i &low, __m51
 
 // Unpackers give a 128-weight block's two registers of u_e and its weight
 // scale per int32 lane.
+struct Q1Unpack {
+  static constexpr size_t kBytes = sizeof(BlockQ1_0);
+  BONSAI_TARGET_AVX512 static __m512 scales(const uint8_t *block) { return broadcast_f16(block); }
+  // Bit e (LSB first) of the 16 sign bytes is value e: 2 where set, else 0.
+  BONSAI_TARGET_AVX512 static void unpack(const uint8_t *block, __m512i &low, __m512i &high) {
+    uint64_t bits[2];
+    std::memcpy(bits, block + 2, sizeof(bits));
+    const __m512i twos = _mm512_set1_epi8(2);
+    low = _mm512_maskz_mov_epi8(bits[0], twos);
+    high = _mm512_maskz_mov_epi8(bits[1], twos);
+  }
+};
+
 struct Q2Unpack {
   static constexpr size_t kBytes = sizeof(BlockQ2_0);
   BONSAI_TARGET_AVX512 static __m512 scales(const uint8_t *block) { return broadcast_f16(block); }

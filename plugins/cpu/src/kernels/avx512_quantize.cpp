@@ -68,51 +68,45 @@ inline LaneScales lane_scales(const float *amax) {
   return s;
 }
 
-// Writes the block's 128 bytes and its lane meta. Lane j of `sums` adds
-// positions 4j..4j+3 of both 64-byte halves: lane j's scale group for
-// Q2Lanes512; for Q1Pairs512 group j % 8 also owns lane j ^ 8, so the two
-// are added (`pair_groups`).
+// Writes the block's 128 bytes and its lane meta: lane j sums positions
+// 4j..4j+3 of both 64-byte halves and has scale[j].
 BONSAI_TARGET_AVX512 inline void store_block(__m512i low, __m512i high, const LaneScales &s,
-                                             bool pair_groups, int8_t *q, float *meta) {
+                                             int8_t *q, float *meta) {
   _mm512_storeu_si512(q, low);
   _mm512_storeu_si512(q + 64, high);
   // Signed bytes times 1 (unsigned): dpbusd with the bytes as the signed side.
   const __m512i ones = _mm512_set1_epi8(1);
-  __m512i sums =
+  const __m512i sums =
       _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, low), ones, high);
-  if (pair_groups)
-    sums = _mm512_add_epi32(sums, _mm512_shuffle_i32x4(sums, sums, _MM_SHUFFLE(1, 0, 3, 2)));
   const __m512 scale = _mm512_load_ps(s.scale);
   _mm512_storeu_ps(meta, scale);
   _mm512_storeu_ps(meta + kLaneCount, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(sums)));
 }
 
-// Q1Pairs512: natural order; value e is in scale group (e % 32) / 4, so
-// vector k (values 16k..16k+15) holds groups 4 (k % 2) + i in lanes 4i..4i+3.
-BONSAI_TARGET_AVX512 void quantize_q1_pairs(const float *xb, int8_t *q, float *meta) {
+// Q1Mask512: natural order; lane j = values 4j..4j+3 and 64+4j..64+4j+3,
+// i.e. lanes 4(j % 4).. of vectors j / 4 and 4 + j / 4.
+BONSAI_TARGET_AVX512 void quantize_q1_mask(const float *xb, int8_t *q, float *meta) {
   __m512 x[kVectors];
   for (int k = 0; k < kVectors; ++k)
     x[k] = _mm512_loadu_ps(xb + 16 * k);
-  alignas(64) float group_max[2][16]; // [k % 2], group 4 (k % 2) + i at lane 4i
-  for (int parity = 0; parity < 2; ++parity) {
-    __m512 m = abs_no_nan(x[parity]);
-    for (int k = parity + 2; k < kVectors; k += 2)
-      m = _mm512_max_ps(m, abs_no_nan(x[k]));
-    _mm512_store_ps(group_max[parity], max_in_fours(m));
-  }
+  alignas(64) float group_max[4][16];
+  for (int k = 0; k < 4; ++k)
+    _mm512_store_ps(group_max[k],
+                    max_in_fours(_mm512_max_ps(abs_no_nan(x[k]), abs_no_nan(x[k + 4]))));
   float amax[kLaneCount];
-  for (int lane = 0; lane < kLaneCount; ++lane) {
-    const int group = lane % 8;
-    amax[lane] = group_max[group / 4][4 * (group % 4)];
-  }
+  for (int j = 0; j < kLaneCount; ++j)
+    amax[j] = group_max[j / 4][4 * (j % 4)];
   const LaneScales s = lane_scales(amax);
   const __m512 inv16 = _mm512_load_ps(s.inv);
-  const __m512i pick_even = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  const __m512i pick_odd = _mm512_add_epi32(pick_even, _mm512_set1_epi32(4));
   __m512i r[kVectors];
-  for (int k = 0; k < kVectors; ++k)
-    r[k] = round_clamped(x[k], _mm512_permutexvar_ps(k % 2 == 0 ? pick_even : pick_odd, inv16));
-  store_block(narrow4(r), narrow4(r + 4), s, true, q, meta);
+  for (int k = 0; k < kVectors; ++k) {
+    const int first = 4 * (k % 4); // the lanes of the vector's four 4-value groups
+    const __m512i pick = _mm512_setr_epi32(first, first, first, first, first + 1, first + 1,
+                                           first + 1, first + 1, first + 2, first + 2, first + 2,
+                                           first + 2, first + 3, first + 3, first + 3, first + 3);
+    r[k] = round_clamped(x[k], _mm512_permutexvar_ps(pick, inv16));
+  }
+  store_block(narrow4(r), narrow4(r + 4), s, q, meta);
 }
 
 // Q2Lanes512: value e = 4b + k goes to position 32k + b; vector s holds
@@ -145,7 +139,7 @@ BONSAI_TARGET_AVX512 void quantize_q2_lanes(const float *xb, int8_t *q, float *m
       _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
   const __m512i chunks23 = _mm512_add_epi32(chunks01, _mm512_set1_epi32(2));
   store_block(_mm512_permutex2var_epi32(first, chunks01, second),
-              _mm512_permutex2var_epi32(first, chunks23, second), s, false, q, meta);
+              _mm512_permutex2var_epi32(first, chunks23, second), s, q, meta);
 }
 
 } // namespace
@@ -153,8 +147,8 @@ BONSAI_TARGET_AVX512 void quantize_q2_lanes(const float *xb, int8_t *q, float *m
 void avx512_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
                              const QuantTarget &out) {
   void (*block_fn)(const float *, int8_t *, float *) = nullptr;
-  if (layout == QuantLayout::Q1Pairs512)
-    block_fn = quantize_q1_pairs;
+  if (layout == QuantLayout::Q1Mask512)
+    block_fn = quantize_q1_mask;
   else if (layout == QuantLayout::Q2Lanes512)
     block_fn = quantize_q2_lanes;
   if (block_fn == nullptr) {

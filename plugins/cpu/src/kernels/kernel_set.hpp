@@ -23,8 +23,8 @@ WeightKind weight_kind(GgmlType type); // only for supported types
 // into jobs, so results are bit-identical however the work is scheduled.
 struct RowJob {
   GgmlType type = GgmlType::F32;
-  const uint8_t *w = nullptr; // first row's bytes (or its row pair's, for repacked Q1_0)
-  size_t w_row_bytes = 0;     // bytes from one row (or row pair) to the next
+  const uint8_t *w = nullptr; // first row's bytes
+  size_t w_row_bytes = 0;
   int64_t cols = 0;
   int64_t n_rows = 0;
   int n_tokens = 0;
@@ -76,9 +76,6 @@ struct KernelSet {
   bool quantized_input[kWeightKinds] = {};
   QuantLayout layout[kWeightKinds] = {};
   QuantizeRowFn quantize = quantize_act_row; // activation quantizer for the layouts above
-  // Q1_0 weights are repacked at upload into row pairs (q1_pairs.hpp), which
-  // rows[Q1_0] reads: RowJob::w is then the pair holding the first row.
-  bool q1_row_pairs = false;
   float (*dot)(const float *a, const float *b, int64_t n) = nullptr;
   void (*axpy)(float alpha, const float *x, float *y, int64_t n) = nullptr; // y += alpha x
   // Optional whole-head attention helpers for f32 or f16 spans (used when

@@ -38,9 +38,8 @@ KernelSet make_avx2_set() {
 KernelSet make_avx512_set() {
   KernelSet set = make_avx2_set(); // float types and Q8_0 stay on AVX2
   set.name = "avx512";
-  set.rows[static_cast<int>(WeightKind::Q1_0)] = avx512_rows_q1_pairs;
-  set.layout[static_cast<int>(WeightKind::Q1_0)] = QuantLayout::Q1Pairs512;
-  set.q1_row_pairs = true;
+  set.rows[static_cast<int>(WeightKind::Q1_0)] = avx512_rows_q1;
+  set.layout[static_cast<int>(WeightKind::Q1_0)] = QuantLayout::Q1Mask512; // masks are raw bits
   set.rows[static_cast<int>(WeightKind::Q2_0)] = avx512_rows_q2;
   set.layout[static_cast<int>(WeightKind::Q2_0)] = QuantLayout::Q2Lanes512;
   set.rows[static_cast<int>(WeightKind::Q2_0_G64)] = avx512_rows_q2_g64;

@@ -19,7 +19,7 @@ void avx2_weighted_values(const float *p, const HeadSpan &values, float *out);
 float avx2_softmax_weights(float *scores, int64_t n);
 void avx2_to_f16(const float *x, uint16_t *out, int64_t n);
 
-void avx512_rows_q1_pairs(const RowJob &job); // rows repacked in pairs (q1_pairs.hpp)
+void avx512_rows_q1(const RowJob &job);
 void avx512_key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale,
                              float *out, int64_t out_stride);
 void avx512_weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
