@@ -2,10 +2,12 @@
 // shape (GGUF [2048, 6144]: 2048 inputs, 6144 outputs; 1.5 MiB in Q1_0, so it
 // stays in L3 and measures the kernel) and on the tied LM head / embedding
 // (151,936 outputs: 40 MiB in Q1_0, read from DRAM like decode's weights)
-// in Q1_0, Q2_0 and mainline Q2_0 (group 64), and on two decode shapes of the 8B model too large
-// for the caches (4,096 and 12,288 inputs: the long rows of the 8B down projection are where a
-// prefetch that runs ahead of one row falls behind the next three). Counters: weight_GB/s = weight
-// bytes read per call / time (GEMV is bound by it), GOP/s = 2 * rows * cols * n_tokens / time.
+// in Q1_0, Q2_0 and mainline Q2_0 (group 64), on the square attention shape (2,048 x 2,048:
+// 0.56 MiB in Q1_0, inside one core's 1 MiB L2, so one thread measures the kernel alone), and on
+// two decode shapes of the 8B model too large for the caches (4,096 and 12,288 inputs: the long
+// rows of the 8B down projection are where a prefetch that runs ahead of one row falls behind the
+// next three). Counters: weight_GB/s = weight bytes read per call / time (GEMV is bound by it),
+// GOP/s = 2 * rows * cols * n_tokens / time.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -80,7 +82,8 @@ void BM_Matmul(benchmark::State &state, GgmlType type, const char *kernels) {
 
 // Token counts and shapes for the fast kernels of every type.
 void fast_kernel_shapes(benchmark::internal::Benchmark *b) {
-  b->Args({1, kFfnRows, kCols})
+  b->Args({1, kCols, kCols})
+      ->Args({1, kFfnRows, kCols})
       ->Args({8, kFfnRows, kCols})
       ->Args({32, kFfnRows, kCols})
       ->Args({512, kFfnRows, kCols})
