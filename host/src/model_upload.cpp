@@ -37,9 +37,10 @@ public:
     if (handle == nullptr)
       context_.library().fail(
           fmt::format("upload_weight({}) returned OK but no handle", tensor.name));
-    // A plugin that copied or repacked the bytes (the CPU plugin repacks
-    // Q1_0) has read these pages of the file: give them back, so resident
-    // memory holds its copy, not both. Bytes it uses in place fault back in.
+    // A plugin that copied the bytes (the CUDA plugin, to the device), or a
+    // conversion above that read them, touched these pages of the file: give
+    // them back, so resident memory holds the copy, not both. Bytes a plugin
+    // uses in place (the CPU plugin) fault back in when it reads them.
     gguf::File::release_resident_pages(mapping_, tensor.data, tensor.nbytes);
     done_bytes_ += tensor.nbytes;
     if (progress_ && total_bytes_ > 0)
