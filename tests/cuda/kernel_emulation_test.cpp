@@ -571,6 +571,78 @@ TEST_P(Dp4aGemv, SwigluEpilogueMatchesFloat64WithAndWithoutFusedNorm) {
     }
 }
 
+// Several tokens in one launch (grid y = token): each token's rows of the
+// input and output, with the input quantized per token into rows
+// int8_staging_bytes apart (5 blocks of 128: 760 bytes, so a row starts at
+// 768 and the padding matters) or by each block from its own row.
+TEST_P(Dp4aGemv, TokensAlongGridYEachMatchFloat64) {
+  const Dp4aKernels k = GetParam();
+  const int n_tokens = 3, cols = 640, rows_a = 37, rows_b = 5;
+  const float eps = 1e-6f;
+  const size_t stride = (dp4a_shared(cols) + 15) / 16; // in U32x4
+  ASSERT_EQ(stride * 16, 768u);
+  const QuantMatrix a = make_matrix(k.type, rows_a, cols, 211);
+  const QuantMatrix b = make_matrix(k.type, rows_b, cols, 223);
+  const QuantMatrix up = make_matrix(k.type, rows_a, cols, 227);
+  const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 229, 2.0f);
+  const std::vector<float> norm = random_floats(cols, 233);
+  std::vector<std::vector<float>> normed(n_tokens);
+  for (int t = 0; t < n_tokens; ++t)
+    normed[t] = rms_normalized(std::vector<float>(x.begin() + t * cols, x.begin() + (t + 1) * cols),
+                               norm, eps);
+  const std::vector<float> residual = random_floats(static_cast<size_t>(n_tokens) * rows_a, 239);
+  for (const bool staged : kInputStagings) {
+    Dp4aInput in{x.data(), norm.data(), eps, cols, nullptr};
+    std::vector<U32x4> buffer(stride * n_tokens + 1, U32x4{0, 0, 0, 0});
+    if (staged) {
+      emu::launch({n_tokens, 1, 1}, 256, 0, [&] { bonsai_quantize_input(in, buffer.data()); });
+      in = {nullptr, nullptr, 0.0f, cols, buffer.data()};
+    }
+    // Two targets accumulating: the first into a residual, the second into
+    // zeros followed by guards.
+    std::vector<float> ya = residual, yb(static_cast<size_t>(n_tokens) * rows_b + 4, 12345.0f);
+    std::fill(yb.begin(), yb.begin() + n_tokens * rows_b, 0.0f);
+    Dp4aTargets targets{};
+    targets.n = 2;
+    targets.w[0] = a.device.data(), targets.w[1] = b.device.data();
+    targets.out[0] = ya.data(), targets.out[1] = yb.data();
+    targets.rows[0] = rows_a, targets.rows[1] = rows_b;
+    targets.first_block[1] = static_cast<int>(dp4a_blocks(rows_a));
+    targets.first_block[2] = static_cast<int>(dp4a_blocks(rows_a) + dp4a_blocks(rows_b));
+    emu::launch({static_cast<unsigned>(targets.first_block[2]), n_tokens, 1}, 256,
+                dp4a_shared(cols), [&] { k.gemv(targets, in, 1); });
+    std::vector<float> ff(static_cast<size_t>(n_tokens) * rows_a, -99.0f);
+    emu::launch({dp4a_blocks(rows_a), n_tokens, 1}, 256, dp4a_shared(cols),
+                [&] { k.gemv_swiglu(a.device.data(), up.device.data(), in, ff.data(), rows_a); });
+    for (int t = 0; t < n_tokens; ++t) {
+      const float *xt = normed[t].data();
+      const auto bound = [&](const float *wr) {
+        return int8_rounding_bound(wr, xt, cols) + 1e-5 * abs_dot(wr, xt, cols);
+      };
+      for (int r = 0; r < rows_a; ++r) {
+        const float *wr = a.decoded.data() + static_cast<size_t>(r) * cols;
+        const float *ur = up.decoded.data() + static_cast<size_t>(r) * cols;
+        const size_t at = static_cast<size_t>(t) * rows_a + r;
+        ASSERT_NEAR(ya[at], residual[at] + dot(wr, xt, cols), bound(wr))
+            << "token " << t << " row " << r << " staged " << staged;
+        const double g = dot(wr, xt, cols), u = dot(ur, xt, cols);
+        const double silu = g / (1.0 + std::exp(-g));
+        ASSERT_NEAR(ff[at], silu * u,
+                    1.1 * (std::fabs(u) + bound(ur)) * bound(wr) + std::fabs(silu) * bound(ur) +
+                        1e-6)
+            << "swiglu token " << t << " row " << r << " staged " << staged;
+      }
+      for (int r = 0; r < rows_b; ++r) {
+        const float *wr = b.decoded.data() + static_cast<size_t>(r) * cols;
+        ASSERT_NEAR(yb[static_cast<size_t>(t) * rows_b + r], dot(wr, xt, cols), bound(wr))
+            << "second target token " << t << " row " << r << " staged " << staged;
+      }
+    }
+    for (size_t i = static_cast<size_t>(n_tokens) * rows_b; i < yb.size(); ++i)
+      ASSERT_EQ(yb[i], 12345.0f) << "guard " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, Dp4aGemv, ::testing::ValuesIn(kDp4aTypes), [](const auto &info) {
   return std::string(bonsai::type_name(static_cast<uint32_t>(info.param.type)));
 });

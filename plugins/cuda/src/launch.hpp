@@ -22,21 +22,29 @@ inline unsigned threads_for(int n) {
   return static_cast<unsigned>((n + 31) / 32 * 32);
 }
 
-// A single-token input row: x, or RMSNorm(x) * norm when norm is not 0.
+// The input rows of the int8 GEMVs, one per token: x, or RMSNorm(x) * norm
+// when norm is not 0.
 struct NormedInput {
   CUdeviceptr x = 0;
-  CUdeviceptr norm = 0; // f32 vector of x's length, or 0
+  CUdeviceptr norm = 0; // f32 vector of x's row length, or 0
   float eps = 0.0f;
-  // Device scratch of int8_staging_bytes(cols) where the int8 path
-  // quantizes the row once for all its blocks, or 0: each block quantizes.
+  // Device scratch of int8_staging_bytes(cols) per token where the int8
+  // path quantizes each row once for all its blocks, or 0: each block
+  // quantizes its token's row.
   CUdeviceptr staging = 0;
+  int n_tokens = 1; // rows of x, at most kMaxInt8GemvTokens
 };
 
-// Bytes of the quantized input row of `cols` columns (kernels/gemv_dp4a.cuh).
+// Bytes of one token's quantized input row of `cols` columns
+// (kernels/int8_input.cuh), rounded up to 16 so that rows stay aligned.
 int64_t int8_staging_bytes(int64_t cols);
 
-// Up to kMaxGroupWeights matmuls of one token that share their input (Q, K
-// and V).
+// Steps of up to this many tokens (several sequences decoding together, a
+// short prompt) run their Q1_0/Q2_0 matmuls on the int8 GEMVs, one token per
+// grid row; longer ones on the tensor-core GEMMs.
+inline constexpr int kMaxInt8GemvTokens = 8;
+
+// Up to kMaxGroupWeights matmuls that share their input (Q, K and V).
 inline constexpr int kMaxGroupWeights = 3; // DP4A_MAX_TARGETS of gemv_dp4a.cuh
 struct MatmulGroup {
   const Weight *weights[kMaxGroupWeights] = {};
@@ -50,11 +58,11 @@ MatmulGroup single_matmul(const Weight &w, CUdeviceptr out);
 // The group as one int8 GEMV launch (kernels/gemv_dp4a.cuh) with the norm
 // fused, out_i = W_i in (+ out_i when accumulate). Returns false and
 // launches nothing when the int8 GEMVs do not apply (option off, weight
-// types without them, mixed types or widths, too many columns).
+// types without them, mixed types or widths, too many columns or tokens).
 bool launch_int8_group(const Device &device, const Kernels &kernels, const MatmulGroup &group,
                        const NormedInput &in, bool accumulate);
 
-// out = silu(Wg in) * (Wu in) for one token as one int8 launch; false as above.
+// out = silu(Wg in) * (Wu in) as one int8 launch; false as above.
 bool launch_int8_swiglu(const Device &device, const Kernels &kernels, const Weight &gate,
                         const Weight &up, const NormedInput &in, CUdeviceptr out);
 

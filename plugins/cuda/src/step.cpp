@@ -98,10 +98,12 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
   const LayerBinding &L = m.layers[layer];
   const Activations &a = m.act;
 
-  // A single token runs its matmuls on int8 inputs where it can: RMSNorm +
+  // A step of up to kMaxInt8GemvTokens tokens (one sequence decoding, or a
+  // few together) runs its matmuls on int8 inputs where it can: RMSNorm +
   // Q/K/V as one GEMV launch, each input quantized once (int8_input=token)
   // into a.int8_input.
   const CUdeviceptr staging = ctx.options.int8_input_per_token ? a.int8_input.get() : 0;
+  const bool gemv = n <= kMaxInt8GemvTokens;
   // Several tokens' matmuls quantize their input rows into a.int8_input
   // where they run on int8 tensor cores.
   const auto rows = [&](const DeviceBuffer &x, const DeviceBuffer &out) {
@@ -111,8 +113,8 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
   qkv.weights[0] = L.wq, qkv.weights[1] = L.wk, qkv.weights[2] = L.wv;
   qkv.outs[0] = a.q.get(), qkv.outs[1] = a.k.get(), qkv.outs[2] = a.v.get();
   qkv.n = 3;
-  if (n != 1 ||
-      !launch_int8_group(dev, k, qkv, {a.x.get(), L.attn_norm, d.rms_eps, staging}, false)) {
+  if (!gemv ||
+      !launch_int8_group(dev, k, qkv, {a.x.get(), L.attn_norm, d.rms_eps, staging, n}, false)) {
     launch_rmsnorm(ctx, a.x.get(), L.attn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
     launch_matmul(dev, k, *L.wq, rows(a.h, a.q), false);
     launch_matmul(dev, k, *L.wk, rows(a.h, a.k), false);
@@ -122,16 +124,16 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
   for (size_t i = 0; i < sequences.size(); ++i)
     run_attention(ctx, m, layer, sequences[i], static_cast<int>(i));
 
-  if (n != 1 || !launch_int8_group(dev, k, single_matmul(*L.wo, a.x.get()),
-                                   {a.attn.get(), 0, 0.0f, staging}, true))
+  if (!gemv || !launch_int8_group(dev, k, single_matmul(*L.wo, a.x.get()),
+                                  {a.attn.get(), 0, 0.0f, staging, n}, true))
     launch_matmul(dev, k, *L.wo, rows(a.attn, a.x), true);
-  if (n != 1 || !launch_int8_swiglu(dev, k, *L.w_gate, *L.w_up,
-                                    {a.x.get(), L.ffn_norm, d.rms_eps, staging}, a.ff.get())) {
+  if (!gemv || !launch_int8_swiglu(dev, k, *L.w_gate, *L.w_up,
+                                   {a.x.get(), L.ffn_norm, d.rms_eps, staging, n}, a.ff.get())) {
     launch_rmsnorm(ctx, a.x.get(), L.ffn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
     launch_swiglu(dev, k, *L.w_gate, *L.w_up, rows(a.h, a.ff));
   }
-  if (n != 1 || !launch_int8_group(dev, k, single_matmul(*L.w_down, a.x.get()),
-                                   {a.ff.get(), 0, 0.0f, staging}, true))
+  if (!gemv || !launch_int8_group(dev, k, single_matmul(*L.w_down, a.x.get()),
+                                  {a.ff.get(), 0, 0.0f, staging, n}, true))
     launch_matmul(dev, k, *L.w_down, rows(a.ff, a.x), true);
 }
 

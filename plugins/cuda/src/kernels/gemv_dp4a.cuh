@@ -12,6 +12,11 @@
 // launch can serve several matrices that share the input (Dp4aTargets: Q,
 // K and V).
 //
+// A launch computes one token per blockIdx.y (several sequences decoding in
+// one step): each block reads its token's input row and writes its token's
+// output rows, so the tokens of a step share one launch and, mostly through
+// L2, one read of the weights.
+//
 // Then each warp computes DP4A_ROWS_PER_WARP consecutive rows. Their codes
 // are one contiguous range of 16-byte chunks (the planar layout, see
 // common_prelude.cuh); lane l takes chunks l, l + 32, ..., so a warp's loads
@@ -201,9 +206,10 @@ __device__ void warp_rows(const u8 *const *w, const WarpChunks<T, D> &wc,
       acc[m][i] = warp_sum(acc[m][i]);
 }
 
-// out_m = W_m x (+ out_m when accumulate) for each target m.
+// out_m = W_m x (+ out_m when accumulate) for each target m; token
+// blockIdx.y's rows of x and out_m (out_m's rows are rows[m] floats apart).
 template <class T, class D>
-__device__ void gemv_dp4a(const Dp4aTargets &targets, const Dp4aInput &in, int accumulate) {
+__device__ void gemv_dp4a(const Dp4aTargets &targets, Dp4aInput in, int accumulate) {
   // Constant indices only: a dynamic one would copy the parameters to local memory.
   const u8 *w = targets.w[0];
   float *out = targets.out[0];
@@ -215,6 +221,8 @@ __device__ void gemv_dp4a(const Dp4aTargets &targets, const Dp4aInput &in, int a
       rows = targets.rows[m];
       first_block = targets.first_block[m];
     }
+  in = token_input(in, blockIdx.y);
+  out += (size_t)blockIdx.y * rows;
   const int warp = threadIdx.x / 32;
   const int row0 = ((blockIdx.x - first_block) * DP4A_WARPS + warp) * DP4A_ROWS_PER_WARP;
   const WarpChunks<T, D> wc(rows, in.cols / 128, row0);
@@ -235,10 +243,12 @@ __device__ void gemv_dp4a(const Dp4aTargets &targets, const Dp4aInput &in, int a
     }
 }
 
-// out = silu(Wg x) * (Wu x), both rows x cols.
+// out = silu(Wg x) * (Wu x), both rows x cols; token blockIdx.y's rows of
+// x and out.
 template <class T, class D>
-__device__ void gemv_swiglu_dp4a(const u8 *wg, const u8 *wu, const Dp4aInput &in, float *out,
-                                 int rows) {
+__device__ void gemv_swiglu_dp4a(const u8 *wg, const u8 *wu, Dp4aInput in, float *out, int rows) {
+  in = token_input(in, blockIdx.y);
+  out += (size_t)blockIdx.y * rows;
   const int row0 = (blockIdx.x * DP4A_WARPS + threadIdx.x / 32) * DP4A_ROWS_PER_WARP;
   const u8 *const w[2] = {wg, wu};
   const WarpChunks<T, D> wc(rows, in.cols / 128, row0);
@@ -257,12 +267,14 @@ __device__ void gemv_swiglu_dp4a(const u8 *wg, const u8 *wu, const Dp4aInput &in
       out[row0 + i] = acc[0][i] / (1.0f + expf(-acc[0][i])) * acc[1][i];
 }
 
-// Quantizes one input row into `staged` (Q8_ROW_BYTES(in.cols)
-// bytes, 16-byte aligned) for the GEMVs of this token that read it: one
-// block of DP4A_WARPS warps; in.staged is ignored.
+// Quantizes the input row of token blockIdx.x into `staged` +
+// blockIdx.x * Q8_ROW_STRIDE(in.cols) (Q8_ROW_BYTES(in.cols) bytes, 16-byte
+// aligned) for the GEMVs that read it: one block of DP4A_WARPS warps per
+// token; in.staged is ignored.
 extern "C" __global__ void bonsai_quantize_input(Dp4aInput in, U32x4 *staged) {
   grid_entry();
-  Q8Record *const records = (Q8Record *)staged;
+  in.x += (size_t)blockIdx.x * in.cols;
+  Q8Record *const records = (Q8Record *)(staged + (size_t)blockIdx.x * Q8_ROW_STRIDE(in.cols));
   quantize_activations(in, records, (float *)(records + in.cols / 128));
 }
 

@@ -16,15 +16,20 @@ struct alignas(16) Q8Record {
 // Bytes of one quantized row of `cols` activations: the records, then two
 // offsets (sum of scale * q over each half) per record.
 #define Q8_ROW_BYTES(cols) ((cols) / 128 * (sizeof(Q8Record) + 2 * sizeof(float)))
+// Distance between two tokens' quantized rows in a staging buffer, in
+// 16-byte units: Q8_ROW_BYTES rounded up, so each row's records stay
+// 16-byte aligned.
+#define Q8_ROW_STRIDE(cols) ((Q8_ROW_BYTES(cols) + 15) / 16)
 
 __device__ __forceinline__ u32 pack_int8x4(int a, int b, int c, int d) {
   return (u32)(a & 255) | ((u32)(b & 255) << 8) | ((u32)(c & 255) << 16) | ((u32)(d & 255) << 24);
 }
 
-// The input row of a GEMV: x (cols floats, 16-byte aligned), normalized
-// first when norm is not NULL: x / sqrt(mean(x^2) + eps) * norm, the
-// arithmetic of bonsai_rmsnorm. A GEMV given `staged` (what
-// bonsai_quantize_input wrote for this input) reads that instead of x.
+// The input rows of a GEMV, one per token (blockIdx.y of the GEMV): x
+// (cols floats per token, 16-byte aligned), normalized first when norm is
+// not NULL: x / sqrt(mean(x^2) + eps) * norm, the arithmetic of
+// bonsai_rmsnorm. A GEMV given `staged` (what bonsai_quantize_input wrote
+// for these rows, Q8_ROW_STRIDE(cols) apart) reads that instead of x.
 struct Dp4aInput {
   const float *x;
   const float *norm;
@@ -32,6 +37,14 @@ struct Dp4aInput {
   int cols;
   const U32x4 *staged;
 };
+
+// The input of token t alone.
+__device__ __forceinline__ Dp4aInput token_input(Dp4aInput in, int t) {
+  in.x += (size_t)t * in.cols;
+  if (in.staged != 0)
+    in.staged += (size_t)t * Q8_ROW_STRIDE(in.cols);
+  return in;
+}
 
 // 1 / sqrt(mean(x^2) + eps) of the input, or 1 without a norm.
 __device__ float input_scale(const Dp4aInput &in) {
