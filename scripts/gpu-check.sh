@@ -18,8 +18,11 @@
 # Environment: BONSAI_BUILD_DIR; OUT (when set, the summary and a tarball of
 # the logs go there, the logs themselves to GPU_CHECK_WORK, default
 # /tmp/bonsai-gpu-check; else everything to BUILD/gpu-check);
-# GPU_CHECK_SHAPES (default "1.7b 8b"), GPU_CHECK_TYPES (default "q1_0
-# q2_0"), GPU_CHECK_REPS (default 3), GPU_CHECK_BUDGET_S (default 560).
+# GPU_CHECK_SHAPES (default "1.7b 4b 8b"), GPU_CHECK_TYPES (default "q1_0
+# q2_0"), GPU_CHECK_REPS (default 3), GPU_CHECK_BUDGET_S (default 560),
+# GPU_CHECK_SECTIONS (default "tests sanitizer bench load parallel llama ncu
+# options": the GPU sections to run, in that order; the plugin/JIT section
+# always runs).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -55,6 +58,8 @@ bin="$build/bin"
 plugin="$build/lib/bonsai/plugins/libbonsai_cuda.so"
 export BONSAI_PLUGIN="$plugin"
 reps="${GPU_CHECK_REPS:-3}"
+sections=" ${GPU_CHECK_SECTIONS:-tests sanitizer bench load parallel llama ncu options} "
+wanted() { [[ "$sections" == *" $1 "* ]]; }
 
 # Mainline llama.cpp, when its source came along: built in the background
 # (low priority) while the tests run, for llama-bench on the same files.
@@ -66,7 +71,7 @@ if [ "$mode" = gpu ] && [ -f "$llama_src" ] && command -v nvcc >/dev/null; then
   setsid nice -n 19 bash -c "cmake -S '$work/llama.cpp' -B '$llama_build' -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a -DLLAMA_CURL=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-    && cmake --build '$llama_build' -j8 --target llama-bench" >"$logs/llama_build.log" 2>&1 </dev/null &
+    && cmake --build '$llama_build' -j$(nproc) --target llama-bench" >"$logs/llama_build.log" 2>&1 </dev/null &
   llama_pid=$!
 fi
 
@@ -207,7 +212,7 @@ fi
 # Real GPU from here on. Model files are made in the background meanwhile.
 models="${GPU_CHECK_MODELS:-/tmp/bonsai-models}"
 mkdir -p "$models"
-shapes="${GPU_CHECK_SHAPES:-1.7b 8b}"
+shapes="${GPU_CHECK_SHAPES:-1.7b 4b 8b}"
 types="${GPU_CHECK_TYPES:-q1_0 q2_0}"
 (
   for s in $shapes; do
@@ -220,12 +225,19 @@ types="${GPU_CHECK_TYPES:-q1_0 q2_0}"
 ) >"$logs/make_models.log" 2>&1 &
 models_pid=$!
 
+if wanted tests; then
 section "tests"
-step test_cuda 120 "$bin/test_cuda"
+# test_cuda's NVRTC suites: every program compiles for each architecture and
+# its PTX has every entry point. Its kernel-emulator suites run in CI, and its
+# fake-driver suites (several minutes, single-threaded) on any machine with
+# NVRTC: this GPU adds nothing to either.
+step test_cuda 100 "$bin/test_cuda" --gtest_filter='Nvrtc.*:KernelSources.*:KernelPrograms.*:Arch/*'
 step conformance 150 "$bin/test_conformance"
 step golden 150 "$bin/test_golden"
 grep -h '^\[ golden' "$logs/golden.log" >>"$summary" 2>/dev/null
+fi
 
+if wanted sanitizer; then
 section "compute-sanitizer (tiny-q1: prefill, then decode through the graph)"
 if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck synccheck; do
@@ -241,7 +253,10 @@ fi
 step pdl_same_tokens 120 bash -c "diff <('$bin/bonsai' run -m '$tiny' --backend cuda \
   -p 'The quick brown fox' -n 24 --temp 0 2>/dev/null) <('$bin/bonsai' run -m '$tiny' \
   --backend cuda -p 'The quick brown fox' -n 24 --temp 0 --backend-options pdl=on 2>/dev/null)"
+fi
 
+# The copy bandwidth is the yardstick of every decode figure: measured in
+# each run, whatever the sections.
 section "copy bandwidth (device to device, bytes read + written)"
 step membw 120 python3 -c '
 import torch
@@ -257,7 +272,6 @@ times.sort(); t = times[len(times) // 2]
 print(f"copy bandwidth: {2 * n / t / 1e9:.0f} GB/s (median of 20, 1 GiB)")'
 grep -h "^copy bandwidth" "$logs/membw.log" 2>/dev/null | tee -a "$summary"
 
-section "bench (bonsai bench, median t/s of $reps)"
 wait "$models_pid"
 bench() { # NAME MODEL ARGS...
   local name="$1" model="$2"
@@ -269,37 +283,71 @@ bench() { # NAME MODEL ARGS...
 table_rows() {
   grep '^| [^-]' "$logs/$1.log" 2>/dev/null | grep -v '^| model' | sed "s/^/$1 /" >>"$summary"
 }
-for s in $shapes; do
-  for t in $types; do
-    f="$models/$s-$t.gguf"
-    [ -f "$f" ] || { echo "no model $f (see make_models.log)" | tee -a "$summary"; continue; }
-    bench "bench_${s}_${t}" "$f" -p 512 -n 128
-    bench "bench_${s}_${t}_d4096" "$f" -p 0 -n 128 -d 4096
-  done
-done
-# Continuous batching: 1, 2, 4 and 8 sequences decoding in one step each.
-parallel_model="$models/$(echo "$shapes" | awk '{print $1}')-q1_0.gguf"
-[ -f "$parallel_model" ] && bench bench_parallel "$parallel_model" -p 0 -n 64 -np 1,2,4,8
 
-section "mainline llama.cpp beside bonsai (same Q1_0 files, same run, 5 repetitions)"
-if [ -n "${llama_pid:-}" ]; then
-  while [ ! -x "$llama_build/bin/llama-bench" ] && kill -0 "$llama_pid" 2>/dev/null &&
-    [ $((deadline - $(date +%s))) -gt 120 ]; do
-    sleep 3
-  done
-  if [ -x "$llama_build/bin/llama-bench" ]; then
-    for s in $shapes; do
-      f="$models/$s-q1_0.gguf"
-      [ -f "$f" ] || continue
-      step "llama_${s}_q1_0" 90 "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 5
-      table_rows "llama_${s}_q1_0"
-      bench "bonsai_${s}_q1_0" "$f" -p 512 -n 128 -r 5
+if wanted bench; then
+  section "bench (bonsai bench, median t/s of $reps)"
+  for s in $shapes; do
+    for t in $types; do
+      f="$models/$s-$t.gguf"
+      [ -f "$f" ] || { echo "no model $f (see make_models.log)" | tee -a "$summary"; continue; }
+      bench "bench_${s}_${t}" "$f" -p 512 -n 128
+      bench "bench_${s}_${t}_d4096" "$f" -p 0 -n 128 -d 4096
     done
+  done
+fi
+
+# Load time, time to first token and device memory of one `bonsai run` per
+# shape (Q1_0, warm JIT cache, a 100-token prompt): the run's stats line,
+# and the most device memory nvidia-smi saw in use while it ran, less what
+# was in use before.
+if wanted load; then
+  section "load, first token, device memory (bonsai run, Q1_0, 100-token prompt)"
+  prompt="$(for i in $(seq 25); do printf 'one two three four '; done)"
+  for s in $shapes; do
+    f="$models/$s-q1_0.gguf"
+    [ -f "$f" ] || continue
+    before=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 >"$logs/mem_$s.txt" &
+    smi_pid=$!
+    step "load_$s" 120 "$bin/bonsai" run -m "$f" --backend cuda -p "$prompt" -n 16 --temp 0
+    kill "$smi_pid" 2>/dev/null
+    wait "$smi_pid" 2>/dev/null
+    peak=$(sort -n "$logs/mem_$s.txt" | tail -1)
+    echo "load_$s: $(grep -h '^stats:' "$logs/load_$s.log" | head -1); device memory $((peak - before)) MiB" |
+      tee -a "$summary"
+  done
+fi
+
+# Continuous batching: 1, 2, 4 and 8 sequences decoding in one step each.
+if wanted parallel; then
+  section "several sequences in one step (bonsai bench -np)"
+  for s in $shapes; do
+    f="$models/$s-q1_0.gguf"
+    [ -f "$f" ] && bench "bench_parallel_$s" "$f" -p 0 -n 64 -np 1,2,4,8
+  done
+fi
+
+if wanted llama; then
+  section "mainline llama.cpp beside bonsai (same Q1_0 files, same run, 5 repetitions)"
+  if [ -n "${llama_pid:-}" ]; then
+    while [ ! -x "$llama_build/bin/llama-bench" ] && kill -0 "$llama_pid" 2>/dev/null &&
+      [ $((deadline - $(date +%s))) -gt 60 ]; do
+      sleep 3
+    done
+    if [ -x "$llama_build/bin/llama-bench" ]; then
+      for s in $shapes; do
+        f="$models/$s-q1_0.gguf"
+        [ -f "$f" ] || continue
+        step "llama_${s}_q1_0" 90 "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 5
+        table_rows "llama_${s}_q1_0"
+        bench "bonsai_${s}_q1_0" "$f" -p 512 -n 128 -r 5
+      done
+    else
+      echo "llama.cpp: not built in time (logs/llama_build.log)" | tee -a "$summary"
+    fi
   else
-    echo "llama.cpp: not built in time (logs/llama_build.log)" | tee -a "$summary"
+    echo "llama.cpp: skipped: no source in .gpu-carry (scripts/gpu-bundle.sh packs it)" | tee -a "$summary"
   fi
-else
-  echo "llama.cpp: skipped: no source in .gpu-carry (scripts/gpu-bundle.sh packs it)" | tee -a "$summary"
 fi
 
 # One line per profiled launch: kernel, grid x block, duration, DRAM and SM
@@ -313,35 +361,40 @@ ncu_digest() {
          printf "  %-32s %-24s %12s  DRAM %6s %%  SM %6s %%\n", name, grid, duration, dram, $NF }' "$1"
 }
 first="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
-section "ncu ($(basename "$first"): decode launches without graphs, prefill GEMMs, attention at 1k)"
-if command -v ncu >/dev/null && [ -f "$first" ]; then
-  ncu_sections=(--section SpeedOfLight --section LaunchStats --section Occupancy)
-  step ncu_decode 90 ncu "${ncu_sections[@]}" --launch-skip 700 --launch-count 16 "$bin/bonsai" run \
-    -m "$first" --backend cuda -p hi -n 8 --temp 0 --backend-options graphs=off
-  step ncu_prefill 90 ncu "${ncu_sections[@]}" -k regex:mmq --launch-count 8 "$bin/bonsai" bench \
-    -m "$first" --backend cuda -p 512 -n 0 -r 1
-  step ncu_attention 60 ncu "${ncu_sections[@]}" -k regex:attention --launch-skip 40 \
-    --launch-count 4 "$bin/bonsai" bench -m "$first" --backend cuda -p 0 -n 4 -d 1024 -r 1
-  for n in ncu_decode ncu_prefill ncu_attention; do
-    [ -f "$logs/$n.log" ] && ncu_digest "$logs/$n.log" >>"$summary"
-  done
-else
-  echo "ncu: skipped: not installed or no model" | tee -a "$summary"
+if wanted ncu; then
+  section "ncu ($(basename "$first"): decode launches without graphs, prefill GEMMs, attention at 1k)"
+  if command -v ncu >/dev/null && [ -f "$first" ]; then
+    ncu_sections=(--section SpeedOfLight --section LaunchStats --section Occupancy)
+    step ncu_decode 90 ncu "${ncu_sections[@]}" --launch-skip 700 --launch-count 16 "$bin/bonsai" run \
+      -m "$first" --backend cuda -p hi -n 8 --temp 0 --backend-options graphs=off
+    step ncu_prefill 90 ncu "${ncu_sections[@]}" -k regex:mmq --launch-count 8 "$bin/bonsai" bench \
+      -m "$first" --backend cuda -p 512 -n 0 -r 1
+    step ncu_attention 60 ncu "${ncu_sections[@]}" -k regex:attention --launch-skip 40 \
+      --launch-count 4 "$bin/bonsai" bench -m "$first" --backend cuda -p 0 -n 4 -d 1024 -r 1
+    for n in ncu_decode ncu_prefill ncu_attention; do
+      [ -f "$logs/$n.log" ] && ncu_digest "$logs/$n.log" >>"$summary"
+    done
+  else
+    echo "ncu: skipped: not installed or no model" | tee -a "$summary"
+  fi
 fi
 
-section "fast paths switched off ($(basename "$first"))"
-if [ -f "$first" ]; then
-  for opt in graphs=off tensor_cores=off int8_gemv=off kernels=reference; do
-    bench "bench_q1_0_${opt%%=*}_off" "$first" -p 512 -n 128 --backend-options "$opt"
-  done
-  # The int8 GEMVs' input quantized by every block instead of once per token.
+# The switches, cheapest and most telling first; the slow paths (every
+# tensor core off, the reference kernels) last.
+if wanted options && [ -f "$first" ]; then
+  section "fast paths switched (bonsai bench, $(basename "$first"))"
+  # The int8 GEMVs' input quantized by every block instead of once per token
+  # (4 launches fewer per layer), programmatic dependent launch, and both.
   bench bench_q1_0_int8_input_block "$first" -p 0 -n 128 --backend-options int8_input=block
-  # Prefill on the f16 tensor-core GEMMs instead of the int8 ones (default on 8.0+).
-  bench bench_q1_0_prefill_f16 "$first" -p 512 -n 0 --backend-options prefill=f16
-  # Programmatic dependent launch, off by default until this row says it pays.
-  bench bench_q1_0_pdl_on "$first" -p 512 -n 128 --backend-options pdl=on
+  bench bench_q1_0_pdl_on "$first" -p 0 -n 128 --backend-options pdl=on
+  bench bench_q1_0_block_pdl "$first" -p 0 -n 128 --backend-options 'int8_input=block;pdl=on'
   # The f16 KV cache where it matters: decode at 4,096 positions.
   bench bench_q1_0_kv_f16_d4096 "$first" -p 0 -n 128 -d 4096 --backend-options kv=f16
+  # Prefill on the f16 tensor-core GEMMs instead of the int8 ones (default on 8.0+).
+  bench bench_q1_0_prefill_f16 "$first" -p 512 -n 0 --backend-options prefill=f16
+  for opt in graphs=off int8_gemv=off tensor_cores=off kernels=reference; do
+    bench "bench_q1_0_${opt%%=*}_off" "$first" -p 512 -n 128 --backend-options "$opt"
+  done
 fi
 
 section "summary"
