@@ -38,9 +38,11 @@ struct Dp4aInput {
   const U32x4 *staged;
 };
 
-// The input of token t alone.
+// The input of token t alone (a GEMV given `staged` may have no x: no
+// offset is applied to a null pointer).
 __device__ __forceinline__ Dp4aInput token_input(Dp4aInput in, int t) {
-  in.x += (size_t)t * in.cols;
+  if (in.x != 0)
+    in.x += (size_t)t * in.cols;
   if (in.staged != 0)
     in.staged += (size_t)t * Q8_ROW_STRIDE(in.cols);
   return in;
