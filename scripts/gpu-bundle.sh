@@ -24,7 +24,12 @@ programs=(bonsai bonsai-gguf bonsai-plugin-check test_cuda test_conformance test
 # several times longer.
 "$root/scripts/install-deps.sh" >&2
 [ -f "$build/build.ninja" ] || cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
-cmake --build "$build" --target "${programs[@]}" bonsai_host bonsai_cpu bonsai_cuda bonsai_fake_cuda >&2
+targets=("${programs[@]}" bonsai_host bonsai_cpu bonsai_cuda)
+# The fake driver exists only in builds without sanitizers.
+if cmake --build "$build" --target help | grep -q '^bonsai_fake_cuda:'; then
+  targets+=(bonsai_fake_cuda)
+fi
+cmake --build "$build" --target "${targets[@]}" >&2
 rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib/bonsai/plugins" "$dest/syslib"
 for p in "${programs[@]}"; do

@@ -244,6 +244,11 @@ if command -v compute-sanitizer >/dev/null; then
     step "sanitizer_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
       "$bin/bonsai" run -m "$tiny" --backend cuda -p "The quick brown fox" -n 6 --temp 0
     grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/sanitizer_$tool.log" >>"$summary"
+    # Three sequences in one step: the int8 GEMVs with several tokens per
+    # launch (2-token prompts, 6 tokens in their step, then 3 per step).
+    step "sanitizer_${tool}_3seq" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1
+    grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/sanitizer_${tool}_3seq.log" >>"$summary"
   done
 else
   echo "compute-sanitizer: skipped: not installed" | tee -a "$summary"
@@ -312,8 +317,13 @@ if wanted load; then
     step "load_$s" 120 "$bin/bonsai" run -m "$f" --backend cuda -p "$prompt" -n 16 --temp 0
     kill "$smi_pid" 2>/dev/null
     wait "$smi_pid" 2>/dev/null
-    peak=$(sort -n "$logs/mem_$s.txt" | tail -1)
-    echo "load_$s: $(grep -h '^stats:' "$logs/load_$s.log" | head -1); device memory $((peak - before)) MiB" |
+    peak=$(grep -E '^[0-9]+$' "$logs/mem_$s.txt" | sort -n | tail -1)
+    if [[ "$before" =~ ^[0-9]+$ ]] && [ -n "$peak" ]; then
+      used="$((peak - before)) MiB"
+    else
+      used="not read (nvidia-smi gave '$before' before, logs/mem_$s.txt during)"
+    fi
+    echo "load_$s: $(grep -h '^stats:' "$logs/load_$s.log" | head -1); device memory $used" |
       tee -a "$summary"
   done
 fi
@@ -381,7 +391,9 @@ fi
 
 # The switches, cheapest and most telling first; the slow paths (every
 # tensor core off, the reference kernels) last.
-if wanted options && [ -f "$first" ]; then
+if wanted options && [ ! -f "$first" ]; then
+  echo "options: skipped: no model $first (see make_models.log)" | tee -a "$summary"
+elif wanted options; then
   section "fast paths switched (bonsai bench, $(basename "$first"))"
   # The int8 GEMVs' input quantized by every block instead of once per token
   # (4 launches fewer per layer), programmatic dependent launch, and both.

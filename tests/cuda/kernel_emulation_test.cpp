@@ -584,7 +584,13 @@ TEST_P(Dp4aGemv, TokensAlongGridYEachMatchFloat64) {
   const QuantMatrix a = make_matrix(k.type, rows_a, cols, 211);
   const QuantMatrix b = make_matrix(k.type, rows_b, cols, 223);
   const QuantMatrix up = make_matrix(k.type, rows_a, cols, 227);
-  const std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 229, 2.0f);
+  // Tokens of very different sizes: a block that read another token's row
+  // (or its norm) would be off by far more than the rounding bound.
+  std::vector<float> x = random_floats(static_cast<size_t>(n_tokens) * cols, 229, 2.0f);
+  const float token_scale[n_tokens] = {1.0f, 8.0f, 0.125f};
+  for (int t = 0; t < n_tokens; ++t)
+    for (int j = 0; j < cols; ++j)
+      x[static_cast<size_t>(t) * cols + j] *= token_scale[t];
   const std::vector<float> norm = random_floats(cols, 233);
   std::vector<std::vector<float>> normed(n_tokens);
   for (int t = 0; t < n_tokens; ++t)

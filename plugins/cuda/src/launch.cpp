@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernel_sources.hpp"
+#include "plugin_error.hpp"
 #include "weight_repack.hpp"
 
 namespace bonsai::cuda {
@@ -256,13 +257,18 @@ CUdeviceptr out_chunk(const MatmulRows &rows, int first, int64_t out_width) {
 // tensor-core GEMM runs (tensor_cores=off, a device without them): the int8
 // GEMV kMaxInt8GemvTokens tokens at a time. The CUDA-core GEMM it replaces
 // decodes every weight in f32 and prefilled 8B Q1_0 at 47 t/s on an H100,
-// against 370 t/s for one token at a time on the GEMV. False (nothing
-// launched) where the int8 GEMV does not apply.
+// against 370 t/s for one token at a time on the GEMV. The first chunk
+// decides: false (nothing launched) where the int8 GEMV does not apply.
 template <class LaunchChunk>
 bool launch_int8_in_chunks(const MatmulRows &rows, const LaunchChunk &launch_chunk) {
-  for (int first = 0; first < rows.n_tokens; first += kMaxInt8GemvTokens)
+  if (rows.n_tokens < 1 || !launch_chunk(0, std::min(kMaxInt8GemvTokens, rows.n_tokens)))
+    return false;
+  // The later chunks differ only in their token count (1..8), which the
+  // GEMV takes: a refusal here would leave the earlier chunks' outputs (and
+  // residual additions) half done, so it is an error, not a fallback.
+  for (int first = kMaxInt8GemvTokens; first < rows.n_tokens; first += kMaxInt8GemvTokens)
     if (!launch_chunk(first, std::min(kMaxInt8GemvTokens, rows.n_tokens - first)))
-      return false; // only the first chunk can refuse: all have the same weights
+      fail_state("int8 GEMV refused a later chunk of a step it accepted");
   return true;
 }
 

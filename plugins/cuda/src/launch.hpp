@@ -72,7 +72,8 @@ struct MatmulRows {
   CUdeviceptr out = 0; // n_tokens rows of the weight's rows
   int n_tokens = 0;
   // Device scratch of int8_staging_bytes(cols) * n_tokens bytes where the
-  // int8 tensor-core GEMM quantizes x first, or 0: that GEMM is not used.
+  // int8 kernels (GEMVs, tensor-core GEMM) quantize x first, or 0: the
+  // tensor-core GEMM is not used and each GEMV block quantizes its row.
   CUdeviceptr int8_scratch = 0;
 };
 

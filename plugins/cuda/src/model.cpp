@@ -79,7 +79,8 @@ void allocate_activations(const Device &device, BoundModel &m) {
   a.ff = DeviceBuffer(device, floats(b * d.n_ff), "MLP activations");
   const int64_t widest_input =
       std::max({int64_t{d.n_embd}, int64_t{d.n_head} * d.head_dim, int64_t{d.n_ff}});
-  // One row for the decode GEMVs, max_batch rows for the int8 prefill GEMMs.
+  // Up to max_batch quantized rows: the int8 GEMVs' (up to 8 tokens), the int8
+  // prefill GEMMs' and the LM head's.
   a.int8_input = DeviceBuffer(
       device, static_cast<size_t>(int8_staging_bytes(widest_input) * b) + 16, "int8 matmul input");
   const int64_t partials = b * d.n_head * m.n_splits;

@@ -104,8 +104,8 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
   // into a.int8_input.
   const CUdeviceptr staging = ctx.options.int8_input_per_token ? a.int8_input.get() : 0;
   const bool gemv = n <= kMaxInt8GemvTokens;
-  // Several tokens' matmuls quantize their input rows into a.int8_input
-  // where they run on int8 tensor cores.
+  // Longer steps' matmuls quantize their input rows into a.int8_input where
+  // they run on int8 tensor cores (or the GEMVs 8 tokens at a time).
   const auto rows = [&](const DeviceBuffer &x, const DeviceBuffer &out) {
     return MatmulRows{x.get(), out.get(), n, a.int8_input.get()};
   };
