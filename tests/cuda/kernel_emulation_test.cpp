@@ -414,24 +414,31 @@ size_t dp4a_shared(int cols) {
   return static_cast<size_t>(cols / 128) * 152;
 }
 
-// The input as a GEMV gets it: as is, each block quantizing it
-// (int8_input=block), or quantized once by bonsai_quantize_input into
-// `buffer` (int8_input=token); x and norm are then withheld from the GEMV,
-// so it can only have read the staged copy.
-Dp4aInput as_launched(Dp4aInput in, bool staged, std::vector<U32x4> &buffer) {
+// 16-byte units between two tokens' quantized rows (Q8_ROW_STRIDE).
+size_t staged_row_stride(int cols) {
+  return (dp4a_shared(cols) + 15) / 16;
+}
+
+// The input (n_tokens rows of x) as a GEMV gets it: as is, each block
+// quantizing its token's row (int8_input=block), or quantized once per token
+// by bonsai_quantize_input into `buffer` (int8_input=token); x and norm are
+// then withheld from the GEMV, so it can only have read the staged copy.
+Dp4aInput as_launched(Dp4aInput in, bool staged, std::vector<U32x4> &buffer,
+                      unsigned n_tokens = 1) {
   in.staged = nullptr;
   if (!staged)
     return in;
-  buffer.assign(dp4a_shared(in.cols) / 16 + 1, U32x4{0, 0, 0, 0});
-  emu::launch({1, 1, 1}, 256, 0, [&] { bonsai_quantize_input(in, buffer.data()); });
+  buffer.assign(staged_row_stride(in.cols) * n_tokens + 1, U32x4{0, 0, 0, 0});
+  emu::launch({n_tokens, 1, 1}, 256, 0, [&] { bonsai_quantize_input(in, buffer.data()); });
   return {nullptr, nullptr, 0.0f, in.cols, buffer.data()};
 }
 const bool kInputStagings[] = {false, true};
 
 // Launches `gemv` over `matrices` (same width) sharing one input, as the
-// plugin does for Q, K and V.
+// plugin does for Q, K and V; one token per grid row.
 void run_dp4a_group(Dp4aGemvKernel gemv, const std::vector<const QuantMatrix *> &matrices,
-                    const std::vector<float *> &outs, const Dp4aInput &in, int accumulate) {
+                    const std::vector<float *> &outs, const Dp4aInput &in, int accumulate,
+                    unsigned n_tokens = 1) {
   Dp4aTargets targets{};
   targets.n = static_cast<int>(matrices.size());
   unsigned blocks = 0;
@@ -443,7 +450,8 @@ void run_dp4a_group(Dp4aGemvKernel gemv, const std::vector<const QuantMatrix *> 
     blocks += dp4a_blocks(matrices[m]->rows);
   }
   targets.first_block[matrices.size()] = static_cast<int>(blocks);
-  emu::launch({blocks, 1, 1}, 256, dp4a_shared(in.cols), [&] { gemv(targets, in, accumulate); });
+  emu::launch({blocks, n_tokens, 1}, 256, dp4a_shared(in.cols),
+              [&] { gemv(targets, in, accumulate); });
 }
 
 // sum_j |w_j| s_j / 2 (+ a little for the f32 sums), the bound above.
@@ -579,8 +587,7 @@ TEST_P(Dp4aGemv, TokensAlongGridYEachMatchFloat64) {
   const Dp4aKernels k = GetParam();
   const int n_tokens = 3, cols = 640, rows_a = 37, rows_b = 5;
   const float eps = 1e-6f;
-  const size_t stride = (dp4a_shared(cols) + 15) / 16; // in U32x4
-  ASSERT_EQ(stride * 16, 768u);
+  ASSERT_EQ(staged_row_stride(cols) * 16, 768u);
   const QuantMatrix a = make_matrix(k.type, rows_a, cols, 211);
   const QuantMatrix b = make_matrix(k.type, rows_b, cols, 223);
   const QuantMatrix up = make_matrix(k.type, rows_a, cols, 227);
@@ -598,25 +605,14 @@ TEST_P(Dp4aGemv, TokensAlongGridYEachMatchFloat64) {
                                norm, eps);
   const std::vector<float> residual = random_floats(static_cast<size_t>(n_tokens) * rows_a, 239);
   for (const bool staged : kInputStagings) {
-    Dp4aInput in{x.data(), norm.data(), eps, cols, nullptr};
-    std::vector<U32x4> buffer(stride * n_tokens + 1, U32x4{0, 0, 0, 0});
-    if (staged) {
-      emu::launch({n_tokens, 1, 1}, 256, 0, [&] { bonsai_quantize_input(in, buffer.data()); });
-      in = {nullptr, nullptr, 0.0f, cols, buffer.data()};
-    }
+    std::vector<U32x4> buffer;
+    const Dp4aInput in =
+        as_launched({x.data(), norm.data(), eps, cols, nullptr}, staged, buffer, n_tokens);
     // Two targets accumulating: the first into a residual, the second into
     // zeros followed by guards.
     std::vector<float> ya = residual, yb(static_cast<size_t>(n_tokens) * rows_b + 4, 12345.0f);
     std::fill(yb.begin(), yb.begin() + n_tokens * rows_b, 0.0f);
-    Dp4aTargets targets{};
-    targets.n = 2;
-    targets.w[0] = a.device.data(), targets.w[1] = b.device.data();
-    targets.out[0] = ya.data(), targets.out[1] = yb.data();
-    targets.rows[0] = rows_a, targets.rows[1] = rows_b;
-    targets.first_block[1] = static_cast<int>(dp4a_blocks(rows_a));
-    targets.first_block[2] = static_cast<int>(dp4a_blocks(rows_a) + dp4a_blocks(rows_b));
-    emu::launch({static_cast<unsigned>(targets.first_block[2]), n_tokens, 1}, 256,
-                dp4a_shared(cols), [&] { k.gemv(targets, in, 1); });
+    run_dp4a_group(k.gemv, {&a, &b}, {ya.data(), yb.data()}, in, 1, n_tokens);
     std::vector<float> ff(static_cast<size_t>(n_tokens) * rows_a, -99.0f);
     emu::launch({dp4a_blocks(rows_a), n_tokens, 1}, 256, dp4a_shared(cols),
                 [&] { k.gemv_swiglu(a.device.data(), up.device.data(), in, ff.data(), rows_a); });

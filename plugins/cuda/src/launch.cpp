@@ -105,10 +105,10 @@ struct Dp4aInputArg {
 };
 static_assert(sizeof(Dp4aInputArg) == 32, "must match Dp4aInput in gemv_dp4a.cuh");
 
-// The int8 kernel for weights of w's type and shape, or "" (also when its
-// input does not fit the shared memory a block can have).
-std::string dp4a_kernel(const Kernels &kernels, const Weight &w, bool swiglu) {
-  if (!kernels.int8_gemv() || w.cols % 128 != 0)
+// The int8 kernel for weights of w's type and shape and n_tokens tokens, or
+// "" (also when its input does not fit the shared memory a block can have).
+std::string dp4a_kernel(const Kernels &kernels, const Weight &w, int n_tokens, bool swiglu) {
+  if (!kernels.int8_gemv() || w.cols % 128 != 0 || n_tokens < 1 || n_tokens > kMaxInt8GemvTokens)
     return {};
   std::string name = dp4a_gemv_name(w.layout.type, swiglu);
   if (!kernels.has(name) || w.cols / 128 * kDp4aSharedPer128 > kernels.dynamic_shared_limit(name))
@@ -194,11 +194,10 @@ CUdeviceptr matmul_input(const Device &device, const Kernels &kernels, const Mat
 
 bool launch_int8_group(const Device &device, const Kernels &kernels, const MatmulGroup &group,
                        const NormedInput &in, bool accumulate) {
-  if (group.n < 1 || group.n > kMaxGroupWeights || in.n_tokens < 1 ||
-      in.n_tokens > kMaxInt8GemvTokens)
+  if (group.n < 1 || group.n > kMaxGroupWeights)
     return false;
   const Weight &first = *group.weights[0];
-  const std::string name = dp4a_kernel(kernels, first, false);
+  const std::string name = dp4a_kernel(kernels, first, in.n_tokens, false);
   if (name.empty())
     return false;
   Dp4aTargetsArg targets{};
@@ -223,9 +222,8 @@ bool launch_int8_group(const Device &device, const Kernels &kernels, const Matmu
 
 bool launch_int8_swiglu(const Device &device, const Kernels &kernels, const Weight &gate,
                         const Weight &up, const NormedInput &in, CUdeviceptr out) {
-  const std::string name = dp4a_kernel(kernels, gate, true);
-  if (name.empty() || up.layout.type != gate.layout.type || in.n_tokens < 1 ||
-      in.n_tokens > kMaxInt8GemvTokens)
+  const std::string name = dp4a_kernel(kernels, gate, in.n_tokens, true);
+  if (name.empty() || up.layout.type != gate.layout.type)
     return false;
   const Dp4aInputArg input = stage_input(device, kernels, in, gate.cols);
   launch(device, kernels.get(name), dp4a_shape(dp4a_blocks(gate.rows), gate.cols, in.n_tokens),
