@@ -5,9 +5,9 @@
 // Counter: read_GB/s (bytes read per second, 1 GB = 1e9 bytes).
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
+#include "../../host/cli/read_bandwidth.hpp" // the loop `bonsai bench --membw` reads with
+
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -16,24 +16,6 @@ namespace bonsai::bench {
 namespace {
 
 constexpr size_t kBufferBytes = size_t{256} << 20;
-
-// Eight independent sums keep enough loads in flight, and a software
-// prefetch 4 KiB ahead keeps DRAM busy as the decode kernels do (without it
-// this loop reads ~10 % slower than the Q2_0 decode kernel on Zen 5); the
-// result is used so the reads cannot be removed.
-uint64_t sum_words(const uint64_t *p, size_t n) {
-  constexpr size_t kAheadWords = 4096 / sizeof(uint64_t);
-  uint64_t s[8] = {};
-  for (size_t i = 0; i + 8 <= n; i += 8) {
-    __builtin_prefetch(p + std::min(i + kAheadWords, n - 8)); // stays inside the buffer
-    for (int k = 0; k < 8; ++k)
-      s[k] += p[i + k];
-  }
-  uint64_t total = 0;
-  for (uint64_t v : s)
-    total += v;
-  return total;
-}
 
 void BM_ReadBandwidth(benchmark::State &state) {
   const int n_threads = static_cast<int>(state.range(0));
@@ -48,9 +30,9 @@ void BM_ReadBandwidth(benchmark::State &state) {
     for (int t = 1; t < n_threads; ++t)
       threads.emplace_back([&, t] {
         sums[static_cast<size_t>(t)] =
-            sum_words(buffer.get() + static_cast<size_t>(t) * per_thread, per_thread);
+            cli::stream_sum(buffer.get() + static_cast<size_t>(t) * per_thread, per_thread);
       });
-    sums[0] = sum_words(buffer.get(), per_thread);
+    sums[0] = cli::stream_sum(buffer.get(), per_thread);
     for (std::thread &thread : threads)
       thread.join();
     benchmark::DoNotOptimize(sums.data());
