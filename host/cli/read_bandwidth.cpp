@@ -36,11 +36,10 @@ double measure_read_bandwidth(const ReadBandwidthRun &run) {
   for (size_t i = 0; i < n_words; ++i)
     buffer[i] = i * 0x9E3779B97F4A7C15ull + 1;
   // This thread is reader 0: a thread that only waited for the readers would
-  // share a core with one of them when there are as many readers as cores
-  // (it measured 44-48 GB/s where the readers alone read 52-55 on 2 cores).
+  // share a core with one of them when there are as many readers as cores.
   std::barrier sync(threads);
   std::vector<uint64_t> sums(static_cast<size_t>(threads)); // one per reader: no shared writes
-  const int rounds = run.passes + 1; // the first warms TLBs and caches' state
+  const int rounds = std::max(run.passes, 1) + 1; // the first warms TLBs and caches' state
   // Each reader stamps its own start and end: the pass lasts from the first
   // start to the last end.
   using Clock = std::chrono::steady_clock;
