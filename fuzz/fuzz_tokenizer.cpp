@@ -64,7 +64,11 @@ void fuzz_encode(std::string_view text, bool parse_special) {
   require(is_valid_utf8(decoded), "decode(encode(text)) is not valid UTF-8");
   // Every added token of Qwen3 starts with '<'; without one, segmentation
   // cannot change normalization and the round trip is exact.
-  if (text.find('<') == std::string_view::npos)
+  // utf8proc 2.8 drops U+11A7 (a Hangul trailing jamo filler) after an LV
+  // syllable, where Unicode, Python and Hugging Face keep it, and so does the
+  // tokenizer; such text is not compared with utf8proc.
+  if (text.find('<') == std::string_view::npos &&
+      text.find("\xE1\x86\xA7") == std::string_view::npos)
     require(decoded == nfc(text), "decode(encode(text)) differs from NFC(text)");
 }
 

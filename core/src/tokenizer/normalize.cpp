@@ -1,9 +1,10 @@
 #include "normalize.hpp"
 
+#include <algorithm>
 #include <array>
-#include <cstdlib>
-#include <memory>
+#include <string>
 #include <utf8proc.h>
+#include <vector>
 
 #include "bonsai/core/error.hpp"
 
@@ -41,6 +42,143 @@ bool is_inert(char32_t cp) {
       return true;
   }
   return false;
+}
+
+[[noreturn]] void fail(utf8proc_ssize_t code) {
+  throw Error(std::string("tokenizer: NFC normalization failed: ") + utf8proc_errmsg(code));
+}
+
+// The longest canonical decomposition in Unicode has 4 code points.
+constexpr utf8proc_ssize_t kMaxDecomposition = 8;
+
+// Canonical decomposition of every code point, in text order. Code point by
+// code point on purpose: utf8proc_decompose() would also put the marks in
+// order with a bubble sort, quadratic in a run of marks.
+std::vector<utf8proc_int32_t> decompose(std::string_view text) {
+  std::vector<utf8proc_int32_t> out;
+  out.reserve(text.size());
+  const auto *p = reinterpret_cast<const utf8proc_uint8_t *>(text.data());
+  const auto size = static_cast<utf8proc_ssize_t>(text.size());
+  utf8proc_ssize_t i = 0;
+  while (i < size) {
+    utf8proc_int32_t cp = -1;
+    const utf8proc_ssize_t used = utf8proc_iterate(p + i, size - i, &cp);
+    if (used < 0)
+      fail(used);
+    i += used;
+    utf8proc_int32_t parts[kMaxDecomposition];
+    int boundclass = UTF8PROC_BOUNDCLASS_START;
+    const utf8proc_ssize_t n =
+        utf8proc_decompose_char(cp, parts, kMaxDecomposition, UTF8PROC_DECOMPOSE, &boundclass);
+    if (n < 0)
+      fail(n);
+    if (n > kMaxDecomposition)
+      fail(UTF8PROC_ERROR_OVERFLOW);
+    out.insert(out.end(), parts, parts + n);
+  }
+  return out;
+}
+
+int combining_class(utf8proc_int32_t cp) {
+  return utf8proc_get_property(cp)->combining_class;
+}
+
+// Canonical ordering: each run of non-starters sorted by combining class,
+// keeping the order of equal classes. A stable sort gives the same result as
+// the adjacent swaps of the Unicode algorithm in O(n log n).
+void order_marks(std::vector<utf8proc_int32_t> &cps) {
+  const auto by_class = [](utf8proc_int32_t a, utf8proc_int32_t b) {
+    return combining_class(a) < combining_class(b);
+  };
+  size_t i = 0;
+  while (i < cps.size()) {
+    if (combining_class(cps[i]) == 0) {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < cps.size() && combining_class(cps[end]) != 0)
+      ++end;
+    const auto first = cps.begin() + static_cast<std::ptrdiff_t>(i);
+    const auto last = cps.begin() + static_cast<std::ptrdiff_t>(end);
+    if (!std::is_sorted(first, last, by_class))
+      std::stable_sort(first, last, by_class);
+    i = end;
+  }
+}
+
+// Hangul syllable arithmetic (Unicode 15, section 3.12).
+constexpr utf8proc_int32_t kLBase = 0x1100;
+constexpr utf8proc_int32_t kVBase = 0x1161;
+constexpr utf8proc_int32_t kTBase = 0x11A7;
+constexpr utf8proc_int32_t kSBase = 0xAC00;
+constexpr utf8proc_int32_t kLCount = 19;
+constexpr utf8proc_int32_t kVCount = 21;
+constexpr utf8proc_int32_t kTCount = 28;
+constexpr utf8proc_int32_t kSCount = kLCount * kVCount * kTCount;
+
+// The primary composite of `starter` followed by `next`, or -1.
+utf8proc_int32_t compose_pair(utf8proc_int32_t starter, utf8proc_int32_t next) {
+  const utf8proc_int32_t l = starter - kLBase;
+  if (l >= 0 && l < kLCount) {
+    const utf8proc_int32_t v = next - kVBase;
+    return v >= 0 && v < kVCount ? kSBase + (l * kVCount + v) * kTCount : -1;
+  }
+  const utf8proc_int32_t s = starter - kSBase;
+  if (s >= 0 && s < kSCount) {
+    // t == 0 is U+11A7, not a trailing consonant: utf8proc 2.8 would
+    // swallow it, Unicode (and Hugging Face) keep it.
+    const utf8proc_int32_t t = next - kTBase;
+    return s % kTCount == 0 && t > 0 && t < kTCount ? starter + t : -1;
+  }
+  // utf8proc has no pair lookup in its API; composing the pair alone reaches
+  // its table, which leaves out the composition exclusions.
+  utf8proc_int32_t pair[2] = {starter, next};
+  const utf8proc_ssize_t n = utf8proc_normalize_utf32(
+      pair, 2, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  return n == 1 ? pair[0] : -1;
+}
+
+// Canonical composition (UAX #15) of canonically ordered text, in place, in
+// one pass. A character is blocked from the last starter when a character
+// kept between them has class 0 or a class not below its own; with ordered
+// input that is "the highest class kept since the starter".
+void compose(std::vector<utf8proc_int32_t> &cps) {
+  constexpr size_t kNone = ~size_t{0};
+  size_t starter = kNone; // index of the last starter in the output
+  int kept_class = -1;    // highest class kept since it; -1 while none
+  size_t out = 0;
+  for (size_t i = 0; i < cps.size(); ++i) {
+    const utf8proc_int32_t cp = cps[i];
+    const int cc = combining_class(cp);
+    // Inert code points are never the second half of a composition.
+    if (starter != kNone && kept_class < cc && !is_inert(static_cast<char32_t>(cp))) {
+      if (const utf8proc_int32_t composite = compose_pair(cps[starter], cp); composite >= 0) {
+        cps[starter] = composite;
+        continue;
+      }
+    }
+    cps[out] = cp;
+    if (cc == 0) {
+      starter = out;
+      kept_class = -1;
+    } else {
+      kept_class = std::max(kept_class, cc);
+    }
+    ++out;
+  }
+  cps.resize(out);
+}
+
+std::string encode_utf8(std::span<const utf8proc_int32_t> cps) {
+  std::string out;
+  out.reserve(cps.size() * 2);
+  utf8proc_uint8_t bytes[4];
+  for (const utf8proc_int32_t cp : cps) {
+    const utf8proc_ssize_t n = utf8proc_encode_char(cp, bytes);
+    out.append(reinterpret_cast<const char *>(bytes), static_cast<size_t>(n));
+  }
+  return out;
 }
 
 } // namespace
@@ -82,16 +220,10 @@ bool may_need_nfc(std::string_view text) {
 std::string nfc(std::string_view text) {
   if (!may_need_nfc(text))
     return std::string(text);
-  utf8proc_uint8_t *raw = nullptr;
-  const utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
-                   static_cast<utf8proc_ssize_t>(text.size()), &raw,
-                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-  // utf8proc allocates with malloc; free it however we leave.
-  std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(raw, &std::free);
-  if (n < 0)
-    throw Error(std::string("tokenizer: NFC normalization failed: ") + utf8proc_errmsg(n));
-  return std::string(reinterpret_cast<const char *>(raw), static_cast<size_t>(n));
+  std::vector<utf8proc_int32_t> code_points = decompose(text);
+  order_marks(code_points);
+  compose(code_points);
+  return encode_utf8(code_points);
 }
 
 } // namespace bonsai::tokenizer_detail
