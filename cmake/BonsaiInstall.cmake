@@ -12,10 +12,11 @@ include(CMakePackageConfigHelpers)
 
 set(BONSAI_INSTALL_CMAKEDIR lib/cmake/bonsai)
 
-# engine.hpp includes these two core headers (both header-only in use).
+# engine.hpp includes these core headers (all header-only in use).
 install(FILES
   ${PROJECT_SOURCE_DIR}/core/include/bonsai/core/error.hpp
   ${PROJECT_SOURCE_DIR}/core/include/bonsai/core/chat_template.hpp
+  ${PROJECT_SOURCE_DIR}/core/include/bonsai/core/text_span.hpp
   DESTINATION include/bonsai/core)
 
 # The CUDA plugin builds without a toolkit and probes NO_DEVICE without a GPU.

@@ -144,7 +144,7 @@ private:
     const size_t first_turn = !history_.empty() && history_.front().role == "system" ? 1 : 0;
     int dropped = 0;
     for (;;) {
-      std::vector<int32_t> tokens = engine_.tokenize(format_chat_prompt(engine_, history_, think_));
+      std::vector<int32_t> tokens = chat_prompt_tokens(engine_, history_, think_);
       // Only the new user turn left: check_context says what does not fit.
       if (static_cast<int64_t>(tokens.size()) + room <= n_ctx ||
           history_.size() <= first_turn + 1) {
@@ -268,7 +268,7 @@ int chat_command(const Args &argv) {
                 " goes past the context of " + std::to_string(engine.options().n_ctx) +
                 " tokens; lower it or raise -c/--ctx-size");
   // Fails here, before the prompt appears, when the model has no template.
-  format_chat_prompt(engine, std::vector<ChatMessage>{{"user", "hi"}}, true);
+  chat_prompt_tokens(engine, std::vector<ChatMessage>{{"user", "hi"}}, true);
   Session session = open_session(engine, engine_args);
   std::fprintf(stderr,
                "chat with %s on %s. /help lists the commands; /exit or Ctrl-D quits; Ctrl-C "

@@ -31,16 +31,17 @@ bool use_chat(const PromptArgs &args, const std::string &model_path) {
   return model_has_chat_template(model_path);
 }
 
-// The text the model sees: the prompt, in the chat template when chatting.
-std::string build_prompt(const Engine &engine, const PromptArgs &args, const std::string &prompt,
-                         bool chat) {
+// What the model sees: the prompt as is (control tokens matched), or in the
+// chat template when chatting.
+std::vector<int32_t> prompt_tokens(const Engine &engine, const PromptArgs &args,
+                                   const std::string &prompt, bool chat) {
   if (!chat)
-    return prompt;
+    return engine.tokenize(prompt);
   std::vector<ChatMessage> messages;
   if (!args.system.empty())
     messages.push_back({"system", args.system});
   messages.push_back({"user", prompt});
-  return format_chat_prompt(engine, messages, args.think != Toggle::off);
+  return chat_prompt_tokens(engine, messages, args.think != Toggle::off);
 }
 
 // OpenAI's finish_reason for ours.
@@ -119,7 +120,7 @@ int run_command(const Args &argv) {
   Engine engine = open_engine(engine_args);
   const bool chat = use_chat(prompt_args, engine_args.model);
   GenerateRequest request;
-  request.prompt_tokens = engine.tokenize(build_prompt(engine, prompt_args, prompt, chat));
+  request.prompt_tokens = prompt_tokens(engine, prompt_args, prompt, chat);
   request.n_predict = generation.n_predict;
   request.sampling = generation.sampling;
   request.stop_strings = generation.stop;

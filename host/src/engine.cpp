@@ -107,13 +107,23 @@ void Engine::Impl::check_tokens(std::span<const int32_t> tokens, const char *wha
           "{}: token {} at index {} is outside the vocabulary [0, {})", what, tokens[i], i, vocab));
 }
 
-std::string Engine::Impl::format_chat(std::span<const ChatMessage> messages,
-                                      const ChatOptions &options) const {
+ChatPrompt Engine::Impl::render_chat(std::span<const ChatMessage> messages,
+                                     const ChatOptions &options) const {
   if (!chat_template_warning.empty())
     std::call_once(chat_template_warned,
                    [&] { host::logger().warn("chat template: {}", chat_template_warning); });
   try {
-    return bonsai::apply_chat_template(chat_template, messages, options);
+    return render_chat_prompt(chat_template, messages, options);
+  } catch (const Error &error) {
+    throw InvalidArgument(error.what());
+  }
+}
+
+std::vector<int32_t> Engine::Impl::tokenize_chat(std::span<const ChatMessage> messages,
+                                                 const ChatOptions &options) const {
+  const ChatPrompt prompt = render_chat(messages, options);
+  try {
+    return tokenizer.encode(prompt.text, prompt.control_spans);
   } catch (const Error &error) {
     throw InvalidArgument(error.what());
   }
@@ -216,10 +226,12 @@ std::vector<int32_t> Engine::default_stop_tokens() const {
 
 std::string Engine::apply_chat_template(std::span<const ChatMessage> messages,
                                         bool add_generation_prompt, bool enable_thinking) const {
-  ChatOptions chat_options;
-  chat_options.add_generation_prompt = add_generation_prompt;
-  chat_options.enable_thinking = enable_thinking;
-  return impl_->format_chat(messages, chat_options);
+  return impl_->render_chat(messages, {add_generation_prompt, enable_thinking}).text;
+}
+
+std::vector<int32_t> Engine::tokenize_chat(std::span<const ChatMessage> messages,
+                                           bool add_generation_prompt, bool enable_thinking) const {
+  return impl_->tokenize_chat(messages, {add_generation_prompt, enable_thinking});
 }
 
 } // namespace bonsai

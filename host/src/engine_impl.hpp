@@ -49,9 +49,13 @@ struct Engine::Impl {
         tokenizer(std::move(tokenizer)) {}
 
   int32_t n_vocab() const { return static_cast<int32_t>(spec.hparams.n_vocab); }
-  // Formats `messages` with the model's template; InvalidArgument for an
+  // Renders `messages` with the model's template; InvalidArgument for an
   // unknown role.
-  std::string format_chat(std::span<const ChatMessage> messages, const ChatOptions &options) const;
+  ChatPrompt render_chat(std::span<const ChatMessage> messages, const ChatOptions &options) const;
+  // The rendered conversation as ids, control tokens only where the template
+  // put them; InvalidArgument for an unknown role or invalid UTF-8.
+  std::vector<int32_t> tokenize_chat(std::span<const ChatMessage> messages,
+                                     const ChatOptions &options) const;
   // Throws InvalidArgument for ids outside [0, n_vocab).
   void check_tokens(std::span<const int32_t> tokens, const char *what) const;
 };

@@ -11,20 +11,19 @@ std::vector<int32_t> request_prompt(const Engine::Impl &engine, const GenerateRe
     return request.prompt_tokens;
   ChatOptions chat;
   chat.enable_thinking = request.enable_thinking;
-  std::string text;
   try {
-    if (!request.messages.empty()) {
-      text = engine.format_chat(request.messages, chat);
-    } else if (request.chat) {
+    // Chat content is plain text: only the template's markers become
+    // control tokens, so a message cannot forge a turn.
+    if (!request.messages.empty())
+      return engine.tokenize_chat(request.messages, chat);
+    if (request.chat) {
       std::vector<ChatMessage> messages;
       if (!request.system_prompt.empty())
         messages.push_back({"system", request.system_prompt});
       messages.push_back({"user", request.prompt});
-      text = engine.format_chat(messages, chat);
-    } else {
-      text = request.prompt;
+      return engine.tokenize_chat(messages, chat);
     }
-    return engine.tokenizer.encode(text, request.parse_special);
+    return engine.tokenizer.encode(request.prompt, request.parse_special);
   } catch (const Error &error) {
     throw InvalidArgument(fmt::format("generate: {}", error.what()));
   }

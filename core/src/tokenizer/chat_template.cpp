@@ -25,8 +25,17 @@ std::string_view rstrip_newlines(std::string_view s) {
   return last == std::string_view::npos ? std::string_view{} : s.substr(0, last + 1);
 }
 
-void append_turn(std::string &out, std::string_view role, std::string_view content) {
-  out.append(kImStart).append(role).append("\n").append(content).append(kImEnd).append("\n");
+// Appends a control marker and records where it stands.
+void append_marker(ChatPrompt &out, std::string_view marker) {
+  out.control_spans.push_back({out.text.size(), out.text.size() + marker.size()});
+  out.text.append(marker);
+}
+
+void append_turn(ChatPrompt &out, std::string_view role, std::string_view content) {
+  append_marker(out, kImStart);
+  out.text.append(role).append("\n").append(content);
+  append_marker(out, kImEnd);
+  out.text.append("\n");
 }
 
 // A user message that only carries tool output does not count as a query.
@@ -66,22 +75,45 @@ AssistantParts split_reasoning(std::string_view text) {
   return parts;
 }
 
-void append_assistant(std::string &out, const ChatMessage &m, bool keep_reasoning, bool is_last) {
+void append_assistant(ChatPrompt &out, const ChatMessage &m, bool keep_reasoning, bool is_last) {
   const AssistantParts parts = split_reasoning(m.content);
-  out.append(kImStart).append("assistant\n");
+  append_marker(out, kImStart);
+  std::string &text = out.text;
+  text.append("assistant\n");
   if (keep_reasoning && (is_last || !parts.reasoning.empty())) {
-    out.append(kThinkOpen).append("\n");
-    out.append(rstrip_newlines(lstrip_newlines(parts.reasoning)));
-    out.append("\n").append(kThinkClose).append("\n\n");
-    out.append(lstrip_newlines(parts.content));
+    text.append(kThinkOpen).append("\n");
+    text.append(rstrip_newlines(lstrip_newlines(parts.reasoning)));
+    text.append("\n").append(kThinkClose).append("\n\n");
+    text.append(lstrip_newlines(parts.content));
   } else {
-    out.append(parts.content); // history before the last query: reasoning dropped
+    text.append(parts.content); // history before the last query: reasoning dropped
   }
-  out.append(kImEnd).append("\n");
+  append_marker(out, kImEnd);
+  text.append("\n");
 }
 
-std::string render_qwen3(std::span<const ChatMessage> messages, const ChatOptions &options) {
-  std::string out;
+// Consecutive tool results share one user turn.
+void append_tool(ChatPrompt &out, std::span<const ChatMessage> messages, size_t i) {
+  if (i == 0 || messages[i - 1].role != "tool") {
+    append_marker(out, kImStart);
+    out.text.append("user");
+  }
+  out.text.append("\n<tool_response>\n").append(messages[i].content).append("\n</tool_response>");
+  if (i + 1 == messages.size() || messages[i + 1].role != "tool") {
+    append_marker(out, kImEnd);
+    out.text.append("\n");
+  }
+}
+
+void append_generation_prompt(ChatPrompt &out, bool thinking) {
+  append_marker(out, kImStart);
+  out.text.append("assistant\n");
+  if (!thinking)
+    out.text.append(kThinkOpen).append("\n\n").append(kThinkClose).append("\n\n");
+}
+
+ChatPrompt render_qwen3(std::span<const ChatMessage> messages, const ChatOptions &options) {
+  ChatPrompt out;
   const size_t last_query = last_query_index(messages);
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage &m = messages[i];
@@ -90,31 +122,23 @@ std::string render_qwen3(std::span<const ChatMessage> messages, const ChatOption
     } else if (m.role == "assistant") {
       append_assistant(out, m, i > last_query, i + 1 == messages.size());
     } else if (m.role == "tool") {
-      // Consecutive tool results share one user turn.
-      if (i == 0 || messages[i - 1].role != "tool")
-        out.append(kImStart).append("user");
-      out.append("\n<tool_response>\n").append(m.content).append("\n</tool_response>");
-      if (i + 1 == messages.size() || messages[i + 1].role != "tool")
-        out.append(kImEnd).append("\n");
+      append_tool(out, messages, i);
     } else {
       throw Error("chat template: unsupported message role '" + m.role +
                   "' (Qwen3 knows system, user, assistant and tool)");
     }
   }
-  if (options.add_generation_prompt) {
-    out.append(kImStart).append("assistant\n");
-    if (!options.enable_thinking)
-      out.append(kThinkOpen).append("\n\n").append(kThinkClose).append("\n\n");
-  }
+  if (options.add_generation_prompt)
+    append_generation_prompt(out, options.enable_thinking);
   return out;
 }
 
-std::string render_chatml(std::span<const ChatMessage> messages, const ChatOptions &options) {
-  std::string out;
+ChatPrompt render_chatml(std::span<const ChatMessage> messages, const ChatOptions &options) {
+  ChatPrompt out;
   for (const ChatMessage &m : messages)
     append_turn(out, m.role, m.content);
   if (options.add_generation_prompt)
-    out.append(kImStart).append("assistant\n");
+    append_generation_prompt(out, /*thinking=*/true);
   return out;
 }
 
@@ -138,8 +162,8 @@ ChatTemplateKind detect_chat_template(std::string_view text, const ChatWarningSi
   return fallback("the chat template is not a ChatML template this runtime recognises");
 }
 
-std::string apply_chat_template(ChatTemplateKind kind, std::span<const ChatMessage> messages,
-                                const ChatOptions &options) {
+ChatPrompt render_chat_prompt(ChatTemplateKind kind, std::span<const ChatMessage> messages,
+                              const ChatOptions &options) {
   switch (kind) {
   case ChatTemplateKind::Qwen3ChatML:
     return render_qwen3(messages, options);
@@ -147,6 +171,11 @@ std::string apply_chat_template(ChatTemplateKind kind, std::span<const ChatMessa
     return render_chatml(messages, options);
   }
   throw Error("chat template: unknown template kind");
+}
+
+std::string apply_chat_template(ChatTemplateKind kind, std::span<const ChatMessage> messages,
+                                const ChatOptions &options) {
+  return render_chat_prompt(kind, messages, options).text;
 }
 
 } // namespace bonsai

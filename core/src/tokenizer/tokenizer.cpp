@@ -191,18 +191,17 @@ void Tokenizer::Impl::check_special_ids() const {
 
 Tokenizer::Tokenizer(TokenizerData data) : impl_(std::make_shared<const Impl>(std::move(data))) {}
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special) const {
-  const Impl &m = *impl_;
+void Tokenizer::Impl::check_utf8(std::string_view text) const {
   if (const size_t bad = find_invalid_utf8(text); bad != std::string_view::npos)
-    throw Error(m.where() + ": cannot tokenize text that is not valid UTF-8 (byte " +
+    throw Error(where() + ": cannot tokenize text that is not valid UTF-8 (byte " +
                 hex_byte(static_cast<unsigned char>(text[bad])) + " at offset " +
                 std::to_string(bad) + ")");
+}
 
+void Tokenizer::Impl::encode_text(std::string_view text, const AddedTokenMatcher &matcher,
+                                  std::vector<int32_t> &ids) const {
   std::vector<AddedTokenMatcher::Segment> segments;
-  (parse_special ? m.control_and_user : m.user_only).split(text, segments);
-
-  std::vector<int32_t> ids;
-  ids.reserve(text.size() / 3 + 1);
+  matcher.split(text, segments);
   std::vector<std::string_view> pieces;
   BpeScratch scratch;
   for (const auto &segment : segments) {
@@ -214,10 +213,47 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special
     // may merge a token's last character with a following combining mark.
     const std::string normalized = nfc(segment.text);
     pieces.clear();
-    m.pre_tokenizer.split(normalized, pieces);
+    pre_tokenizer.split(normalized, pieces);
     for (std::string_view piece : pieces)
-      bpe_encode(piece, m.byte_tokens, m.merges, scratch, ids);
+      bpe_encode(piece, byte_tokens, merges, scratch, ids);
   }
+}
+
+int32_t Tokenizer::Impl::control_token(std::string_view text, TextSpan span) const {
+  const int32_t id = id_of.find(text);
+  if (id < 0 || data.token_types.empty() ||
+      data.token_types[static_cast<size_t>(id)] != TokenType::Control)
+    throw Error(where() + ": the text at bytes [" + std::to_string(span.begin) + ", " +
+                std::to_string(span.end) + ") is not one control token");
+  return id;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool parse_special) const {
+  const Impl &m = *impl_;
+  m.check_utf8(text);
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 1);
+  m.encode_text(text, parse_special ? m.control_and_user : m.user_only, ids);
+  return ids;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text,
+                                       std::span<const TextSpan> control_spans) const {
+  const Impl &m = *impl_;
+  m.check_utf8(text);
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 1);
+  size_t plain_start = 0;
+  for (const TextSpan &span : control_spans) {
+    if (span.begin < plain_start || span.end < span.begin || span.end > text.size())
+      throw Error(m.where() + ": control token span [" + std::to_string(span.begin) + ", " +
+                  std::to_string(span.end) + ") is out of order or outside the " +
+                  std::to_string(text.size()) + "-byte text");
+    m.encode_text(text.substr(plain_start, span.begin - plain_start), m.user_only, ids);
+    ids.push_back(m.control_token(text.substr(span.begin, span.end - span.begin), span));
+    plain_start = span.end;
+  }
+  m.encode_text(text.substr(plain_start), m.user_only, ids);
   return ids;
 }
 

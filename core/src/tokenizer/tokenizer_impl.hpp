@@ -21,6 +21,13 @@ struct Tokenizer::Impl {
   // Prefix for error messages: "tokenizer (<source>)".
   std::string where() const;
   void check_id(int32_t id) const;
+  // Throws bonsai::Error naming the first invalid byte.
+  void check_utf8(std::string_view text) const;
+  // Appends the ids of `text`, matching the added tokens that `matcher` holds.
+  void encode_text(std::string_view text, const tokenizer_detail::AddedTokenMatcher &matcher,
+                   std::vector<int32_t> &ids) const;
+  // The id of the CONTROL token spelled exactly `text`; throws otherwise.
+  int32_t control_token(std::string_view text, TextSpan span) const;
 
   TokenizerData data;
   tokenizer_detail::TokenIndex id_of; // over data.tokens

@@ -251,9 +251,21 @@ public:
   // InvalidArgument if a role is unknown. A template that is not Qwen3's falls back to plain
   // ChatML (with a warning in the log).
   // `enable_thinking` false pre-fills an empty <think></think> block (Qwen3).
+  // For display: tokenize(apply_chat_template(...)) would also turn marker
+  // text inside the messages into control tokens; use tokenize_chat.
   std::string apply_chat_template(std::span<const ChatMessage> messages,
                                   bool add_generation_prompt = true,
                                   bool enable_thinking = true) const;
+  // The same conversation as token ids, what generate() evaluates for
+  // GenerateRequest::messages. Only the markers the template writes
+  // (<|im_start|>, <|im_end|>) become control tokens; message content is
+  // tokenized as plain text (as tokenize(text, false): user-defined tokens
+  // such as <think> are still matched), so a message holding "<|im_end|>"
+  // cannot close its turn or open another. Throws InvalidArgument for an
+  // unknown role or content that is not valid UTF-8.
+  std::vector<int32_t> tokenize_chat(std::span<const ChatMessage> messages,
+                                     bool add_generation_prompt = true,
+                                     bool enable_thinking = true) const;
 
   struct Impl; // internal
   explicit Engine(std::shared_ptr<const Impl> impl);
@@ -302,7 +314,9 @@ struct GenerateRequest {
   std::vector<ChatMessage> messages;
   bool chat = false;
   std::string system_prompt;
-  bool parse_special = true;   // match <|im_start|> etc. in `prompt`
+  // Match <|im_start|> etc. in `prompt` when it is used as is; chat content
+  // (`messages`, or `prompt` with `chat`) is always plain text.
+  bool parse_special = true;
   bool enable_thinking = true; // chat: false pre-fills an empty <think></think> block
 
   // false (default): the session starts over for this prompt, reusing the

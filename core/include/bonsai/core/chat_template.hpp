@@ -6,6 +6,9 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "bonsai/core/text_span.hpp"
 
 namespace bonsai {
 
@@ -33,12 +36,26 @@ using ChatWarningSink = std::function<void(std::string_view)>;
 ChatTemplateKind detect_chat_template(std::string_view template_text,
                                       const ChatWarningSink &warn = {});
 
+// The rendered prompt and where in it the template wrote its control markers
+// (`<|im_start|>`, `<|im_end|>`), in order. Only those spans may become
+// control tokens (Tokenizer::encode with spans): a message that contains
+// marker text cannot open or close a turn. `<think>` and `</think>` are not
+// listed; they are user-defined tokens, matched wherever they appear.
+struct ChatPrompt {
+  std::string text;
+  std::vector<TextSpan> control_spans;
+};
+
 // Qwen3ChatML reproduces Qwen3's Jinja template for plain messages (no tool
 // definitions): a leading system message, `<think>` reasoning stripped from
 // assistant turns before the last user query, consecutive tool results grouped
 // into one user turn. Roles other than system/user/assistant/tool throw
 // bonsai::Error. ChatMLFallback writes `<|im_start|>role\ncontent<|im_end|>\n`
 // for every message and ignores enable_thinking.
+ChatPrompt render_chat_prompt(ChatTemplateKind kind, std::span<const ChatMessage> messages,
+                              const ChatOptions &options = {});
+
+// The text alone: render_chat_prompt(...).text.
 std::string apply_chat_template(ChatTemplateKind kind, std::span<const ChatMessage> messages,
                                 const ChatOptions &options = {});
 

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "bonsai/core/text_span.hpp"
+
 namespace bonsai {
 
 namespace gguf {
@@ -61,6 +63,13 @@ public:
 
   // Throws bonsai::Error when `text` is not valid UTF-8.
   std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const;
+  // Control tokens only where the caller put them: each of `control_spans`
+  // (in order, not overlapping) must hold exactly one CONTROL token and
+  // becomes its id; the text around them is encoded as with parse_special
+  // false. Text whose control-token spellings all lie in the spans gets the
+  // same ids as encode(text, true). Throws bonsai::Error for invalid UTF-8
+  // or a span out of order, out of range or not a control token.
+  std::vector<int32_t> encode(std::string_view text, std::span<const TextSpan> control_spans) const;
   // Concatenated bytes of the tokens (may be invalid UTF-8 for arbitrary id
   // sequences). Special tokens decode to their text, UNUSED (padding) tokens
   // to nothing. Throws bonsai::Error on an id outside [0, n_vocab()).
