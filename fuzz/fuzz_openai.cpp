@@ -1,7 +1,9 @@
 // Fuzz target: the request bodies of `bonsai serve` (POST /v1/chat/completions
 // and /v1/completions). The first byte picks the endpoint; the rest is the
 // body. Every input must either parse into a request within the documented
-// ranges or be refused with an ApiError whose status is 400 or 404 and whose
+// ranges and limits (small ones here, so that inputs reach them: nesting,
+// long strings, long arrays, many fields, many or long stop strings, prompt
+// bytes) or be refused with an ApiError whose status is 400 or 404 and whose
 // error body is valid JSON; nothing else may escape.
 #include <string>
 #include <string_view>
@@ -21,8 +23,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace bonsai::server;
   const Endpoint endpoint = data[0] % 2 == 0 ? Endpoint::chat : Endpoint::completion;
   const std::string_view body(reinterpret_cast<const char *>(data + 1), size - 1);
+  RequestContext context;
+  context.model_id = "model";
+  context.n_vocab = 151936;
+  context.json = {8, 4096, 64, 32};
+  context.max_prompt_bytes = 2048;
+  context.max_stop_strings = 4;
+  context.max_stop_string_bytes = 16;
   try {
-    const CompletionSpec spec = parse_completion_request(endpoint, body, "model");
+    const CompletionSpec spec = parse_completion_request(endpoint, body, context);
     const bonsai::GenerateRequest &g = spec.generate;
     require(spec.model == "model", "a parsed request names the served model");
     require(g.n_predict == -1 || g.n_predict >= 1, "max_tokens is -1 (none) or >= 1");
@@ -30,8 +39,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     require(g.sampling.top_p >= 0 && g.sampling.top_p <= 1, "top_p in [0, 1]");
     require(g.sampling.top_k >= 0, "top_k >= 0");
     require(g.sampling.min_p >= 0 && g.sampling.min_p <= 1, "min_p in [0, 1]");
+    require(g.stop_strings.size() <= 4, "at most max_stop_strings stop strings");
     for (const auto &stop : g.stop_strings)
-      require(!stop.empty(), "no empty stop string");
+      require(!stop.empty() && stop.size() <= 16, "no empty or overlong stop string");
+    size_t prompt_bytes = g.prompt.size();
+    for (const auto &message : g.messages)
+      prompt_bytes += message.content.size();
+    require(prompt_bytes <= 2048, "the prompt text is within max_prompt_bytes");
+    for (const int32_t id : g.prompt_tokens)
+      require(id >= 0 && id < 151936, "prompt token ids are in the vocabulary");
     if (endpoint == Endpoint::chat)
       require(!g.messages.empty(), "a chat request has messages");
     else

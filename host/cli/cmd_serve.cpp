@@ -2,9 +2,12 @@
 // listener is up at once; the model loads behind it (/health says 503 until
 // it is ready). SIGINT or SIGTERM stops taking requests and lets the running
 // ones finish for --shutdown-grace seconds; a second signal exits at once.
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <pthread.h>
 #include <thread>
 #include <unistd.h>
@@ -21,8 +24,13 @@ namespace {
 
 struct ServeArgs {
   server::ServerOptions server;
+  std::vector<std::string> api_keys;
+  std::string api_key_file;
+  std::string cache_isolation = "key";
   int64_t max_body_kib = 1024;
-  int64_t read_timeout = 30;
+  int64_t max_prompt_kib = 0; // 0: --max-body
+  int64_t request_timeout = 30;
+  int64_t read_timeout = 10;
   int64_t write_timeout = 30;
   int64_t idle_timeout = 5;
   int64_t shutdown_grace = 10;
@@ -50,9 +58,63 @@ void check(const ServeArgs &a) {
   require(a.server.prefill_chunk >= 1, "--prefill-chunk must be >= 1");
   require(a.max_body_kib >= 1 && a.max_body_kib <= 1024 * 1024,
           "--max-body must be in 1..1048576 KiB");
-  require(a.read_timeout >= 1 && a.write_timeout >= 1 && a.idle_timeout >= 1,
-          "--read-timeout, --write-timeout and --idle-timeout must be >= 1 second");
+  require(a.max_prompt_kib >= 0 && a.max_prompt_kib <= 1024 * 1024,
+          "--max-prompt must be in 1..1048576 KiB");
+  require(a.request_timeout >= 1 && a.read_timeout >= 1 && a.write_timeout >= 1 &&
+              a.idle_timeout >= 1,
+          "--request-timeout, --read-timeout, --write-timeout and --idle-timeout must be >= 1 "
+          "second");
+  require(a.server.max_connections >= 1 && a.server.max_connections_per_client >= 1,
+          "--max-connections and --max-connections-per-client must be >= 1");
   require(a.shutdown_grace >= 0, "--shutdown-grace must be >= 0");
+  require(a.cache_isolation == "key" || a.cache_isolation == "request" ||
+              a.cache_isolation == "off",
+          "--cache-isolation must be key, request or off");
+  for (const std::string &key : a.api_keys)
+    require(!key.empty() && key.find_first_of(" \t\r\n") == std::string::npos,
+            "an --api-key is empty or holds white space");
+}
+
+// One key per line; blank lines and lines starting with '#' are skipped.
+std::vector<std::string> read_key_file(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    throw UsageError("--api-key-file: cannot read '" + path + "'");
+  std::vector<std::string> keys;
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#')
+      continue;
+    const std::string key = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+    if (key.find_first_of(" \t") != std::string::npos)
+      throw UsageError("--api-key-file: a key in '" + path + "' holds white space");
+    keys.push_back(key);
+  }
+  if (keys.empty())
+    throw UsageError("--api-key-file: '" + path + "' holds no key");
+  return keys;
+}
+
+server::CacheIsolation cache_isolation(const std::string &name) {
+  if (name == "request")
+    return server::CacheIsolation::request;
+  if (name == "off")
+    return server::CacheIsolation::off;
+  return server::CacheIsolation::key;
+}
+
+// Every connection is a descriptor: let the server hold as many as it may
+// accept, as far as the hard limit allows.
+void raise_descriptor_limit(int32_t connections) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    return;
+  const rlim_t wanted = static_cast<rlim_t>(connections) + 256;
+  if (limit.rlim_cur >= wanted)
+    return;
+  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 } // namespace
@@ -72,14 +134,33 @@ int serve_command(const Args &args) {
       "requests that may wait for a free slot; more get 429 (default 64)")(
       "prefill-chunk", po::value(&a.server.prefill_chunk)->value_name("N"),
       "prompt tokens read per step while other replies stream (default 64)")(
-      "api-key", po::value(&a.server.api_key)->value_name("KEY"),
-      "require 'Authorization: Bearer KEY' on /v1 (default: $BONSAI_API_KEY, else none)")(
+      "api-key", po::value(&a.api_keys)->value_name("KEY")->composing(),
+      "require 'Authorization: Bearer KEY' on /v1; repeat for several keys (default: "
+      "$BONSAI_API_KEY, else none)")("api-key-file", po::value(&a.api_key_file)->value_name("FILE"),
+                                     "read API keys from FILE, one per line")(
+      "cache-isolation", po::value(&a.cache_isolation)->value_name("MODE"),
+      "whose requests share prompt-cache prefixes: key (same API key; all without keys), "
+      "request (none), off (all) (default key)")(
+      "allowed-host", po::value(&a.server.allowed_hosts)->value_name("NAME")->composing(),
+      "a Host name to answer besides IP addresses and localhost (.example.com for a domain, * "
+      "for any); repeatable")(
+      "cors-origin", po::value(&a.server.cors_origins)->value_name("ORIGIN")->composing(),
+      "an origin (http://host:port) whose web pages may call the API, * for any; repeatable")(
       "model-id", po::value(&a.server.model_id)->value_name("NAME"),
       "the model's name in the API (default: the file name without .gguf)")(
       "max-body", po::value(&a.max_body_kib)->value_name("KIB"),
       "largest request body in KiB (default 1024)")(
+      "max-prompt", po::value(&a.max_prompt_kib)->value_name("KIB"),
+      "largest prompt text in KiB, checked before it is tokenized (default: --max-body)")(
+      "max-connections", po::value(&a.server.max_connections)->value_name("N"),
+      "open connections at most; more are refused with 503 (default 512)")(
+      "max-connections-per-client",
+      po::value(&a.server.max_connections_per_client)->value_name("N"),
+      "open connections from one address at most; more are refused with 429 (default 128)")(
+      "request-timeout", po::value(&a.request_timeout)->value_name("S"),
+      "seconds a client has to send a whole request (default 30)")(
       "read-timeout", po::value(&a.read_timeout)->value_name("S"),
-      "seconds a client may stay silent while sending a request (default 30)")(
+      "seconds a client may stay silent while sending a request (default 10)")(
       "write-timeout", po::value(&a.write_timeout)->value_name("S"),
       "seconds a client may stop reading a reply (default 30)")(
       "idle-timeout", po::value(&a.idle_timeout)->value_name("S"),
@@ -90,16 +171,28 @@ int serve_command(const Args &args) {
   if (!command_line.parse(args))
     return kExitOk;
   check(a);
-  if (a.server.api_key.empty())
-    if (const char *key = std::getenv("BONSAI_API_KEY"); key != nullptr)
-      a.server.api_key = key;
+  a.server.api_keys = a.api_keys;
+  if (!a.api_key_file.empty()) {
+    const std::vector<std::string> keys = read_key_file(a.api_key_file);
+    a.server.api_keys.insert(a.server.api_keys.end(), keys.begin(), keys.end());
+  }
+  if (a.server.api_keys.empty())
+    if (const char *key = std::getenv("BONSAI_API_KEY"); key != nullptr && *key != '\0')
+      a.server.api_keys.push_back(key);
+  a.server.cache_isolation = cache_isolation(a.cache_isolation);
   a.server.max_body_bytes = static_cast<size_t>(a.max_body_kib) * 1024;
+  // One string of the body may be as long as the body allows.
+  a.server.json.max_string_bytes = a.server.max_body_bytes;
+  a.server.max_prompt_bytes =
+      a.max_prompt_kib > 0 ? static_cast<size_t>(a.max_prompt_kib) * 1024 : a.server.max_body_bytes;
+  a.server.request_timeout = std::chrono::seconds(a.request_timeout);
   a.server.read_timeout = std::chrono::seconds(a.read_timeout);
   a.server.write_timeout = std::chrono::seconds(a.write_timeout);
   a.server.idle_timeout = std::chrono::seconds(a.idle_timeout);
   engine_args.progress = false; // the model loads behind a running server
   check_model_path(engine_args.model);
 
+  raise_descriptor_limit(a.server.max_connections);
   const sigset_t stop_signals = block_stop_signals();
   server::Server server(a.server, [engine_args] { return open_engine(engine_args); });
   std::fprintf(stderr, "bonsai serve: listening on http://%s:%d (model loading; GET /health)\n",

@@ -1,18 +1,18 @@
-// POST /v1/chat/completions and /v1/completions: parse and check the
-// request, queue it, then answer with the whole reply or stream it as
-// server-sent events, cancelling the job as soon as the client goes away.
+// POST /v1/chat/completions and /v1/completions: the body is parsed and the
+// prompt tokenized on a worker thread; back on the I/O thread the job is
+// queued, and its events are answered as a whole reply or streamed as
+// server-sent events. A client that goes away cancels its job at once.
+#include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include "bonsai/generation.hpp"
-#include "connection_probe.hpp"
+#include "error_response.hpp"
 #include "openai_response.hpp"
 #include "server_impl.hpp"
+#include "server_log.hpp"
 
 namespace bonsai::server {
 namespace {
-
-// How often a waiting handler looks at its client's connection.
-constexpr std::chrono::milliseconds kProbeInterval{50};
 
 // Rejects what cannot fit the context window before it takes a slot.
 void check_context(const CompletionSpec &spec, const Generation &generation, int32_t n_ctx) {
@@ -30,45 +30,19 @@ void check_context(const CompletionSpec &spec, const Generation &generation, int
         spec.endpoint == Endpoint::chat ? "messages" : "prompt", "context_length_exceeded");
 }
 
-std::shared_ptr<Job> make_job(const Server::Impl &impl, const Scheduler &scheduler,
-                              CompletionSpec spec) {
+// Parses the request and tokenizes its prompt (worker thread).
+std::shared_ptr<Job> make_job(const Server::Impl &impl, Endpoint endpoint, const std::string &body,
+                              uint64_t tenant) {
+  CompletionSpec spec = parse_completion_request(endpoint, body, impl.request_context);
   std::optional<Generation> generation;
   try {
     generation.emplace(*impl.engine, spec.generate);
   } catch (const InvalidArgument &error) {
-    throw bad_request(error.what());
+    throw bad_request(error.what(), endpoint == Endpoint::chat ? "messages" : "prompt");
   }
-  check_context(spec, *generation, scheduler.n_ctx());
-  return std::make_shared<Job>(std::move(spec), std::move(*generation));
+  check_context(spec, *generation, impl.scheduler->n_ctx());
+  return std::make_shared<Job>(std::move(spec), std::move(*generation), tenant);
 }
-
-// A handler's view of its job: the next event, or nullopt once the client
-// has gone (the job is then cancelled). The connection is looked at at most
-// once per kProbeInterval, however fast events arrive.
-class JobListener {
-public:
-  JobListener(Job &job, const ConnectionProbe &probe) : job_(job), probe_(probe) {}
-  std::optional<JobEvent> next() {
-    for (;;) {
-      std::optional<JobEvent> event = job_.pop(kProbeInterval);
-      const auto now = Clock::now();
-      if (now - last_probe_ >= kProbeInterval) {
-        last_probe_ = now;
-        if (probe_.closed()) {
-          job_.cancelled.store(true);
-          return std::nullopt;
-        }
-      }
-      if (event)
-        return event;
-    }
-  }
-
-private:
-  Job &job_;
-  const ConnectionProbe &probe_;
-  Clock::time_point last_probe_ = Clock::now();
-};
 
 std::string sse(const std::string &data) {
   return "data: " + data + "\n\n";
@@ -78,130 +52,143 @@ ApiError job_error(const JobEvent &event) {
   return ApiError(500, "server_error", "The backend failed: " + event.error);
 }
 
-// Streams the job's events as OpenAI chunks. Returns false when the client
-// is gone (the job is then cancelled).
-bool stream_job(Job &job, const ResponseHeader &header, const ConnectionProbe &probe,
-                httplib::DataSink &sink) {
-  auto send = [&](const std::string &data) {
-    if (sink.write(data.data(), data.size()))
+// One queued job and the exchange it answers (I/O thread). The exchange
+// holds it; the job's waker reaches it through a weak pointer, so a client
+// that leaves drops it, and dropping it cancels the job.
+class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
+public:
+  CompletionRun(const std::shared_ptr<Exchange> &exchange, std::shared_ptr<Job> job)
+      : exchange_(exchange), job_(std::move(job)), header_(new_response_header(job_->spec)) {}
+  ~CompletionRun() {
+    if (!job_->finished())
+      job_->cancelled.store(true);
+  }
+
+  void start(Exchange &exchange) {
+    exchange.hold(shared_from_this());
+    exchange.on_client_gone([job = job_] { job->cancelled.store(true); });
+    if (job_->spec.stream)
+      exchange.begin_stream(
+          HttpResponse(200, "", "text/event-stream").header("Cache-Control", "no-cache"));
+    job_->set_waker([self = weak_from_this(), io = exchange.executor()] {
+      boost::asio::post(io, [self] {
+        if (auto run = self.lock())
+          run->pump();
+      });
+    });
+  }
+
+private:
+  void pump() {
+    const std::shared_ptr<Exchange> exchange = exchange_.lock();
+    if (!exchange || exchange->over())
+      return;
+    while (std::optional<JobEvent> event = job_->try_pop()) {
+      if (job_->spec.stream ? !stream(*exchange, *event) : !collect(*exchange, *event))
+        return;
+    }
+  }
+
+  // False once the answer is complete.
+  bool stream(Exchange &exchange, JobEvent &event) {
+    if (event.finish == Finish::cancelled) {
+      exchange.end_stream(); // the server is shutting down: no [DONE]
+      return false;
+    }
+    if (event.finish == Finish::error) {
+      exchange.write(sse(error_body(job_error(event))) + sse("[DONE]"));
+      exchange.end_stream();
+      return false;
+    }
+    if (!event.text.empty() || event.finish) {
+      exchange.write(sse(chunk_body(header_, event.text, event.finish, first_chunk_)));
+      first_chunk_ = false;
+    }
+    if (!event.finish)
       return true;
-    job.cancelled.store(true);
+    if (job_->spec.include_usage)
+      exchange.write(sse(usage_chunk_body(header_, event.usage)));
+    exchange.write(sse("[DONE]"));
+    exchange.end_stream();
     return false;
-  };
-  bool first = true;
-  JobListener listener(job, probe);
-  while (std::optional<JobEvent> event = listener.next()) {
-    if (event->finish == Finish::cancelled)
-      return false; // the server is shutting down: end without [DONE]
-    if (event->finish == Finish::error) {
-      if (!send(sse(error_body(job_error(*event)))) || !send(sse("[DONE]")))
-        return false;
-      sink.done(); // else cpp-httplib asks for more
-      return true;
-    }
-    if (!event->text.empty() || event->finish) {
-      if (!send(sse(chunk_body(header, event->text, event->finish, first))))
-        return false;
-      first = false;
-    }
-    if (event->finish) {
-      if (job.spec.include_usage && !send(sse(usage_chunk_body(header, event->usage))))
-        return false;
-      if (!send(sse("[DONE]")))
-        return false;
-      sink.done();
-      return true;
-    }
   }
-  return false;
-}
 
-// Waits for the whole reply; nullopt when the client went away first.
-std::optional<JobEvent> collect_job(Job &job, const ConnectionProbe &probe) {
-  std::string text;
-  JobListener listener(job, probe);
-  while (std::optional<JobEvent> event = listener.next()) {
-    text += event->text;
-    if (event->finish) {
-      event->text = std::move(text);
-      return event;
-    }
+  bool collect(Exchange &exchange, JobEvent &event) {
+    text_ += event.text;
+    if (!event.finish)
+      return true;
+    if (event.finish == Finish::cancelled)
+      exchange.respond(error_response(503, "server_error", "The request was cancelled"));
+    else if (event.finish == Finish::error)
+      exchange.respond(error_response(job_error(event)));
+    else
+      exchange.respond(
+          HttpResponse(200, completion_body(header_, text_, *event.finish, event.usage)));
+    return false;
   }
-  return std::nullopt;
-}
 
-void answer(Server::Impl &impl, Endpoint endpoint, const httplib::Request &request,
-            httplib::Response &response) {
+  std::weak_ptr<Exchange> exchange_;
+  const std::shared_ptr<Job> job_;
+  const ResponseHeader header_;
+  bool first_chunk_ = true;
+  std::string text_;
+};
+
+// Back on the I/O thread with the parsed job (or why there is none).
+void queue_job(Server::Impl &impl, Exchange &exchange, std::shared_ptr<Job> job) {
+  if (exchange.over())
+    return; // the client left while its request was parsed
   Scheduler *scheduler = impl.ready_scheduler();
-  if (scheduler == nullptr)
-    throw ApiError(503, "server_error",
-                   impl.state.load() == ServerState::loading ? "The model is still loading"
-                                                             : "The server is not serving");
-  std::string model_id;
-  {
-    std::lock_guard lock(impl.mutex);
-    model_id = impl.model_id;
-  }
-  auto job = make_job(impl, *scheduler, parse_completion_request(endpoint, request.body, model_id));
-  switch (scheduler->submit(job)) {
+  const Scheduler::Submitted submitted =
+      scheduler != nullptr ? scheduler->submit(job) : Scheduler::Submitted::stopping;
+  switch (submitted) {
   case Scheduler::Submitted::queued:
-    break;
-  case Scheduler::Submitted::queue_full:
-    response.set_header("Retry-After", "1");
-    throw ApiError(
-        429, "rate_limit_error",
-        fmt::format("The server is busy: {} requests are already waiting", impl.options.max_queue),
-        {}, "queue_full");
-  case Scheduler::Submitted::stopping:
-    throw ApiError(503, "server_error", "The server is shutting down");
-  }
-  // Whatever fails from here on, the queued job must not run for nobody.
-  struct CancelUnlessAnswered {
-    Job &job;
-    bool answered = false;
-    ~CancelUnlessAnswered() {
-      if (!answered)
-        job.cancelled.store(true);
-    }
-  } guard{*job};
-  const ResponseHeader header = new_response_header(job->spec);
-  auto probe = std::make_shared<ConnectionProbe>(request.remote_addr, request.remote_port,
-                                                 request.local_port);
-  if (job->spec.stream) {
-    response.set_header("Cache-Control", "no-cache");
-    response.set_chunked_content_provider(
-        "text/event-stream",
-        [job, header, probe](size_t, httplib::DataSink &sink) {
-          return stream_job(*job, header, *probe, sink);
-        },
-        [job](bool) {
-          if (!job->finished())
-            job->cancelled.store(true);
-        });
-    guard.answered = true;
+    std::make_shared<CompletionRun>(exchange.shared_from_this(), std::move(job))->start(exchange);
     return;
+  case Scheduler::Submitted::queue_full:
+    return exchange.respond(
+        error_response(ApiError(429, "rate_limit_error",
+                                fmt::format("The server is busy: {} requests are already waiting",
+                                            impl.options.max_queue),
+                                {}, "queue_full"))
+            .header("Retry-After", "1"));
+  case Scheduler::Submitted::stopping:
+    return exchange.respond(error_response(503, "server_error", "The server is shutting down"));
   }
-  const std::optional<JobEvent> whole = collect_job(*job, *probe);
-  guard.answered = true;
-  if (!whole || whole->finish == Finish::cancelled) {
-    response.status = 503; // nobody is listening, or the server is shutting down
-    return send_error(response, ApiError(503, "server_error", "The request was cancelled"));
-  }
-  if (whole->finish == Finish::error)
-    return send_error(response, job_error(*whole));
-  response.set_content(completion_body(header, whole->text, *whole->finish, whole->usage),
-                       "application/json");
 }
 
 } // namespace
 
-void handle_completion(Server::Impl &impl, Endpoint endpoint, const httplib::Request &request,
-                       httplib::Response &response) {
-  try {
-    answer(impl, endpoint, request, response);
-  } catch (const ApiError &error) {
-    send_error(response, error);
-  }
+void start_completion(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
+                      Endpoint endpoint, uint64_t tenant) {
+  if (impl.ready_scheduler() == nullptr)
+    return exchange->respond(error_response(503, "server_error",
+                                            impl.state.load() == ServerState::loading
+                                                ? "The model is still loading"
+                                                : "The server is not serving"));
+  boost::asio::post(impl.workers, [&impl, exchange, endpoint, tenant] {
+    std::shared_ptr<Job> job;
+    std::optional<HttpResponse> refusal;
+    try {
+      // The scheduler was seen ready; once set it lives as long as the server.
+      job = make_job(impl, endpoint, exchange->request().message.body(), tenant);
+    } catch (const ApiError &error) {
+      refusal = error_response(error);
+    } catch (const std::exception &error) {
+      log_at(LogLevel::error, "a request failed: {}", error.what());
+      refusal = error_response(500, "server_error", std::string("Internal error: ") + error.what());
+    }
+    // The body is parsed: give its memory and its share of the budget back.
+    HttpRequest &request = exchange->request();
+    std::string().swap(request.message.body());
+    request.body_reservation.reset();
+    exchange->post([&impl, exchange, job = std::move(job), refusal = std::move(refusal)]() mutable {
+      if (refusal)
+        exchange->respond(std::move(*refusal));
+      else
+        queue_job(impl, *exchange, std::move(job));
+    });
+  });
 }
 
 } // namespace bonsai::server

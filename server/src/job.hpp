@@ -1,13 +1,13 @@
 #pragma once
-// One request in flight, shared by the HTTP thread that answers it and the
+// One request in flight, shared by the HTTP side that answers it and the
 // scheduler thread that generates it. The scheduler pushes events (text,
-// then one final event); the HTTP thread pops them, and sets `cancelled`
-// when its client goes away.
+// then one final event); the HTTP side is woken by a callback, takes them,
+// and sets `cancelled` when its client goes away.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -42,10 +42,14 @@ struct JobEvent {
 
 class Job {
 public:
-  Job(CompletionSpec spec, Generation generation)
-      : spec(std::move(spec)), generation(std::move(generation)), queued_at(Clock::now()) {}
+  // `tenant`: whose prompt-cache prefixes this job may share (see
+  // CacheIsolation); jobs of different tenants never share one.
+  Job(CompletionSpec spec, Generation generation, uint64_t tenant)
+      : spec(std::move(spec)), tenant(tenant), generation(std::move(generation)),
+        queued_at(Clock::now()) {}
 
   const CompletionSpec spec;
+  const uint64_t tenant;
   // Used by the scheduler thread only, once the job is submitted.
   Generation generation;
   const Clock::time_point queued_at;
@@ -53,19 +57,34 @@ public:
 
   // Scheduler side.
   void push(JobEvent event) {
+    std::function<void()> wake;
     {
       std::lock_guard lock(mutex_);
       if (event.finish)
         finished_ = true;
       events_.push_back(std::move(event));
+      wake = waker_;
     }
-    ready_.notify_one();
+    if (wake)
+      wake(); // outside the lock: it may post work to another thread
   }
 
-  // HTTP side: the next event, or nullopt when none came within `timeout`.
-  std::optional<JobEvent> pop(std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mutex_);
-    if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); }))
+  // HTTP side: called (on the scheduler's thread) after every push from now
+  // on, and once at once if events are already waiting.
+  void set_waker(std::function<void()> wake) {
+    bool pending = false;
+    {
+      std::lock_guard lock(mutex_);
+      waker_ = wake;
+      pending = !events_.empty();
+    }
+    if (pending && wake)
+      wake();
+  }
+  // HTTP side: the next event, if one is waiting.
+  std::optional<JobEvent> try_pop() {
+    std::lock_guard lock(mutex_);
+    if (events_.empty())
       return std::nullopt;
     JobEvent event = std::move(events_.front());
     events_.pop_front();
@@ -78,9 +97,9 @@ public:
 
 private:
   mutable std::mutex mutex_;
-  std::condition_variable ready_;
   std::deque<JobEvent> events_;
   bool finished_ = false;
+  std::function<void()> waker_;
 };
 
 } // namespace bonsai::server

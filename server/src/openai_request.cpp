@@ -7,14 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "api_error.hpp"
+#include "json_limits.hpp"
 
 namespace bonsai::server {
 namespace {
 
 using json = nlohmann::json;
-
-// Most stop strings in one request (OpenAI allows 4).
-constexpr size_t kMaxStopStrings = 16;
 
 // The fields each endpoint knows. Unknown ones are refused, as OpenAI does,
 // so a misspelt option never goes unnoticed.
@@ -38,7 +36,10 @@ const std::set<std::string> kCommonFields = {"model",
 const std::set<std::string> kChatFields = {
     "messages", "max_completion_tokens", "chat_template_kwargs", "enable_thinking", "top_logprobs",
     "tools",    "tool_choice",           "response_format"};
-const std::set<std::string> kCompletionFields = {"prompt", "echo", "suffix", "best_of"};
+// parse_special is bonsai's own: whether control-token text in the prompt
+// becomes control tokens (default true, as llama.cpp's /completion does).
+const std::set<std::string> kCompletionFields = {"prompt", "echo", "suffix", "best_of",
+                                                 "parse_special"};
 
 std::string type_name(const json &value) {
   return value.is_number_integer() ? "integer" : value.type_name();
@@ -123,7 +124,8 @@ void refuse_unsupported(const json &body) {
   if (logit_bias != nullptr && !(logit_bias->is_object() && logit_bias->empty()))
     throw bad_request("'logit_bias' is not supported by bonsai serve", "logit_bias");
   if (const json *format = field(body, "response_format"); format != nullptr) {
-    if (!format->is_object() || format->value("type", json()) != "text" || format->size() != 1)
+    const json *type = format->is_object() ? field(*format, "type") : nullptr;
+    if (type == nullptr || !type->is_string() || *type != "text" || format->size() != 1)
       throw bad_request("'response_format' other than {\"type\": \"text\"} is not supported",
                         "response_format");
   }
@@ -136,7 +138,7 @@ void check_known_fields(const json &body, Endpoint endpoint) {
       throw bad_request(fmt::format("Unrecognized request argument supplied: {}", key), key);
 }
 
-std::vector<std::string> stop_strings(const json &body) {
+std::vector<std::string> stop_strings(const json &body, const RequestContext &context) {
   const json *stop = field(body, "stop");
   if (stop == nullptr)
     return {};
@@ -144,9 +146,9 @@ std::vector<std::string> stop_strings(const json &body) {
   if (stop->is_string()) {
     out.push_back(stop->get<std::string>());
   } else if (stop->is_array()) {
-    if (stop->size() > kMaxStopStrings)
+    if (stop->size() > static_cast<size_t>(context.max_stop_strings))
       throw bad_request(fmt::format("'stop' holds {} strings; at most {} are allowed", stop->size(),
-                                    kMaxStopStrings),
+                                    context.max_stop_strings),
                         "stop");
     for (const auto &item : *stop) {
       if (!item.is_string())
@@ -158,9 +160,14 @@ std::vector<std::string> stop_strings(const json &body) {
         fmt::format("'stop' must be a string or a list of strings, not {}", type_name(*stop)),
         "stop");
   }
-  for (const auto &s : out)
+  for (const auto &s : out) {
     if (s.empty())
       throw bad_request("'stop' holds an empty string", "stop");
+    if (s.size() > context.max_stop_string_bytes)
+      throw bad_request(fmt::format("'stop' holds a string of {} bytes; at most {} are allowed",
+                                    s.size(), context.max_stop_string_bytes),
+                        "stop");
+  }
   return out;
 }
 
@@ -195,14 +202,15 @@ std::string message_content(const json &message, size_t index) {
     throw bad_request(fmt::format("'{}' must be a string or a list of text parts", where), where);
   std::string text;
   for (const auto &part : *it) {
-    if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
-        !part["text"].is_string())
+    const json *type = part.is_object() ? field(part, "type") : nullptr;
+    const json *part_text = part.is_object() ? field(part, "text") : nullptr;
+    if (type == nullptr || *type != "text" || part_text == nullptr || !part_text->is_string())
       throw bad_request(
           fmt::format("'{}' holds a part that is not {{\"type\": \"text\", \"text\": ...}}; "
                       "bonsai serves text only",
                       where),
           where);
-    text += part["text"].get<std::string>();
+    text += part_text->get_ref<const std::string &>();
   }
   return text;
 }
@@ -253,7 +261,7 @@ bool thinking(const json &body) {
   return enable;
 }
 
-void completion_prompt(const json &body, GenerateRequest &request) {
+void completion_prompt(const json &body, int32_t n_vocab, GenerateRequest &request) {
   const json *prompt = field(body, "prompt");
   if (prompt == nullptr)
     throw bad_request("'prompt' is required", "prompt");
@@ -264,12 +272,21 @@ void completion_prompt(const json &body, GenerateRequest &request) {
   } else if (prompt->is_array() && !prompt->empty() &&
              std::all_of(prompt->begin(), prompt->end(),
                          [](const json &v) { return v.is_number_integer(); })) {
+    const int64_t limit = n_vocab > 0 ? n_vocab : int64_t{INT32_MAX} + 1;
     for (const auto &v : *prompt) {
-      const int64_t id = v.get<int64_t>();
-      if (id < 0 || id > INT32_MAX)
-        throw bad_request(fmt::format("'prompt' holds the token id {}, out of range", id),
-                          "prompt");
-      request.prompt_tokens.push_back(static_cast<int32_t>(id));
+      // Read unsigned ids as such: a 64-bit id must not wrap to a negative one.
+      const bool in_range = v.is_number_unsigned()
+                                ? v.get<uint64_t>() < static_cast<uint64_t>(limit)
+                                : v.get<int64_t>() >= 0 && v.get<int64_t>() < limit;
+      if (!in_range)
+        throw bad_request(
+            n_vocab > 0
+                ? fmt::format("'prompt' holds the token id {}, outside the vocabulary of {} "
+                              "tokens",
+                              v.dump(), n_vocab)
+                : fmt::format("'prompt' holds the token id {}, out of range", v.dump()),
+            "prompt");
+      request.prompt_tokens.push_back(static_cast<int32_t>(v.get<int64_t>()));
     }
   } else {
     throw bad_request("'prompt' must be a string, a list of one string, or a list of token ids "
@@ -280,17 +297,24 @@ void completion_prompt(const json &body, GenerateRequest &request) {
     throw bad_request("'prompt' is empty", "prompt");
 }
 
+// Refuses prompt text past the limit before the tokenizer sees it.
+void check_prompt_bytes(const GenerateRequest &request, const RequestContext &context,
+                        const char *param) {
+  size_t bytes = request.prompt.size();
+  for (const ChatMessage &message : request.messages)
+    bytes += message.content.size();
+  if (bytes > context.max_prompt_bytes)
+    throw bad_request(fmt::format("The prompt holds {} bytes of text; this server takes at most {}",
+                                  bytes, context.max_prompt_bytes),
+                      param, "context_length_exceeded");
+}
+
 } // namespace
 
 CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body_text,
-                                        const std::string &model_id) {
-  json body;
-  try {
-    body = json::parse(body_text);
-  } catch (const json::exception &error) {
-    // parse_error, and out_of_range for a number past double's range.
-    throw bad_request(fmt::format("The request body is not valid JSON: {}", error.what()));
-  }
+                                        const RequestContext &context) {
+  const std::string &model_id = context.model_id;
+  const json body = parse_json_within(body_text, context.json);
   if (!body.is_object())
     throw bad_request("The request body must be a JSON object");
   check_known_fields(body, endpoint);
@@ -310,7 +334,7 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
 
   GenerateRequest &g = spec.generate;
   g.sampling = sampling(body);
-  g.stop_strings = stop_strings(body);
+  g.stop_strings = stop_strings(body, context);
   spec.stream = bool_field(body, "stream", false);
   if (const json *options = field(body, "stream_options"); options != nullptr) {
     if (!options->is_object())
@@ -332,10 +356,11 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
     g.n_predict =
         static_cast<int32_t>(integer_field(body, "max_completion_tokens", 1, kMaxTokens, legacy));
   } else {
-    completion_prompt(body, g);
-    g.parse_special = true;
+    completion_prompt(body, context.n_vocab, g);
+    g.parse_special = bool_field(body, "parse_special", true);
     g.n_predict = static_cast<int32_t>(integer_field(body, "max_tokens", 1, kMaxTokens, 16));
   }
+  check_prompt_bytes(g, context, endpoint == Endpoint::chat ? "messages" : "prompt");
   return spec;
 }
 

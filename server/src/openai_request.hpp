@@ -3,11 +3,13 @@
 // POST /v1/completions into what the scheduler runs. Every problem is an
 // ApiError (400, or 404 for an unknown model) naming the field: malformed
 // JSON, wrong types, values out of range, unknown fields, options bonsai does
-// not support.
+// not support, and every limit of RequestLimits (checked before any prompt is
+// tokenized).
 #include <string>
 #include <string_view>
 
 #include "bonsai/engine.hpp"
+#include "bonsai/server.hpp"
 
 namespace bonsai::server {
 
@@ -23,8 +25,17 @@ struct CompletionSpec {
   std::string model;          // the model id to echo back
 };
 
-// `model_id`: the one model served; a request naming another gets 404.
+// What a request is checked against besides its own fields.
+struct RequestContext {
+  std::string model_id; // the one model served; a request naming another gets 404
+  int32_t n_vocab = 0;  // token ids of a prompt must be below it; 0: not checked
+  JsonLimits json;
+  size_t max_prompt_bytes = 1 << 20; // message contents, or the prompt text
+  int32_t max_stop_strings = 16;
+  size_t max_stop_string_bytes = 1024;
+};
+
 CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body,
-                                        const std::string &model_id);
+                                        const RequestContext &context);
 
 } // namespace bonsai::server

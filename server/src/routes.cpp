@@ -1,7 +1,11 @@
-// Every endpoint but the completions, and the server-wide handlers: API key,
-// header limits, errors in OpenAI's shape, request counting.
+// Every endpoint but the completions, and the checks every request passes
+// before its body is read: Host (DNS rebinding), Origin (cross-site
+// requests, CORS), the API key, and the body's media type.
+#include <algorithm>
+
 #include <fmt/format.h>
 
+#include "error_response.hpp"
 #include "openai_response.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
@@ -9,160 +13,200 @@
 namespace bonsai::server {
 namespace {
 
-// Request headers: more, or more bytes in all, get 431.
-constexpr size_t kMaxHeaderCount = 100;
-constexpr size_t kMaxHeaderBytes = 32 * 1024;
+struct Route {
+  const char *path;
+  http::verb method;
+  const char *allow; // the Allow header of a 405
+};
 
-const char *kJson = "application/json";
+const Route kRoutes[] = {
+    {"/health", http::verb::get, "GET, OPTIONS"},
+    {"/metrics", http::verb::get, "GET, OPTIONS"},
+    {"/v1/models", http::verb::get, "GET, OPTIONS"},
+    {"/v1/chat/completions", http::verb::post, "POST, OPTIONS"},
+    {"/v1/completions", http::verb::post, "POST, OPTIONS"},
+};
+
+const Route *route_of(const std::string &path) {
+  for (const Route &route : kRoutes)
+    if (path == route.path)
+      return &route;
+  return nullptr;
+}
+
+bool needs_key(const std::string &path) {
+  return path.rfind("/v1/", 0) == 0;
+}
+
+ApiError forbidden(const std::string &message) {
+  return ApiError(403, "permission_error", message);
+}
+
+// The key a request was made with: its index in options.api_keys, -1 when
+// the server has none, nullopt when the request does not carry a valid one.
+std::optional<int> request_key(const ServerOptions &options, const HttpMessage &message) {
+  if (options.api_keys.empty())
+    return -1;
+  const auto header = message.find(http::field::authorization);
+  if (header == message.end())
+    return std::nullopt;
+  const std::optional<std::string_view> token = bearer_token(header->value());
+  if (!token)
+    return std::nullopt;
+  const int key = match_api_key(options.api_keys, *token);
+  return key < 0 ? std::nullopt : std::optional<int>(key);
+}
+
+std::string_view header_of(const HttpMessage &message, http::field name) {
+  const auto it = message.find(name);
+  return it == message.end() ? std::string_view() : std::string_view(it->value());
+}
+
+std::optional<ApiError>
+host_and_origin_refusal(const Server::Impl &impl, const HttpMessage &message,
+                        std::vector<std::pair<std::string, std::string>> &cors) {
+  const auto host = message.find(http::field::host);
+  if (host == message.end()) {
+    if (message.version() >= 11)
+      return bad_request("The request has no Host header");
+  } else if (!impl.origin_policy.host_allowed(host->value())) {
+    return forbidden(fmt::format("This server does not answer to the host '{}'; start it with "
+                                 "--allowed-host to add the name",
+                                 std::string_view(host->value())));
+  }
+  const std::string_view origin = header_of(message, http::field::origin);
+  switch (impl.origin_policy.judge_origin(origin, header_of(message, http::field::host))) {
+  case OriginPolicy::OriginVerdict::none:
+  case OriginPolicy::OriginVerdict::same_origin:
+    return std::nullopt;
+  case OriginPolicy::OriginVerdict::allowed:
+    cors.emplace_back("Access-Control-Allow-Origin", std::string(origin));
+    cors.emplace_back("Vary", "Origin");
+    return std::nullopt;
+  case OriginPolicy::OriginVerdict::refused:
+    break;
+  }
+  return forbidden(fmt::format("Requests from pages of '{}' are refused; start the server with "
+                               "--cors-origin to allow that origin",
+                               origin));
+}
+
+// A CORS preflight from an origin the policy let in (screen() refused the
+// others), or a plain OPTIONS.
+HttpResponse options_answer(const Route *route, const HttpMessage &message) {
+  HttpResponse answer(204, "", "");
+  answer.header("Allow", route != nullptr ? route->allow : "GET, POST, OPTIONS");
+  if (message.find(http::field::origin) == message.end())
+    return answer;
+  answer.header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  // A trusted origin may send the headers its client library adds.
+  const std::string_view asked = header_of(message, http::field::access_control_request_headers);
+  answer.header("Access-Control-Allow-Headers",
+                asked.empty() ? "Authorization, Content-Type" : std::string(asked));
+  answer.header("Access-Control-Max-Age", "600");
+  return answer;
+}
+
+HttpResponse health(const Server::Impl &impl) {
+  switch (impl.state.load()) {
+  case ServerState::ready:
+    return HttpResponse(200, R"({"status":"ok"})");
+  case ServerState::loading:
+    return HttpResponse(503, R"({"status":"loading model"})");
+  case ServerState::stopping:
+    return HttpResponse(503, R"({"status":"shutting down"})");
+  case ServerState::failed:
+    break;
+  }
+  std::lock_guard lock(impl.mutex);
+  return error_response(500, "server_error", "The model could not be loaded: " + impl.load_error);
+}
+
+HttpResponse models(const Server::Impl &impl) {
+  if (impl.state.load() != ServerState::ready)
+    return error_response(503, "server_error", "The model is not loaded yet");
+  std::lock_guard lock(impl.mutex);
+  return HttpResponse(200, models_body(impl.model_id, impl.started_unix));
+}
 
 // The label requests are counted under: known endpoints by path, the rest as
 // "other" (so that scanning random paths cannot grow the metrics).
 std::string endpoint_label(const std::string &path) {
-  for (const char *known :
-       {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics"})
-    if (path == known)
-      return path;
-  return "other";
-}
-
-bool authorized(const std::string &api_key, const httplib::Request &request) {
-  const std::string header = request.get_header_value("Authorization");
-  const std::string prefix = "Bearer ";
-  if (header.size() != prefix.size() + api_key.size() || header.compare(0, prefix.size(), prefix))
-    return false;
-  // Constant time in the key's length, so timing does not reveal a prefix.
-  unsigned char diff = 0;
-  for (size_t i = 0; i < api_key.size(); ++i)
-    diff |= static_cast<unsigned char>(header[prefix.size() + i] ^ api_key[i]);
-  return diff == 0;
-}
-
-httplib::Server::HandlerResponse
-pre_route(const Server::Impl &impl, const httplib::Request &request, httplib::Response &response) {
-  size_t header_bytes = 0;
-  for (const auto &[name, value] : request.headers)
-    header_bytes += name.size() + value.size() + 4;
-  if (request.headers.size() > kMaxHeaderCount || header_bytes > kMaxHeaderBytes) {
-    send_error(response, ApiError(431, "invalid_request_error",
-                                  fmt::format("The request headers are too large (at most {} "
-                                              "headers, {} bytes)",
-                                              kMaxHeaderCount, kMaxHeaderBytes)));
-    return httplib::Server::HandlerResponse::Handled;
-  }
-  if (!impl.options.api_key.empty() && request.path.rfind("/v1/", 0) == 0 &&
-      !authorized(impl.options.api_key, request)) {
-    response.set_header("WWW-Authenticate", "Bearer");
-    send_error(response, ApiError(401, "authentication_error",
-                                  "Missing or wrong API key: send 'Authorization: Bearer KEY'", {},
-                                  "invalid_api_key"));
-    return httplib::Server::HandlerResponse::Handled;
-  }
-  return httplib::Server::HandlerResponse::Unhandled;
-}
-
-void health(const Server::Impl &impl, httplib::Response &response) {
-  switch (impl.state.load()) {
-  case ServerState::ready:
-    response.set_content(R"({"status":"ok"})", kJson);
-    return;
-  case ServerState::loading:
-    response.status = 503;
-    response.set_content(R"({"status":"loading model"})", kJson);
-    return;
-  case ServerState::stopping:
-    response.status = 503;
-    response.set_content(R"({"status":"shutting down"})", kJson);
-    return;
-  case ServerState::failed: {
-    std::lock_guard lock(impl.mutex);
-    response.status = 500;
-    send_error(response,
-               ApiError(500, "server_error", "The model could not be loaded: " + impl.load_error));
-    return;
-  }
-  }
-}
-
-// Status lines cpp-httplib answers on its own (404, 405, 413, 400 for a
-// request it cannot parse) get a JSON body too; bodies set by our handlers
-// are kept.
-void error_page(const httplib::Request &request, httplib::Response &response) {
-  if (!response.body.empty())
-    return;
-  std::string message;
-  switch (response.status) {
-  case 404:
-    message = fmt::format("No endpoint {} {}", request.method, request.path);
-    break;
-  case 405:
-    message = fmt::format("{} is not allowed on {}", request.method, request.path);
-    break;
-  case 413:
-    message = "The request body is too large";
-    break;
-  case 414:
-    message = "The request URI is too long";
-    break;
-  default:
-    message = fmt::format("The request could not be served (HTTP {})", response.status);
-  }
-  response.set_content(
-      error_body(ApiError(response.status,
-                          response.status >= 500 ? "server_error" : "invalid_request_error",
-                          message)),
-      kJson);
+  return route_of(path) != nullptr ? path : "other";
 }
 
 } // namespace
 
-void send_error(httplib::Response &response, const ApiError &error) {
-  response.status = error.status;
-  response.set_content(error_body(error), kJson);
+Screening Server::Impl::screen(const RequestHead &head) {
+  Screening screening;
+  const auto refuse = [&](const ApiError &error) {
+    screening.refusal = error_response(error);
+    if (error.status == 401)
+      screening.refusal->header("WWW-Authenticate", "Bearer");
+    return screening;
+  };
+  if (auto refusal = host_and_origin_refusal(*this, head.message, screening.response_headers))
+    return refuse(*refusal);
+  // A preflight carries no key: browsers never send one with it.
+  if (head.message.method() == http::verb::options)
+    return screening;
+  if (needs_key(head.path) && !request_key(options, head.message))
+    return refuse(ApiError(401, "authentication_error",
+                           "Missing or wrong API key: send 'Authorization: Bearer KEY'", {},
+                           "invalid_api_key"));
+  const Route *route = route_of(head.path);
+  if (route != nullptr && route->method == http::verb::post &&
+      head.message.method() == http::verb::post &&
+      !is_json_media_type(header_of(head.message, http::field::content_type)))
+    return refuse(ApiError(415, "invalid_request_error",
+                           "The request body must be JSON: send 'Content-Type: application/json'"));
+  return screening;
 }
 
-void install_routes(Server::Impl &impl) {
-  httplib::Server &http = impl.http;
-  http.set_pre_routing_handler(
-      [&impl](const httplib::Request &request, httplib::Response &response) {
-        return pre_route(impl, request, response);
-      });
-  http.Get("/health", [&impl](const httplib::Request &, httplib::Response &response) {
-    health(impl, response);
-  });
-  http.Get("/metrics", [&impl](const httplib::Request &, httplib::Response &response) {
-    response.set_content(impl.metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  http.Get("/v1/models", [&impl](const httplib::Request &, httplib::Response &response) {
-    if (impl.ready_scheduler() == nullptr)
-      return send_error(response, ApiError(503, "server_error", "The model is not loaded yet"));
-    std::lock_guard lock(impl.mutex);
-    response.set_content(models_body(impl.model_id, impl.started_unix), kJson);
-  });
-  http.Post("/v1/chat/completions",
-            [&impl](const httplib::Request &request, httplib::Response &response) {
-              handle_completion(impl, Endpoint::chat, request, response);
-            });
-  http.Post("/v1/completions",
-            [&impl](const httplib::Request &request, httplib::Response &response) {
-              handle_completion(impl, Endpoint::completion, request, response);
-            });
-  http.set_error_handler(error_page);
-  http.set_exception_handler(
-      [](const httplib::Request &, httplib::Response &response, std::exception_ptr error) {
-        std::string message = "unknown error";
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception &e) {
-          message = e.what();
-        } catch (...) {
-        }
-        log_at(LogLevel::error, "a request failed: {}", message);
-        send_error(response, ApiError(500, "server_error", "Internal error: " + message));
-      });
-  http.set_logger([&impl](const httplib::Request &request, const httplib::Response &response) {
-    impl.metrics.request_finished(endpoint_label(request.path), response.status);
-    log_at(LogLevel::debug, "{} {} -> {}", request.method, request.path, response.status);
-  });
+void Server::Impl::serve(const std::shared_ptr<Exchange> &exchange) {
+  const HttpMessage &message = exchange->request().message;
+  const std::string &path = exchange->request().path;
+  const Route *route = route_of(path);
+  if (message.method() == http::verb::options)
+    return exchange->respond(options_answer(route, message));
+  if (route == nullptr)
+    return exchange->respond(error_response(
+        404, "invalid_request_error",
+        fmt::format("No endpoint {} {}", std::string_view(message.method_string()), path)));
+  if (message.method() != route->method)
+    return exchange->respond(error_response(405, "invalid_request_error",
+                                            fmt::format("{} is not allowed on {}; use {}",
+                                                        std::string_view(message.method_string()),
+                                                        path, http::to_string(route->method)))
+                                 .header("Allow", route->allow));
+  if (path == "/health")
+    return exchange->respond(health(*this));
+  if (path == "/metrics")
+    return exchange->respond(
+        HttpResponse(200, metrics.render(), "text/plain; version=0.0.4; charset=utf-8"));
+  if (path == "/v1/models")
+    return exchange->respond(models(*this));
+  const int key = request_key(options, message).value_or(-1);
+  start_completion(*this, exchange,
+                   path == "/v1/chat/completions" ? Endpoint::chat : Endpoint::completion,
+                   tenant_of(key));
+}
+
+void Server::Impl::answered(const std::string &path, int status) {
+  metrics.request_finished(endpoint_label(path), status);
+  log_at(LogLevel::debug, "{} -> {}", path, status);
+}
+
+uint64_t Server::Impl::tenant_of(int key) {
+  switch (options.cache_isolation) {
+  case CacheIsolation::off:
+    return 0;
+  case CacheIsolation::request:
+    return next_private_tenant.fetch_add(1);
+  case CacheIsolation::key:
+    break;
+  }
+  return static_cast<uint64_t>(key + 1);
 }
 
 } // namespace bonsai::server

@@ -160,9 +160,10 @@ void Scheduler::admit(std::deque<std::shared_ptr<Job>> &arrivals) {
     std::vector<SlotView> views;
     views.reserve(slots_.size());
     for (const Slot &slot : slots_)
-      views.push_back({slot.job != nullptr, batch_.tokens(slot.sequence), slot.last_used});
+      views.push_back(
+          {slot.job != nullptr, batch_.tokens(slot.sequence), slot.last_used, slot.tenant});
     const std::vector<int32_t> &prompt = job->generation.prompt();
-    const std::optional<SlotChoice> choice = choose_slot(views, prompt);
+    const std::optional<SlotChoice> choice = choose_slot(views, prompt, job->tenant);
     if (!choice)
       return;
     Slot &slot = slots_[static_cast<size_t>(choice->slot)];
@@ -182,6 +183,7 @@ void Scheduler::admit(std::deque<std::shared_ptr<Job>> &arrivals) {
       reused = 0;
     }
     slot.job = job;
+    slot.tenant = job->tenant;
     slot.prompt_left.assign(prompt.begin() + reused, prompt.end());
     slot.prompt_done = 0;
     slot.next_token = -1;

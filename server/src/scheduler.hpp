@@ -50,6 +50,7 @@ private:
     uint64_t admitted = 0;            // admission order (prompts are read first come, first served)
     uint64_t last_used = 0;
     Clock::time_point last_token_at;
+    uint64_t tenant = 0; // whose tokens the KV cache holds
     JobUsage usage;
   };
 

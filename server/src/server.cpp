@@ -1,19 +1,20 @@
 // Server lifecycle: options check, binding, the background model load, and
-// an orderly shutdown (stop taking work, drain, close the listener).
-#include <sys/socket.h>
-
+// an orderly shutdown (stop taking work, drain, close the connections).
 #include <csignal>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "bonsai/batch.hpp"
-#include "listen_backlog.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
 
 namespace bonsai::server {
 namespace {
+
+// After the scheduler has drained, how long answers may take to reach their
+// clients before every connection is closed.
+constexpr std::chrono::milliseconds kFlush{500};
 
 void check_options(const ServerOptions &o) {
   auto require = [](bool ok, const std::string &message) {
@@ -27,11 +28,25 @@ void check_options(const ServerOptions &o) {
   require(o.prefill_chunk >= 1,
           fmt::format("the prefill chunk is {}; it must be >= 1", o.prefill_chunk));
   require(o.max_body_bytes >= 1, "the body size limit must be at least 1 byte");
-  require(o.read_timeout.count() >= 1 && o.write_timeout.count() >= 1 &&
-              o.idle_timeout.count() >= 1,
+  require(o.max_header_bytes >= 1024 && o.max_header_bytes <= (1u << 20),
+          "the header size limit must be in 1 KiB..1 MiB");
+  require(o.max_header_count >= 1, "the header count limit must be >= 1");
+  require(o.max_connections >= 1 && o.max_connections_per_client >= 1,
+          "the connection limits must be >= 1");
+  require(o.request_timeout.count() >= 1 && o.read_timeout.count() >= 1 &&
+              o.write_timeout.count() >= 1 && o.idle_timeout.count() >= 1,
           "timeouts must be at least 1 second");
+  require(o.json.max_depth >= 2 && o.json.max_string_bytes >= 1 && o.json.max_array_items >= 1 &&
+              o.json.max_object_fields >= 1,
+          "the JSON limits must allow a body object with a field (depth >= 2, others >= 1)");
+  require(o.max_prompt_bytes >= 1, "the prompt size limit must be at least 1 byte");
+  require(o.max_stop_strings >= 0 && o.max_stop_string_bytes >= 1,
+          "the stop-string limits must be >= 0 strings and >= 1 byte");
   require(o.http_threads >= 0, "http_threads must be >= 0");
   require(!o.host.empty(), "the listen address is empty");
+  for (const std::string &key : o.api_keys)
+    require(!key.empty() && key.find_first_of(" \t\r\n") == std::string::npos,
+            "an API key is empty or holds white space");
 }
 
 // A write to a client that has gone away must fail, not kill the process.
@@ -45,6 +60,35 @@ std::string model_id_of(const ServerOptions &options, const Engine &engine) {
   if (!options.model_id.empty())
     return options.model_id;
   return engine.model().path.stem().string();
+}
+
+HttpServerOptions http_options(const ServerOptions &o) {
+  HttpServerOptions h;
+  h.host = o.host;
+  h.port = o.port;
+  h.limits.max_body_bytes = o.max_body_bytes;
+  h.limits.max_header_bytes = o.max_header_bytes;
+  h.limits.max_header_count = o.max_header_count;
+  h.limits.request_timeout = o.request_timeout;
+  h.limits.read_timeout = o.read_timeout;
+  h.limits.write_timeout = o.write_timeout;
+  h.limits.idle_timeout = o.idle_timeout;
+  h.max_connections = o.max_connections;
+  h.max_connections_per_client = o.max_connections_per_client;
+  h.max_bodies_in_flight_bytes = o.max_bodies_in_flight_bytes;
+  return h;
+}
+
+RequestContext request_context(const ServerOptions &o, const std::string &model_id,
+                               const Engine &engine) {
+  RequestContext context;
+  context.model_id = model_id;
+  context.n_vocab = engine.n_vocab();
+  context.json = o.json;
+  context.max_prompt_bytes = o.max_prompt_bytes;
+  context.max_stop_strings = o.max_stop_strings;
+  context.max_stop_string_bytes = o.max_stop_string_bytes;
+  return context;
 }
 
 void fail_load(Server::Impl &impl, std::string why) {
@@ -74,6 +118,7 @@ void load_model(Server::Impl &impl, const Server::EngineLoader &load) {
                                                  scheduler_options, impl.metrics);
     std::lock_guard lock(impl.mutex);
     impl.model_id = model_id_of(impl.options, engine);
+    impl.request_context = request_context(impl.options, impl.model_id, engine);
     impl.engine = std::move(engine);
     impl.scheduler = std::move(scheduler);
     ServerState expected = ServerState::loading;
@@ -91,54 +136,31 @@ void load_model(Server::Impl &impl, const Server::EngineLoader &load) {
     std::lock_guard lock(impl.mutex);
     impl.load_finished = true;
   }
-  impl.loaded.notify_all();
+  impl.changed.notify_all();
+}
+
+OriginPolicyOptions origin_options(const ServerOptions &o) {
+  return {o.allowed_hosts, o.cors_origins};
 }
 
 } // namespace
 
-Server::Server(ServerOptions options, EngineLoader load) : impl_(std::make_unique<Impl>()) {
+Server::Impl::Impl(ServerOptions server_options)
+    : options(std::move(server_options)), origin_policy(origin_options(options), options.host),
+      workers(options.http_threads > 0 ? static_cast<size_t>(options.http_threads) : 2) {}
+
+Server::Server(ServerOptions options, EngineLoader load) {
   check_options(options);
   ignore_sigpipe();
+  impl_ = std::make_unique<Impl>(std::move(options));
   Impl &impl = *impl_;
-  impl.options = std::move(options);
   impl.started_unix = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  const ServerOptions &o = impl.options;
-  const size_t threads =
-      o.http_threads > 0 ? static_cast<size_t>(o.http_threads)
-                         : static_cast<size_t>(o.parallel) + static_cast<size_t>(o.max_queue) + 4;
-  impl.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  impl.http.set_read_timeout(o.read_timeout.count(), 0);
-  impl.http.set_write_timeout(o.write_timeout.count(), 0);
-  impl.http.set_keep_alive_timeout(o.idle_timeout.count());
-  impl.http.set_payload_max_length(o.max_body_bytes);
-  impl.http.set_tcp_nodelay(true); // streamed tokens go out at once
-  // SO_REUSEADDR alone: a restart may bind while old connections linger, but
-  // unlike cpp-httplib's default (SO_REUSEPORT too) a second server cannot
-  // share the port of a running one.
-  impl.http.set_socket_options([](socket_t socket) {
-    const int yes = 1;
-    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  install_routes(impl);
-
-  impl.port = o.port == 0 ? impl.http.bind_to_any_port(o.host) : o.port;
-  if (impl.port < 0 || (o.port != 0 && !impl.http.bind_to_port(o.host, o.port)))
-    throw ServerError(fmt::format("cannot listen on {}:{} (address in use, or not an address of "
-                                  "this machine)",
-                                  o.host, o.port));
-  if (!widen_listen_backlog(impl.port))
-    log_at(LogLevel::debug,
-           "could not raise the listen backlog of port {}; bursts of more than "
-           "5 connecting clients may be slow to connect",
-           impl.port);
-  impl.listener = std::thread([&impl] {
-    impl.http.listen_after_bind();
-    impl.listener_done.store(true);
-  });
+  impl.http = std::make_unique<HttpServer>(http_options(impl.options), impl);
+  impl.http->start();
   impl.loader = std::thread([&impl, load = std::move(load)] { load_model(impl, load); });
-  log_at(LogLevel::info, "listening on http://{}:{}", o.host, impl.port);
+  log_at(LogLevel::info, "listening on http://{}:{}", impl.options.host, impl.http->port());
 }
 
 Server::~Server() {
@@ -147,7 +169,7 @@ Server::~Server() {
 }
 
 int Server::port() const {
-  return impl_->port;
+  return impl_->http->port();
 }
 
 bool Server::ready() const {
@@ -161,7 +183,7 @@ std::string Server::load_error() const {
 
 void Server::wait_loaded() const {
   std::unique_lock lock(impl_->mutex);
-  impl_->loaded.wait(lock, [&] { return impl_->load_finished; });
+  impl_->changed.wait(lock, [&] { return impl_->load_finished; });
 }
 
 void Server::shutdown(std::chrono::milliseconds grace) {
@@ -174,26 +196,25 @@ void Server::shutdown(std::chrono::milliseconds grace) {
         impl.loader.join(); // a load cannot be interrupted; it ends on its own
       if (impl.scheduler)
         impl.scheduler->drain(grace);
-      // stop() does nothing before the listener has started; repeat it
-      // until the listener has ended.
-      bool stopped = false;
-      while (!impl.listener_done.load()) {
-        if (!stopped && impl.http.is_running()) {
-          impl.http.stop(); // once: a second call would close no socket twice
-          stopped = true;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      impl.http->stop(kFlush);
+      impl.workers.stop();
+      impl.workers.join();
+      {
+        std::lock_guard lock(impl.mutex);
+        impl.stop_finished = true;
       }
+      impl.changed.notify_all();
     });
   });
 }
 
 void Server::wait() {
   Impl &impl = *impl_;
-  if (impl.listener.joinable())
-    impl.listener.join();
-  // The listener also ends when it fails on its own; finish the shutdown.
-  shutdown(std::chrono::milliseconds(0));
+  std::unique_lock lock(impl.mutex);
+  impl.changed.wait(lock, [&] { return impl.stop_finished; });
+  lock.unlock();
+  // Whichever waiter gets here first joins; the thread has ended either way.
+  std::lock_guard join_lock(impl.join_mutex);
   if (impl.stopper.joinable())
     impl.stopper.join();
 }

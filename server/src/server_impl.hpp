@@ -2,60 +2,73 @@
 // What a running Server holds, shared by its lifecycle (server.cpp), its
 // routes (routes.cpp) and the completion endpoints (completion_handler.cpp).
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
-#include <httplib.h>
+#include <boost/asio/thread_pool.hpp>
 
 #include "api_error.hpp"
 #include "bonsai/server.hpp"
+#include "http_server.hpp"
 #include "metrics.hpp"
+#include "openai_request.hpp"
+#include "request_policy.hpp"
 #include "scheduler.hpp"
 
 namespace bonsai::server {
 
 enum class ServerState { loading, ready, failed, stopping };
 
-struct Server::Impl {
-  ServerOptions options;
-  httplib::Server http;
-  Metrics metrics;
-  int port = 0;
-  int64_t started_unix = 0; // the model's "created" time in /v1/models
+struct Server::Impl : HttpApplication {
+  Impl(ServerOptions options);
 
-  std::atomic<ServerState> state{ServerState::loading};
-  mutable std::mutex mutex; // guards what follows
-  mutable std::condition_variable loaded;
-  std::string load_error;
-  bool load_finished = false;           // the loader has returned, ready or failed
-  std::optional<Engine> engine;         // set once ready
-  std::unique_ptr<Scheduler> scheduler; // set once ready
-  std::string model_id;                 // set once ready
-
-  std::thread loader;
-  std::thread listener;
-  std::atomic<bool> listener_done{false};
-  std::thread stopper;
-  std::once_flag stop_once;
-  std::chrono::milliseconds grace{0};
+  // HttpApplication (routes.cpp).
+  Screening screen(const RequestHead &head) override;
+  void serve(const std::shared_ptr<Exchange> &exchange) override;
+  bool stopping() const override { return state.load() == ServerState::stopping; }
+  void answered(const std::string &path, int status) override;
 
   // The engine and scheduler, or nullptr while not ready (after ready they
   // live until the Server is destroyed, past every handler).
   Scheduler *ready_scheduler() const {
     return state.load() == ServerState::ready ? scheduler.get() : nullptr;
   }
+  // The prompt-cache tenant of a request made with API key number `key`
+  // (-1: none), under options.cache_isolation.
+  uint64_t tenant_of(int key);
+
+  const ServerOptions options;
+  const OriginPolicy origin_policy;
+  Metrics metrics;
+  int64_t started_unix = 0; // the model's "created" time in /v1/models
+
+  std::atomic<ServerState> state{ServerState::loading};
+  mutable std::mutex mutex; // guards what follows
+  mutable std::condition_variable changed;
+  std::string load_error;
+  bool load_finished = false;           // the loader has returned, ready or failed
+  bool stop_finished = false;           // the stopper has closed everything
+  std::optional<Engine> engine;         // set once ready
+  std::unique_ptr<Scheduler> scheduler; // set once ready
+  std::string model_id;                 // set once ready
+  RequestContext request_context;       // set once ready
+
+  std::atomic<uint64_t> next_private_tenant{1ull << 32}; // above every key's index
+  // Request bodies are parsed and prompts tokenized here, off the I/O thread.
+  boost::asio::thread_pool workers;
+  std::unique_ptr<HttpServer> http;
+
+  std::thread loader;
+  std::thread stopper;
+  std::once_flag stop_once;
+  std::mutex join_mutex; // one wait() joins the stopper
 };
 
-// Registers every endpoint and the server-wide handlers on impl.http.
-void install_routes(Server::Impl &impl);
-
-// POST /v1/chat/completions and /v1/completions.
-void handle_completion(Server::Impl &impl, Endpoint endpoint, const httplib::Request &request,
-                       httplib::Response &response);
-
-// Answers `error` in OpenAI's error shape.
-void send_error(httplib::Response &response, const ApiError &error);
+// Starts answering POST /v1/chat/completions or /v1/completions.
+void start_completion(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
+                      Endpoint endpoint, uint64_t tenant);
 
 } // namespace bonsai::server

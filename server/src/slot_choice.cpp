@@ -16,13 +16,16 @@ int32_t usable_prefix(std::span<const int32_t> cached, std::span<const int32_t> 
 } // namespace
 
 std::optional<SlotChoice> choose_slot(std::span<const SlotView> slots,
-                                      std::span<const int32_t> prompt) {
+                                      std::span<const int32_t> prompt, uint64_t tenant) {
+  const auto shared_prefix = [&](const SlotView &slot) {
+    return slot.tenant == tenant ? usable_prefix(slot.tokens, prompt) : 0;
+  };
   std::optional<SlotChoice> best;
   uint64_t best_last_used = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (slots[i].busy)
       continue;
-    const int32_t keep = usable_prefix(slots[i].tokens, prompt);
+    const int32_t keep = shared_prefix(slots[i]);
     if (!best || keep > best->keep || (keep == best->keep && slots[i].last_used < best_last_used)) {
       best = SlotChoice{static_cast<int32_t>(i), keep, -1, 0};
       best_last_used = slots[i].last_used;
@@ -33,7 +36,7 @@ std::optional<SlotChoice> choose_slot(std::span<const SlotView> slots,
   for (size_t i = 0; i < slots.size(); ++i) {
     if (static_cast<int32_t>(i) == best->slot)
       continue;
-    const int32_t shared = usable_prefix(slots[i].tokens, prompt);
+    const int32_t shared = shared_prefix(slots[i]);
     if (shared > std::max(best->keep, best->copy_length)) {
       best->copy_from = static_cast<int32_t>(i);
       best->copy_length = shared;

@@ -160,7 +160,7 @@ TEST_F(ServerBadInput, garbage_instead_of_http_is_refused) {
 
 TEST(ServerAuth, v1_needs_the_bearer_key_and_health_does_not) {
   bonsai::server::ServerOptions options = server_options();
-  options.api_key = "s3cret";
+  options.api_keys = {"s3cret"};
   const RunningServer server(options);
   const std::string body = R"({"prompt": "hi", "max_tokens": 2})";
   for (const httplib::Headers &headers :

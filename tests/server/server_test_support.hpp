@@ -5,14 +5,21 @@
 // client for requests no well-behaved client sends, and SSE parsing.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -175,6 +182,193 @@ inline std::string raw_exchange(int port, const std::string &bytes, bool close_w
   }
   close(fd);
   return reply;
+}
+
+// A raw TCP connection to the server, for requests no well-behaved client
+// sends and for watching exactly what the server answers and when it closes.
+class RawConnection {
+public:
+  // `source`: the local address to connect from (127.0.0.2 and up are
+  // loopback addresses too), so that tests can be several clients.
+  explicit RawConnection(int port, const char *source = nullptr) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (source != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, source, &local.sin_addr);
+      if (bind(fd_, reinterpret_cast<sockaddr *>(&local), sizeof local) != 0) {
+        close_fd();
+        return;
+      }
+    }
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd_, reinterpret_cast<sockaddr *>(&address), sizeof address) != 0)
+      close_fd();
+  }
+  ~RawConnection() { close_fd(); }
+  RawConnection(const RawConnection &) = delete;
+  RawConnection &operator=(const RawConnection &) = delete;
+  RawConnection(RawConnection &&other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+  bool connected() const { return fd_ >= 0; }
+  // False once the server has closed or reset the connection.
+  bool send_all(std::string_view bytes) {
+    size_t sent = 0;
+    while (fd_ >= 0 && sent < bytes.size()) {
+      const ssize_t n = send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0)
+        return false;
+      sent += static_cast<size_t>(n);
+    }
+    return fd_ >= 0;
+  }
+  // Whatever arrives within `wait`, or until the server closes; `closed`
+  // tells which.
+  std::string read_for(std::chrono::milliseconds wait, bool *closed = nullptr) {
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    bool ended = false;
+    while (fd_ >= 0) {
+      // At least one look, however short the wait.
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0))) <= 0)
+        break;
+      char buffer[8192];
+      const ssize_t n = recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) {
+        ended = true;
+        break;
+      }
+      out.append(buffer, static_cast<size_t>(n));
+    }
+    if (closed != nullptr)
+      *closed = ended;
+    return out;
+  }
+  // Reads until the server closes (or `wait` passes); true when it closed.
+  bool closes_within(std::chrono::milliseconds wait, std::string *received = nullptr) {
+    bool closed = false;
+    const std::string bytes = read_for(wait, &closed);
+    if (received != nullptr)
+      *received += bytes;
+    return closed;
+  }
+  void shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+
+private:
+  void close_fd() {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+};
+
+struct RawResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers; // lower-case names
+  std::string body;
+  std::string header(const std::string &name) const {
+    const auto it = headers.find(name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+// The whole responses at the front of `bytes` (heads with Content-Length,
+// or chunked bodies), in order; a cut-off one ends the list.
+inline std::vector<RawResponse> parse_responses(std::string_view bytes) {
+  std::vector<RawResponse> out;
+  while (!bytes.empty()) {
+    const size_t head_end = bytes.find("\r\n\r\n");
+    if (head_end == std::string_view::npos || bytes.substr(0, 9) != "HTTP/1.1 ")
+      break;
+    RawResponse response;
+    response.status = std::atoi(std::string(bytes.substr(9, 3)).c_str());
+    size_t line = bytes.find("\r\n") + 2;
+    while (line < head_end) {
+      const size_t end = bytes.find("\r\n", line);
+      const std::string_view field = bytes.substr(line, end - line);
+      const size_t colon = field.find(':');
+      std::string name(field.substr(0, colon));
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      std::string_view value = field.substr(colon + 1);
+      while (!value.empty() && value.front() == ' ')
+        value.remove_prefix(1);
+      response.headers[name] = std::string(value);
+      line = end + 2;
+    }
+    bytes.remove_prefix(head_end + 4);
+    if (response.status == 100) { // an interim answer: no body
+      out.push_back(std::move(response));
+      continue;
+    }
+    if (response.headers.count("transfer-encoding") != 0) {
+      for (;;) {
+        const size_t size_end = bytes.find("\r\n");
+        if (size_end == std::string_view::npos)
+          return out;
+        const size_t size = std::stoul(std::string(bytes.substr(0, size_end)), nullptr, 16);
+        if (bytes.size() < size_end + 2 + size + 2)
+          return out;
+        response.body.append(bytes.substr(size_end + 2, size));
+        bytes.remove_prefix(size_end + 2 + size + 2);
+        if (size == 0)
+          break;
+      }
+    } else {
+      const size_t length = std::stoul(response.headers["content-length"]);
+      if (bytes.size() < length)
+        break;
+      response.body = std::string(bytes.substr(0, length));
+      bytes.remove_prefix(length);
+    }
+    out.push_back(std::move(response));
+  }
+  return out;
+}
+
+// One request on a new connection; the first whole response, if one came.
+inline std::optional<RawResponse>
+raw_request(int port, const std::string &request,
+            std::chrono::milliseconds wait = std::chrono::seconds(10),
+            const char *source = nullptr) {
+  RawConnection connection(port, source);
+  if (!connection.send_all(request))
+    return std::nullopt;
+  std::string bytes;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool closed = false;
+    bytes += connection.read_for(std::chrono::milliseconds(50), &closed);
+    std::vector<RawResponse> responses = parse_responses(bytes);
+    if (!responses.empty())
+      return std::move(responses.front());
+    if (closed)
+      break;
+  }
+  return std::nullopt;
+}
+
+// "GET path" with a Host header naming the loopback address and port.
+inline std::string get_request(int port, const std::string &path,
+                               const std::string &extra_headers = {}) {
+  return "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n" +
+         extra_headers + "\r\n";
+}
+
+inline std::string post_request(int port, const std::string &path, const std::string &body,
+                                const std::string &extra_headers = {},
+                                const std::string &content_type = "application/json") {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+         "\r\nContent-Type: " + content_type +
+         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" +
+         body;
 }
 
 // The value of a metric line "name value" in a /metrics page (-1 if absent).

@@ -17,10 +17,28 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bonsai/engine.hpp"
 
 namespace bonsai::server {
+
+// Whose requests may share prompt-cache prefixes (see docs/server.md,
+// "Security"). A shared prefix is visible: it shortens the time to the first
+// token and shows in usage.prompt_tokens_details.cached_tokens.
+enum class CacheIsolation {
+  key,     // only requests made with the same API key (without keys: all)
+  request, // none: every request starts from an empty cache
+  off,     // all requests, whatever their key
+};
+
+// Limits on the JSON of a request body, enforced while it is parsed.
+struct JsonLimits {
+  int32_t max_depth = 64;            // nested arrays and objects
+  size_t max_string_bytes = 1 << 20; // one string or key
+  size_t max_array_items = 131072;   // one array (a prompt of token ids)
+  size_t max_object_fields = 1024;   // one object
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1"; // listen address; "0.0.0.0" for every interface
@@ -31,13 +49,37 @@ struct ServerOptions {
   // their streams keep flowing during a long prompt. With nothing decoding a
   // prompt is read in steps of the engine's n_batch.
   int32_t prefill_chunk = 64;
-  std::string api_key;  // non-empty: every /v1 request needs "Authorization: Bearer KEY"
+  // Non-empty: every /v1 request needs "Authorization: Bearer KEY" with one
+  // of these keys. Each key is a tenant of the prompt cache (cache_isolation).
+  std::vector<std::string> api_keys;
   std::string model_id; // the model's name in the API; empty: the file name without .gguf
-  size_t max_body_bytes = 1 << 20;        // larger request bodies get 413
-  std::chrono::seconds read_timeout{30};  // a client that sends nothing for this long is dropped
-  std::chrono::seconds write_timeout{30}; // a client that reads nothing for this long is dropped
-  std::chrono::seconds idle_timeout{5};   // keep-alive connections idle this long are closed
-  int32_t http_threads = 0;               // connections served at once; 0: parallel + max_queue + 4
+  CacheIsolation cache_isolation = CacheIsolation::key;
+
+  // Browser protection (docs/server.md, "Security"): Host names besides IP
+  // literals and localhost, and origins whose pages may call the API.
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> cors_origins;
+
+  // Limits, all enforced while the request is read.
+  size_t max_body_bytes = 1 << 20; // one request body, after chunked decoding; more gets 413
+  // Bodies being read or waiting to be parsed, over all connections; a body
+  // that would pass it gets 503. Raised to max_body_bytes when smaller.
+  size_t max_bodies_in_flight_bytes = 16 << 20;
+  size_t max_header_bytes = 32 * 1024;      // request line and headers; more gets 431
+  int32_t max_header_count = 100;           // more gets 431
+  int32_t max_connections = 512;            // open connections; more are refused with 503
+  int32_t max_connections_per_client = 128; // from one address; more are refused with 429
+  JsonLimits json;
+  size_t max_prompt_bytes = 1 << 20; // prompt text (all messages) checked before tokenizing
+  int32_t max_stop_strings = 16;
+  size_t max_stop_string_bytes = 1024;
+  std::chrono::seconds request_timeout{30}; // a whole request (head and body) must arrive in this
+  std::chrono::seconds read_timeout{10};    // a client that sends nothing for this long is dropped
+  std::chrono::seconds write_timeout{30};   // a client that reads nothing for this long is dropped
+  std::chrono::seconds idle_timeout{5};     // keep-alive connections idle this long are closed
+  // Threads that parse request bodies and tokenize prompts (the network I/O
+  // has one thread of its own); 0: 2.
+  int32_t http_threads = 0;
 };
 
 // Why a Server could not start (address in use, bad options).

@@ -1,0 +1,167 @@
+#include "request_reader.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <boost/beast/http/error.hpp>
+#include <fmt/format.h>
+
+#include "error_response.hpp"
+#include "header_text.hpp"
+
+namespace bonsai::server {
+namespace {
+
+// The path of a request target: origin form "/a?b", or absolute form
+// "http://host/a?b" (what a proxy sends); nullopt for anything else.
+std::optional<std::string> target_path(std::string_view target) {
+  if (const size_t scheme = target.find("://");
+      scheme != std::string_view::npos && !target.empty() && target.front() != '/') {
+    const size_t slash = target.find('/', scheme + 3);
+    target = slash == std::string_view::npos ? std::string_view("/") : target.substr(slash);
+  }
+  if (target.empty() || target.front() != '/')
+    return std::nullopt;
+  return std::string(target.substr(0, target.find('?')));
+}
+
+HttpResponse parse_failure(const boost::system::error_code &error, const HttpLimits &limits) {
+  if (error == http::error::header_limit)
+    return error_response(431, "invalid_request_error",
+                          fmt::format("The request line and headers are larger than {} bytes",
+                                      limits.max_header_bytes));
+  if (error == http::error::body_limit)
+    return error_response(
+        413, "invalid_request_error",
+        fmt::format("The request body is larger than {} bytes", limits.max_body_bytes));
+  return error_response(400, "invalid_request_error", "Malformed HTTP request: " + error.message());
+}
+
+HttpResponse budget_spent() {
+  return error_response(503, "server_error",
+                        "The server holds as many request bodies as it may; retry shortly")
+      .header("Retry-After", "1");
+}
+
+} // namespace
+
+RequestReader::RequestReader(const HttpLimits &limits, BodyBudget &budget, Screen screen,
+                             std::string remote_address)
+    : limits_(limits), budget_(budget), screen_(std::move(screen)),
+      remote_address_(std::move(remote_address)) {
+  parser_.header_limit(static_cast<uint32_t>(limits.max_header_bytes));
+  parser_.body_limit(limits.max_body_bytes);
+}
+
+RequestReader::Progress RequestReader::feed(boost::beast::flat_buffer &input) {
+  if (refusal_)
+    return Progress::refused;
+  begun_ = begun_ || input.size() > 0;
+  while (!parser_.is_done() && input.size() > 0) {
+    boost::system::error_code error;
+    const size_t used = parser_.put(input.data(), error);
+    input.consume(used);
+    if (error == http::error::need_more)
+      break;
+    if (error)
+      return refuse(parse_failure(error, limits_));
+    if (parser_.is_header_done() && !screened_ && !screen_head())
+      return Progress::refused;
+    if (!charge_body())
+      return Progress::refused;
+  }
+  return parser_.is_done() ? Progress::complete : Progress::need_more;
+}
+
+RequestReader::Progress RequestReader::finish() {
+  if (refusal_)
+    return Progress::refused;
+  boost::system::error_code error;
+  parser_.put_eof(error);
+  if (!error && parser_.is_done())
+    return Progress::complete;
+  return refuse(error_response(400, "invalid_request_error",
+                               "The connection ended in the middle of the request"));
+}
+
+bool RequestReader::wants_continue() {
+  const bool due = continue_due_ && !parser_.is_done();
+  continue_due_ = false;
+  return due;
+}
+
+HttpRequest RequestReader::take() {
+  HttpRequest request;
+  request.message = parser_.release();
+  request.path = std::move(path_);
+  request.remote_address = remote_address_;
+  request.body_reservation = std::shared_ptr<BodyBudget::Share>(std::move(body_share_));
+  return request;
+}
+
+RequestReader::Progress RequestReader::refuse(HttpResponse response) {
+  refusal_ = std::move(response);
+  return Progress::refused;
+}
+
+bool RequestReader::screen_head() {
+  screened_ = true;
+  const HttpMessage &message = parser_.get();
+  const auto refuse_with = [this](int status, const std::string &text) {
+    refuse(error_response(status, "invalid_request_error", text));
+    return false;
+  };
+  std::optional<std::string> path = target_path(message.target());
+  if (!path)
+    return refuse_with(400, "The request target is not a path or an absolute URL");
+  path_ = std::move(*path);
+  if (std::distance(message.begin(), message.end()) > limits_.max_header_count)
+    return refuse_with(
+        431, fmt::format("The request has more than {} header fields", limits_.max_header_count));
+  if (const auto coding = message.find(http::field::transfer_encoding); coding != message.end()) {
+    // Both framings at once is how requests are smuggled past a proxy.
+    if (message.find(http::field::content_length) != message.end())
+      return refuse_with(400, "The request has both Content-Length and Transfer-Encoding");
+    if (!ascii_iequals(trim_blanks(coding->value()), "chunked"))
+      return refuse_with(501, "Only the chunked transfer coding is accepted");
+  }
+  if (const auto coding = message.find(http::field::content_encoding);
+      coding != message.end() && !ascii_iequals(trim_blanks(coding->value()), "identity"))
+    return refuse_with(415,
+                       "Compressed request bodies are not accepted; send the body uncompressed");
+  if (const auto expect = message.find(http::field::expect); expect != message.end()) {
+    if (!ascii_iequals(trim_blanks(expect->value()), "100-continue"))
+      return refuse_with(417, "Only 'Expect: 100-continue' is known");
+    continue_due_ = true;
+  }
+  Screening screening = screen_({message, path_, remote_address_});
+  answer_headers_ = std::move(screening.response_headers);
+  if (screening.refusal) {
+    refuse(std::move(*screening.refusal));
+    return false;
+  }
+  if (const auto length = parser_.content_length(); length && *length > 0) {
+    body_share_ = budget_.open_share();
+    if (!body_share_->grow_to(*length)) {
+      refuse(budget_spent());
+      return false;
+    }
+  }
+  return true;
+}
+
+bool RequestReader::charge_body() {
+  if (!parser_.is_header_done() || parser_.content_length())
+    return true; // a declared length was charged with the head
+  const size_t bytes = parser_.get().body().size();
+  if (bytes == 0)
+    return true;
+  if (!body_share_)
+    body_share_ = budget_.open_share();
+  if (body_share_->grow_to(bytes))
+    return true;
+  refuse(budget_spent());
+  return false;
+}
+
+} // namespace bonsai::server
