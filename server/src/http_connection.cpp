@@ -184,10 +184,12 @@ std::string HttpConnection::head_bytes(const HttpResponse &response, bool stream
       std::string_view(http::obsolete_reason(static_cast<http::status>(response.status))));
   if (!response.content_type.empty())
     head += fmt::format("Content-Type: {}\r\n", response.content_type);
-  if (!streamed)
-    head += fmt::format("Content-Length: {}\r\n", response.body.size());
-  else if (chunked_)
+  if (!streamed) {
+    if (response.status != 204) // a 204 has no body, not even a length
+      head += fmt::format("Content-Length: {}\r\n", response.body.size());
+  } else if (chunked_) {
     head += "Transfer-Encoding: chunked\r\n";
+  }
   head += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
   head += "X-Content-Type-Options: nosniff\r\n";
   for (const auto &[name, value] : answer_headers_)

@@ -322,7 +322,8 @@ inline std::vector<RawResponse> parse_responses(std::string_view bytes) {
           break;
       }
     } else {
-      const size_t length = std::stoul(response.headers["content-length"]);
+      const std::string declared = response.header("content-length");
+      const size_t length = declared.empty() ? 0 : std::stoul(declared); // 204: none
       if (bytes.size() < length)
         break;
       response.body = std::string(bytes.substr(0, length));
