@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "beast_http.hpp"
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
 
 #include "connection_limits.hpp"
 #include "http_message.hpp"

@@ -7,8 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include "beast_http.hpp"
 
 namespace bonsai::server {
 

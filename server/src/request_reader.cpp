@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include <boost/beast/http/error.hpp>
+#include "beast_http.hpp"
 #include <fmt/format.h>
 
 #include "error_response.hpp"

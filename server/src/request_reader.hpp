@@ -13,8 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/parser.hpp>
+#include "beast_http.hpp"
 
 #include "connection_limits.hpp"
 #include "http_message.hpp"
