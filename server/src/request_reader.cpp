@@ -58,24 +58,56 @@ RequestReader::Progress RequestReader::feed(boost::beast::flat_buffer &input) {
     return Progress::refused;
   begun_ = begun_ || input.size() > 0;
   while (!parser_.is_done() && input.size() > 0) {
+    const bool in_head = !parser_.is_header_done();
     boost::system::error_code error;
     const size_t used = parser_.put(input.data(), error);
     input.consume(used);
+    // Beast applies its header limit to what one put() sees and consumes the
+    // head line by line, so across calls the head's total is counted here.
+    if (in_head) {
+      head_bytes_ += used;
+      // What is left is all head only when Beast waits for more; otherwise
+      // it may hold the body, and the next put() goes on with the head.
+      const size_t unfinished = error == http::error::need_more ? input.size() : 0;
+      if (head_bytes_ + unfinished > limits_.max_header_bytes)
+        return refuse(parse_failure(http::error::header_limit, limits_));
+    }
     if (error == http::error::need_more)
       break;
     if (error)
       return refuse(parse_failure(error, limits_));
     if (parser_.is_header_done() && !screened_ && !screen_head())
       return Progress::refused;
+    // Beast adds a chunked body's trailer fields to the head it was given,
+    // after the head was counted and screened: none are taken.
+    if (screened_ && field_count() != head_fields_)
+      return refuse(error_response(400, "invalid_request_error",
+                                   "Trailer fields after a chunked body are not accepted"));
     if (!charge_body())
       return Progress::refused;
   }
-  return parser_.is_done() ? Progress::complete : Progress::need_more;
+  if (parser_.is_done())
+    return Progress::complete;
+  // A chunk line so long that the buffer fills before it ends.
+  if (input.size() >= input.max_size())
+    return refuse(error_response(400, "invalid_request_error",
+                                 fmt::format("A line of the request body's framing is longer than "
+                                             "{} bytes",
+                                             input.max_size())));
+  return Progress::need_more;
+}
+
+size_t RequestReader::field_count() const {
+  const HttpMessage &message = parser_.get();
+  return static_cast<size_t>(std::distance(message.begin(), message.end()));
 }
 
 RequestReader::Progress RequestReader::finish() {
   if (refusal_)
     return Progress::refused;
+  if (!begun_) // Beast's put_eof wants a started message
+    return refuse(error_response(400, "invalid_request_error",
+                                 "The connection ended before a request began"));
   boost::system::error_code error;
   parser_.put_eof(error);
   if (!error && parser_.is_done())
@@ -115,9 +147,19 @@ bool RequestReader::screen_head() {
   if (!path)
     return refuse_with(400, "The request target is not a path or an absolute URL");
   path_ = std::move(*path);
-  if (std::distance(message.begin(), message.end()) > limits_.max_header_count)
+  head_fields_ = field_count();
+  if (head_fields_ > static_cast<size_t>(limits_.max_header_count))
     return refuse_with(
         431, fmt::format("The request has more than {} header fields", limits_.max_header_count));
+  // Fields whose meaning is one value: a second copy could say something
+  // other than the first one, which is the one checked.
+  for (const http::field name : {http::field::host, http::field::origin, http::field::authorization,
+                                 http::field::content_type, http::field::content_encoding,
+                                 http::field::transfer_encoding, http::field::expect}) {
+    if (message.count(name) > 1)
+      return refuse_with(400, fmt::format("The request repeats its {} header",
+                                          std::string_view(http::to_string(name))));
+  }
   if (const auto coding = message.find(http::field::transfer_encoding); coding != message.end()) {
     // Both framings at once is how requests are smuggled past a proxy.
     if (message.find(http::field::content_length) != message.end())

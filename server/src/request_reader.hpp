@@ -76,6 +76,7 @@ public:
 
 private:
   Progress refuse(HttpResponse response);
+  size_t field_count() const;
   bool screen_head();
   bool charge_body();
 
@@ -85,6 +86,8 @@ private:
   const std::string remote_address_;
   http::request_parser<http::string_body> parser_;
   bool begun_ = false;
+  size_t head_bytes_ = 0;  // of the head, consumed by the parser so far
+  size_t head_fields_ = 0; // fields of the head when it was screened
   bool screened_ = false;
   bool continue_due_ = false;
   std::string path_;

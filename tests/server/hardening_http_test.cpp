@@ -157,6 +157,40 @@ TEST(ServerHardening, compressed_bodies_and_other_codings_are_refused_unread) {
   EXPECT_EQ(both->status, 400);
 }
 
+// What fuzz_http found in the first version of the request reader.
+TEST(ServerHardening, repeated_fields_trailers_and_heads_sent_in_parts_are_held_to_the_limits) {
+  const RunningServer server(small_limits());
+  const int port = server.port();
+  const std::string body = R"({"prompt": "hi", "max_tokens": 1})";
+  // A second Content-Encoding that says gzip after one that says identity.
+  const auto repeated =
+      raw_request(port, post_request(port, "/v1/completions", body,
+                                     "Content-Encoding: identity\r\nContent-Encoding: gzip\r\n"));
+  ASSERT_TRUE(repeated);
+  EXPECT_EQ(repeated->status, 400);
+  EXPECT_THAT(error_message(*repeated), HasSubstr("repeats"));
+  // Fields in a chunked body's trailer would join the head after it was checked.
+  const auto trailer =
+      raw_request(port, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                        "application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                            fmt::format("{:x}\r\n{}\r\n0\r\nContent-Encoding: gzip\r\n\r\n",
+                                        body.size(), body));
+  ASSERT_TRUE(trailer);
+  EXPECT_EQ(trailer->status, 400);
+  EXPECT_THAT(error_message(*trailer), HasSubstr("Trailer"));
+  // A head over the 8 KiB limit that arrives in two parts.
+  RawConnection parts(port);
+  parts.send_all("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: " + std::string(5000, 'a') +
+                 "\r\n");
+  std::this_thread::sleep_for(100ms);
+  parts.send_all("X-B: " + std::string(5000, 'b') + "\r\n\r\n");
+  std::string received;
+  EXPECT_TRUE(parts.closes_within(10s, &received));
+  const auto responses = parse_responses(received);
+  ASSERT_EQ(responses.size(), 1u) << received;
+  EXPECT_EQ(responses[0].status, 431);
+}
+
 TEST(ServerHardening, a_body_without_a_length_is_not_read) {
   const RunningServer server(small_limits());
   RawConnection connection(server.port());
