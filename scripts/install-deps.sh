@@ -9,7 +9,7 @@ packages=(
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libspdlog-dev libfmt-dev libtbb-dev libpcre2-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libedit-dev nlohmann-json3-dev libcpp-httplib-dev
+  libedit-dev nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev
 )
 # Node.js and npm run the OpenAI-client test of `bonsai serve`; a machine that
 # already has them (from any source) keeps its own.

@@ -67,6 +67,8 @@ void check(const ServeArgs &a) {
   require(a.server.max_connections >= 1 && a.server.max_connections_per_client >= 1,
           "--max-connections and --max-connections-per-client must be >= 1");
   require(a.shutdown_grace >= 0, "--shutdown-grace must be >= 0");
+  require(a.server.http_threads >= 0 && a.server.http_threads <= 256,
+          "--http-threads must be in 0..256 (0: the default, 2)");
   require(a.cache_isolation == "key" || a.cache_isolation == "request" ||
               a.cache_isolation == "off",
           "--cache-isolation must be key, request or off");
@@ -157,6 +159,8 @@ int serve_command(const Args &args) {
       "max-connections-per-client",
       po::value(&a.server.max_connections_per_client)->value_name("N"),
       "open connections from one address at most; more are refused with 429 (default 128)")(
+      "http-threads", po::value(&a.server.http_threads)->value_name("N"),
+      "threads that parse request bodies and tokenize prompts (default 2)")(
       "request-timeout", po::value(&a.request_timeout)->value_name("S"),
       "seconds a client has to send a whole request (default 30)")(
       "read-timeout", po::value(&a.read_timeout)->value_name("S"),

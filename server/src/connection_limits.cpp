@@ -1,5 +1,7 @@
 #include "connection_limits.hpp"
 
+#include <algorithm>
+
 namespace bonsai::server {
 
 ConnectionCounter::Admission ConnectionCounter::admit(const std::string &address) {
@@ -35,14 +37,16 @@ bool BodyBudget::take(size_t bytes) {
 }
 
 BodyBudget::Share::~Share() {
-  budget_->give_back(bytes_);
+  budget_->give_back(charged_);
 }
 
 bool BodyBudget::Share::grow_to(size_t bytes) {
   if (bytes <= bytes_)
     return true;
-  if (!budget_->take(bytes - bytes_))
+  const size_t charge = bytes > budget_->free_per_body_ ? bytes - budget_->free_per_body_ : 0;
+  if (charge > charged_ && !budget_->take(charge - charged_))
     return false;
+  charged_ = std::max(charged_, charge);
   bytes_ = bytes;
   return true;
 }

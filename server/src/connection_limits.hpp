@@ -35,7 +35,11 @@ private:
 // taken on (a request body is dropped where it was parsed).
 class BodyBudget : public std::enable_shared_from_this<BodyBudget> {
 public:
-  explicit BodyBudget(size_t capacity) : capacity_(capacity) {}
+  // The first `free_per_body` bytes of every body are not charged: a small
+  // request is never refused because large ones fill the budget (the
+  // connection limit bounds what that allowance adds up to).
+  explicit BodyBudget(size_t capacity, size_t free_per_body = 0)
+      : capacity_(capacity), free_per_body_(free_per_body) {}
 
   // The bytes of the budget one request body holds; given back when the
   // share is destroyed.
@@ -52,11 +56,13 @@ public:
 
   private:
     std::shared_ptr<BodyBudget> budget_;
-    size_t bytes_ = 0;
+    size_t bytes_ = 0;   // the body's size so far
+    size_t charged_ = 0; // of it, taken from the budget
   };
 
   std::unique_ptr<Share> open_share() { return std::make_unique<Share>(shared_from_this()); }
   size_t capacity() const { return capacity_; }
+  size_t free_per_body() const { return free_per_body_; }
   size_t in_use() const { return in_use_.load(); }
 
 private:
@@ -64,6 +70,7 @@ private:
   void give_back(size_t bytes) { in_use_.fetch_sub(bytes); }
 
   const size_t capacity_;
+  const size_t free_per_body_;
   std::atomic<size_t> in_use_{0};
 };
 

@@ -16,10 +16,13 @@ using boost::system::error_code;
 using namespace std::chrono_literals;
 
 constexpr size_t kReadChunk = 16 * 1024;
-// How long a connection ended after an early answer keeps reading (and
-// dropping) what the client still sends, so that closing with unread bytes
-// does not reset the connection before the client has read the answer.
-constexpr auto kLinger = 2s;
+// How long, and how much, a connection ended after an early answer keeps
+// reading (and dropping) what the client still sends, so that closing with
+// unread bytes does not reset the connection before the client has read the
+// answer. Bounded in bytes too: a client sending a refused body at full
+// speed would otherwise keep the I/O thread busy draining it.
+constexpr auto kLinger = 1s;
+constexpr size_t kLingerBytes = 256 * 1024;
 
 } // namespace
 
@@ -123,7 +126,12 @@ void HttpConnection::on_read(error_code error, size_t bytes) {
     read_more(); // pipelined bytes wait their turn; reading notices a disconnect
     return;
   case Phase::lingering:
+    lingered_bytes_ += input_.size();
     input_.consume(input_.size());
+    if (lingered_bytes_ > kLingerBytes) {
+      close();
+      return;
+    }
     read_more();
     return;
   case Phase::closed:
@@ -297,6 +305,7 @@ void HttpConnection::linger() {
   phase_ = Phase::lingering;
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  lingered_bytes_ = input_.size();
   input_.consume(input_.size());
   arm(HttpClock::now() + kLinger);
   read_more();

@@ -140,6 +140,7 @@ private:
 
   boost::beast::flat_buffer input_;
   bool reading_ = false;
+  size_t lingered_bytes_ = 0;           // dropped since an early answer went out
   std::optional<RequestReader> reader_; // the request being read
   HttpClock::time_point request_started_;
   HttpClock::time_point last_read_;

@@ -20,6 +20,21 @@ using boost::system::error_code;
 // After running out of descriptors or memory, accepting again at once would
 // spin; the connections that end meanwhile make room.
 constexpr std::chrono::milliseconds kAcceptBackoff{100};
+// Connections taken from the accept queue at once, beside the one whose
+// arrival woke the I/O thread.
+constexpr int kAcceptBurst = 64;
+
+// Every body's first bytes are free (see BodyBudget); the budget takes the
+// rest of at least one body of the largest size.
+constexpr size_t kFreeBodyBytes = 64 * 1024;
+
+std::shared_ptr<BodyBudget> make_body_budget(const HttpServerOptions &options) {
+  const size_t largest = options.limits.max_body_bytes > kFreeBodyBytes
+                             ? options.limits.max_body_bytes - kFreeBodyBytes
+                             : 0;
+  return std::make_shared<BodyBudget>(std::max(options.max_bodies_in_flight_bytes, largest),
+                                      kFreeBodyBytes);
+}
 
 std::string address_text(const asio::ip::address &address) {
   if (address.is_v6() && address.to_v6().is_v4_mapped())
@@ -37,9 +52,7 @@ bool out_of_resources(const error_code &error) {
 HttpServer::HttpServer(const HttpServerOptions &options, HttpApplication &application)
     : acceptor_(io_), accept_retry_(io_),
       counter_(options.max_connections, options.max_connections_per_client),
-      context_{options.limits, application, counter_,
-               std::make_shared<BodyBudget>(
-                   std::max(options.max_bodies_in_flight_bytes, options.limits.max_body_bytes)),
+      context_{options.limits, application, counter_, make_body_budget(options),
                [this](HttpConnection *connection) { connections_.erase(connection); }} {
   const auto cannot_listen = [&](const std::string &why) {
     return ServerError(fmt::format("cannot listen on {}:{}: {}", options.host, options.port, why));
@@ -62,6 +75,8 @@ HttpServer::HttpServer(const HttpServerOptions &options, HttpApplication &applic
     acceptor_.bind(entry.endpoint(), error);
     if (!error)
       acceptor_.listen(asio::socket_base::max_listen_connections, error);
+    if (!error)
+      acceptor_.non_blocking(true, error); // for the bursts of on_accept
     if (!error)
       break;
   }
@@ -157,20 +172,35 @@ void HttpServer::on_accept(error_code error, tcp::socket socket) {
     });
     return;
   }
-  const tcp::endpoint remote = socket.remote_endpoint(error);
-  if (!error) {
-    const std::string address = address_text(remote.address());
-    const ConnectionCounter::Admission admission = counter_.admit(address);
-    if (admission == ConnectionCounter::Admission::admitted) {
-      socket.set_option(tcp::no_delay(true), error); // streamed tokens go out at once
-      auto connection = std::make_shared<HttpConnection>(std::move(socket), address, context_);
-      connections_.emplace(connection.get(), connection);
-      connection->start();
-    } else {
-      refuse_at_door(socket, admission);
-    }
+  take(std::move(socket));
+  // Under a flood the I/O thread wakes for many sockets; taking every
+  // waiting connection now keeps a new client (a /health probe) from
+  // waiting in the accept queue behind one wake-up per connection.
+  for (int more = 0; more < kAcceptBurst; ++more) {
+    tcp::socket next(io_);
+    acceptor_.accept(next, error);
+    if (error)
+      break; // would_block: the queue is empty (other errors: the next async accept sees them)
+    take(std::move(next));
   }
   accept();
+}
+
+void HttpServer::take(tcp::socket socket) {
+  error_code error;
+  const tcp::endpoint remote = socket.remote_endpoint(error);
+  if (error)
+    return;
+  const std::string address = address_text(remote.address());
+  const ConnectionCounter::Admission admission = counter_.admit(address);
+  if (admission != ConnectionCounter::Admission::admitted) {
+    refuse_at_door(socket, admission);
+    return;
+  }
+  socket.set_option(tcp::no_delay(true), error); // streamed tokens go out at once
+  auto connection = std::make_shared<HttpConnection>(std::move(socket), address, context_);
+  connections_.emplace(connection.get(), connection);
+  connection->start();
 }
 
 void HttpServer::refuse_at_door(tcp::socket &socket, ConnectionCounter::Admission why) {

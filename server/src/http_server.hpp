@@ -48,6 +48,8 @@ public:
 private:
   void accept();
   void on_accept(boost::system::error_code error, boost::asio::ip::tcp::socket socket);
+  // Admits a new connection within the limits, or refuses it.
+  void take(boost::asio::ip::tcp::socket socket);
   void refuse_at_door(boost::asio::ip::tcp::socket &socket, ConnectionCounter::Admission why);
   // Runs `work` on the I/O thread and waits for it.
   template <class Work> auto on_io_thread(Work work);
