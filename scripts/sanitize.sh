@@ -4,7 +4,8 @@
 #     ./build-asan and the whole test suite run there.
 #  2. TSan (BONSAI_SANITIZE=thread): the host library and the threaded host
 #     tests (two sessions in two threads, cancellation from another thread,
-#     all EngineCpu tests) built into ./build-tsan and run there. The CPU
+#     all EngineCpu tests), and the server's tests (its I/O thread, parse
+#     workers and scheduler thread), built into ./build-tsan and run there. The CPU
 #     plugin they load is built without TSan: Debian's libtbb is not
 #     instrumented, so TSan would report every TBB hand-off as a race.
 # Either step alone: scripts/sanitize.sh asan | scripts/sanitize.sh tsan
@@ -36,11 +37,11 @@ for step in "${steps[@]}"; do
   tsan)
     build="${BONSAI_TSAN_BUILD_DIR:-$root/build-tsan}"
     configure "$build" thread
-    cmake --build "$build" --target test_host bonsai_cpu
+    cmake --build "$build" --target test_host test_server bonsai_cpu
     # The CPU plugin is built without TSan (see the top CMakeLists.txt): its
     # TBB kernels are invisible, and so are the memset/memcpy calls it makes.
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1" \
-      ctest --test-dir "$build" --output-on-failure -j "$jobs" -R '^test_host\.EngineCpu\.'
+      ctest --test-dir "$build" --output-on-failure -j "$jobs" -R '^(test_host\.EngineCpu\.|test_server\.)'
     ;;
   *)
     echo "usage: $0 [asan] [tsan]" >&2
