@@ -3,7 +3,7 @@
 // body. Every input must either parse into a request within the documented
 // ranges and limits (small ones here, so that inputs reach them: nesting,
 // long strings, long arrays, many fields, many or long stop strings, prompt
-// bytes) or be refused with an ApiError whose status is 400 or 404 and whose
+// bytes) or be refused with an ApiError whose status is 400 and whose
 // error body is valid JSON; nothing else may escape.
 #include <string>
 #include <string_view>
@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       require(!g.prompt.empty() || !g.prompt_tokens.empty(), "a completion has a prompt");
     require(spec.stream || !spec.include_usage, "include_usage only when streaming");
   } catch (const ApiError &error) {
-    require(error.status == 400 || error.status == 404, "a refused request is 400 or 404");
+    require(error.status == 400, "a refused request is 400");
     require(nlohmann::json::accept(error_body(error)), "the error body is JSON");
   }
   return 0;

@@ -27,6 +27,7 @@ struct ServeArgs {
   std::vector<std::string> api_keys;
   std::string api_key_file;
   std::string cache_isolation = "key";
+  std::string alias; // --alias, llama-server's --model-id
   int64_t max_body_kib = 1024;
   int64_t max_prompt_kib = 0; // 0: --max-body
   int64_t request_timeout = 30;
@@ -149,7 +150,9 @@ int serve_command(const Args &args) {
       "cors-origin", po::value(&a.server.cors_origins)->value_name("ORIGIN")->composing(),
       "an origin (http://host:port) whose web pages may call the API, * for any; repeatable")(
       "model-id", po::value(&a.server.model_id)->value_name("NAME"),
-      "the model's name in the API (default: the file name without .gguf)")(
+      "the model's name in /v1/models and in replies; requests may name it anything "
+      "(default: the file name without .gguf)")("alias", po::value(&a.alias)->value_name("NAME"),
+                                                "llama-server's name for --model-id")(
       "max-body", po::value(&a.max_body_kib)->value_name("KIB"),
       "largest request body in KiB (default 1024)")(
       "max-prompt", po::value(&a.max_prompt_kib)->value_name("KIB"),
@@ -175,6 +178,11 @@ int serve_command(const Args &args) {
   if (!command_line.parse(args))
     return kExitOk;
   check(a);
+  if (!a.alias.empty()) {
+    if (!a.server.model_id.empty() && a.server.model_id != a.alias)
+      throw UsageError("--alias and --model-id name the model twice; give one");
+    a.server.model_id = a.alias;
+  }
   a.server.api_keys = a.api_keys;
   if (!a.api_key_file.empty()) {
     const std::vector<std::string> keys = read_key_file(a.api_key_file);

@@ -14,20 +14,18 @@
 namespace bonsai::server {
 namespace {
 
-// Rejects what cannot fit the context window before it takes a slot.
+// Rejects a prompt that leaves no room to generate before it takes a slot.
+// A larger max_tokens than the context has left is not an error: the reply
+// ends at the context's end with finish_reason "length" (clients that
+// always ask for many tokens work, as with llama-server).
 void check_context(const CompletionSpec &spec, const Generation &generation, int32_t n_ctx) {
   const auto prompt = static_cast<int64_t>(generation.prompt().size());
-  const int64_t wanted = spec.generate.n_predict > 0 ? spec.generate.n_predict : 1;
-  if (prompt + wanted > n_ctx)
-    throw bad_request(
-        spec.generate.n_predict > 0
-            ? fmt::format("This model's context window is {} tokens per request, but {} were "
-                          "requested ({} in the prompt, {} to generate)",
-                          n_ctx, prompt + wanted, prompt, wanted)
-            : fmt::format("This model's context window is {} tokens per request; the prompt "
-                          "holds {}, which leaves no room to generate",
-                          n_ctx, prompt),
-        spec.endpoint == Endpoint::chat ? "messages" : "prompt", "context_length_exceeded");
+  if (prompt + 1 > n_ctx)
+    throw bad_request(fmt::format("This model's context window is {} tokens per request; the "
+                                  "prompt holds {}, which leaves no room to generate",
+                                  n_ctx, prompt),
+                      spec.endpoint == Endpoint::chat ? "messages" : "prompt",
+                      "context_length_exceeded");
 }
 
 // Parses the request and tokenizes its prompt (worker thread).

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "error_response.hpp"
+#include "server_log.hpp"
 
 namespace bonsai::server {
 namespace {
@@ -83,6 +84,8 @@ void HttpConnection::begin_request() {
       [this](const RequestHead &head) { return context_.application.screen(head); },
       remote_address_);
   path_.clear();
+  method_.clear();
+  status_ = 0;
   answer_headers_.clear();
   exchange_.reset();
   answer_started_ = false;
@@ -143,6 +146,8 @@ void HttpConnection::parse_input() {
   switch (reader_->feed(input_)) {
   case RequestReader::Progress::refused:
     answer_headers_ = reader_->answer_headers();
+    path_ = reader_->path();
+    method_ = reader_->method();
     refuse(reader_->refusal());
     return;
   case RequestReader::Progress::complete:
@@ -165,6 +170,7 @@ void HttpConnection::dispatch() {
   HttpRequest request = reader_->take();
   reader_.reset();
   path_ = request.path;
+  method_ = std::string(request.message.method_string());
   close_after_answer_ = !request.message.keep_alive() || context_.application.stopping();
   chunked_ = request.message.version() >= 11;
   exchange_ =
@@ -180,7 +186,7 @@ void HttpConnection::refuse(const HttpResponse &response) {
   phase_ = Phase::serving;
   close_after_answer_ = true; // the rest of the request stays unread
   answer_started_ = answer_complete_ = true;
-  context_.application.answered(path_, response.status);
+  begin_answer(response.status);
   queue(head_bytes(response, false, true) + response.body);
   read_more();
 }
@@ -212,7 +218,7 @@ void HttpConnection::send_answer(const Exchange &exchange, HttpResponse response
   if (&exchange != exchange_.get() || phase_ != Phase::serving || answer_started_)
     return;
   answer_started_ = true;
-  context_.application.answered(path_, response.status);
+  begin_answer(response.status);
   close_after_answer_ = close_after_answer_ || response.close || context_.application.stopping();
   if (streamed && !chunked_)
     close_after_answer_ = true; // HTTP/1.0: the stream ends with the connection
@@ -243,7 +249,25 @@ void HttpConnection::end_stream(const Exchange &exchange) {
     });
 }
 
+void HttpConnection::begin_answer(int status) {
+  status_ = status;
+  answer_bytes_ = 0;
+  context_.application.answered(path_, status);
+}
+
+void HttpConnection::log_exchange(const char *ending) const {
+  // Probes and scrapes would drown the log: they show at debug.
+  const bool routine = path_ == "/health" || path_ == "/metrics";
+  log_at(routine ? LogLevel::debug : LogLevel::info, "{} {} {} -> {}, {} bytes in {} ms{}",
+         remote_address_, method_.empty() ? "-" : method_, path_.empty() ? "-" : path_, status_,
+         answer_bytes_,
+         std::chrono::duration_cast<std::chrono::milliseconds>(HttpClock::now() - request_started_)
+             .count(),
+         ending);
+}
+
 void HttpConnection::queue(std::string bytes) {
+  answer_bytes_ += bytes.size();
   // The front string may be in flight; later pieces are gathered into one.
   if (output_.size() >= 2)
     output_.back() += bytes;
@@ -284,6 +308,7 @@ void HttpConnection::on_written(error_code error) {
 }
 
 void HttpConnection::answer_written() {
+  log_exchange("");
   if (exchange_)
     exchange_->finished();
   exchange_.reset();
@@ -319,8 +344,11 @@ void HttpConnection::close() {
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
-  if (auto exchange = std::move(exchange_))
+  if (auto exchange = std::move(exchange_)) {
+    log_exchange(answer_started_ ? ", cut off: the connection closed before the answer ended"
+                                 : ", unanswered: the connection closed first");
     exchange->client_gone();
+  }
   reader_.reset();
   output_.clear();
   context_.counter.release(remote_address_);

@@ -121,6 +121,9 @@ private:
   // Answers before the body is read (or after a broken one) and closes.
   void refuse(const HttpResponse &response);
   std::string head_bytes(const HttpResponse &response, bool streamed, bool close) const;
+  // Counts the answer (metrics) and starts its log line's figures.
+  void begin_answer(int status);
+  void log_exchange(const char *ending) const;
   void queue(std::string bytes);
   void write_next();
   void on_written(boost::system::error_code error);
@@ -144,7 +147,10 @@ private:
   std::optional<RequestReader> reader_; // the request being read
   HttpClock::time_point request_started_;
   HttpClock::time_point last_read_;
-  std::string path_; // of the request being answered, for the metrics
+  std::string path_;   // of the request being answered, for the metrics and the log
+  std::string method_; // likewise
+  int status_ = 0;
+  size_t answer_bytes_ = 0;
   std::vector<std::pair<std::string, std::string>> answer_headers_;
 
   std::shared_ptr<Exchange> exchange_;

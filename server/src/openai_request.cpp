@@ -322,14 +322,10 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
 
   CompletionSpec spec;
   spec.endpoint = endpoint;
-  spec.model = string_field(body, "model");
-  if (spec.model.empty())
-    spec.model = model_id;
-  else if (spec.model != model_id)
-    throw ApiError(
-        404, "invalid_request_error",
-        fmt::format("The model '{}' does not exist; this server serves '{}'", spec.model, model_id),
-        "model", "model_not_found");
+  // One model is served, so any name asks for it (llama-server's habit: SDK
+  // examples name models by habit); replies name the one served.
+  string_field(body, "model"); // checked for its type
+  spec.model = model_id;
   string_field(body, "user"); // checked for its type, otherwise unused
 
   GenerateRequest &g = spec.generate;

@@ -1,7 +1,7 @@
 #pragma once
 // Parses and checks the JSON bodies of POST /v1/chat/completions and
 // POST /v1/completions into what the scheduler runs. Every problem is an
-// ApiError (400, or 404 for an unknown model) naming the field: malformed
+// ApiError (400) naming the field: malformed
 // JSON, wrong types, values out of range, unknown fields, options bonsai does
 // not support, and every limit of RequestLimits (checked before any prompt is
 // tokenized).
@@ -27,7 +27,7 @@ struct CompletionSpec {
 
 // What a request is checked against besides its own fields.
 struct RequestContext {
-  std::string model_id; // the one model served; a request naming another gets 404
+  std::string model_id; // the one model served, whatever name a request gives
   int32_t n_vocab = 0;  // token ids of a prompt must be below it; 0: not checked
   JsonLimits json;
   size_t max_prompt_bytes = 1 << 20; // message contents, or the prompt text

@@ -97,6 +97,10 @@ RequestReader::Progress RequestReader::feed(boost::beast::flat_buffer &input) {
   return Progress::need_more;
 }
 
+std::string RequestReader::method() const {
+  return parser_.is_header_done() ? std::string(parser_.get().method_string()) : std::string();
+}
+
 size_t RequestReader::field_count() const {
   const HttpMessage &message = parser_.get();
   return static_cast<size_t>(std::distance(message.begin(), message.end()));

@@ -68,6 +68,9 @@ public:
   // once) before it sends the body.
   bool wants_continue();
   const HttpResponse &refusal() const { return *refusal_; }
+  // Once the head is read (empty before): for the logs and the metrics.
+  const std::string &path() const { return path_; }
+  std::string method() const;
   // Headers for every answer to this request (CORS), once screened.
   const std::vector<std::pair<std::string, std::string>> &answer_headers() const {
     return answer_headers_;

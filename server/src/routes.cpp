@@ -194,7 +194,6 @@ void Server::Impl::serve(const std::shared_ptr<Exchange> &exchange) {
 
 void Server::Impl::answered(const std::string &path, int status) {
   metrics.request_finished(endpoint_label(path), status);
-  log_at(LogLevel::debug, "{} -> {}", path, status);
 }
 
 uint64_t Server::Impl::tenant_of(int key) {

@@ -58,8 +58,6 @@ const BadRequest kCatalogue[] = {
      R"({"prompt": "hi", "stream_options": {"include_usage": true}})", 400, "stream_options"},
     {"unknown_field", "/v1/completions", R"({"prompt": "hi", "temprature": 0.5})", 400,
      "Unrecognized request argument supplied: temprature"},
-    {"unknown_model", "/v1/completions", R"({"model": "gpt-4", "prompt": "hi"})", 404,
-     "does not exist"},
     {"n_two", "/v1/completions", R"({"prompt": "hi", "n": 2})", 400, "'n' must be 1"},
     {"tools", "/v1/chat/completions",
      R"({"messages": [{"role": "user", "content": "hi"}], "tools": []})", 400, "not supported"},
@@ -69,8 +67,6 @@ const BadRequest kCatalogue[] = {
     {"invalid_utf8", "/v1/completions", "{\"prompt\": \"caf\xC3\x28\"}", 400, "not valid JSON"},
     {"prompt_too_long", "/v1/completions",
      json({{"prompt", std::vector<int>(600, 5)}, {"max_tokens", 4}}).dump(), 400, "context window"},
-    {"max_tokens_past_context", "/v1/completions", R"({"prompt": "hi", "max_tokens": 100000})", 400,
-     "context window"},
 };
 
 class ServerBadInput : public ::testing::Test {

@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
+#include "bonsai/log.hpp"
 #include "sanitize_utf8.hpp"
 #include "server_test_support.hpp"
 
@@ -150,6 +152,61 @@ TEST(ServerEndpoints, greedy_completion_is_the_float64_reference_continuation) {
   EXPECT_EQ(reply["usage"]["prompt_tokens"], golden.prompt.size());
   EXPECT_EQ(reply["usage"]["completion_tokens"], golden.greedy.size());
   EXPECT_EQ(reply["usage"]["total_tokens"], golden.prompt.size() + golden.greedy.size());
+}
+
+// A max_tokens past what the context has left is no error: the reply runs to
+// the context's end and says "length". The golden prompt in a context of
+// prompt + 10 positions leaves room for 11 tokens (the last one is sampled
+// from the logits of the tenth position and needs no position of its own).
+TEST(ServerEndpoints, max_tokens_past_the_context_ends_the_reply_at_the_context) {
+  const Golden golden = load_golden();
+  const auto n_ctx = static_cast<int32_t>(golden.prompt.size() + 10);
+  const RunningServer server(server_options(), n_ctx);
+  const json body = {{"model", "gpt-4o"}, // any name asks for the one model served
+                     {"prompt", golden.prompt},
+                     {"max_tokens", 100000},
+                     {"temperature", 0}};
+  const auto response = post(server, "/v1/completions", body.dump());
+  ASSERT_EQ(response.status, 200) << response.body;
+  const json reply = parse(response.body);
+  EXPECT_EQ(reply["model"], "tiny-q1");
+  EXPECT_EQ(reply["choices"][0]["finish_reason"], "length");
+  ASSERT_GE(golden.greedy.size(), 11u);
+  const std::vector<int32_t> first(golden.greedy.begin(), golden.greedy.begin() + 11);
+  const bonsai::Engine engine = open_tiny();
+  EXPECT_EQ(reply["choices"][0]["text"], sanitize_utf8(engine.detokenize(first)));
+  EXPECT_EQ(reply["usage"]["completion_tokens"], 11);
+}
+
+// At --log-level info every request gets one line: who, what, the status,
+// the bytes and the time; probes of /health only at debug.
+TEST(ServerEndpoints, requests_are_logged_at_info_and_health_probes_at_debug) {
+  std::mutex mutex;
+  std::vector<std::pair<bonsai::LogLevel, std::string>> lines;
+  const bonsai::LogLevel before = bonsai::log_level();
+  bonsai::set_log_level(bonsai::LogLevel::debug);
+  bonsai::set_log_callback([&](bonsai::LogLevel level, std::string_view message) {
+    std::lock_guard lock(mutex);
+    lines.emplace_back(level, std::string(message));
+  });
+  {
+    const RunningServer server;
+    EXPECT_EQ(post(server, "/v1/completions", R"({"prompt": "hi", "max_tokens": 2})").status, 200);
+    EXPECT_EQ(server.client().Get("/health")->status, 200);
+    EXPECT_EQ(server.client().Get("/missing")->status, 404);
+  }
+  bonsai::set_log_callback({});
+  bonsai::set_log_level(before);
+  const auto level_of = [&](const std::string &part) {
+    for (const auto &[level, text] : lines)
+      if (text.find(part) != std::string::npos)
+        return static_cast<int>(level);
+    return -1;
+  };
+  EXPECT_EQ(level_of("127.0.0.1 POST /v1/completions -> 200, "),
+            static_cast<int>(bonsai::LogLevel::info));
+  EXPECT_EQ(level_of("127.0.0.1 GET /missing -> 404, "), static_cast<int>(bonsai::LogLevel::info));
+  EXPECT_EQ(level_of("127.0.0.1 GET /health -> 200, "), static_cast<int>(bonsai::LogLevel::debug));
 }
 
 TEST(ServerEndpoints, streamed_completion_carries_the_same_text_then_usage_and_done) {

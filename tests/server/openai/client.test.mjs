@@ -96,9 +96,14 @@ test('text completion, streamed', async () => {
   assert.equal(text, complText);
 });
 
-test('unknown model is 404', async () => {
-  await assert.rejects(
-    client.chat.completions.create({ ...chatReq, model: 'no-such-model' }),
+test('any model name asks for the one model served', async () => {
+  const r = await client.chat.completions.create({ ...chatReq, model: 'gpt-4o-mini' });
+  assert.equal(r.model, model);
+  assert.equal(r.choices[0].message.content, chatText);
+});
+
+test('an endpoint the server lacks is 404', async () => {
+  await assert.rejects(client.models.retrieve('no-such-model'),
     (e) => e instanceof OpenAI.NotFoundError && e.status === 404);
 });
 
