@@ -6,6 +6,7 @@
 // is not timed). One warm-up run of each test is done first and not counted.
 // -p, -n, -d, -t and -np take comma lists, as llama-bench's do: every
 // combination runs, threads outermost (each count opens the engine afresh).
+// While it measures, stderr says which test runs (bench_progress.hpp).
 // -np N runs each test on N sequences of one bonsai::Batch, advanced together
 // in multi-sequence steps (llama-batched-bench's PP and TG): ppN x P prefills
 // P prompts of N tokens in shared steps, tgN x P decodes N tokens on each of
@@ -22,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_progress.hpp"
 #include "bench_report.hpp"
 #include "bonsai/engine.hpp"
 #include "commands.hpp"
@@ -151,6 +153,13 @@ double tg_bytes_per_token(const TestPoint &point, int32_t count) {
          kv_per_position * mean_positions;
 }
 
+// llama-bench's name of a test: "pp512", "tg128 @ d4096", with " x4" for -np.
+std::string test_name(const char *prefix, int32_t count, int32_t depth, int32_t parallel) {
+  return prefix + std::to_string(count) +
+         (depth > 0 ? " @ d" + std::to_string(depth) : std::string()) +
+         (parallel > 1 ? " x" + std::to_string(parallel) : std::string());
+}
+
 // One warm-up, then `repetitions` timed runs of `count` tokens on every
 // sequence of `point`.
 template <class TimedRun>
@@ -166,9 +175,7 @@ BenchRow measure(const TestPoint &point, const char *prefix, int32_t count, Time
                model.n_params,
                point.engine.backend().name,
                point.threads,
-               prefix + std::to_string(count) +
-                   (point.depth > 0 ? " @ d" + std::to_string(point.depth) : std::string()) +
-                   (parallel > 1 ? " x" + std::to_string(parallel) : std::string()),
+               test_name(prefix, count, point.depth, parallel),
                count * parallel,
                {},
                std::nullopt};
@@ -195,6 +202,15 @@ int32_t kv_value_bytes_for(const Engine &engine, const EngineArgs &args) {
   return f16 ? 2 : 4;
 }
 
+// Rows the run prints: every combination, 0 in -p or -n skipping that test.
+int count_tests(const BenchArgs &a) {
+  const auto nonzero = [](const std::vector<int32_t> &v) {
+    return static_cast<int>(std::count_if(v.begin(), v.end(), [](int32_t n) { return n > 0; }));
+  };
+  return static_cast<int>(a.engine.thread_list.size() * a.parallel.size() * a.depth.size()) *
+         (nonzero(a.n_prompt) + nonzero(a.n_gen));
+}
+
 void parse_lists(BenchArgs &a) {
   a.n_prompt = parse_int_list("-p/--n-prompt", a.n_prompt_text, 0);
   a.n_gen = parse_int_list("-n/--n-gen", a.n_gen_text, 0);
@@ -212,8 +228,8 @@ void parse_lists(BenchArgs &a) {
 
 int bench_command(const Args &argv) {
   BenchArgs a;
-  CommandLine command_line("bench",
-                           "bench -m FILE [-p 512] [-n 128] [-d 0] [-r 5] [-t N] [-o md|json]");
+  CommandLine command_line("bench", "bench -m FILE [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-np "
+                                    "N,..] [-r N] [--membw] [-o md|csv|json|jsonl]");
   command_line.engine(a.engine, true).logging();
   command_line.add_options()(
       "n-prompt,p", po::value(&a.n_prompt_text)->value_name("N,..."),
@@ -224,8 +240,9 @@ int bench_command(const Args &argv) {
       "tokens already in the cache before each test, prefilled untimed (default 0)")(
       "parallel", po::value(&a.parallel_text)->value_name("N,..."),
       "sequences advanced together in multi-sequence steps (one batch); the rate is their "
-      "sum (default 1)")("repetitions,r", po::value(&a.repetitions)->value_name("N"),
-                         "measured repetitions of each test (default 5)")(
+      "sum (default 1; -np N,... is the same)")("repetitions,r",
+                                                po::value(&a.repetitions)->value_name("N"),
+                                                "measured repetitions of each test (default 5)")(
       "output,o", po::value(&a.output)->value_name("FMT"),
       "md (table, default), csv, json (one array) or jsonl (one object per line)")(
       "membw", po::bool_switch(&a.membw),
@@ -246,10 +263,12 @@ int bench_command(const Args &argv) {
          std::min(max_depth, 512), largest(a.parallel), 1});
 
   const BenchFormat format = *parse_bench_format(a.output);
+  BenchProgress progress(count_tests(a), a.engine.progress);
   bool any_row = false;
   // The header comes with the first row, so that a model that fails to load
   // prints nothing on stdout; each row is printed as soon as it is measured.
   const auto print_row = [&](const BenchRow &row) {
+    progress.clear();
     const std::string text = (any_row ? std::string() : bench_header(format, a.membw)) +
                              bench_row(format, row, !any_row);
     std::fputs(text.c_str(), stdout);
@@ -260,9 +279,12 @@ int bench_command(const Args &argv) {
     for (const int32_t threads : a.engine.thread_list) {
       a.engine.n_threads = threads;
       std::optional<double> read_bytes_per_s;
-      if (a.membw) // before the model loads, so its pages do not compete
-        read_bytes_per_s = measure_read_bandwidth(ReadBandwidthRun{
-            threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency())});
+      if (a.membw) { // before the model loads, so its pages do not compete
+        const int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+        progress.doing("measuring the read bandwidth", n);
+        read_bytes_per_s = measure_read_bandwidth(ReadBandwidthRun{n});
+        progress.clear();
+      }
       Engine engine = open_engine(a.engine);
       const int32_t kv_value_bytes = kv_value_bytes_for(engine, a.engine);
       std::vector<int32_t> batch_sequences;
@@ -286,11 +308,15 @@ int bench_command(const Args &argv) {
           const TestPoint point{engine,        runner,           threads,       depth,
                                 a.repetitions, read_bytes_per_s, kv_value_bytes};
           for (const int32_t n : a.n_prompt)
-            if (n > 0)
+            if (n > 0) {
+              progress.start_test(test_name("pp", n, depth, parallel), threads);
               print_row(measure(point, "pp", n, time_prompt));
+            }
           for (const int32_t n : a.n_gen)
-            if (n > 0)
+            if (n > 0) {
+              progress.start_test(test_name("tg", n, depth, parallel), threads);
               print_row(measure(point, "tg", n, time_generation));
+            }
         }
       }
     }

@@ -29,10 +29,9 @@ namespace bonsai::cli {
 namespace {
 
 struct ChatSettings {
-  PromptArgs style; // --system, --think
+  PromptArgs style; // --system, --think, --thinking
   GenerationArgs generation;
   bool show_stats = false;
-  std::string thinking; // --thinking show|dim|hide ("" = dim on a terminal)
 };
 
 // Tokens kept free for the reply when -n is -1: a turn that leaves fewer
@@ -56,7 +55,7 @@ public:
     for (;;) {
       const std::optional<std::string> line = reader_.read("> ");
       if (!line) {
-        std::fputs("\n", stdout);
+        reader_.end_prompt_line();
         return;
       }
       const ChatCommand command = parse_chat_command(*line);
@@ -179,10 +178,11 @@ private:
     if (settings_.generation.ignore_eos)
       request.stop_tokens = std::vector<int32_t>{};
     try {
-      check_context({.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size()),
-                     .n_predict = request.n_predict,
-                     .n_ctx = session_.n_ctx(),
-                     .predict_flag = "-n/--n-predict"});
+      request.n_predict = static_cast<int32_t>(
+          fit_to_context({.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size()),
+                          .n_predict = request.n_predict,
+                          .n_ctx = session_.n_ctx(),
+                          .predict_flag = "-n/--n-predict"}));
     } catch (const Error &e) {
       history_.pop_back();
       std::fprintf(stderr, "bonsai: error: %s (type /clear to start over)\n", e.what());
@@ -210,6 +210,9 @@ private:
     history_.push_back({"assistant", result.text});
     if (interrupt_.interrupted())
       say("reply stopped");
+    else if (result.stop_reason == StopReason::length && filter.in_reasoning())
+      say("the reply stopped inside the model's reasoning: raise -n, or /think off to answer "
+          "directly");
     if (result.stop_reason == StopReason::context_full)
       say("the context is full; the next turn drops the oldest messages");
     if (settings_.show_stats)
@@ -230,18 +233,6 @@ private:
   std::vector<ChatMessage> history_;
 };
 
-ThinkingDisplay thinking_display(const std::string &choice) {
-  if (choice.empty())
-    return isatty(STDOUT_FILENO) ? ThinkingDisplay::dim : ThinkingDisplay::show;
-  if (choice == "show")
-    return ThinkingDisplay::show;
-  if (choice == "dim")
-    return ThinkingDisplay::dim;
-  if (choice == "hide")
-    return ThinkingDisplay::hide;
-  throw UsageError("--thinking must be show, dim or hide, not '" + choice + "'");
-}
-
 } // namespace
 
 int chat_command(const Args &argv) {
@@ -254,13 +245,11 @@ int chat_command(const Args &argv) {
       .generation(settings.generation)
       .logging();
   command_line.add_options()("stats", po::bool_switch(&settings.show_stats),
-                             "print timing statistics after each reply")(
-      "thinking", po::value(&settings.thinking)->value_name("MODE"),
-      "how the reasoning (<think> ... </think>) is shown: show, dim or hide (default: dim on "
-      "a terminal, else show)");
+                             "print timing statistics after each reply");
   if (!command_line.parse(argv))
     return kExitOk;
-  const ThinkingDisplay thinking = thinking_display(settings.thinking);
+  const ThinkingDisplay thinking =
+      *parse_thinking_display(settings.style.thinking, isatty(STDOUT_FILENO) == 1);
 
   Engine engine = open_engine(engine_args);
   if (settings.generation.n_predict > engine.options().n_ctx)

@@ -1,6 +1,8 @@
 // bonsai run: one prompt in, the completion streamed to stdout as it is
 // generated (or, with --json, one JSON object at the end), timing statistics
-// to stderr.
+// to stderr. --thinking shows, dims or hides the model's reasoning.
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "model_file.hpp"
 #include "options.hpp"
 #include "stats.hpp"
+#include "think_filter.hpp"
 #include "usage_error.hpp"
 
 namespace bonsai::cli {
@@ -83,6 +86,17 @@ std::string result_json(const Engine &engine, const GenerateRequest &request,
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
+// Thinking models reason before they answer; a reply cut off there (the
+// default -n is short) shows no answer at all, so say how to get one.
+void note_cut_reasoning(const GenerateResult &result, const ThinkFilter &filter) {
+  const bool cut =
+      result.stop_reason == StopReason::length || result.stop_reason == StopReason::context_full;
+  if (cut && filter.in_reasoning())
+    std::fputs("bonsai: note: the reply stopped inside the model's reasoning (<think> without "
+               "</think>); raise -n, or pass --no-think to answer directly\n",
+               stderr);
+}
+
 void check_flags(const PromptArgs &args) {
   if (args.chat == Toggle::off && !args.system.empty())
     throw UsageError("--system needs chat mode (drop --no-chat)");
@@ -115,6 +129,8 @@ int run_command(const Args &argv) {
     throw UsageError("--display-prompt and --no-display-prompt cannot be used together");
   if (display_prompt && json)
     throw UsageError("--display-prompt does not apply to --json (the object holds the text)");
+  if (!prompt_args.thinking.empty() && json)
+    throw UsageError("--thinking does not apply to --json (the object holds the whole text)");
   const std::string prompt = read_prompt(prompt_args);
 
   Engine engine = open_engine(engine_args);
@@ -126,26 +142,31 @@ int run_command(const Args &argv) {
   request.stop_strings = generation.stop;
   if (generation.ignore_eos)
     request.stop_tokens = std::vector<int32_t>{};
-  check_context({.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size()),
-                 .n_predict = generation.n_predict,
-                 .n_ctx = engine.options().n_ctx,
-                 .predict_flag = "-n/--n-predict"});
+  request.n_predict = static_cast<int32_t>(
+      fit_to_context({.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size()),
+                      .n_predict = generation.n_predict,
+                      .n_ctx = engine.options().n_ctx,
+                      .predict_flag = "-n/--n-predict"}));
 
   Session session = open_session(engine, engine_args);
   InterruptHandler interrupt(session);
   if (display_prompt)
     std::fputs(prompt.c_str(), stdout);
+  ThinkFilter filter(*parse_thinking_display(prompt_args.thinking, isatty(STDOUT_FILENO) == 1));
   interrupt.arm();
-  const GenerateResult result = session.generate(request, [json](std::string_view piece) {
+  const GenerateResult result = session.generate(request, [json, &filter](std::string_view piece) {
+    const std::string text = filter.push(piece);
     if (!json) {
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
     }
     return true;
   });
   interrupt.disarm();
-  std::fputs(json ? result_json(engine, request, result).c_str() : "\n", stdout);
+  const std::string rest = filter.finish() + "\n";
+  std::fputs(json ? result_json(engine, request, result).c_str() : rest.c_str(), stdout);
   std::fflush(stdout);
+  note_cut_reasoning(result, filter);
   std::fprintf(
       stderr, "%s\n",
       format_stats(engine.backend().name, result.stats, result.stop_reason, *request.sampling.seed)

@@ -14,7 +14,14 @@ struct ContextBudget {
 
 // Throws bonsai::Error when the prompt is longer than the context, or when
 // prompt + n_predict does not fit (with n_predict = -1: when the prompt
-// leaves no room for a single token).
+// leaves no room for a single token). For eval, whose --greedy is exact.
 void check_context(const ContextBudget &budget);
+
+// The tokens to generate for run and chat: n_predict, or what the context
+// has left when n_predict asks for more, so that the reply ends at the
+// context's end with stop reason "length" (llama.cpp's habit: a large -n is
+// no error); -1 stays -1. Throws bonsai::Error only when the prompt alone
+// leaves no room for a token.
+int64_t fit_to_context(const ContextBudget &budget);
 
 } // namespace bonsai::cli

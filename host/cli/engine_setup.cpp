@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "bonsai/progress.hpp"
 #include "model_file.hpp"
 
@@ -32,6 +34,10 @@ Engine open_engine(const EngineArgs &args) {
     options.on_progress = [&bar](double fraction) { bar.update(fraction); };
   Engine engine = Engine::open(args.model, options);
   bar.finish();
+  // llama.cpp runs -ngl on the CPU when it finds no GPU; so do we, but say so.
+  if (!args.gpu_request.empty() && engine.backend().name != "cuda")
+    std::fprintf(stderr, "bonsai: note: %s: no GPU found, running on the CPU\n",
+                 args.gpu_request.c_str());
   return engine;
 }
 

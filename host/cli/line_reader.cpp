@@ -11,7 +11,14 @@
 
 namespace bonsai::cli {
 
-LineReader::LineReader() : interactive_(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) {}
+LineReader::LineReader()
+    : interactive_(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)),
+      prompt_to_(isatty(STDIN_FILENO) ? (interactive_ ? stdout : stderr) : nullptr) {}
+
+void LineReader::end_prompt_line() const {
+  if (prompt_to_ != nullptr)
+    std::fputs("\n", prompt_to_);
+}
 
 std::optional<std::string> LineReader::read_one(const char *prompt) {
   if (interactive_) {
@@ -20,8 +27,10 @@ std::optional<std::string> LineReader::read_one(const char *prompt) {
       return std::nullopt;
     return std::string(line.get());
   }
-  std::fputs(prompt, stdout);
-  std::fflush(stdout);
+  if (prompt_to_ != nullptr) {
+    std::fputs(prompt, prompt_to_);
+    std::fflush(prompt_to_);
+  }
   std::string line;
   if (!std::getline(std::cin, line))
     return std::nullopt;

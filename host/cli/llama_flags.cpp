@@ -10,7 +10,7 @@ namespace {
 
 enum class Action {
   alias,         // becomes bonsai's `target`, value and all
-  gpu_layers,    // -ngl N: 0 = --backend cpu, else --backend cuda
+  gpu_layers,    // -ngl N: 0 = --backend cpu, else the GPU if usable (kGpuLayersBackend)
   ignore_switch, // dropped with a note (takes no value)
   ignore_toggle, // dropped with a note; an on/off/auto value after it goes too
   ignore_value,  // dropped with its value and a note
@@ -121,13 +121,15 @@ TranslatedArgs translate_llama_flags(const std::vector<std::string> &args,
       out.args.push_back(value());
       break;
     case Action::gpu_layers: {
-      const int layers = parse_gpu_layers(name, value());
+      const std::string text = value();
+      const int layers = parse_gpu_layers(name, text);
       if (!schema.has("--backend")) {
         out.notes.push_back(name + ": this command runs no model; ignored");
         break;
       }
       out.args.push_back("--backend");
-      out.args.push_back(layers == 0 ? "cpu" : "cuda");
+      out.args.push_back(layers == 0 ? "cpu" : kGpuLayersBackend);
+      out.gpu_request = layers == 0 ? std::string() : name + " " + text;
       break;
     }
     case Action::ignore_switch:

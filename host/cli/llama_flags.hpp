@@ -10,9 +10,16 @@
 
 namespace bonsai::cli {
 
+// What -ngl N > 0 becomes: the GPU when one is usable, else the CPU, as
+// llama.cpp runs on the CPU when it finds no GPU.
+inline constexpr const char *kGpuLayersBackend = "cuda,cpu";
+
 struct TranslatedArgs {
   std::vector<std::string> args;  // what boost::program_options parses
   std::vector<std::string> notes; // e.g. "-fa: attention is always fused in bonsai; ignored"
+  // The last -ngl N > 0 as typed ("-ngl 99"), for the note when no GPU is
+  // found; "" when none was given.
+  std::string gpu_request;
 };
 
 // What the translation needs to know about the subcommand's own flags.

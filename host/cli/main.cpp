@@ -56,6 +56,14 @@ void print_version() {
   }
 }
 
+// "run, chat, ...": every command, from the table, so none is left out.
+std::string command_names() {
+  std::string names;
+  for (const auto &c : kSubcommands)
+    names += (names.empty() ? "" : ", ") + std::string(c.name);
+  return names;
+}
+
 void report(const char *what) {
   std::fprintf(stderr, "bonsai: error: %s\n", what);
 }
@@ -90,9 +98,8 @@ int main(int argc, char **argv) {
       return kExitRuntimeError;
     }
   }
-  const std::string message =
-      "unknown command '" + std::string(name) +
-      "' (commands: run, chat, eval, info, backends, bench; see bonsai --help)";
+  const std::string message = "unknown command '" + std::string(name) +
+                              "' (commands: " + command_names() + "; see bonsai --help)";
   report(message.c_str());
   return kExitUsage;
 }

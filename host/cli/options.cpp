@@ -15,6 +15,7 @@
 
 #include "bonsai/log.hpp"
 #include "llama_flags.hpp"
+#include "think_filter.hpp"
 #include "usage_error.hpp"
 
 namespace bonsai::cli {
@@ -122,7 +123,7 @@ std::string nearest_flag(const po::options_description &all, const std::string &
 
 const CommandLine::ToggleHelp kThinkHelp = {
     "think", "let the model reason in a <think> block first (default)",
-    "pre-fill an empty <think> block so the model answers directly"};
+    "turn thinking off: pre-fill an empty <think> block so the model answers directly"};
 
 } // namespace
 
@@ -171,6 +172,8 @@ CommandLine &CommandLine::engine(EngineArgs &a, bool thread_list) {
     if (!thread_list && a.thread_list.size() != 1)
       throw UsageError("-t/--threads takes one number here, got '" + threads_text_ + "'");
     a.n_threads = a.thread_list.front();
+    // A later --backend overrides -ngl, and then no note is due.
+    a.gpu_request = a.backend == kGpuLayersBackend ? gpu_request_ : std::string();
     validate_engine(a);
   });
   return rope(a.rope);
@@ -227,18 +230,29 @@ CommandLine &CommandLine::prompt(PromptArgs &a) {
               "model has a template, or with --system/--think/--no-think)",
               "complete the prompt text as it is"},
              a.chat);
-  add_toggle(group, kThinkHelp, a.think);
+  add_thinking(group, a);
   groups_.push_back(group);
   return *this;
 }
 
 CommandLine &CommandLine::chat_style(PromptArgs &a) {
   po::options_description group("Conversation");
-  auto add = group.add_options();
-  add("system", po::value(&a.system)->value_name("TEXT"), "system message");
-  add_toggle(group, kThinkHelp, a.think);
+  group.add_options()("system", po::value(&a.system)->value_name("TEXT"), "system message");
+  add_thinking(group, a);
   groups_.push_back(group);
   return *this;
+}
+
+// Side by side in --help: whether the model reasons, and whether it shows.
+void CommandLine::add_thinking(po::options_description &group, PromptArgs &a) {
+  add_toggle(group, kThinkHelp, a.think);
+  group.add_options()("thinking", po::value(&a.thinking)->value_name("MODE"),
+                      "how the reasoning (<think> ... </think>) is printed: show, dim, or hide "
+                      "(only the answer); default: dim on a terminal, else show");
+  checks_.push_back([&a] {
+    if (!parse_thinking_display(a.thinking, false))
+      throw UsageError("--thinking must be show, dim or hide, not '" + a.thinking + "'");
+  });
 }
 
 CommandLine &CommandLine::generation(GenerationArgs &g) {
@@ -353,6 +367,7 @@ bool CommandLine::parse(const std::vector<std::string> &args) {
   const TranslatedArgs translated = translate_llama_flags(args, schema);
   for (const std::string &note : translated.notes)
     std::fprintf(stderr, "bonsai: note: %s\n", note.c_str());
+  gpu_request_ = translated.gpu_request;
   try {
     store(translated.args, all);
     if (values_.count("help")) {

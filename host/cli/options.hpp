@@ -31,6 +31,8 @@ struct EngineArgs {
   int32_t n_batch = 512;
   bool progress = true; // load progress bar (drawn only on a terminal)
   RopeOverrides rope;   // --rope-scaling, --rope-scale, --rope-freq-base, --yarn-orig-ctx
+  // "-ngl 99" when that flag chose the backend: a CPU fallback says so.
+  std::string gpu_request;
 };
 
 // A --x / --no-x pair; `unset` when neither was given.
@@ -42,6 +44,7 @@ struct PromptArgs {
   std::string system; // --system
   Toggle chat = Toggle::unset;
   Toggle think = Toggle::unset;
+  std::string thinking; // --thinking show|dim|hide ("" = dim on a terminal, else show)
 };
 
 struct GenerationArgs {
@@ -69,8 +72,8 @@ public:
   // comma list (bench), else one number.
   CommandLine &engine(EngineArgs &args, bool thread_list = false);
   CommandLine &rope(RopeOverrides &rope);    // the RoPE override flags alone
-  CommandLine &prompt(PromptArgs &args);     // -p, -f, --system, --chat, --think
-  CommandLine &chat_style(PromptArgs &args); // --system, --think (chat)
+  CommandLine &prompt(PromptArgs &args);     // -p, -f, --system, --chat, --think, --thinking
+  CommandLine &chat_style(PromptArgs &args); // --system, --think, --thinking (chat)
   CommandLine &generation(GenerationArgs &args);
   CommandLine &logging(); // --log-level
   // Options that only this subcommand has.
@@ -99,10 +102,12 @@ private:
   std::vector<std::unique_ptr<SwitchPair>> switches_;
   std::string log_level_;
   std::string threads_text_ = "0"; // -t as given
+  std::string gpu_request_;        // the -ngl flag that asked for the GPU, if any
   int64_t seed_ = -1;
   std::vector<std::string> positional_; // words outside any flag: an error
   void store(const std::vector<std::string> &args, const po::options_description &all);
   void add_toggle(po::options_description &group, const ToggleHelp &help, Toggle &target);
+  void add_thinking(po::options_description &group, PromptArgs &args); // --think..., --thinking
 };
 
 // "512,1024" -> {512, 1024}; each must be >= `min`. Throws UsageError

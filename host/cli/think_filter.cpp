@@ -18,15 +18,38 @@ size_t partial_tag(std::string_view text, std::string_view tag) {
 
 } // namespace
 
-std::string ThinkFilter::emit(std::string_view text) const {
-  if (!thinking_ || display_ == ThinkingDisplay::show)
-    return std::string(text);
-  return display_ == ThinkingDisplay::hide ? std::string() : std::string(text);
+std::optional<ThinkingDisplay> parse_thinking_display(const std::string &choice, bool terminal) {
+  if (choice.empty())
+    return terminal ? ThinkingDisplay::dim : ThinkingDisplay::show;
+  if (choice == "show")
+    return ThinkingDisplay::show;
+  if (choice == "dim")
+    return ThinkingDisplay::dim;
+  if (choice == "hide")
+    return ThinkingDisplay::hide;
+  return std::nullopt;
 }
 
+std::string ThinkFilter::emit(std::string_view text) const {
+  return thinking_ && display_ == ThinkingDisplay::hide ? std::string() : std::string(text);
+}
+
+// Called after thinking_ has changed: the tag belongs to the reasoning.
+std::string ThinkFilter::tag_text(std::string_view tag) const {
+  switch (display_) {
+  case ThinkingDisplay::show:
+    break;
+  case ThinkingDisplay::dim:
+    return thinking_ ? std::string(kFaint) + std::string(tag)
+                     : std::string(tag) + std::string(kReset);
+  case ThinkingDisplay::hide:
+    return std::string();
+  }
+  return std::string(tag);
+}
+
+// Every mode tracks the tags, even `show`, so that in_reasoning() holds.
 std::string ThinkFilter::push(std::string_view piece) {
-  if (display_ == ThinkingDisplay::show)
-    return std::string(piece);
   std::string text = pending_ + std::string(piece);
   pending_.clear();
   std::string out;
@@ -42,15 +65,8 @@ std::string ThinkFilter::push(std::string_view piece) {
     if (at == std::string::npos)
       break;
     out += emit(std::string_view(text).substr(0, at));
-    if (!thinking_) { // the tag itself shows in the reasoning's style
-      thinking_ = true;
-      if (display_ == ThinkingDisplay::dim)
-        out += std::string(kFaint) + std::string(tag);
-    } else {
-      if (display_ == ThinkingDisplay::dim)
-        out += std::string(tag) + std::string(kReset);
-      thinking_ = false;
-    }
+    thinking_ = !thinking_;
+    out += tag_text(tag);
     text.erase(0, at + tag.size());
     drop_newlines_ = !thinking_ && display_ == ThinkingDisplay::hide;
   }
@@ -65,7 +81,6 @@ std::string ThinkFilter::finish() {
   pending_.clear();
   if (thinking_ && display_ == ThinkingDisplay::dim)
     out += kReset;
-  thinking_ = false;
   return out;
 }
 

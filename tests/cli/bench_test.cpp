@@ -1,6 +1,7 @@
 // `bonsai bench`: the JSON report has one row per test with the token counts
 // asked for and plausible timings; --membw's bytes per token against hand
-// counts; bad values are usage errors.
+// counts; progress on stderr, the report alone on stdout; bad values are
+// usage errors.
 #include <algorithm>
 
 #include "cli_harness.hpp"
@@ -174,6 +175,70 @@ TEST(Bench, CsvHasAHeaderAndOneRowPerTest) {
   EXPECT_NE(lines[2].find(",cpu,1,tg2,2,"), std::string::npos) << lines[2];
   // Two samples, separated by ';' in the last field.
   EXPECT_EQ(std::count(lines[1].begin(), lines[1].end(), ';'), 1) << lines[1];
+}
+
+TEST(Bench, ProgressGoesToStderrAndStdoutIsExactlyTheTable) {
+  const std::vector<std::string> args = {
+      "bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n", "4", "-r", "1", "-t", "1"};
+  const ProcessResult r = run_bonsai(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // A line per test as it starts (stderr is a pipe here, not a terminal).
+  EXPECT_EQ(lines_of(r.err), (std::vector<std::string>{"bonsai bench: test 1 of 2: pp8, 1 thread",
+                                                       "bonsai bench: test 2 of 2: tg4, 1 thread"}))
+      << r.err;
+  // stdout: the header, its rule and one row per test, nothing else.
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[0], "| model | size | params | backend | threads | test | t/s | median t/s |");
+  EXPECT_EQ(lines[1], "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |");
+  const std::string row = "| tiny-q1.gguf | 1.99 MiB | 14.69 M | cpu | 1 | ";
+  EXPECT_EQ(lines[2].rfind(row + "pp8 | ", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind(row + "tg4 | ", 0), 0u) << lines[3];
+  for (size_t i = 2; i < 4; ++i) {
+    EXPECT_EQ(std::count(lines[i].begin(), lines[i].end(), '|'), 9) << lines[i];
+    EXPECT_EQ(lines[i].back(), '|') << lines[i];
+  }
+  EXPECT_EQ(r.out.back(), '\n');
+  // --no-progress: the same stdout shape, and stderr stays empty.
+  std::vector<std::string> quiet_args = args;
+  quiet_args.push_back("--no-progress");
+  const ProcessResult quiet = run_bonsai(quiet_args);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err, "");
+  EXPECT_EQ(lines_of(quiet.out).size(), 4u) << quiet.out;
+}
+
+TEST(Bench, OnATerminalTheProgressLineIsErasedBeforeEachRow) {
+  PtyChild terminal({bonsai_program(), "bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n",
+                     "0", "-r", "1", "-t", "1", "--no-progress"});
+  const ProcessResult quiet = terminal.finish(milliseconds(60000));
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.out;
+  EXPECT_EQ(quiet.out.find("bonsai bench:"), std::string::npos) << quiet.out;
+  PtyChild shown({bonsai_program(), "bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n", "0",
+                  "-r", "1", "-t", "1"});
+  const ProcessResult r = shown.finish(milliseconds(60000));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // No line break after it: carriage return and erase-line, then the table.
+  EXPECT_NE(r.out.find("bonsai bench: test 1 of 1: pp8, 1 thread\r\x1b[K| model | size |"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Bench, ProgressCountsEveryCombination) {
+  // 2 depths x 2 -np x (1 pp + 1 tg; -p 0 skips) = 8 tests, one row each.
+  const ProcessResult r =
+      run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8,0", "-n", "2", "-d", "0,4",
+                  "-np", "1,2", "-t", "1", "-r", "1", "-o", "jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> rows = lines_of(r.out);
+  const std::vector<std::string> progress = lines_of(r.err);
+  ASSERT_EQ(rows.size(), 8u) << r.out;
+  ASSERT_EQ(progress.size(), 8u) << r.err;
+  for (size_t i = 0; i < 8; ++i) {
+    const std::string test = mini_json::parse(rows[i])["test"].as_string();
+    EXPECT_EQ(progress[i],
+              "bonsai bench: test " + std::to_string(i + 1) + " of 8: " + test + ", 1 thread");
+  }
 }
 
 TEST(Bench, RejectsBadValues) {

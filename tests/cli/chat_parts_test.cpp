@@ -46,6 +46,49 @@ TEST(ThinkFilter, AReplyCutInsideTheReasoningEndsTheStyle) {
   EXPECT_EQ(run_filter(ThinkingDisplay::hide, {"a <"}), "a <");
 }
 
+TEST(ThinkFilter, KnowsWhenAReplyStopsInsideItsReasoning) {
+  for (const ThinkingDisplay display :
+       {ThinkingDisplay::show, ThinkingDisplay::dim, ThinkingDisplay::hide}) {
+    ThinkFilter cut(display); // the default -n ran out mid-thought
+    cut.push("<thi");
+    cut.push("nk>\nFirst, the user");
+    cut.finish();
+    EXPECT_TRUE(cut.in_reasoning());
+    ThinkFilter answered(display);
+    for (const std::string &piece : kSplitReply)
+      answered.push(piece);
+    answered.finish();
+    EXPECT_FALSE(answered.in_reasoning());
+    ThinkFilter almost(display); // "<thi" never became a tag
+    const std::string printed = almost.push("a <thi");
+    EXPECT_EQ(printed + almost.finish(), "a <thi");
+    EXPECT_FALSE(almost.in_reasoning());
+  }
+}
+
+TEST(ThinkFilter, HideShowsOnlyTheAnswerOfAWholeReply) {
+  // What Qwen3 writes with thinking on: reasoning, a blank line, the answer.
+  const std::string reply =
+      "<think>\nThe user greets me. I greet back.\n</think>\n\nHello! How can I help?";
+  EXPECT_EQ(run_filter(ThinkingDisplay::hide, {reply}), "Hello! How can I help?");
+  EXPECT_EQ(run_filter(ThinkingDisplay::show, {reply}), reply);
+  // One character at a time, as the tokens of a tag can come.
+  std::vector<std::string> chars;
+  for (const char c : reply)
+    chars.emplace_back(1, c);
+  EXPECT_EQ(run_filter(ThinkingDisplay::hide, chars), "Hello! How can I help?");
+  EXPECT_EQ(run_filter(ThinkingDisplay::show, chars), reply);
+}
+
+TEST(ThinkFilter, ParsesTheThinkingFlag) {
+  EXPECT_EQ(parse_thinking_display("", true), ThinkingDisplay::dim);
+  EXPECT_EQ(parse_thinking_display("", false), ThinkingDisplay::show);
+  EXPECT_EQ(parse_thinking_display("show", true), ThinkingDisplay::show);
+  EXPECT_EQ(parse_thinking_display("dim", false), ThinkingDisplay::dim);
+  EXPECT_EQ(parse_thinking_display("hide", true), ThinkingDisplay::hide);
+  EXPECT_EQ(parse_thinking_display("off", true), std::nullopt);
+}
+
 TEST(ChatCommands, ParsesEachCommandAndItsArgument) {
   EXPECT_EQ(parse_chat_command("hello").kind, ChatCommand::message);
   EXPECT_EQ(parse_chat_command("//etc/hosts").argument, "/etc/hosts");

@@ -97,6 +97,17 @@ inline int number_after(const std::string &text, const std::string &prefix) {
   return digits ? value : -1;
 }
 
+// What a piped `bonsai chat` prints on stdout for the conversation it saved
+// with /save FILE: each assistant reply and a line break, nothing else.
+inline std::string replies_as_printed(const std::string &saved_conversation) {
+  const mini_json::Value doc = mini_json::parse_file(saved_conversation);
+  std::string out;
+  for (size_t i = 0; i < doc["messages"].size(); ++i)
+    if (doc["messages"][i]["role"].as_string() == "assistant")
+      out += doc["messages"][i]["content"].as_string() + "\n";
+  return out;
+}
+
 // A fresh folder under the system temp dir, removed with its content.
 class TempDir {
 public:

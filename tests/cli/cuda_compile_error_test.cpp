@@ -67,6 +67,20 @@ TEST(CudaCompileError, ExplicitCudaBackendExitsNonZeroNamingTheCompileError) {
   EXPECT_THAT(r.err, ::testing::Not(HasSubstr("falling back")));
 }
 
+TEST(CudaCompileError, NglFallsBackWithTheCompileErrorNotANoGpuNote) {
+  // A GPU is found, so -ngl picks it; it then cannot run the model, and the
+  // warning says why. "no GPU found" would be untrue here.
+  const ChildEnvironment environment;
+  std::vector<std::string> args = tiny_run("cpu");
+  args.insert(args.end(), {"-ngl", "99"});
+  const ProcessResult r = run_bonsai(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("NVRTC failed to compile bonsai_matmul.cu"));
+  EXPECT_THAT(r.err, HasSubstr("falling back to cpu"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("no GPU found")));
+  EXPECT_THAT(r.err, HasSubstr("stats: backend cpu"));
+}
+
 #else
 
 TEST(CudaCompileError, NeedsTheFakeDriver) {

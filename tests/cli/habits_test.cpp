@@ -37,21 +37,52 @@ TEST(Habits, TheLastOfARepeatedFlagWins) {
   EXPECT_EQ(generated(r.err), 5) << r.err;
 }
 
+// The CUDA plugin of the children finds no driver, so no device: what a
+// machine without a GPU shows, even on one that has a GPU.
+class NoGpu {
+public:
+  NoGpu() { setenv("BONSAI_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1); }
+  ~NoGpu() { unsetenv("BONSAI_CUDA_DRIVER"); }
+  NoGpu(const NoGpu &) = delete;
+  NoGpu &operator=(const NoGpu &) = delete;
+};
+
 TEST(Habits, NglZeroMeansCpuAndOtherwiseTheGpuBackend) {
   // -ngl 0 after --backend cuda: the last one wins, so the CPU runs it.
   const auto cpu = run_bonsai(run_args({"-n", "1", "--backend", "cuda", "-ngl", "0"}));
   ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
   EXPECT_NE(cpu.err.find("stats: backend cpu"), std::string::npos) << cpu.err;
-  // -ngl 99 asks for the CUDA backend, which this machine may lack: either
-  // it runs there, or it fails naming the CUDA plugin (never the CPU).
-  const auto gpu = run_bonsai(run_args({"-n", "1", "-ngl", "99"}));
-  if (gpu.exit_code == 0)
-    EXPECT_NE(gpu.err.find("stats: backend cuda"), std::string::npos) << gpu.err;
-  else
-    EXPECT_NE(gpu.err.find("libbonsai_cuda"), std::string::npos) << gpu.err;
+  EXPECT_EQ(cpu.err.find("note"), std::string::npos) << cpu.err;
   const auto bad = run_bonsai(run_args({"-ngl", "all"}));
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("-ngl needs a number of layers"), std::string::npos) << bad.err;
+}
+
+TEST(Habits, NglWithoutAGpuRunsOnTheCpuWithANoteThatNamesTheFlag) {
+  const NoGpu no_gpu;
+  // As llama.cpp does: the run goes on, on the CPU, and says why in one line.
+  for (const std::vector<std::string> &flag :
+       {std::vector<std::string>{"-ngl", "99"}, {"--n-gpu-layers", "1"}, {"--gpu-layers=-1"}}) {
+    const std::string typed = flag.size() == 2 ? flag[0] + " " + flag[1] : "--gpu-layers -1";
+    std::vector<std::string> extra = {"-n", "1"};
+    extra.insert(extra.end(), flag.begin(), flag.end());
+    const auto r = run_bonsai(run_args(extra));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto lines = lines_of(r.err);
+    ASSERT_EQ(lines.size(), 2u) << r.err;
+    EXPECT_EQ(lines[0], "bonsai: note: " + typed + ": no GPU found, running on the CPU");
+    EXPECT_EQ(lines[1].rfind("stats: backend cpu |", 0), 0u) << lines[1];
+  }
+  // A later --backend is the user's choice: no note.
+  const auto chosen = run_bonsai(run_args({"-n", "1", "-ngl", "99", "--backend", "cpu"}));
+  ASSERT_EQ(chosen.exit_code, 0) << chosen.err;
+  EXPECT_EQ(chosen.err.find("note"), std::string::npos) << chosen.err;
+  // --backend cuda asks for the GPU and nothing else: a clear error.
+  const auto cuda = run_bonsai(run_args({"-n", "1", "--backend", "cuda"}));
+  EXPECT_EQ(cuda.exit_code, 1);
+  EXPECT_TRUE(cuda.out.empty()) << cuda.out;
+  EXPECT_EQ(cuda.err.rfind("bonsai: error: ", 0), 0u) << cuda.err;
+  EXPECT_NE(cuda.err.find("libbonsai_cuda"), std::string::npos) << cuda.err;
 }
 
 TEST(Habits, LlamaFlagsThatDoNotApplyGetANoteAndAreNotMisread) {
@@ -131,17 +162,18 @@ TEST(Habits, TheStatsNameTheSeedAndItRepeatsTheRun) {
 }
 
 TEST(Habits, AChatLineThatIsNotUtf8IsRefusedAndTheChatGoesOn) {
+  TempDir dir;
+  const std::string saved = dir.file("conversation.json");
   const auto r = run_bonsai({"chat", "-m", kTiny, "-n", "3", "--temp", "0", "--ignore-eos"},
-                            "bad \xff\xfe line\nHello\n");
+                            "bad \xff\xfe line\nHello\n/save " + saved + "\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("not valid UTF-8"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("that line was not sent, type it again"), std::string::npos) << r.err;
-  // Prompts before the bad line, before Hello, and at end of input; Hello
-  // got an answer in between.
-  const size_t hello_prompt = r.out.find("> ", r.out.find("> ") + 2);
-  ASSERT_NE(hello_prompt, std::string::npos) << r.out;
-  const size_t last_prompt = r.out.rfind("> ");
-  EXPECT_GT(last_prompt, hello_prompt + 3) << "no answer to Hello: " << r.out;
+  // Only Hello was sent, and its answer is all of stdout.
+  const mini_json::Value doc = mini_json::parse_file(saved);
+  ASSERT_EQ(doc["messages"].size(), 2u);
+  EXPECT_EQ(doc["messages"][0]["content"].as_string(), "Hello");
+  EXPECT_EQ(r.out, replies_as_printed(saved));
 }
 
 TEST(Habits, PluginCheckCountsAndNamesTheChecksItSkips) {

@@ -6,6 +6,8 @@
 
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/tokenizer.hpp"
+#include <nlohmann/json.hpp>
+
 #include "cli_harness.hpp"
 
 namespace bonsai::test {
@@ -98,6 +100,47 @@ TEST(Run, ChatModeWrapsThePromptInChatML) {
   EXPECT_EQ(with({"--no-chat"}), count("hi"));
   EXPECT_EQ(with({"--system", "be brief"}), count(system + chatml));
   EXPECT_EQ(with({"--no-think"}), count(chatml + no_think));
+}
+
+TEST(Run, ThinkingCanBeTurnedOffOrHiddenAndBothAreInTheHelp) {
+  for (const char *command : {"run", "chat"}) {
+    const auto help = run_bonsai({command, "--help"});
+    ASSERT_EQ(help.exit_code, 0);
+    EXPECT_NE(help.out.find("--no-think  "), std::string::npos) << command << help.out;
+    EXPECT_NE(help.out.find("turn thinking off"), std::string::npos) << command << help.out;
+    EXPECT_NE(help.out.find("--thinking MODE"), std::string::npos) << command << help.out;
+  }
+  const Tokenizer tokenizer = tiny_tokenizer();
+  const std::string chatml = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n";
+  const auto count = [&](const std::string &s) {
+    return static_cast<int>(tokenizer.encode(s).size());
+  };
+  const std::vector<std::string> base = {"run", "-m",     kTiny, "-p",           "hi",    "-n",
+                                         "8",   "--temp", "0",   "--ignore-eos", "--chat"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_bonsai(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r;
+  };
+  // --no-think changes what the model sees; --thinking only what is printed.
+  const auto no_think = with({"--no-think", "--thinking", "hide"});
+  EXPECT_EQ(stat_count(no_think.err, "prompt"), count(chatml + "<think>\n\n</think>\n\n"));
+  const auto shown = with({"--thinking", "show"});
+  const auto hidden = with({"--thinking", "hide"});
+  EXPECT_EQ(stat_count(shown.err, "prompt"), count(chatml));
+  EXPECT_EQ(stat_count(hidden.err, "prompt"), count(chatml));
+  // The tiny model's random words hold no <think> block: nothing to hide.
+  ASSERT_EQ(shown.out.find("<think>"), std::string::npos) << shown.out;
+  EXPECT_EQ(hidden.out, shown.out);
+  const auto bad = run_bonsai({"run", "-m", kTiny, "-p", "hi", "--thinking", "off"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--thinking must be show, dim or hide, not 'off'"), std::string::npos)
+      << bad.err;
+  const auto json = run_bonsai({"run", "-m", kTiny, "-p", "hi", "--thinking", "hide", "--json"});
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_NE(json.err.find("--thinking does not apply to --json"), std::string::npos) << json.err;
 }
 
 TEST(Run, ChatContentCannotForgeTurns) {
@@ -200,6 +243,19 @@ TEST(Run, SecondCtrlCExitsAtOnce) {
   EXPECT_EQ(r.term_signal, 0);
   EXPECT_EQ(r.exit_code, 130) << r.err;
   EXPECT_EQ(r.err.find("stats:"), std::string::npos) << r.err;
+}
+
+// A -n larger than the context has left is no error (llama.cpp's habit):
+// the reply ends at the context's end. "hi" is 2 tokens without the chat
+// template, so 62 of the 64 positions are left.
+TEST(Run, NPredictPastContextEndsAtTheContext) {
+  const auto r = run_bonsai({"run", "-m", data_file("tiny-q1.gguf"), "-c", "64", "-n", "100", "-p",
+                             "hi", "--no-chat", "--ignore-eos", "--temp", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json result = nlohmann::json::parse(r.out);
+  EXPECT_EQ(result["prompt_tokens"], 2);
+  EXPECT_EQ(result["tokens"].size(), 62u);
+  EXPECT_EQ(result["finish_reason"], "length");
 }
 
 } // namespace

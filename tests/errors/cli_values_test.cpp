@@ -65,8 +65,8 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, CliValueErrors, ::testing::ValuesIn(kRows),
 TEST(CliCommandErrors, UnknownCommand) {
   expect_cli_error(
       run_bonsai({"frobnicate"}), 2,
-      "unknown command 'frobnicate' (commands: run, chat, eval, info, backends, bench; see "
-      "bonsai --help)");
+      "unknown command 'frobnicate' (commands: run, chat, eval, info, backends, bench, serve; "
+      "see bonsai --help)");
 }
 
 TEST(CliCommandErrors, NoModel) {
