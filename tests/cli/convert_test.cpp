@@ -69,7 +69,7 @@ TEST(Convert, BadTypeIsAUsageError) {
   TempDir dir;
   const auto r = run_gguf_tool(
       {"convert", data_file("tiny-q2.gguf"), "-o", dir.file("x.gguf"), "--type", "q8_0"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2); // a bad value is a usage error, as in bonsai
   EXPECT_NE(r.err.find("--type must be q1_0, q2_0"), std::string::npos) << r.err;
 }
 

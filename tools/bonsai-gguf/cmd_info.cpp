@@ -1,12 +1,10 @@
 // bonsai-gguf info: everything a GGUF file holds, in one readable listing —
 // header, metadata, tensor table, totals per type and, for qwen3 files, the
 // model summary that the runtime would load.
-#include <boost/program_options.hpp>
 #include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,8 +14,7 @@
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/model_spec.hpp"
 #include "command.hpp"
-
-namespace po = boost::program_options;
+#include "command_line.hpp"
 
 namespace bonsai::tools {
 
@@ -209,27 +206,16 @@ void print_model(const gguf::File &f) {
 
 int run_info(const std::vector<std::string> &args) {
   InfoOptions opt;
-  po::options_description visible_options("usage: bonsai-gguf info FILE [options]");
-  visible_options.add_options()("help,h", "show this help")(
-      "items", po::value<size_t>(&opt.array_items)->default_value(opt.array_items),
+  CommandLine command_line("info", "info (FILE | -m FILE) [--items N] [--chars N]");
+  command_line.model_file(opt.path, "GGUF file to describe (or the first argument)");
+  command_line.add_options()(
+      "items", po::value(&opt.array_items)->value_name("N")->default_value(opt.array_items),
       "array elements to show per metadata array")(
-      "chars", po::value<size_t>(&opt.string_chars)->default_value(opt.string_chars),
+      "chars", po::value(&opt.string_chars)->value_name("N")->default_value(opt.string_chars),
       "string bytes to show before cutting");
-  po::options_description all = visible_options;
-  all.add_options()("file", po::value<std::string>(&opt.path), "GGUF file");
-  po::positional_options_description positional;
-  positional.add("file", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << visible_options << "\n";
-    return 0;
-  }
-  if (opt.path.empty()) {
-    std::cerr << "bonsai-gguf info: missing FILE\n" << visible_options << "\n";
-    return 2;
-  }
+  if (!command_line.parse(args))
+    return kExitOk;
+  command_line.no_more_words();
 
   const gguf::File f = gguf::File::open(opt.path);
   print_header(f);
@@ -237,7 +223,7 @@ int run_info(const std::vector<std::string> &args) {
   print_tensors(f);
   print_totals(f);
   print_model(f);
-  return 0;
+  return kExitOk;
 }
 
 const bool registered =

@@ -1,11 +1,9 @@
 // bonsai-gguf make-model: a synthetic Qwen3 GGUF of a real Bonsai shape with
 // random 1-bit or ternary weights and a real tokenizer, for benchmarks and
 // end-to-end tests (same bytes moved and same work as the real model).
-#include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -16,10 +14,9 @@
 #include "bonsai/core/formats.hpp"
 #include "bonsai/core/gguf.hpp"
 #include "command.hpp"
+#include "command_line.hpp"
 #include "make_model_vocab.hpp"
 #include "make_model_weights.hpp"
-
-namespace po = boost::program_options;
 
 namespace bonsai::tools {
 namespace {
@@ -69,9 +66,10 @@ uint32_t file_type_of(GgmlType type) {
   }
 }
 
+// Every check of the options is about a value on the command line.
 void require(bool ok, const std::string &message) {
   if (!ok)
-    throw Error(message);
+    throw UsageError(message);
 }
 
 void validate(const ModelShape &s, GgmlType type) {
@@ -153,46 +151,42 @@ struct Options {
   uint64_t seed = 1;
 };
 
-const char *kUsage =
-    "usage: bonsai-gguf make-model --vocab VOCAB.gguf -o OUT.gguf [--preset 1.7b|4b|8b|tiny]\n"
-    "                              [shape options] [--type TYPE] [--seed N]\n"
+const char *kSynopsis = "make-model --vocab VOCAB.gguf -o OUT.gguf [--preset 1.7b|4b|8b|tiny]\n"
+                        "                              [shape options] [--type TYPE] [--seed N]";
+const char *kAbout =
     "Writes a Qwen3 GGUF with random weights of the given shape. Without --preset,\n"
     "--hidden --layers --heads --kv-heads --ffn are required; with one, they override it.\n"
     "Every matrix (embedding and LM head included) is in --type; norms are f32 in\n"
     "[0.8, 1.2). The tokenizer.* keys are copied from --vocab and the token list is\n"
-    "padded with [PAD{id}] (or cut, keeping control tokens) to --vocab-size rows";
+    "padded with [PAD{id}] (or cut, keeping control tokens) to --vocab-size rows.";
 
 Options parse(const std::vector<std::string> &args, bool &help) {
-  po::options_description desc(kUsage);
+  CommandLine command_line("make-model", kSynopsis, kAbout);
   // clang-format off
-  desc.add_options()
-    ("help,h", "show this help")
-    ("vocab", po::value<std::string>(), "GGUF file whose tokenizer.* keys are copied (required)")
-    ("output,o", po::value<std::string>(), "output GGUF path (required)")
-    ("preset", po::value<std::string>(), "1.7b, 4b, 8b (real Bonsai shapes) or tiny")
-    ("type", po::value<std::string>()->default_value("q1_0"), "matrix encoding: q1_0, q2_0, q2_0_g64, pq2_0, ptq1_0, tq1_0 or tq2_0")
-    ("hidden", po::value<int64_t>(), "embedding length")
-    ("layers", po::value<int64_t>(), "block count")
-    ("heads", po::value<int64_t>(), "query heads")
-    ("kv-heads", po::value<int64_t>(), "key/value heads")
-    ("ffn", po::value<int64_t>(), "feed-forward length")
-    ("head-dim", po::value<int64_t>(), "head dimension (default 128)")
-    ("vocab-size", po::value<int64_t>(), "rows of the embedding (default 151936)")
-    ("context-length", po::value<int64_t>(), "qwen3.context_length (default 40960)")
+  command_line.add_options()
+    ("vocab", po::value<std::string>()->value_name("VOCAB.gguf"), "GGUF file whose tokenizer.* keys are copied (required)")
+    ("output,o", po::value<std::string>()->value_name("OUT.gguf"), "output GGUF path (required)")
+    ("preset", po::value<std::string>()->value_name("NAME"), "1.7b, 4b, 8b (real Bonsai shapes) or tiny")
+    ("type", po::value<std::string>()->value_name("TYPE")->default_value("q1_0"), "matrix encoding: q1_0, q2_0, q2_0_g64, pq2_0, ptq1_0, tq1_0 or tq2_0")
+    ("hidden", po::value<int64_t>()->value_name("N"), "embedding length")
+    ("layers", po::value<int64_t>()->value_name("N"), "block count")
+    ("heads", po::value<int64_t>()->value_name("N"), "query heads")
+    ("kv-heads", po::value<int64_t>()->value_name("N"), "key/value heads")
+    ("ffn", po::value<int64_t>()->value_name("N"), "feed-forward length")
+    ("head-dim", po::value<int64_t>()->value_name("N"), "head dimension (default 128)")
+    ("vocab-size", po::value<int64_t>()->value_name("N"), "rows of the embedding (default 151936)")
+    ("context-length", po::value<int64_t>()->value_name("N"), "qwen3.context_length (default 40960)")
     ("tied", po::bool_switch(), "LM head shares token_embd (1.7b and 4b default)")
     ("untied", po::bool_switch(), "separate output.weight (8b, tiny and custom default)")
-    ("seed", po::value<uint64_t>()->default_value(1), "random seed")
-    ("name", po::value<std::string>(), "general.name");
+    ("seed", po::value<uint64_t>()->value_name("N")->default_value(1), "random seed")
+    ("name", po::value<std::string>()->value_name("TEXT"), "general.name");
   // clang-format on
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).run(), vm);
-  po::notify(vm);
-  help = vm.count("help") > 0;
   Options o;
-  if (help) {
-    std::cout << desc << "\n";
+  help = !command_line.parse(args);
+  if (help)
     return o;
-  }
+  command_line.no_more_words();
+  const po::variables_map &vm = command_line.values();
   require(vm.count("vocab"), "--vocab VOCAB.gguf is required (e.g. tests/data/qwen3-vocab.gguf)");
   require(vm.count("output"), "-o OUT.gguf is required");
   o.vocab_path = vm["vocab"].as<std::string>();
@@ -257,7 +251,7 @@ int run_make_model(const std::vector<std::string> &args) {
   bool help = false;
   const Options o = parse(args, help);
   if (help)
-    return 0;
+    return kExitOk;
   const auto start = std::chrono::steady_clock::now();
 
   const gguf::File vocab = gguf::File::open(o.vocab_path);

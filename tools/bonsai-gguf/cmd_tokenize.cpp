@@ -1,5 +1,4 @@
 // bonsai-gguf tokenize / detokenize: run a GGUF file's tokenizer from the shell.
-#include <boost/program_options.hpp>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -12,8 +11,7 @@
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/tokenizer.hpp"
 #include "command.hpp"
-
-namespace po = boost::program_options;
+#include "command_line.hpp"
 
 namespace bonsai::tools {
 
@@ -86,44 +84,54 @@ std::vector<int32_t> parse_ids(const std::string &list) {
     int32_t id = 0;
     const auto [end, ec] = std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), id);
     if (trimmed.empty() || ec != std::errc() || end != trimmed.data() + trimmed.size())
-      throw Error("IDS: '" + trimmed + "' is not a token id (expected e.g. 9707,1879)");
+      throw UsageError("IDS: '" + trimmed + "' is not a token id (expected e.g. 9707,1879)");
     ids.push_back(id);
   }
   if (ids.empty())
-    throw Error("IDS: no token ids given (expected e.g. 9707,1879)");
+    throw UsageError("IDS: no token ids given (expected e.g. 9707,1879)");
   return ids;
 }
 
-int run_tokenize(const std::vector<std::string> &args) {
-  po::options_description visible_options(
-      "usage: bonsai-gguf tokenize FILE (--text T | --text-file F) [--pieces] [--no-special]");
-  visible_options.add_options()("help,h", "show this help")("text", po::value<std::string>(),
-                                                            "text to tokenize")(
-      "text-file", po::value<std::string>(), "read the text from this file (bytes as is)")(
-      "pieces", "print one 'id<TAB>\"piece\"' line per token")(
-      "no-special", "treat control tokens such as <|im_start|> as plain text");
-  po::options_description all = visible_options;
-  all.add_options()("file", po::value<std::string>(), "GGUF file");
-  po::positional_options_description positional;
-  positional.add("file", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << visible_options << '\n';
-    return 0;
-  }
-  if (!vm.count("file"))
-    throw Error("missing the GGUF FILE argument");
-  if (vm.count("text") == vm.count("text-file"))
-    throw Error("give exactly one of --text or --text-file");
-  const std::string text = vm.count("text") ? vm["text"].as<std::string>()
-                                            : read_text_file(vm["text-file"].as<std::string>());
+struct TokenizeArgs {
+  std::string model;
+  std::string text;
+  std::string text_file;
+  bool pieces = false;
+  bool no_special = false;
+};
 
-  const auto file = gguf::File::open(vm["file"].as<std::string>());
+// Parses tokenize's command line; false when --help was printed.
+bool parse_tokenize(const std::vector<std::string> &args, TokenizeArgs &a) {
+  CommandLine command_line("tokenize",
+                           "tokenize (FILE | -m FILE) (--text TEXT | --text-file F) [--pieces] "
+                           "[--no-special]");
+  command_line.model_file(a.model, "GGUF file whose tokenizer is used (or the first argument)");
+  command_line.add_options()("text", po::value(&a.text)->value_name("TEXT"), "text to tokenize")(
+      "text-file", po::value(&a.text_file)->value_name("F"),
+      "read the text from this file (bytes as is)")("pieces", po::bool_switch(&a.pieces),
+                                                    "print one 'id<TAB>\"piece\"' line per token")(
+      "no-special", po::bool_switch(&a.no_special),
+      "treat control tokens such as <|im_start|> as plain text");
+  if (!command_line.parse(args))
+    return false;
+  // The text as a second word is the usual slip: say where it goes.
+  command_line.no_more_words("use --text for the text to tokenize, e.g. bonsai-gguf tokenize " +
+                             std::string(command_line.given("model") ? "-m " : "") +
+                             "FILE --text 'Hello world'");
+  if (command_line.given("text") == command_line.given("text-file"))
+    command_line.fail("give exactly one of --text TEXT or --text-file F");
+  return true;
+}
+
+int run_tokenize(const std::vector<std::string> &args) {
+  TokenizeArgs a;
+  if (!parse_tokenize(args, a))
+    return kExitOk;
+  const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file);
+  const auto file = gguf::File::open(a.model);
   const Tokenizer tokenizer = Tokenizer::from_gguf(file);
-  const std::vector<int32_t> ids = tokenizer.encode(text, !vm.count("no-special"));
-  if (vm.count("pieces")) {
+  const std::vector<int32_t> ids = tokenizer.encode(text, !a.no_special);
+  if (a.pieces) {
     for (int32_t id : ids)
       std::cout << id << '\t' << visible(tokenizer.token_bytes(id)) << '\n';
   } else {
@@ -131,31 +139,23 @@ int run_tokenize(const std::vector<std::string> &args) {
       std::cout << (i ? "," : "") << ids[i];
     std::cout << '\n';
   }
-  return 0;
+  return kExitOk;
 }
 
 int run_detokenize(const std::vector<std::string> &args) {
-  po::options_description visible_options("usage: bonsai-gguf detokenize FILE IDS");
-  visible_options.add_options()("help,h", "show this help");
-  po::options_description all = visible_options;
-  all.add_options()("file", po::value<std::string>(), "GGUF file")("ids", po::value<std::string>(),
-                                                                   "comma-separated token ids");
-  po::positional_options_description positional;
-  positional.add("file", 1).add("ids", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << visible_options << '\n';
-    return 0;
-  }
-  if (!vm.count("file") || !vm.count("ids"))
-    throw Error("expected FILE and IDS (e.g. bonsai-gguf detokenize model.gguf 9707,1879)");
-  const std::vector<int32_t> ids = parse_ids(vm["ids"].as<std::string>());
-  const auto file = gguf::File::open(vm["file"].as<std::string>());
+  std::string model;
+  CommandLine command_line("detokenize", "detokenize (FILE | -m FILE) IDS",
+                           "IDS: comma-separated token ids, e.g. 9707,1879");
+  command_line.model_file(model, "GGUF file whose tokenizer is used (or the first argument)");
+  if (!command_line.parse(args))
+    return kExitOk;
+  const std::vector<int32_t> ids = parse_ids(command_line.take_word(
+      "token ids", "pass IDS after the file, e.g. bonsai-gguf detokenize FILE 9707,1879"));
+  command_line.no_more_words("IDS is one comma-separated list without spaces, e.g. 9707,1879");
+  const auto file = gguf::File::open(model);
   const Tokenizer tokenizer = Tokenizer::from_gguf(file);
   std::cout << tokenizer.decode(ids) << '\n';
-  return 0;
+  return kExitOk;
 }
 
 const bool registered_tokenize =

@@ -9,7 +9,7 @@ struct Command {
   const char *name;    // "info", "tokenize", ...
   const char *summary; // one line for the usage text
   // Receives the arguments after the subcommand name. Returns the exit code;
-  // may throw (bonsai::Error, boost::program_options errors): main reports it.
+  // may throw: main reports a UsageError with exit code 2, anything else 1.
   int (*run)(const std::vector<std::string> &args);
 };
 

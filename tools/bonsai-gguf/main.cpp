@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "command_line.hpp"
 
 namespace bonsai::tools {
 
@@ -27,32 +28,40 @@ const std::vector<Command> &commands() {
 
 namespace {
 
-void print_usage() {
-  std::fprintf(stderr, "usage: bonsai-gguf <command> [options]\n\ncommands:\n");
+void print_usage(std::FILE *to) {
+  std::fprintf(to, "usage: bonsai-gguf <command> [options]\n\ncommands:\n");
   for (const auto &c : bonsai::tools::commands())
-    std::fprintf(stderr, "  %-12s %s\n", c.name, c.summary);
-  std::fprintf(stderr, "\nRun 'bonsai-gguf <command> --help' for a command's options.\n");
+    std::fprintf(to, "  %-12s %s\n", c.name, c.summary);
+  std::fprintf(to, "\nRun 'bonsai-gguf <command> --help' for a command's options.\n");
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    print_usage();
-    return argc < 2 ? 2 : 0;
+  using namespace bonsai::tools;
+  if (argc < 2) {
+    print_usage(stderr);
+    return kExitUsage;
   }
   const std::string name = argv[1];
-  for (const auto &c : bonsai::tools::commands()) {
+  if (name == "--help" || name == "-h" || name == "help") {
+    print_usage(stdout);
+    return kExitOk;
+  }
+  for (const auto &c : commands()) {
     if (name != c.name)
       continue;
     try {
       return c.run(std::vector<std::string>(argv + 2, argv + argc));
+    } catch (const UsageError &e) {
+      std::fprintf(stderr, "bonsai-gguf %s: error: %s\n", c.name, e.what());
+      return kExitUsage;
     } catch (const std::exception &e) {
       std::fprintf(stderr, "bonsai-gguf %s: error: %s\n", c.name, e.what());
-      return 1;
+      return kExitRuntimeError;
     }
   }
-  std::fprintf(stderr, "bonsai-gguf: unknown command '%s'\n\n", name.c_str());
-  print_usage();
-  return 2;
+  std::fprintf(stderr, "bonsai-gguf: error: unknown command '%s' (see 'bonsai-gguf --help')\n",
+               name.c_str());
+  return kExitUsage;
 }

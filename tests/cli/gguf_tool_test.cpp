@@ -1,0 +1,147 @@
+// bonsai-gguf follows the bonsai program's conventions: the GGUF file as the
+// first word or as -m FILE, --help on stdout with exit 0, command-line
+// mistakes as one error line with exit 2, runtime errors with exit 1.
+#include <filesystem>
+#include <fstream>
+
+#include "cli_harness.hpp"
+
+namespace bonsai::test {
+namespace {
+
+const std::string kVocab = data_file("qwen3-vocab.gguf");
+const std::string kTiny = data_file("tiny-q1.gguf");
+
+ProcessResult run_gguf_tool(std::vector<std::string> args) {
+  args.insert(args.begin(), std::string(BONSAI_BIN_DIR) + "/bonsai-gguf");
+  return run_process({std::move(args), {}, milliseconds(60000)});
+}
+
+// One "bonsai-gguf CMD: error: ..." line naming `needle`, nothing on stdout.
+void expect_error(const ProcessResult &r, int exit_code, const std::string &command,
+                  const std::string &needle) {
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, exit_code) << r.err;
+  EXPECT_EQ(r.out, "") << "stdout must stay empty on errors";
+  const auto lines = lines_of(r.err);
+  ASSERT_EQ(lines.size(), 1u) << "expected exactly one line on stderr, got:\n" << r.err;
+  EXPECT_EQ(lines[0].rfind("bonsai-gguf " + command + ": error: ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(needle), std::string::npos)
+      << "message should mention '" << needle << "': " << lines[0];
+}
+
+TEST(GgufTool, HelpGoesToStdoutWithExitZero) {
+  const auto top = run_gguf_tool({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  EXPECT_EQ(top.err, "");
+  EXPECT_EQ(top.out.rfind("usage: bonsai-gguf <command>", 0), 0u) << top.out;
+  for (const char *command : {"info", "tokenize", "detokenize", "convert", "make-model"}) {
+    EXPECT_NE(top.out.find(std::string("  ") + command + " "), std::string::npos) << command;
+    const auto r = run_gguf_tool({command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.err;
+    EXPECT_EQ(r.err, "") << command;
+    EXPECT_EQ(r.out.rfind(std::string("usage: bonsai-gguf ") + command, 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("--help"), std::string::npos) << r.out;
+  }
+  // The commands that read a GGUF file take it with -m as well.
+  for (const char *command : {"info", "tokenize", "detokenize", "convert"})
+    EXPECT_NE(run_gguf_tool({command, "-h"}).out.find("-m [ --model ]"), std::string::npos)
+        << command;
+}
+
+TEST(GgufTool, NoCommandOrAnUnknownOneIsAUsageError) {
+  const auto none = run_gguf_tool({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err.rfind("usage: bonsai-gguf <command>", 0), 0u) << none.err;
+  const auto unknown = run_gguf_tool({"frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.out, "");
+  EXPECT_EQ(unknown.err, "bonsai-gguf: error: unknown command 'frobnicate' (see 'bonsai-gguf "
+                         "--help')\n");
+}
+
+TEST(GgufTool, ModelFlagWorksWhereverTheFileIsAWord) {
+  // Qwen3's tokenizer: "Hello" is 9707, " world" 1879.
+  for (const auto &file : std::vector<std::vector<std::string>>{{kVocab}, {"-m", kVocab}}) {
+    auto args = std::vector<std::string>{"tokenize"};
+    args.insert(args.end(), file.begin(), file.end());
+    args.insert(args.end(), {"--text", "Hello world"});
+    const auto tokenize = run_gguf_tool(args);
+    EXPECT_EQ(tokenize.exit_code, 0) << tokenize.err;
+    EXPECT_EQ(tokenize.out, "9707,1879\n");
+
+    args = {"detokenize"};
+    args.insert(args.end(), file.begin(), file.end());
+    args.push_back("9707,1879");
+    const auto detokenize = run_gguf_tool(args);
+    EXPECT_EQ(detokenize.exit_code, 0) << detokenize.err;
+    EXPECT_EQ(detokenize.out, "Hello world\n");
+  }
+  const auto info_word = run_gguf_tool({"info", kTiny});
+  const auto info_flag = run_gguf_tool({"info", "--model", kTiny});
+  EXPECT_EQ(info_flag.exit_code, 0) << info_flag.err;
+  EXPECT_EQ(info_flag.out.rfind("file:      " + kTiny + "\n", 0), 0u) << info_flag.out;
+  EXPECT_EQ(info_flag.out, info_word.out);
+
+  TempDir dir;
+  const std::string out = dir.file("g64.gguf");
+  const auto convert =
+      run_gguf_tool({"convert", "-m", data_file("tiny-q2.gguf"), "-o", out, "--type", "q2_0_g64"});
+  EXPECT_EQ(convert.exit_code, 0) << convert.err;
+  EXPECT_NE(convert.out.find("30 matrices converted"), std::string::npos) << convert.out;
+  EXPECT_TRUE(std::filesystem::exists(out));
+}
+
+TEST(GgufTool, TextAsASecondWordPointsToTextFlag) {
+  expect_error(run_gguf_tool({"tokenize", kVocab, "Hello world"}), 2, "tokenize",
+               "unexpected argument 'Hello world': use --text");
+  expect_error(run_gguf_tool({"tokenize", "-m", kVocab, "Hello", "world"}), 2, "tokenize",
+               "unexpected arguments 'Hello', 'world': use --text");
+}
+
+TEST(GgufTool, CommandLineMistakesExitTwo) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {{"info", kTiny, "--bogus"}, "unrecognised option '--bogus'"},
+      {{"info"}, "no GGUF file given: pass FILE or -m FILE"},
+      {{"info", "-m", kTiny, kTiny}, "the GGUF file is already given with -m"},
+      {{"info", kTiny, "--items", "many"}, "--items"},
+      {{"tokenize", kVocab, "--tex", "hi"}, "unrecognised option '--tex'"}, // no abbreviations
+      {{"tokenize", kVocab}, "give exactly one of --text TEXT or --text-file F"},
+      {{"detokenize", kVocab}, "no token ids given"},
+      {{"detokenize", kVocab, "9707,x"}, "IDS: 'x' is not a token id"},
+      {{"detokenize", kVocab, "9707,", "1879"}, "unexpected argument '1879'"},
+      {{"convert", kTiny, "-o"}, "the required argument for option '--output' is missing"},
+      {{"convert", kTiny, "--type", "q2_0"}, "no output file given: pass -o OUT.gguf"},
+      {{"convert", kTiny, "-o", kTiny, "--type", "q8_0"}, "--type must be q1_0, q2_0"},
+      {{"convert", kTiny, "-o", kTiny, "--type", "q2_0"}, "the output must be another file"},
+      {{"make-model", "-o", "x.gguf"}, "--vocab VOCAB.gguf is required"},
+      {{"make-model", "--vocab", kVocab, "-o", "x.gguf", "--preset", "tiny", "--hidden", "100"},
+       "--hidden 100 must be a multiple of 128"},
+      {{"make-model", "extra"}, "unexpected argument 'extra'"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.args[0] + " " + c.args.back());
+    expect_error(run_gguf_tool(c.args), 2, c.args[0], c.needle);
+  }
+}
+
+TEST(GgufTool, RuntimeErrorsExitOne) {
+  TempDir dir;
+  const std::string text = dir.file("notes.txt");
+  std::ofstream(text) << "not a GGUF file\n";
+  expect_error(run_gguf_tool({"info", dir.file("missing.gguf")}), 1, "info", "missing.gguf");
+  expect_error(run_gguf_tool({"info", "-m", text}), 1, "info", "not a GGUF file");
+  expect_error(run_gguf_tool({"tokenize", kVocab, "--text-file", dir.file("missing.txt")}), 1,
+               "tokenize", "cannot open the text file");
+  // tiny-q1 has 2048 tokens: the id is well formed, the file refuses it (as
+  // bonsai treats a token id outside the vocabulary).
+  expect_error(run_gguf_tool({"detokenize", kTiny, "9707"}), 1, "detokenize", "out of range");
+}
+
+} // namespace
+} // namespace bonsai::test
