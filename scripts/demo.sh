@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's demo: builds bonsai, makes (once) a synthetic model of the
+# The README's demo: builds the bonsai program and its plugins (nothing
+# else), makes (once) a synthetic model of the
 # Bonsai 1.7B shape in Q1_0 with the full Qwen3 vocabulary, and streams a
 # chat reply from it with the best backend found (CUDA, else CPU).
 #
@@ -18,7 +19,14 @@ prompt="${BONSAI_DEMO_PROMPT:-Explain in a few sentences why 1-bit weights make 
 tokens="${BONSAI_DEMO_TOKENS:-64}"
 backend="${BONSAI_DEMO_BACKEND:-auto}"
 
-BONSAI_BUILD_DIR="$build" "$root/scripts/build.sh"
+# Only what the demo runs: the program, its plugins and bonsai-gguf (the
+# tests and benchmarks come with ./scripts/test.sh, in the same folder).
+"$root/scripts/install-deps.sh" program
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DBONSAI_BUILD_TESTS=OFF -DBONSAI_BUILD_BENCHMARKS=OFF
+fi
+cmake --build "$build" --target bonsai bonsai_cpu bonsai_cuda bonsai-gguf
 
 if [ ! -f "$model" ]; then
   echo "demo: making $model (random 1.7B-shape Q1_0 weights, Qwen3 vocabulary)" >&2

@@ -2,25 +2,39 @@
 # Installs the Debian 12 packages bonsai builds with. Idempotent: does nothing
 # when every package is already present. Runs as root, or through sudo.
 #   scripts/install-deps.sh          the build, tests and benchmarks
+#   scripts/install-deps.sh program  only what the bonsai program, its plugins
+#                                    and bonsai-gguf need (the demo)
 #   scripts/install-deps.sh fuzz     also clang and its libFuzzer runtime
 set -euo pipefail
-packages=(
-  build-essential cmake ninja-build pkg-config ccache python3
+# The program, the plugins and bonsai-gguf.
+program_packages=(
+  build-essential cmake ninja-build pkg-config ccache
   libboost-dev libboost-program-options-dev libboost-filesystem-dev
   libspdlog-dev libfmt-dev libtbb-dev libpcre2-dev libutf8proc-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libedit-dev nlohmann-json3-dev libcpp-httplib-dev zlib1g-dev
+  libedit-dev nlohmann-json3-dev
 )
-# Node.js and npm run the OpenAI-client test of `bonsai serve`; a machine that
-# already has them (from any source) keeps its own.
-if ! command -v npm >/dev/null 2>&1; then
-  packages+=(nodejs npm)
-fi
-for extra in "$@"; do
-  case "$extra" in
-  fuzz) packages+=(clang libclang-rt-14-dev) ;;
+# The tests and benchmarks: GoogleTest, Google Benchmark, an HTTP client and
+# zlib for the server's tests and benches, python3 for the docs checks.
+test_packages=(
+  python3 libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev zlib1g-dev
+)
+packages=("${program_packages[@]}")
+groups=("$@")
+[ ${#groups[@]} -eq 0 ] && groups=(tests)
+for group in "${groups[@]}"; do
+  case "$group" in
+  program) ;;
+  tests)
+    packages+=("${test_packages[@]}")
+    # Node.js and npm run the OpenAI-client test of `bonsai serve`; a machine
+    # that already has them (from any source) keeps its own.
+    if ! command -v npm >/dev/null 2>&1; then
+      packages+=(nodejs npm)
+    fi
+    ;;
+  fuzz) packages+=("${test_packages[@]}" clang libclang-rt-14-dev) ;;
   *)
-    echo "install-deps: unknown package group '$extra' (known: fuzz)" >&2
+    echo "install-deps: unknown package group '$group' (known: program, tests, fuzz)" >&2
     exit 2
     ;;
   esac
