@@ -14,9 +14,11 @@ program_packages=(
   libedit-dev nlohmann-json3-dev
 )
 # The tests and benchmarks: GoogleTest, Google Benchmark, an HTTP client and
-# zlib for the server's tests and benches, python3 for the docs checks.
+# zlib for the server's tests and benches, python3 for the docs checks, and
+# Chromium, in which the chat page's tests run headless.
 test_packages=(
   python3 libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev zlib1g-dev
+  chromium
 )
 packages=("${program_packages[@]}")
 groups=("$@")

@@ -28,6 +28,7 @@ struct ServeArgs {
   std::string api_key_file;
   std::string cache_isolation = "key";
   std::string alias; // --alias, llama-server's --model-id
+  bool no_webui = false;
   int64_t max_body_kib = 1024;
   int64_t max_prompt_kib = 0; // 0: --max-body
   int64_t request_timeout = 30;
@@ -146,7 +147,8 @@ int serve_command(const Args &args) {
       "request (none), off (all) (default key)")(
       "allowed-host", po::value(&a.server.allowed_hosts)->value_name("NAME")->composing(),
       "a Host name to answer besides IP addresses and localhost (.example.com for a domain, * "
-      "for any); repeatable")(
+      "for any); repeatable")("no-webui", po::bool_switch(&a.no_webui),
+                              "serve no chat page at / (the API only)")(
       "cors-origin", po::value(&a.server.cors_origins)->value_name("ORIGIN")->composing(),
       "an origin (http://host:port) whose web pages may call the API, * for any; repeatable")(
       "model-id", po::value(&a.server.model_id)->value_name("NAME"),
@@ -184,6 +186,7 @@ int serve_command(const Args &args) {
     a.server.model_id = a.alias;
   }
   a.server.api_keys = a.api_keys;
+  a.server.web_ui = !a.no_webui;
   if (!a.api_key_file.empty()) {
     const std::vector<std::string> keys = read_key_file(a.api_key_file);
     a.server.api_keys.insert(a.server.api_keys.end(), keys.begin(), keys.end());
@@ -229,8 +232,13 @@ int serve_command(const Args &args) {
     server.wait();
     return kExitRuntimeError;
   }
-  if (server.ready())
-    std::fprintf(stderr, "bonsai serve: ready\n");
+  if (server.ready()) {
+    if (a.server.web_ui)
+      std::fprintf(stderr, "bonsai serve: ready (chat page: http://%s:%d/)\n",
+                   a.server.host == "0.0.0.0" ? "127.0.0.1" : a.server.host.c_str(), server.port());
+    else
+      std::fprintf(stderr, "bonsai serve: ready\n");
+  }
   server.wait();
   std::fprintf(stderr, "bonsai serve: stopped\n");
   return kExitOk;

@@ -2,6 +2,7 @@
 // before its body is read: Host (DNS rebinding), Origin (cross-site
 // requests, CORS), the API key, and the body's media type.
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include "openai_response.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
+#include "web_assets.hpp"
 
 namespace bonsai::server {
 namespace {
@@ -20,6 +22,9 @@ struct Route {
 };
 
 const Route kRoutes[] = {
+    {"/", http::verb::get, "GET, OPTIONS"}, // the chat page and its files
+    {"/chat.js", http::verb::get, "GET, OPTIONS"},
+    {"/chat.css", http::verb::get, "GET, OPTIONS"},
     {"/health", http::verb::get, "GET, OPTIONS"},
     {"/metrics", http::verb::get, "GET, OPTIONS"},
     {"/v1/models", http::verb::get, "GET, OPTIONS"},
@@ -107,6 +112,28 @@ HttpResponse options_answer(const Route *route, const HttpMessage &message) {
   return answer;
 }
 
+// The chat page's files. The page runs only its own script and style and
+// talks only to this server; no other site may frame it.
+std::optional<HttpResponse> web_page(const std::string &path) {
+  const std::string file = path == "/" ? "/index.html" : path;
+  for (const WebAsset &asset : web_assets()) {
+    if (asset.path != file)
+      continue;
+    const std::string_view type = file.ends_with(".html") ? "text/html; charset=utf-8"
+                                  : file.ends_with(".js") ? "text/javascript; charset=utf-8"
+                                                          : "text/css; charset=utf-8";
+    HttpResponse answer(200, std::string(asset.bytes), std::string(type));
+    answer.header("Content-Security-Policy",
+                  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                  "img-src 'self' data:; base-uri 'none'; form-action 'self'; "
+                  "frame-ancestors 'none'");
+    answer.header("Referrer-Policy", "no-referrer");
+    answer.header("Cache-Control", "no-cache");
+    return answer;
+  }
+  return std::nullopt;
+}
+
 HttpResponse health(const Server::Impl &impl) {
   switch (impl.state.load()) {
   case ServerState::ready:
@@ -166,7 +193,8 @@ Screening Server::Impl::screen(const RequestHead &head) {
 void Server::Impl::serve(const std::shared_ptr<Exchange> &exchange) {
   const HttpMessage &message = exchange->request().message;
   const std::string &path = exchange->request().path;
-  const Route *route = route_of(path);
+  const bool page = path == "/" || path == "/chat.js" || path == "/chat.css";
+  const Route *route = page && !options.web_ui ? nullptr : route_of(path);
   if (message.method() == http::verb::options)
     return exchange->respond(options_answer(route, message));
   if (route == nullptr)
@@ -179,6 +207,8 @@ void Server::Impl::serve(const std::shared_ptr<Exchange> &exchange) {
                                                         std::string_view(message.method_string()),
                                                         path, http::to_string(route->method)))
                                  .header("Allow", route->allow));
+  if (page)
+    return exchange->respond(*web_page(path));
   if (path == "/health")
     return exchange->respond(health(*this));
   if (path == "/metrics")

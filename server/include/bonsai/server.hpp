@@ -55,6 +55,8 @@ struct ServerOptions {
   std::string model_id; // the model's name in the API; empty: the file name without .gguf
   CacheIsolation cache_isolation = CacheIsolation::key;
 
+  bool web_ui = true; // the chat page at / (and /chat.js, /chat.css)
+
   // Browser protection (docs/server.md, "Security"): Host names besides IP
   // literals and localhost, and origins whose pages may call the API.
   std::vector<std::string> allowed_hosts;
