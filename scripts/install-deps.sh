@@ -14,11 +14,12 @@ program_packages=(
   libedit-dev nlohmann-json3-dev
 )
 # The tests and benchmarks: GoogleTest, Google Benchmark, an HTTP client and
-# zlib for the server's tests and benches, python3 for the docs checks, and
-# Chromium, in which the chat page's tests run headless.
+# zlib for the server's tests and benches, python3 for the docs checks,
+# Chromium, in which the chat page's tests run headless, and venv, pytest,
+# setuptools and wheel for the Python package's test (python.pytest).
 test_packages=(
   python3 libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev zlib1g-dev
-  chromium
+  chromium python3-venv python3-pytest python3-setuptools python3-wheel
 )
 packages=("${program_packages[@]}")
 groups=("$@")
