@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any, Optional
 
 from . import _openai
+from ._closing import ClosesOnExit
 from ._engine import Engine
 from ._generate import CancelGuard, Outcome, generate
 from ._params import Request
@@ -103,7 +104,7 @@ def run_in_worker(engine: Engine, request: Request) -> Outcome:
     return value
 
 
-class CompletionStream(Iterator[dict[str, Any]]):
+class CompletionStream(Iterator[dict[str, Any]], ClosesOnExit):
     """An iterator of OpenAI-shaped chunks of one completion or chat completion.
 
     The generation starts on the first ``next()``. A chat stream's first chunk
@@ -170,14 +171,3 @@ class CompletionStream(Iterator[dict[str, Any]]):
         self._guard.cancel()
         self._join()
 
-    def __enter__(self) -> "CompletionStream":
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, Optional, Union
 
 from . import _capi, _library, _openai, _params
+from ._closing import ClosesOnExit
 from ._engine import Engine, last_error
 from ._stream import CompletionStream, run_in_worker
 from .errors import BonsaiError
@@ -44,7 +45,7 @@ def _plugin_options(options: Union[None, str, Mapping[str, Any]]) -> Optional[by
     return _params.c_string("plugin_options", options)
 
 
-class Bonsai:
+class Bonsai(ClosesOnExit):
     """A Bonsai (Qwen3) GGUF model, ready to generate.
 
     One object may be used from several threads at once: each thread gets its
@@ -121,17 +122,6 @@ class Bonsai:
         if self._engine is not None:
             self._engine.close()
 
-    def __enter__(self) -> "Bonsai":
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _live_engine(self) -> Engine:
         if self._engine is None or self._engine.closed:

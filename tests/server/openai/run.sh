@@ -13,23 +13,11 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$3"
 work=$(cd "$3" && pwd)
 
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "skipped: node/npm not installed"
-  exit 77
-fi
-
-# (a) Install the pinned client; reinstall only when the lock file changed,
-# so repeated runs need no network.
-cp "$src/package.json" "$src/package-lock.json" "$src/client.test.mjs" "$work/"
-if [[ ! -d $work/node_modules/openai ]] ||
-   ! cmp -s "$work/package-lock.json" "$work/.installed-lock.json"; then
-  rm -f "$work/.installed-lock.json"
-  if ! (cd "$work" && npm ci --no-audit --no-fund --loglevel=error); then
-    echo "skipped: npm could not install the openai package"
-    exit 77
-  fi
-  cp "$work/package-lock.json" "$work/.installed-lock.json"
-fi
+# shellcheck source=../npm_test_setup.sh
+source "$src/../npm_test_setup.sh"
+require_node
+# (a) Install the pinned client.
+install_pinned "$src" "$work" openai "$src/client.test.mjs"
 
 # (b) Start the server on a free port; it reports the bound port on stderr.
 log=$work/server.log

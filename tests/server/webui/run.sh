@@ -16,27 +16,15 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$3"
 work=$(cd "$3" && pwd)
 
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "skipped: node/npm not installed"
-  exit 77
-fi
+# shellcheck source=../npm_test_setup.sh
+source "$src/../npm_test_setup.sh"
+require_node
 chromium=${BONSAI_CHROMIUM:-/usr/bin/chromium}
 if [[ ! -x $chromium ]]; then
   echo "skipped: no Chromium at $chromium (Debian package chromium)"
   exit 77
 fi
-
-# Install the pinned package; again only when the lock file changed.
-cp "$src/package.json" "$src/package-lock.json" "$src/webui.test.mjs" "$work/"
-if [[ ! -d $work/node_modules/playwright-core ]] ||
-   ! cmp -s "$work/package-lock.json" "$work/.installed-lock.json"; then
-  rm -f "$work/.installed-lock.json"
-  if ! (cd "$work" && npm ci --no-audit --no-fund --loglevel=error); then
-    echo "skipped: npm could not install playwright-core"
-    exit 77
-  fi
-  cp "$work/package-lock.json" "$work/.installed-lock.json"
-fi
+install_pinned "$src" "$work" playwright-core "$src/webui.test.mjs"
 
 cd "$work"
 BONSAI_BIN=$bin BONSAI_MODEL=$model BONSAI_CHROMIUM=$chromium BONSAI_WORK=$work \
