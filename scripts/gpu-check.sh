@@ -20,9 +20,9 @@
 # /tmp/bonsai-gpu-check; else everything to BUILD/gpu-check);
 # GPU_CHECK_SHAPES (default "1.7b 4b 8b"), GPU_CHECK_TYPES (default "q1_0
 # q2_0"), GPU_CHECK_REPS (default 3), GPU_CHECK_BUDGET_S (default 560),
-# GPU_CHECK_SECTIONS (default "tests sanitizer bench load parallel llama ncu
-# options": the GPU sections to run, in that order; the plugin/JIT section
-# always runs).
+# GPU_CHECK_SECTIONS (default "tests persistent sanitizer bench load parallel
+# llama ncu options": the GPU sections to run, in that order; the plugin/JIT
+# section always runs).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -58,7 +58,7 @@ bin="$build/bin"
 plugin="$build/lib/bonsai/plugins/libbonsai_cuda.so"
 export BONSAI_PLUGIN="$plugin"
 reps="${GPU_CHECK_REPS:-3}"
-sections=" ${GPU_CHECK_SECTIONS:-tests sanitizer bench load parallel llama ncu options} "
+sections=" ${GPU_CHECK_SECTIONS:-tests persistent sanitizer bench load parallel llama ncu options} "
 wanted() { [[ "$sections" == *" $1 "* ]]; }
 
 # Mainline llama.cpp, when its source came along: built in the background
@@ -203,6 +203,11 @@ if [ "$mode" = fake ]; then
   # one-step prefill: about 30 s for the six of them.
   step golden 600 "$bin/test_golden" --gtest_filter='*tiny_q1_default*:*tiny_q2_default*:*PrefillInOneStep*/tiny_q2g64_default:*PrefillInOneStep*/tiny_pq2_default:*PrefillInOneStep*/tiny_ptq1_default:*PrefillInOneStep*/tiny_tq1_default:*PrefillInOneStep*/tiny_tq2_default:*PrefillInOneStep*/tiny_tq2_mixed_default'
   grep -h '^\[ golden' "$logs/golden.log" >>"$summary" 2>/dev/null
+  # decode=persistent: every layer of a step in one launch, its blocks alive
+  # at once in the emulator.
+  step golden_persistent 600 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
+    --gtest_filter='*/tiny_q1_decode_persistent:*/tiny_q2_decode_persistent'
+  grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
   echo "## summary ($summary)"
   cat "$summary"
   ! grep -q 'FAIL\|TIMEOUT' "$summary"
@@ -225,6 +230,28 @@ types="${GPU_CHECK_TYPES:-q1_0 q2_0}"
 ) >"$logs/make_models.log" 2>&1 &
 models_pid=$!
 
+bench() { # NAME MODEL ARGS...
+  local name="$1" model="$2"
+  shift 2
+  step "$name" 120 "$bin/bonsai" bench -m "$model" --backend cuda -r "$reps" -o md "$@"
+  table_rows "$name"
+}
+# The bench table rows of a step's log, each prefixed with the step's name.
+table_rows() {
+  grep '^| [^-]' "$logs/$1.log" 2>/dev/null | grep -v '^| model' | sed "s/^/$1 /" >>"$summary"
+}
+
+# One line per profiled launch: kernel, grid x block, duration, DRAM and SM
+# throughput as fractions of their peaks.
+ncu_digest() {
+  awk '/^  [A-Za-z_0-9]+ \(/ { name = $1; grid = ""
+         if (match($0, /\([^)]*\)x\([^)]*\)/)) grid = substr($0, RSTART, RLENGTH) }
+       /^ +Duration/ { duration = $3 " " $2 }
+       /^ +DRAM Throughput/ { dram = $NF }
+       /^ +Compute \(SM\) Throughput/ {
+         printf "  %-32s %-24s %12s  DRAM %6s %%  SM %6s %%\n", name, grid, duration, dram, $NF }' "$1"
+}
+
 if wanted tests; then
 section "tests"
 # test_cuda's NVRTC suites: every program compiles for each architecture and
@@ -235,6 +262,43 @@ step test_cuda 100 "$bin/test_cuda" --gtest_filter='Nvrtc.*:KernelSources.*:Kern
 step conformance 150 "$bin/test_conformance"
 step golden 150 "$bin/test_golden"
 grep -h '^\[ golden' "$logs/golden.log" >>"$summary" 2>/dev/null
+fi
+
+# decode=persistent (kernels/persistent.cuh, one launch per step): its golden
+# gates and sanitizers first, then tg128 on every model beside the default
+# (graph) rows of the bench section, at 4,096 of context, with 1-8
+# sequences, and ncu on one launch.
+if wanted persistent; then
+  section "decode=persistent"
+  step golden_persistent 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden"
+  grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
+  step persistent_conformance 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_conformance"
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck synccheck; do
+      step "persistent_sanitizer_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1 \
+        --backend-options decode=persistent
+      grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/persistent_sanitizer_$tool.log" >>"$summary"
+    done
+  fi
+  wait "$models_pid" 2>/dev/null
+  for s in $shapes; do
+    for t in $types; do
+      f="$models/$s-$t.gguf"
+      [ -f "$f" ] && bench "persistent_${s}_${t}" "$f" -p 0 -n 128 --backend-options decode=persistent
+    done
+  done
+  f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
+  if [ -f "$f" ]; then
+    bench persistent_d4096 "$f" -p 0 -n 128 -d 4096 --backend-options decode=persistent
+    bench persistent_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options decode=persistent
+    if command -v ncu >/dev/null; then
+      step ncu_persistent 90 ncu --section SpeedOfLight --section LaunchStats --section Occupancy \
+        -k regex:persistent --launch-skip 4 --launch-count 2 "$bin/bonsai" run -m "$f" \
+        --backend cuda -p hi -n 8 --temp 0 --backend-options decode=persistent
+      [ -f "$logs/ncu_persistent.log" ] && ncu_digest "$logs/ncu_persistent.log" >>"$summary"
+    fi
+  fi
 fi
 
 if wanted sanitizer; then
@@ -278,17 +342,6 @@ print(f"copy bandwidth: {2 * n / t / 1e9:.0f} GB/s (median of 20, 1 GiB)")'
 grep -h "^copy bandwidth" "$logs/membw.log" 2>/dev/null | tee -a "$summary"
 
 wait "$models_pid"
-bench() { # NAME MODEL ARGS...
-  local name="$1" model="$2"
-  shift 2
-  step "$name" 120 "$bin/bonsai" bench -m "$model" --backend cuda -r "$reps" -o md "$@"
-  table_rows "$name"
-}
-# The bench table rows of a step's log, each prefixed with the step's name.
-table_rows() {
-  grep '^| [^-]' "$logs/$1.log" 2>/dev/null | grep -v '^| model' | sed "s/^/$1 /" >>"$summary"
-}
-
 if wanted bench; then
   section "bench (bonsai bench, median t/s of $reps)"
   for s in $shapes; do
@@ -360,16 +413,6 @@ if wanted llama; then
   fi
 fi
 
-# One line per profiled launch: kernel, grid x block, duration, DRAM and SM
-# throughput as fractions of their peaks.
-ncu_digest() {
-  awk '/^  [A-Za-z_0-9]+ \(/ { name = $1; grid = ""
-         if (match($0, /\([^)]*\)x\([^)]*\)/)) grid = substr($0, RSTART, RLENGTH) }
-       /^ +Duration/ { duration = $3 " " $2 }
-       /^ +DRAM Throughput/ { dram = $NF }
-       /^ +Compute \(SM\) Throughput/ {
-         printf "  %-32s %-24s %12s  DRAM %6s %%  SM %6s %%\n", name, grid, duration, dram, $NF }' "$1"
-}
 first="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
 if wanted ncu; then
   section "ncu ($(basename "$first"): decode launches without graphs, prefill GEMMs, attention at 1k)"

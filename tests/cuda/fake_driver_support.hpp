@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bonsai/bonsai_backend.h"
+#include "bonsai/log.hpp"
 #include "cuda_test_support.hpp"
 #include "fake_cuda_control.h"
 #include "nvrtc_library.hpp"
@@ -30,6 +31,16 @@ inline const char *const kFakeDriver = nullptr;
     if (bonsai::cuda::load_nvrtc().api == nullptr)                                                 \
       GTEST_SKIP() << "skipped: NVRTC not available";                                              \
   } while (0)
+
+// The host's log level at info for a scope (warnings the tests read).
+class LevelGuard {
+public:
+  LevelGuard() : saved_(bonsai::log_level()) { bonsai::set_log_level(bonsai::LogLevel::info); }
+  ~LevelGuard() { bonsai::set_log_level(saved_); }
+
+private:
+  bonsai::LogLevel saved_;
+};
 
 struct Lines {
   std::mutex mutex;

@@ -24,15 +24,6 @@ using namespace cuda_test;
 using namespace fake_driver_test;
 using ::testing::HasSubstr;
 
-class LevelGuard {
-public:
-  LevelGuard() : saved_(bonsai::log_level()) { bonsai::set_log_level(bonsai::LogLevel::info); }
-  ~LevelGuard() { bonsai::set_log_level(saved_); }
-
-private:
-  bonsai::LogLevel saved_;
-};
-
 bonsai::EngineOptions options_for(const std::string &backend, int32_t n_ctx = 64,
                                   int32_t n_batch = 16) {
   bonsai::EngineOptions options;

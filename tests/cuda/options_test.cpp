@@ -106,3 +106,27 @@ TEST(CudaOptions, BadValuesOfKnownKeysAreErrors) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(CudaOptions, DecodeIsLaunchByLaunchUnlessPersistentIsAskedFor) {
+  EXPECT_FALSE(parse_options(nullptr).persistent_decode);
+  EXPECT_FALSE(parse_options("decode=graph").persistent_decode);
+  EXPECT_TRUE(parse_options("decode=persistent").persistent_decode);
+  // The reference kernels are the plain path: a persistent decode before
+  // them is turned off.
+  EXPECT_FALSE(parse_options("decode=persistent;kernels=reference").persistent_decode);
+  expect_refused("decode=megakernel", "decode=megakernel: expected persistent or graph");
+}
+
+TEST(CudaOptions, PersistentDeadlineIsWholeMillisecondsUpToTenMinutes) {
+  EXPECT_EQ(parse_options(nullptr).persistent_deadline_ms, 1000);
+  EXPECT_EQ(parse_options("persistent_deadline_ms=1").persistent_deadline_ms, 1);
+  EXPECT_EQ(parse_options("persistent_deadline_ms=600000").persistent_deadline_ms, 600000);
+  for (const char *bad : {"persistent_deadline_ms=0", "persistent_deadline_ms=600001",
+                          "persistent_deadline_ms=", "persistent_deadline_ms=1.5",
+                          "persistent_deadline_ms=-3", "persistent_deadline_ms=99999999999"})
+    expect_refused(bad, "expected a whole number of milliseconds from 1 to 600000");
+}
+
+} // namespace

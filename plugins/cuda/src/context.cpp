@@ -36,6 +36,7 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
       ctx.options.tensor_cores,
       ctx.options.prefill_int8,
       ctx.options.int8_gemv,
+      ctx.options.persistent_decode,
       facts.shared_per_block_optin};
   ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);
   ctx.stager = std::make_unique<UploadStager>(*ctx.device, ctx.log, ctx.options.upload_chunk_bytes);

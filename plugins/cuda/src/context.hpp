@@ -32,9 +32,11 @@ struct StepSequence {
 // Where the open step stands in begin -> encode x n_layer -> lm_head -> end.
 struct StepState {
   bool open = false;
-  bool failed = false;    // an encode failed: only begin_step may follow
-  bool use_graph = false; // this step replays the decode graph
-  int n_tokens = 0;       // of all sequences together
+  bool failed = false;             // an encode failed: only begin_step may follow
+  bool use_graph = false;          // this step replays the decode graph
+  bool persistent = false;         // this step's layers are one persistent launch
+  bool persistent_checked = false; // its stall status has been read
+  int n_tokens = 0;                // of all sequences together
   int next_layer = 0;
   std::vector<StepSequence> sequences; // one for begin_step, several for begin_batch
   std::vector<int32_t> token_ids;      // [n_tokens], the sequences' tokens in order

@@ -92,15 +92,23 @@ void Device::synchronize() const {
 }
 
 void Device::launch(CUfunction function, const LaunchShape &shape, void **params) const {
-  if (!programmatic_launch_) {
+  const bool cooperative = shape.cooperative && api_.cuLaunchKernelEx != nullptr;
+  if (!programmatic_launch_ && !cooperative) {
     check(api_.cuLaunchKernel(function, shape.grid_x, shape.grid_y, shape.grid_z, shape.block_x, 1,
                               1, shape.shared_bytes, stream_, params, nullptr),
           "cuLaunchKernel");
     return;
   }
-  CUlaunchAttribute overlap{};
-  overlap.id = kLaunchAttrProgrammaticStreamSerialization;
-  overlap.value.programmatic_stream_serialization_allowed = 1;
+  CUlaunchAttribute attrs[2]{};
+  unsigned n_attrs = 0;
+  if (programmatic_launch_) {
+    attrs[n_attrs].id = kLaunchAttrProgrammaticStreamSerialization;
+    attrs[n_attrs++].value.programmatic_stream_serialization_allowed = 1;
+  }
+  if (cooperative) {
+    attrs[n_attrs].id = kLaunchAttrCooperative;
+    attrs[n_attrs++].value.cooperative = 1;
+  }
   CUlaunchConfig config{};
   config.grid_x = shape.grid_x;
   config.grid_y = shape.grid_y;
@@ -110,8 +118,8 @@ void Device::launch(CUfunction function, const LaunchShape &shape, void **params
   config.block_z = 1;
   config.shared_bytes = shape.shared_bytes;
   config.stream = stream_;
-  config.attrs = &overlap;
-  config.n_attrs = 1;
+  config.attrs = attrs;
+  config.n_attrs = n_attrs;
   check(api_.cuLaunchKernelEx(&config, function, params, nullptr), "cuLaunchKernelEx");
 }
 

@@ -38,6 +38,9 @@ struct LaunchShape {
   unsigned grid_x = 1, grid_y = 1, grid_z = 1;
   unsigned block_x = 1;
   unsigned shared_bytes = 0;
+  // All blocks resident at once (blocks that wait for each other), where the
+  // driver has cuLaunchKernelEx; else an ordinary launch.
+  bool cooperative = false;
 };
 
 class Device {

@@ -20,6 +20,7 @@ struct KernelLoadConfig {
   bool tensor_cores = true;       // use the tensor-core GEMMs where the device has them
   bool prefill_int8 = true;       // on 8.0+, the int8 tensor-core GEMMs instead of the f16 ones
   bool int8_gemv = true;          // use the dp4a GEMVs for single-token Q1_0/Q2_0 matmuls
+  bool persistent = false;        // build the persistent decode kernel (decode=persistent)
   int shared_per_block_optin = 0; // the device's opt-in shared memory per block (0: unknown)
 };
 
@@ -45,12 +46,15 @@ public:
   bool int8_mma() const { return int8_mma_; }
   // Whether single-token Q1_0/Q2_0 matmuls may use the int8 (dp4a) GEMVs.
   bool int8_gemv() const { return int8_gemv_; }
+  // Whether the persistent decode kernels were built (decode=persistent).
+  bool persistent() const { return persistent_; }
 
 private:
   const Device &device_;
   bool int8_mma_ = false; // before tensor_cores_, which is initialized from it
   bool tensor_cores_ = false;
   bool int8_gemv_ = false;
+  bool persistent_ = false;
   std::vector<CUmodule> modules_;
   struct Entry {
     CUfunction function = nullptr;

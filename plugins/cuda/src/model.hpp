@@ -12,6 +12,7 @@
 #include "bonsai/plugin/slot_table.hpp"
 #include "device.hpp"
 #include "kernels.hpp"
+#include "persistent_decode.hpp"
 #include "weight.hpp"
 
 namespace bonsai::cuda {
@@ -89,6 +90,10 @@ struct BoundModel {
   // KV slots by id: slot 0 (the context's own cache) always exists.
   plugin::SlotTable<KvSlot> slots;
   StepGraph decode_graph; // single-token step of slot 0: embedding + every layer
+  // decode=persistent (persistent_step.hpp): set up at the first step;
+  // persistent_off once it was found not to apply or a launch stalled.
+  std::unique_ptr<PersistentDecode> persistent;
+  bool persistent_off = false;
 };
 
 // An empty KV slot of the model's shape; OUT_OF_MEMORY names it.

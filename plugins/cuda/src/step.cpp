@@ -7,6 +7,7 @@
 #include "bonsai/plugin/sequence_checks.hpp"
 #include "bonsai/plugin/slot_table.hpp"
 #include "launch.hpp"
+#include "persistent_step.hpp"
 #include "plugin_error.hpp"
 
 namespace bonsai::cuda {
@@ -179,6 +180,7 @@ void open_step(Context &ctx, const std::vector<SequenceRequest> &requests, const
                bool batch) {
   BoundModel &m = bound_model(ctx, call);
   ctx.step = StepState{}; // a step left open is discarded
+  prepare_persistent_decode(ctx, m);
   StepState s;
   const SequenceLimits limits{ctx.max_batch, ctx.max_context, m.dims.n_vocab};
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -196,8 +198,10 @@ void open_step(Context &ctx, const std::vector<SequenceRequest> &requests, const
     s.host_info.push_back(request.n_tokens);
     s.n_tokens += request.n_tokens;
   }
+  s.persistent = persistent_step_applies(m, s);
   // The captured graph holds slot 0's cache and step_info entry 0.
-  s.use_graph = ctx.options.use_graphs && s.n_tokens == 1 && s.sequences[0].slot == &m.slots.own();
+  s.use_graph = !s.persistent && ctx.options.use_graphs && s.n_tokens == 1 &&
+                s.sequences[0].slot == &m.slots.own();
   ctx.device->upload(m.act.token_ids.get(), s.token_ids.data(), sizeof(int32_t) * s.n_tokens);
   ctx.device->upload(m.act.step_info.get(), s.host_info.data(),
                      sizeof(int32_t) * s.host_info.size());
@@ -235,7 +239,10 @@ void step_encode_layer(Context &ctx, int layer) {
                          "0..%d)",
                          layer, s.next_layer, m.dims.n_layer - 1));
   try {
-    if (!s.use_graph) {
+    if (s.persistent) {
+      if (layer == 0) // one launch runs every layer; the later calls only count
+        launch_persistent_step(ctx, m, s);
+    } else if (!s.use_graph) {
       run_layer(ctx, m, layer, s.n_tokens, s.sequences);
     } else if (layer == 0) {
       // The graph holds every layer: run it once, the later calls only
@@ -253,12 +260,32 @@ void step_encode_layer(Context &ctx, int layer) {
   ++s.next_layer;
 }
 
-void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
-  BoundModel &m = bound_model(ctx, "lm_head");
-  const StepState &s = ctx.step;
-  if (!s.open || s.failed || s.next_layer != m.dims.n_layer)
-    fail_state(strformat("lm_head: the step's %d layers have not all run", m.dims.n_layer));
-  check_lm_head_desc(desc, s.n_tokens);
+namespace {
+
+// The layers of the open step again, launch by launch, after its
+// persistent launch stalled (the KV entries it wrote are written again).
+void rerun_layers(const Context &ctx, const BoundModel &m, const StepState &s) {
+  launch_get_rows(*ctx.device, *ctx.kernels, *m.token_embd, m.act.token_ids.get(), m.act.x.get(),
+                  s.n_tokens);
+  for (int l = 0; l < m.dims.n_layer; ++l)
+    run_layer(ctx, m, l, s.n_tokens, s.sequences);
+}
+
+// After the step has synchronized: true when its persistent launch stalled
+// and its layers have been queued again (the caller then repeats its work).
+bool recovered_from_stall(Context &ctx, BoundModel &m) {
+  StepState &s = ctx.step;
+  if (!s.persistent || s.persistent_checked)
+    return false;
+  s.persistent_checked = true;
+  if (take_persistent_stall(ctx, m).empty())
+    return false;
+  s.persistent = false;
+  rerun_layers(ctx, m, s);
+  return true;
+}
+
+void project_logits(const Context &ctx, const BoundModel &m, const bonsai_lm_head_desc &desc) {
   const ModelDims &d = m.dims;
   const Activations &a = m.act;
   launch_rmsnorm(ctx, row_offset(a.x.get(), desc.first_token, d.n_embd), m.output_norm, a.h.get(),
@@ -283,6 +310,19 @@ void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
   ctx.device->synchronize();
 }
 
+} // namespace
+
+void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
+  BoundModel &m = bound_model(ctx, "lm_head");
+  const StepState &s = ctx.step;
+  if (!s.open || s.failed || s.next_layer != m.dims.n_layer)
+    fail_state(strformat("lm_head: the step's %d layers have not all run", m.dims.n_layer));
+  check_lm_head_desc(desc, s.n_tokens);
+  project_logits(ctx, m, desc);
+  if (recovered_from_stall(ctx, m))
+    project_logits(ctx, m, desc);
+}
+
 void step_end(Context &ctx) {
   BoundModel &m = bound_model(ctx, "end_step");
   if (!ctx.step.open)
@@ -290,6 +330,8 @@ void step_end(Context &ctx) {
   if (ctx.step.failed || ctx.step.next_layer != m.dims.n_layer)
     fail_state("end_step: the step's layers have not all run");
   ctx.device->synchronize(); // surface any asynchronous kernel error here
+  if (recovered_from_stall(ctx, m))
+    ctx.device->synchronize();
   for (const StepSequence &sequence : ctx.step.sequences)
     sequence.slot->length += sequence.n_tokens;
   ctx.step = StepState{};

@@ -19,6 +19,16 @@
 // code is given), read at every call so a test can inject a fault midway.
 // bonsai_fake_cuda_counts() (fake_cuda_control.h) reports what is live.
 //
+// The persistent decode kernels run with every block alive at once
+// (emu::launch_cooperative) and must be launched cooperatively when
+// cuLaunchKernelEx exists. BONSAI_FAKE_CUDA_PERSISTENT_FAULT breaks their
+// synchronization on purpose, to show that the emulator catches it:
+// "lost_signal=N" drops the N-th counter update of every launch,
+// "no_wait" removes every wait from the instruction list, "early" makes
+// each wait one count short, "no_fence" makes fences publish nothing (the
+// stores then land at the kernel's end). BONSAI_FAKE_CUDA_SEED seeds the
+// order in which the blocks are visited.
+//
 // A copy from pinned host memory (cuMemAllocHost) is asynchronous, as on a
 // GPU: it happens only at the next synchronization, event wait, launch or
 // other copy, so a plugin that rewrites a pinned buffer before waiting for
@@ -50,6 +60,8 @@
 #include "int8_input.cuh"
 
 #include "gemv_dp4a.cuh"
+#include "persistent.cuh"
+
 #include "layer.cuh"
 #include "matmul.cuh"
 #include "matmul_mmq.cuh"
@@ -65,6 +77,8 @@ constexpr CUresult kInvalidImage = 200;
 constexpr CUresult kUnsupportedPtxVersion = 222;
 constexpr CUresult kInvalidContext = 201;
 constexpr CUresult kNotFound = 500;
+constexpr CUresult kCooperativeLaunchTooLarge = 720;
+constexpr int kMultiprocessors = 4;
 
 // An H100's launch limits.
 constexpr unsigned kMaxGridX = 2147483647u;
@@ -114,6 +128,7 @@ struct FakeKernel {
   std::string name;
   std::vector<size_t> arg_sizes;
   std::function<void(void **, emu::Dim3, unsigned, size_t)> run;
+  bool cooperative = false; // its blocks wait for each other (persistent decode)
 };
 
 template <class... A, size_t... I>
@@ -130,6 +145,58 @@ template <class... A> FakeKernel make_kernel(const char *name, void (*fn)(A...))
   k.run = [fn](void **params, emu::Dim3 grid, unsigned block, size_t shared) {
     const auto args = unpack<A...>(params, std::index_sequence_for<A...>{});
     emu::launch(grid, block, shared, [&] { std::apply(fn, args); });
+  };
+  return k;
+}
+
+// BONSAI_FAKE_CUDA_PERSISTENT_FAULT, read at every launch.
+struct PersistentFault {
+  std::string kind; // "", "lost_signal", "no_wait", "early", "no_fence"
+  long n = 1;
+};
+PersistentFault persistent_fault() {
+  PersistentFault fault;
+  const char *env = std::getenv("BONSAI_FAKE_CUDA_PERSISTENT_FAULT");
+  if (env == nullptr || *env == '\0')
+    return fault;
+  const std::string text = env;
+  const size_t eq = text.find('=');
+  fault.kind = text.substr(0, eq);
+  if (eq != std::string::npos)
+    fault.n = std::strtol(text.c_str() + eq + 1, nullptr, 10);
+  if ((fault.kind != "lost_signal" && fault.kind != "no_wait" && fault.kind != "early" &&
+       fault.kind != "no_fence") ||
+      fault.n < 1) {
+    std::fprintf(stderr, "BONSAI_FAKE_CUDA_PERSISTENT_FAULT: bad value '%s'\n", env);
+    std::abort();
+  }
+  return fault;
+}
+
+// A persistent decode kernel: all blocks at once, with the injected fault.
+FakeKernel make_persistent_kernel(const char *name, void (*fn)(PersistentArgs)) {
+  FakeKernel k;
+  k.name = name;
+  k.arg_sizes = {sizeof(PersistentArgs)};
+  k.cooperative = true;
+  k.run = [fn](void **params, emu::Dim3 grid, unsigned block, size_t shared) {
+    PersistentArgs args;
+    std::memcpy(&args, params[0], sizeof args);
+    const PersistentFault fault = persistent_fault();
+    std::vector<PkInstr> changed;
+    if (fault.kind == "no_wait" || fault.kind == "early") {
+      changed.assign(args.instrs, args.instrs + args.n_instrs);
+      for (PkInstr &instr : changed)
+        instr.wait_target = fault.kind == "no_wait" ? 0 : std::max(0, instr.wait_target - 1);
+      args.instrs = changed.data();
+    }
+    emu::ignore_fences = fault.kind == "no_fence";
+    emu::lose_signal_at = fault.kind == "lost_signal" ? fault.n : 0;
+    if (const char *seed = std::getenv("BONSAI_FAKE_CUDA_SEED"); seed != nullptr && *seed != '\0')
+      emu::schedule_seed = std::strtoul(seed, nullptr, 10);
+    emu::launch_cooperative(grid, block, shared, [&] { fn(args); });
+    emu::ignore_fences = false;
+    emu::lose_signal_at = 0;
   };
   return k;
 }
@@ -173,6 +240,12 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     BONSAI_FAKE(bonsai_argmax)
     BONSAI_FAKE(bonsai_quantize_input)
     BONSAI_FAKE(bonsai_quantize_rows)
+    add(make_persistent_kernel("bonsai_decode_persistent_q1_0", bonsai_decode_persistent_q1_0));
+    add(make_persistent_kernel("bonsai_decode_persistent_q2_0", bonsai_decode_persistent_q2_0));
+    add(make_persistent_kernel("bonsai_decode_persistent_q1_0_f16",
+                               bonsai_decode_persistent_q1_0_f16));
+    add(make_persistent_kernel("bonsai_decode_persistent_q2_0_f16",
+                               bonsai_decode_persistent_q2_0_f16));
 #undef BONSAI_FAKE_FAST_TYPE
 #undef BONSAI_FAKE_TYPE
 #undef BONSAI_FAKE
@@ -441,7 +514,7 @@ BONSAI_FAKE_API CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevic
     *value = 9;
     break;
   case kAttrMultiprocessorCount:
-    *value = 4;
+    *value = kMultiprocessors;
     break;
   default:
     *value = 0;
@@ -770,14 +843,26 @@ BONSAI_FAKE_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfuncti
   BONSAI_FAKE_NEEDS_CONTEXT();
   if (config == nullptr || (config->n_attrs > 0 && config->attrs == nullptr))
     return kInvalidValue;
-  bool programmatic = false;
+  bool programmatic = false, cooperative = false;
   for (unsigned i = 0; i < config->n_attrs; ++i) {
-    if (config->attrs[i].id != kLaunchAttrProgrammaticStreamSerialization)
+    if (config->attrs[i].id == kLaunchAttrProgrammaticStreamSerialization)
+      programmatic = config->attrs[i].value.programmatic_stream_serialization_allowed != 0;
+    else if (config->attrs[i].id == kLaunchAttrCooperative)
+      cooperative = config->attrs[i].value.cooperative != 0;
+    else
       return kInvalidValue; // the plugin sets no other attribute
-    programmatic = config->attrs[i].value.programmatic_stream_serialization_allowed != 0;
   }
-  if (programmatic && !reinterpret_cast<const FakeFunction *>(function)->waits_for_grid)
+  const auto *f = reinterpret_cast<const FakeFunction *>(function);
+  if (programmatic && !f->waits_for_grid)
     return kInvalidValue;
+  // A cooperative grid must fit on the device at once: at most 2,048
+  // threads per SM (the shared memory check is launch_function's).
+  if (cooperative && static_cast<unsigned long long>(config->grid_x) * config->grid_y *
+                             config->grid_z * config->block_x >
+                         2048ull * kMultiprocessors)
+    return kCooperativeLaunchTooLarge;
+  if (f->kernel->cooperative && !cooperative)
+    return kInvalidValue; // its blocks wait for each other: they must all be resident
   const CUresult result =
       launch_function(function,
                       {config->grid_x, config->grid_y, config->grid_z, config->block_x,

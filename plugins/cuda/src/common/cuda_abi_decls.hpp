@@ -48,6 +48,9 @@ inline constexpr unsigned kEventDisableTiming = 0x2;
 // overlap the kernel before it in the stream, each thread resolving the
 // dependency itself with griddepcontrol.wait (sm_90+).
 inline constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
+// CU_LAUNCH_ATTRIBUTE_COOPERATIVE: every block of the grid is resident at
+// once, or the launch fails (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE).
+inline constexpr int kLaunchAttrCooperative = 2;
 
 // CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value union.
 struct CUlaunchAttribute {
@@ -56,6 +59,7 @@ struct CUlaunchAttribute {
   union {
     char bytes[64];
     int programmatic_stream_serialization_allowed;
+    int cooperative;
   } value;
 };
 static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute as cuda.h lays it out");

@@ -37,6 +37,18 @@ uint64_t parse_kib(const std::string &key, const std::string &value) {
   return kib << 10;
 }
 
+// Milliseconds in [1, 600000].
+int parse_deadline_ms(const std::string &key, const std::string &value) {
+  bool digits = !value.empty() && value.size() <= 6;
+  for (const char c : value)
+    digits = digits && c >= '0' && c <= '9';
+  const int ms = digits ? std::stoi(value) : 0;
+  if (ms < 1 || ms > 600000)
+    fail_invalid(strformat("option %s=%s: expected a whole number of milliseconds from 1 to 600000",
+                           key.c_str(), value.c_str()));
+  return ms;
+}
+
 } // namespace
 
 ContextOptions parse_options(const char *options) {
@@ -62,6 +74,8 @@ ContextOptions parse_options(const char *options) {
       parsed.use_graphs = value != "reference";
       parsed.tensor_cores = value != "reference";
       parsed.int8_gemv = value != "reference";
+      if (value == "reference")
+        parsed.persistent_decode = false;
     } else if (key == "ptx_cache") {
       parsed.ptx_cache = parse_switch(key, value);
     } else if (key == "graphs") {
@@ -82,6 +96,12 @@ ContextOptions parse_options(const char *options) {
       if (value != "int8" && value != "f16")
         fail_invalid("option prefill=" + value + ": expected int8 or f16");
       parsed.prefill_int8 = value == "int8";
+    } else if (key == "decode") {
+      if (value != "persistent" && value != "graph")
+        fail_invalid("option decode=" + value + ": expected persistent or graph");
+      parsed.persistent_decode = value == "persistent";
+    } else if (key == "persistent_deadline_ms") {
+      parsed.persistent_deadline_ms = parse_deadline_ms(key, value);
     } else if (key == "pdl") {
       parsed.programmatic_launch = parse_switch(key, value);
     } else if (key == "upload_chunk_kib") {

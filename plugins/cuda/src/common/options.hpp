@@ -33,6 +33,15 @@ struct ContextOptions {
   // start while the one before it finishes, fetching its weights before it
   // waits. Off by default until a GPU has measured it (docs/cuda.md).
   bool programmatic_launch = false;
+  // decode=persistent|graph: how steps of up to 8 tokens run their layers.
+  // graph (default): a launch per operation, single-token steps of slot 0
+  // replayed as a CUDA graph. persistent: every layer in one launch of
+  // kernels/persistent.cuh (Q1_0/Q2_0 models; others keep graph). Off until
+  // a GPU has measured it (docs/cuda.md); off under kernels=reference.
+  bool persistent_decode = false;
+  // persistent_deadline_ms=N: the longest a persistent decode block waits
+  // for another before the launch gives up and reports where it stalled.
+  int persistent_deadline_ms = 1000;
   bool ptx_cache = true; // ptx_cache=off disables the disk cache
   // upload_chunk_kib=N: each of the two pinned buffers weights are staged
   // through on their way to the device (16 MiB by default; less where pinned

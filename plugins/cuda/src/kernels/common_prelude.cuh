@@ -163,6 +163,25 @@ struct TypeQ2_0 : PlanarType<32, 2> { // 2-bit codes: (code - 1) * d
   }
 };
 
+#define BONSAI_NEG_INF (-__int_as_float(0x7f800000))
+
+// The KV cache's element: f32, or f16 (its bits as u16) for half the bytes
+// read per key. The kernels that touch the cache are templates over it, each
+// exported twice (BONSAI_KV_KERNELS in layer.cuh, and persistent.cuh): NAME
+// for f32, NAME_f16.
+__device__ __forceinline__ float kv_load(const float *p, size_t i) {
+  return p[i];
+}
+__device__ __forceinline__ float kv_load(const u16 *p, size_t i) {
+  return half_to_float(p[i]);
+}
+__device__ __forceinline__ void kv_store(float *p, size_t i, float value) {
+  p[i] = value;
+}
+__device__ __forceinline__ void kv_store(u16 *p, size_t i, float value) {
+  p[i] = float_to_half(value);
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1)
     v += __shfl_xor_sync(0xffffffffu, v, offset);

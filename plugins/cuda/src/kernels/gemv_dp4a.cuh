@@ -152,9 +152,10 @@ template <class T, class D> struct WarpChunks {
   }
 };
 
+// Inlined into every caller: the prefetched chunks must stay in registers.
 template <class T, class D, int N_MATS>
-__device__ void prefetch_chunks(const u8 *const *w, const WarpChunks<T, D> &wc,
-                                ChunkPrefetch<N_MATS> &pf) {
+__device__ __forceinline__ void prefetch_chunks(const u8 *const *w, const WarpChunks<T, D> &wc,
+                                                ChunkPrefetch<N_MATS> &pf) {
   const int lane = threadIdx.x % 32;
   ChunkCursor at = wc.first_cursor(lane);
   for (int p = 0; p < DP4A_PREFETCH; ++p) {
@@ -173,9 +174,9 @@ __device__ void prefetch_chunks(const u8 *const *w, const WarpChunks<T, D> &wc,
 // with the same shape (the MLP's gate and up): acc[m][i] = W_m[row0 + i] . x.
 // The lane's first chunks come from pf, the rest are loaded here.
 template <class T, class D, int N_MATS>
-__device__ void warp_rows(const u8 *const *w, const WarpChunks<T, D> &wc,
-                          const ChunkPrefetch<N_MATS> &pf, const Q8Record *records,
-                          const float *offsets, float (&acc)[N_MATS][DP4A_ROWS_PER_WARP]) {
+__device__ __forceinline__ void
+warp_rows(const u8 *const *w, const WarpChunks<T, D> &wc, const ChunkPrefetch<N_MATS> &pf,
+          const Q8Record *records, const float *offsets, float (&acc)[N_MATS][DP4A_ROWS_PER_WARP]) {
   const int lane = threadIdx.x % 32;
   for (int m = 0; m < N_MATS; ++m)
     for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)

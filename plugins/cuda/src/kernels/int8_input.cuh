@@ -59,6 +59,28 @@ __device__ float input_scale(const Dp4aInput &in) {
   return 1.0f / sqrtf(block_sum(ss, scratch) / (float)in.cols + in.eps);
 }
 
+// Record b's share of lane `lane` (values 4 lane .. 4 lane + 3 of the
+// block: group lane / 8, half lane / 16): int8 codes, the group's scale and
+// the half's offset. Every lane of the warp calls it for the same record.
+__device__ __forceinline__ void quantize_lane(float v0, float v1, float v2, float v3, int lane,
+                                              Q8Record *record, float *offsets) {
+  float amax = fmaxf(fmaxf(fabsf(v0), fabsf(v1)), fmaxf(fabsf(v2), fabsf(v3)));
+  for (int o = 4; o > 0; o >>= 1) // the 8 lanes of a group of 32 values
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float scale = amax / 127.0f;
+  const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+  const int q0 = __float2int_rn(v0 * inverse), q1 = __float2int_rn(v1 * inverse);
+  const int q2 = __float2int_rn(v2 * inverse), q3 = __float2int_rn(v3 * inverse);
+  record->q[lane] = pack_int8x4(q0, q1, q2, q3);
+  if (lane % 8 == 0)
+    record->scale[lane / 8] = scale;
+  float offset = scale * (float)(q0 + q1 + q2 + q3);
+  for (int o = 8; o > 0; o >>= 1) // the 16 lanes of a half
+    offset += __shfl_xor_sync(0xffffffffu, offset, o);
+  if (lane % 16 == 0)
+    offsets[lane / 16] = offset;
+}
+
 // Warp w quantizes records w, w + n_warps, ...; lane l owns values
 // 4 l .. 4 l + 3 (group l / 8, half l / 16).
 __device__ void quantize_activations(const Dp4aInput &in, Q8Record *records, float *offsets) {
@@ -75,20 +97,6 @@ __device__ void quantize_activations(const Dp4aInput &in, Q8Record *records, flo
       v0 = v0 * inv_rms * __uint_as_float(n.x), v1 = v1 * inv_rms * __uint_as_float(n.y);
       v2 = v2 * inv_rms * __uint_as_float(n.z), v3 = v3 * inv_rms * __uint_as_float(n.w);
     }
-    float amax = fmaxf(fmaxf(fabsf(v0), fabsf(v1)), fmaxf(fabsf(v2), fabsf(v3)));
-    for (int o = 4; o > 0; o >>= 1) // the 8 lanes of a group of 32 values
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float scale = amax / 127.0f;
-    const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
-    const int q0 = __float2int_rn(v0 * inverse), q1 = __float2int_rn(v1 * inverse);
-    const int q2 = __float2int_rn(v2 * inverse), q3 = __float2int_rn(v3 * inverse);
-    records[b].q[lane] = pack_int8x4(q0, q1, q2, q3);
-    if (lane % 8 == 0)
-      records[b].scale[lane / 8] = scale;
-    float offset = scale * (float)(q0 + q1 + q2 + q3);
-    for (int o = 8; o > 0; o >>= 1) // the 16 lanes of a half
-      offset += __shfl_xor_sync(0xffffffffu, offset, o);
-    if (lane % 16 == 0)
-      offsets[2 * b + lane / 16] = offset;
+    quantize_lane(v0, v1, v2, v3, lane, &records[b], offsets + 2 * b);
   }
 }

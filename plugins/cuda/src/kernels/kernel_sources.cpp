@@ -55,6 +55,15 @@ std::vector<std::string> mmq_entry_points() {
   return names;
 }
 
+// The persistent decode kernels: per planar type, f32 and f16 KV caches.
+std::vector<std::string> persistent_entry_points() {
+  std::vector<std::string> names;
+  for (unsigned type : kDp4aTypes)
+    for (bool kv_f16 : {false, true})
+      names.push_back(persistent_decode_name(type, kv_f16));
+  return names;
+}
+
 std::vector<KernelProgram> build_programs() {
   return {
       {"bonsai_matmul.cu", std::string(kCommonPrelude) + kMatmulSource, matmul_entry_points(), 0},
@@ -72,6 +81,10 @@ std::vector<KernelProgram> build_programs() {
       // mma.sync.m16n8k32 on int8 and cp.async need compute capability 8.0.
       {"bonsai_matmul_mmq.cu", std::string(kCommonPrelude) + kInt8InputSource + kMatmulMmqSource,
        mmq_entry_points(), 8, ProgramFeature::int8_mma},
+      // ld.acquire, nanosleep and globaltimer waits need compute capability 7.0.
+      {"bonsai_decode_persistent.cu",
+       std::string(kCommonPrelude) + kInt8InputSource + kGemvDp4aSource + kPersistentSource,
+       persistent_entry_points(), 7, ProgramFeature::persistent},
   };
 }
 
@@ -95,6 +108,11 @@ std::string mmq_gemm_name(unsigned ggml_type, bool swiglu) {
 std::string dp4a_gemv_name(unsigned ggml_type, bool swiglu) {
   return family_name(kDp4aTypes, ggml_type, "bonsai_gemv_dp4a_", "bonsai_gemv_swiglu_dp4a_",
                      swiglu);
+}
+
+std::string persistent_decode_name(unsigned ggml_type, bool kv_f16) {
+  std::string name = family_name(kDp4aTypes, ggml_type, "bonsai_decode_persistent_", "", false);
+  return name.empty() || !kv_f16 ? name : name + "_f16";
 }
 
 const char *kernel_type_suffix(unsigned ggml_type) {

@@ -13,6 +13,7 @@ enum class ProgramFeature {
   tensor_cores, // prefill GEMMs on f16 tensor cores (tensor_cores=on, prefill=f16 or before 8.0)
   int8_mma,     // prefill GEMMs on int8 tensor cores (tensor_cores=on, prefill=int8, 8.0+)
   int8_gemv,    // int8 decode GEMVs (int8_gemv=on)
+  persistent,   // the persistent decode kernel (decode=persistent, int8_gemv=on)
 };
 
 struct KernelProgram {
@@ -38,6 +39,7 @@ extern const char *const kMatmulTcSource;
 extern const char *const kInt8InputSource;
 extern const char *const kGemvDp4aSource;
 extern const char *const kMatmulMmqSource;
+extern const char *const kPersistentSource;
 
 // The tensor-core GEMM of a weight type ("bonsai_gemm_tc_q1_0"; the SwiGLU
 // form "bonsai_gemm_swiglu_tc_..."), or "" when the type has none.
@@ -50,5 +52,9 @@ std::string mmq_gemm_name(unsigned ggml_type, bool swiglu);
 // The int8 (dp4a) decode GEMV of a weight type ("bonsai_gemv_dp4a_q1_0"; the
 // SwiGLU form "bonsai_gemv_swiglu_dp4a_..."), or "" when the type has none.
 std::string dp4a_gemv_name(unsigned ggml_type, bool swiglu);
+
+// The persistent decode kernel for a weight type and KV cache element
+// ("bonsai_decode_persistent_q1_0", "..._q1_0_f16"), or "" when the type has none.
+std::string persistent_decode_name(unsigned ggml_type, bool kv_f16);
 
 } // namespace bonsai::cuda

@@ -2,24 +2,8 @@
 // store, split-K attention with its merge, and the LM head's argmax. Every
 // kernel that depends on the position reads it from device memory
 // (step_info[0] = KV length before the step = position of token 0), so a
-// captured CUDA graph replays unchanged from step to step.
-#define BONSAI_NEG_INF (-__int_as_float(0x7f800000))
-
-// The KV cache's element: f32, or f16 (its bits as u16) for half the bytes
-// read per key. The kernels that touch the cache are templates over it, each
-// exported twice (BONSAI_KV_KERNELS at the end): NAME for f32, NAME_f16.
-__device__ __forceinline__ float kv_load(const float *p, size_t i) {
-  return p[i];
-}
-__device__ __forceinline__ float kv_load(const u16 *p, size_t i) {
-  return half_to_float(p[i]);
-}
-__device__ __forceinline__ void kv_store(float *p, size_t i, float value) {
-  p[i] = value;
-}
-__device__ __forceinline__ void kv_store(u16 *p, size_t i, float value) {
-  p[i] = float_to_half(value);
-}
+// captured CUDA graph replays unchanged from step to step. The KV cache's
+// element (kv_load, kv_store) is in common_prelude.cuh.
 
 // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight; one block per token.
 extern "C" __global__ void bonsai_rmsnorm(const float *x, const float *weight, float *out, int n,

@@ -1,0 +1,60 @@
+#pragma once
+// The instruction list of the persistent decode kernel
+// (kernels/persistent.cuh), built on the host once per model and number of
+// sequences. Pure: no device, so its rules are tested directly.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bonsai::cuda {
+
+// The stages of a layer, in order; each has one counter per layer
+// (PK_QKV ... PK_FFN_DOWN of persistent.cuh).
+enum class PersistentStage : int32_t {
+  qkv = 0,       // RMSNorm + Q, K, V rows
+  attention = 1, // one (sequence, KV head): QK-norm, RoPE, KV append, attention
+  output = 2,    // O rows added to the residual
+  ffn_up = 3,    // RMSNorm + gate and up rows, SiLU product
+  ffn_down = 4,  // down rows added to the residual
+};
+inline constexpr int kPersistentStages = 5;
+inline constexpr int kPersistentTileRows = 16; // PK_TILE_ROWS
+inline constexpr int kPersistentMaxTokens = 8; // PK_MAX_TOKENS
+inline constexpr int kPersistentMaxSequences = 8;
+inline constexpr int kPersistentMaxHeadDim = 128;
+inline constexpr int kPersistentMaxGroup = 4;
+
+// PkInstr of persistent.cuh, byte for byte.
+struct PersistentInstr {
+  int32_t op = 0; // a PersistentStage
+  int32_t layer = 0;
+  int32_t begin = 0; // matmuls: first tile; attention: the sequence
+  int32_t end = 0;   // matmuls: tile past the last; attention: the KV head
+  int32_t wait_counter = 0;
+  int32_t wait_target = 0; // 0: no wait
+  int32_t signal_counter = 0;
+  int32_t reserved = 0;
+};
+static_assert(sizeof(PersistentInstr) == 32, "must match PkInstr in kernels/persistent.cuh");
+
+struct PersistentShape {
+  int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
+  int n_sequences = 1; // attention instructions per KV head
+  int blocks = 1;      // the grid: matmul tiles are shared out among this many
+};
+
+// The counter of `stage` in `layer`.
+inline int persistent_counter(int layer, PersistentStage stage) {
+  return layer * kPersistentStages + static_cast<int>(stage);
+}
+
+// The list, in dependency order: every instruction waits for the whole
+// stage before it (the previous layer's down projection for a layer's
+// Q/K/V), and each stage's matmul tiles are split into at most `blocks`
+// contiguous ranges. Block b of the grid runs entries b, b + blocks, ...
+std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape);
+
+// "layer 3 attention (sequence 0, KV head 2)", for stall reports.
+std::string describe_persistent_instr(const PersistentInstr &instr);
+
+} // namespace bonsai::cuda

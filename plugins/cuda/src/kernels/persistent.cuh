@@ -1,0 +1,590 @@
+// Persistent decode (option decode=persistent): every layer of a step of up
+// to PK_MAX_TOKENS tokens in one launch. One block per SM walks an
+// instruction list built on the host (persistent_plan.cpp): block b runs
+// instructions b, b + gridDim.x, ... in order. An instruction is one piece of
+// a layer (a range of 16-row tiles of a matmul, or the attention of one
+// sequence and KV head); it waits until a counter in global memory shows that
+// the instructions it reads from are done, and adds one to its own counter
+// when it is. The list is in dependency order, so the lowest unfinished
+// instruction can always run: no deadlock, and no grid-wide barrier.
+//
+// Memory ordering: outputs other blocks read are written with pk_store.
+// A producer's threads store, meet at a block barrier, then thread 0 fences
+// (cumulative: it publishes the whole block's stores) and adds to the
+// counter; a consumer's thread 0 loads the counter with acquire semantics,
+// then the block meets at a barrier. The kernel emulator holds a block's
+// pk_stores back until that block fences, so a missing fence, a missing wait
+// or a wrong count gives wrong numbers there (tests/cuda/persistent_*).
+//
+// A wait that lasts longer than the launch's deadline (globaltimer) records
+// where it stalled in PkStatus and raises its abort flag; every other wait
+// sees the flag and the whole grid returns, so a lost update costs one
+// deadline, not a hung GPU. The host reads PkStatus after the step.
+//
+// Needs kernels/int8_input.cuh and kernels/gemv_dp4a.cuh before it (the
+// int8 records and the dp4a row dots). Uses dynamic shared memory only: the
+// emulator runs the blocks of this kernel concurrently, and a static
+// __shared__ array would be one for all of them there.
+#define PK_THREADS 256 // = DP4A_WARPS warps
+#define PK_WARPS (PK_THREADS / 32)
+#define PK_TILE_ROWS (DP4A_WARPS * DP4A_ROWS_PER_WARP)
+#define PK_MAX_TOKENS 8
+#define PK_MAX_SEQUENCES 8
+#define PK_MAX_DIM 128
+#define PK_MAX_GROUP 4
+#define PK_DIMS_PER_LANE (PK_MAX_DIM / 32)
+
+// Instruction kinds; PK_STAGES counters per layer, one per kind.
+#define PK_QKV 0       // RMSNorm + Q, K, V rows
+#define PK_ATTENTION 1 // QK-norm + RoPE + KV append + attention, one (sequence, KV head)
+#define PK_OUTPUT 2    // O rows, added to the residual
+#define PK_FFN_UP 3    // RMSNorm + gate and up rows + SiLU product
+#define PK_FFN_DOWN 4  // down rows, added to the residual
+#define PK_STAGES 5
+
+struct PkInstr {
+  int op;    // PK_QKV ... PK_FFN_DOWN
+  int layer; // decoder layer
+  // Matmuls: tiles [begin, end) of PK_TILE_ROWS rows (QKV: of Q, K and V
+  // rows one after another). Attention: begin = sequence, end = KV head.
+  int begin, end;
+  int wait_counter; // counters[wait_counter] must reach wait_target first
+  int wait_target;  // 0: no wait (layer 0's first stage)
+  int signal_counter;
+  int reserved;
+};
+
+// One decoder layer's weights (planar Q1_0 or Q2_0, all of one type) and norms.
+struct PkLayer {
+  const u8 *wq, *wk, *wv, *wo, *wg, *wu, *wd;
+  const float *attn_norm, *q_norm, *k_norm, *ffn_norm;
+};
+
+// One sequence of the step: tokens [first_token, first_token + n_tokens) of
+// the step's rows, appended to its KV cache at kv_length.
+struct PkSequence {
+  int kv_length, n_tokens, first_token, reserved;
+  unsigned long long cache; // the slot's cache: per layer its keys, then its values
+};
+
+// Where the launch stalled, if it did (zeroed before each launch).
+struct PkStatus {
+  int abort;    // 1: a wait passed the deadline; every block returns
+  int block;    // the block whose wait timed out
+  int instr;    // the instruction it waited for (index in the list)
+  int counter;  // the counter it waited on
+  int observed; // the counter's value then
+  int target;   // the value it waited for
+  int reserved[2];
+};
+
+struct PkDims {
+  int n_embd, n_head, n_head_kv, head_dim, n_ff, max_ctx;
+  float eps, rope_magnitude;
+};
+
+struct PersistentArgs {
+  const PkInstr *instrs;
+  const PkLayer *layers;
+  int *counters; // PK_STAGES per layer, zeroed before each launch
+  PkStatus *status;
+  float *x, *q, *k, *v, *attn, *ff; // activation rows, one per token of the step
+  const double *rope_rates;         // head_dim / 2: pair i turns pos * rate[i]
+  unsigned long long layer_bytes;   // bytes of one layer's keys in a cache
+  long long deadline_ns;            // longest wait before the launch gives up
+  int n_instrs, n_tokens, n_sequences, reserved;
+  PkDims dims;
+  PkSequence sequences[PK_MAX_SEQUENCES];
+};
+
+#ifndef BONSAI_KERNEL_EMULATION
+__device__ __forceinline__ int pk_load_acquire(const int *p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ int pk_load_relaxed(const int *p) {
+  int v;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ long long pk_clock_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return (long long)t;
+}
+// Between two polls of a counter: let the other warps of the SM run.
+__device__ __forceinline__ void pk_pause(const int *, int, const int *, long long) {
+  asm volatile("nanosleep.u32 64;");
+}
+__device__ __forceinline__ void pk_fence() {
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+}
+__device__ __forceinline__ void pk_signal(int *p) {
+  asm volatile("red.relaxed.gpu.global.add.s32 [%0], 1;" ::"l"(p) : "memory");
+}
+// True for the one caller that turns *p from 0 to 1.
+__device__ __forceinline__ bool pk_claim(int *p) {
+  int old;
+  asm volatile("atom.relaxed.gpu.global.cas.b32 %0, [%1], 0, 1;" : "=r"(old) : "l"(p) : "memory");
+  return old == 0;
+}
+__device__ __forceinline__ void pk_store(float *p, float v) {
+  *p = v;
+}
+__device__ __forceinline__ void pk_store(u16 *p, u16 v) {
+  *p = v;
+}
+#else
+inline int pk_load_acquire(const int *p) {
+  return *p;
+}
+inline int pk_load_relaxed(const int *p) {
+  return *p;
+}
+inline long long pk_clock_ns() {
+  return emu::virtual_clock_ns();
+}
+inline void pk_pause(const int *counter, int target, const int *abort, long long until) {
+  emu::wait_for_counter(counter, target, abort, until);
+}
+inline void pk_fence() {
+  emu::release_fence();
+}
+inline void pk_signal(int *p) {
+  emu::add_signal(p);
+}
+inline bool pk_claim(int *p) {
+  if (*p != 0)
+    return false;
+  *p = 1;
+  return true;
+}
+inline void pk_store(float *p, float v) {
+  emu::buffered_store(p, v);
+}
+inline void pk_store(u16 *p, u16 v) {
+  emu::buffered_store(p, v);
+}
+#endif
+
+// The KV cache element as the cache holds it: f16 rounds.
+__device__ __forceinline__ float kv_rounded(float v, const float *) {
+  return v;
+}
+__device__ __forceinline__ float kv_rounded(float v, const u16 *) {
+  return half_to_float(float_to_half(v));
+}
+__device__ __forceinline__ void kv_put(float *p, float v) {
+  pk_store(p, v);
+}
+__device__ __forceinline__ void kv_put(u16 *p, float v) {
+  pk_store(p, float_to_half(v));
+}
+
+// The dynamic shared memory: a control area, then either a matmul's
+// quantized input or an attention's working set.
+struct PkControl {
+  int go;                   // thread 0's verdict on the wait: 1 run, 0 return
+  float partials[PK_WARPS]; // per-warp sums of squares
+};
+struct PkAttention {
+  float q[PK_MAX_TOKENS][PK_MAX_GROUP][PK_MAX_DIM]; // normed, rotated queries
+  float k[PK_MAX_TOKENS][PK_MAX_DIM];               // the step's keys, as cached
+  float v[PK_MAX_TOKENS][PK_MAX_DIM];               // the step's values, as cached
+  float m[PK_WARPS][PK_MAX_GROUP], l[PK_WARPS][PK_MAX_GROUP];
+  float acc[PK_WARPS][PK_MAX_GROUP][PK_MAX_DIM];
+};
+#define PK_CONTROL_BYTES ((sizeof(PkControl) + 15) / 16 * 16)
+// Dynamic shared bytes for inputs of up to max_cols values.
+#define PK_SHARED_BYTES(max_cols)                                                                  \
+  (PK_CONTROL_BYTES +                                                                              \
+   ((max_cols) / 128 * (sizeof(Q8Record) + 2 * sizeof(float)) > sizeof(PkAttention)                \
+        ? (max_cols) / 128 * (sizeof(Q8Record) + 2 * sizeof(float))                                \
+        : sizeof(PkAttention)))
+
+// Thread 0 waits for the instruction's counter; the block follows its
+// verdict. False: the launch is aborting (a wait somewhere timed out).
+__device__ bool pk_wait(const PersistentArgs &a, const PkInstr &ins, int index, PkControl *ctl) {
+  if (threadIdx.x == 0) {
+    int go = 1;
+    if (ins.wait_target > 0) {
+      const int *counter = a.counters + ins.wait_counter;
+      const long long start = pk_clock_ns();
+      for (;;) {
+        const int observed = pk_load_acquire(counter);
+        if (observed >= ins.wait_target)
+          break;
+        if (pk_load_relaxed(&a.status->abort) != 0) {
+          go = 0;
+          break;
+        }
+        if (pk_clock_ns() - start > a.deadline_ns) {
+          if (pk_claim(&a.status->abort)) {
+            a.status->block = blockIdx.x;
+            a.status->instr = index;
+            a.status->counter = ins.wait_counter;
+            a.status->observed = observed;
+            a.status->target = ins.wait_target;
+          }
+          go = 0;
+          break;
+        }
+        pk_pause(counter, ins.wait_target, &a.status->abort, start + a.deadline_ns + 1);
+      }
+    }
+    ctl->go = go;
+  }
+  __syncthreads();
+  return ctl->go != 0;
+}
+
+// Publishes the block's stores, then counts the instruction done.
+__device__ void pk_done(const PersistentArgs &a, const PkInstr &ins) {
+  __syncthreads(); // every thread's stores are made
+  if (threadIdx.x == 0) {
+#ifndef BONSAI_PK_OMIT_FENCE
+    pk_fence();
+#endif
+    pk_signal(a.counters + ins.signal_counter);
+  }
+}
+
+// Quantizes x (times norm when not NULL, but without the 1/rms factor:
+// int8 codes do not depend on a common scale) into the block's records, and
+// returns what the row dots must be multiplied by: 1/rms with a norm, else 1.
+// The sum of squares comes out of the same pass, so no block reduction
+// stands before the first quantized value.
+__device__ float pk_stage_input(const float *x, const float *norm, float eps, int cols,
+                                Q8Record *records, float *offsets, PkControl *ctl) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads(); // the previous token's records are no longer read
+  float ss = 0.0f;
+  for (int b = warp; b < cols / 128; b += PK_WARPS) {
+    const size_t at = (size_t)b * 128 + 4 * lane;
+    const U32x4 v = *(const U32x4 *)(x + at);
+    float v0 = __uint_as_float(v.x), v1 = __uint_as_float(v.y);
+    float v2 = __uint_as_float(v.z), v3 = __uint_as_float(v.w);
+    ss += v0 * v0 + v1 * v1 + v2 * v2 + v3 * v3;
+    if (norm != 0) {
+      const U32x4 n = *(const U32x4 *)(norm + at);
+      v0 *= __uint_as_float(n.x), v1 *= __uint_as_float(n.y);
+      v2 *= __uint_as_float(n.z), v3 *= __uint_as_float(n.w);
+    }
+    quantize_lane(v0, v1, v2, v3, lane, &records[b], offsets + 2 * b);
+  }
+  ss = warp_sum(ss);
+  if (lane == 0)
+    ctl->partials[warp] = ss;
+  __syncthreads();
+  if (norm == 0)
+    return 1.0f;
+  float total = 0.0f;
+  for (int w = 0; w < PK_WARPS; ++w)
+    total += ctl->partials[w];
+  return 1.0f / sqrtf(total / (float)cols + eps);
+}
+
+// N_MATS matrices of `rows` x `cols` read together (the MLP's gate and up).
+template <int N_MATS> struct PkMatmul {
+  const u8 *w[N_MATS];
+  int rows, cols;
+};
+
+// Rows [row0, row0 + DP4A_ROWS_PER_WARP) of this warp for one token:
+// acc[m][i] = (W_m row0 + i) . input, times `scale`.
+template <class T, class D, int N_MATS>
+__device__ __forceinline__ void
+pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const Q8Record *records, const float *offsets,
+             float scale, float (&acc)[N_MATS][DP4A_ROWS_PER_WARP]) {
+  const WarpChunks<T, D> wc(mm.rows, mm.cols / 128, row0);
+  ChunkPrefetch<N_MATS> pf;
+  prefetch_chunks<T, D, N_MATS>(mm.w, wc, pf);
+  warp_rows<T, D, N_MATS>(mm.w, wc, pf, records, offsets, acc);
+  for (int m = 0; m < N_MATS; ++m)
+    for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
+      acc[m][i] *= scale;
+}
+
+// What a matmul instruction writes: out = W in, out += W in (residual), or
+// out = silu(Wg in) * (Wu in).
+#define PK_SET 0
+#define PK_ADD 1
+#define PK_SWIGLU 2
+
+// One 16-row tile as an instruction sees it: its matrices, this warp's
+// first row, and the output rows (token 0's; token t's are t * rows on).
+template <int N_MATS> struct PkTile {
+  PkMatmul<N_MATS> mm;
+  int row0;
+  float *out;
+};
+
+// Every token of the step: its input row (`in`, times `norm` and 1/rms
+// when norm is not NULL) staged once, then each tile of [begin, end) that
+// locate(tile, &where) places (false: this warp has no rows there).
+template <class T, class D, int N_MATS, int KIND, class Locate>
+__device__ __forceinline__ void pk_tiles(const PersistentArgs &a, const PkInstr &ins,
+                                         const float *in, const float *norm, int cols,
+                                         Q8Record *records, PkControl *ctl, Locate locate) {
+  float *const offsets = (float *)(records + cols / 128);
+  const int lane = threadIdx.x % 32;
+  for (int t = 0; t < a.n_tokens; ++t) {
+    const float scale =
+        pk_stage_input(in + (size_t)t * cols, norm, a.dims.eps, cols, records, offsets, ctl);
+    for (int tile = ins.begin; tile < ins.end; ++tile) {
+      PkTile<N_MATS> where;
+      if (!locate(tile, &where))
+        continue;
+      float acc[N_MATS][DP4A_ROWS_PER_WARP];
+      pk_warp_rows<T, D, N_MATS>(where.mm, where.row0, records, offsets, scale, acc);
+      float *const out = where.out + (size_t)t * where.mm.rows;
+      for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i) { // a constant bound: acc stays in registers
+        if (lane != 0 || where.row0 + i >= where.mm.rows)
+          continue;
+        float *const y = out + where.row0 + i;
+        const float g = acc[0][i], u = acc[N_MATS - 1][i];
+        const float v = KIND == PK_SWIGLU ? g / (1.0f + expf(-g)) * u : g;
+        pk_store(y, KIND == PK_ADD ? *y + v : v);
+      }
+    }
+  }
+}
+
+// This warp's first row in tile `tile` of a matrix of `rows` rows, or -1.
+__device__ __forceinline__ int pk_warp_row0(int tile, int rows) {
+  const int row0 = tile * PK_TILE_ROWS + threadIdx.x / 32 * DP4A_ROWS_PER_WARP;
+  return row0 < rows ? row0 : -1;
+}
+
+// Q, K and V rows: the tiles of Q come first, then K's, then V's.
+template <class T, class D>
+__device__ void pk_qkv(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
+                       Q8Record *records, PkControl *ctl) {
+  const PkDims &d = a.dims;
+  const int q_rows = d.n_head * d.head_dim, kv_rows = d.n_head_kv * d.head_dim;
+  const int q_tiles = (q_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
+  const int kv_tiles = (kv_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
+  pk_tiles<T, D, 1, PK_SET>(
+      a, ins, a.x, L.attn_norm, d.n_embd, records, ctl, [&](int tile, PkTile<1> *where) {
+        const int which = tile < q_tiles ? 0 : tile < q_tiles + kv_tiles ? 1 : 2;
+        const int first = which == 0 ? 0 : which == 1 ? q_tiles : q_tiles + kv_tiles;
+        where->mm.w[0] = which == 0 ? L.wq : which == 1 ? L.wk : L.wv;
+        where->mm.rows = which == 0 ? q_rows : kv_rows;
+        where->mm.cols = d.n_embd;
+        where->out = which == 0 ? a.q : which == 1 ? a.k : a.v;
+        where->row0 = pk_warp_row0(tile - first, where->mm.rows);
+        return where->row0 >= 0;
+      });
+}
+
+// residual rows += W in (the O and down projections).
+template <class T, class D>
+__device__ void pk_residual(const PersistentArgs &a, const PkInstr &ins, const u8 *w,
+                            const float *in, int cols, Q8Record *records, PkControl *ctl) {
+  pk_tiles<T, D, 1, PK_ADD>(a, ins, in, 0, cols, records, ctl, [&](int tile, PkTile<1> *where) {
+    where->mm.w[0] = w;
+    where->mm.rows = a.dims.n_embd;
+    where->mm.cols = cols;
+    where->out = a.x;
+    where->row0 = pk_warp_row0(tile, where->mm.rows);
+    return where->row0 >= 0;
+  });
+}
+
+// ff rows = silu(Wg h) * (Wu h), h = RMSNorm(x) * ffn_norm.
+template <class T, class D>
+__device__ void pk_ffn_up(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
+                          Q8Record *records, PkControl *ctl) {
+  pk_tiles<T, D, 2, PK_SWIGLU>(a, ins, a.x, L.ffn_norm, a.dims.n_embd, records, ctl,
+                               [&](int tile, PkTile<2> *where) {
+                                 where->mm.w[0] = L.wg;
+                                 where->mm.w[1] = L.wu;
+                                 where->mm.rows = a.dims.n_ff;
+                                 where->mm.cols = a.dims.n_embd;
+                                 where->out = a.ff;
+                                 where->row0 = pk_warp_row0(tile, where->mm.rows);
+                                 return where->row0 >= 0;
+                               });
+}
+
+// Phase 1 of an attention instruction: warp-sized items, each one head row
+// of one token: RMSNorm with its norm weight, then NEOX RoPE at the token's
+// position, into `dst` (shared). Keys also go to the cache, as cached.
+template <class KV>
+__device__ void pk_norm_rope(const float *src, const float *norm, float *dst, int pos,
+                             const PersistentArgs &a, KV *cache_row) {
+  const int lane = threadIdx.x % 32, hd = a.dims.head_dim, half = hd / 2;
+  float ss = 0.0f;
+  for (int i = lane; i < hd; i += 32)
+    ss += src[i] * src[i];
+  const float inv = 1.0f / sqrtf(warp_sum(ss) / (float)hd + a.dims.eps);
+  for (int i = lane; i < hd; i += 32)
+    dst[i] = src[i] * inv * norm[i];
+  __syncwarp();
+  for (int i = lane; i < half; i += 32) {
+    const double theta = (double)pos * a.rope_rates[i];
+    const float c = (float)(a.dims.rope_magnitude * cos(theta));
+    const float s = (float)(a.dims.rope_magnitude * sin(theta));
+    const float x0 = dst[i], x1 = dst[i + half];
+    float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
+    if (cache_row != 0) {
+      r0 = kv_rounded(r0, cache_row), r1 = kv_rounded(r1, cache_row);
+      kv_put(cache_row + i, r0);
+      kv_put(cache_row + i + half, r1);
+    }
+    dst[i] = r0;
+    dst[i + half] = r1;
+  }
+  __syncwarp();
+}
+
+// One sequence and KV head: its tokens' queries (the group's heads) and key
+// normed and rotated, keys and values appended to the cache, then causal
+// attention over the cache and the step's own keys (from shared memory: the
+// cache writes are not read back, they are for later steps).
+template <class KV>
+__device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, PkAttention *s) {
+  const int seq = ins.begin, head = ins.end;
+  if (seq >= a.n_sequences)
+    return;
+  const PkSequence sq = a.sequences[seq];
+  const PkLayer &L = a.layers[ins.layer];
+  const PkDims &d = a.dims;
+  const int hd = d.head_dim, group = d.n_head / d.n_head_kv;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const size_t q_width = (size_t)d.n_head * hd, kv_width = (size_t)d.n_head_kv * hd;
+  const unsigned long long layer_base =
+      sq.cache + 2 * a.layer_bytes * (unsigned long long)ins.layer;
+  KV *const keys = (KV *)layer_base + (size_t)head * d.max_ctx * hd;
+  KV *const values = (KV *)(layer_base + a.layer_bytes) + (size_t)head * d.max_ctx * hd;
+
+  // Phase 1: (group + 2) items per token: the queries, the key, the value.
+  const int per_token = group + 2;
+  for (int item = warp; item < sq.n_tokens * per_token; item += PK_WARPS) {
+    const int t = item / per_token, j = item % per_token;
+    const int row = sq.first_token + t, pos = sq.kv_length + t;
+    if (j < group) {
+      pk_norm_rope<KV>(a.q + row * q_width + (size_t)(head * group + j) * hd, L.q_norm, s->q[t][j],
+                       pos, a, (KV *)0);
+    } else if (j == group) {
+      pk_norm_rope<KV>(a.k + row * kv_width + (size_t)head * hd, L.k_norm, s->k[t], pos, a,
+                       keys + (size_t)pos * hd);
+    } else {
+      const float *src = a.v + row * kv_width + (size_t)head * hd;
+      for (int i = lane; i < hd; i += 32) {
+        const float value = kv_rounded(src[i], values);
+        s->v[t][i] = value;
+        kv_put(values + (size_t)pos * hd + i, value);
+      }
+    }
+  }
+  __syncthreads();
+
+  // Phase 2, per token: warps take the keys in turn, each keeping an online
+  // softmax per query head; the warps' states are combined at the end.
+  const float scale = 1.0f / sqrtf((float)hd);
+  for (int t = 0; t < sq.n_tokens; ++t) {
+    const int n_keys = sq.kv_length + t + 1;
+    float m[PK_MAX_GROUP], l[PK_MAX_GROUP], acc[PK_MAX_GROUP][PK_DIMS_PER_LANE];
+    for (int g = 0; g < PK_MAX_GROUP; ++g) {
+      m[g] = BONSAI_NEG_INF;
+      l[g] = 0.0f;
+      for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
+        acc[g][r] = 0.0f;
+    }
+    for (int j = warp; j < n_keys; j += PK_WARPS) {
+      float kv[PK_DIMS_PER_LANE], vv[PK_DIMS_PER_LANE];
+      const bool cached = j < sq.kv_length;
+      for (int r = 0; r < PK_DIMS_PER_LANE; ++r) {
+        const int dim = lane + 32 * r;
+        const bool in = dim < hd;
+        kv[r] = !in      ? 0.0f
+                : cached ? kv_load(keys, (size_t)j * hd + dim)
+                         : s->k[j - sq.kv_length][dim];
+        vv[r] = !in      ? 0.0f
+                : cached ? kv_load(values, (size_t)j * hd + dim)
+                         : s->v[j - sq.kv_length][dim];
+      }
+      for (int g = 0; g < PK_MAX_GROUP; ++g) {
+        if (g >= group)
+          continue;
+        float partial = 0.0f;
+        for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
+          if (lane + 32 * r < hd)
+            partial += s->q[t][g][lane + 32 * r] * kv[r];
+        const float score = warp_sum(partial) * scale;
+        const float m_new = fmaxf(m[g], score);
+        const float correction = expf(m[g] - m_new); // 0 for the warp's first key
+        const float p = expf(score - m_new);
+        l[g] = l[g] * correction + p;
+        for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
+          acc[g][r] = acc[g][r] * correction + p * vv[r];
+        m[g] = m_new;
+      }
+    }
+    for (int g = 0; g < PK_MAX_GROUP; ++g) { // a constant bound: the arrays stay in registers
+      if (g >= group)
+        continue;
+      if (lane == 0) {
+        s->m[warp][g] = m[g];
+        s->l[warp][g] = l[g];
+      }
+      for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
+        if (lane + 32 * r < hd)
+          s->acc[warp][g][lane + 32 * r] = acc[g][r];
+    }
+    __syncthreads();
+    float *out = a.attn + (size_t)(sq.first_token + t) * q_width + (size_t)head * group * hd;
+    for (int at = threadIdx.x; at < group * hd; at += PK_THREADS) {
+      const int g = at / hd, i = at % hd;
+      float m_max = BONSAI_NEG_INF;
+      for (int w = 0; w < PK_WARPS; ++w)
+        m_max = fmaxf(m_max, s->m[w][g]);
+      float l_sum = 0.0f, sum = 0.0f;
+      for (int w = 0; w < PK_WARPS; ++w) {
+        const float weight = expf(s->m[w][g] - m_max); // 0 for a warp without keys
+        l_sum += s->l[w][g] * weight;
+        sum += s->acc[w][g][i] * weight;
+      }
+      pk_store(out + at, sum / l_sum);
+    }
+    __syncthreads(); // the states are rewritten for the next token
+  }
+}
+
+template <class T, class D, class KV> __device__ void decode_persistent(const PersistentArgs &a) {
+  grid_entry();
+  BONSAI_DYNAMIC_SHARED(U32x4, pk_shared);
+  PkControl *const ctl = (PkControl *)pk_shared;
+  unsigned char *const work = (unsigned char *)pk_shared + PK_CONTROL_BYTES;
+  Q8Record *const records = (Q8Record *)work;
+  for (int index = blockIdx.x; index < a.n_instrs; index += gridDim.x) {
+    const PkInstr ins = a.instrs[index];
+    if (!pk_wait(a, ins, index, ctl))
+      return;
+    const PkLayer &L = a.layers[ins.layer];
+    if (ins.op == PK_QKV)
+      pk_qkv<T, D>(a, ins, L, records, ctl);
+    else if (ins.op == PK_ATTENTION)
+      pk_attention<KV>(a, ins, (PkAttention *)work);
+    else if (ins.op == PK_OUTPUT)
+      pk_residual<T, D>(a, ins, L.wo, a.attn, a.dims.n_head * a.dims.head_dim, records, ctl);
+    else if (ins.op == PK_FFN_UP)
+      pk_ffn_up<T, D>(a, ins, L, records, ctl);
+    else
+      pk_residual<T, D>(a, ins, L.wd, a.ff, a.dims.n_ff, records, ctl);
+    pk_done(a, ins);
+  }
+}
+
+// NAME for an f32 KV cache, NAME_f16 for an f16 one.
+#define BONSAI_PERSISTENT_KERNELS(suffix, Type, Dp4a)                                              \
+  extern "C" __global__ void bonsai_decode_persistent_##suffix(PersistentArgs a) {                 \
+    decode_persistent<Type, Dp4a, float>(a);                                                       \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_decode_persistent_##suffix##_f16(PersistentArgs a) {           \
+    decode_persistent<Type, Dp4a, u16>(a);                                                         \
+  }
+BONSAI_PERSISTENT_KERNELS(q1_0, TypeQ1_0, Dp4aQ1_0)
+BONSAI_PERSISTENT_KERNELS(q2_0, TypeQ2_0, Dp4aQ2_0)

@@ -1,0 +1,62 @@
+#pragma once
+// What decode=persistent keeps per bound model: the kernel's name and launch
+// shape, the layer table and instruction lists on the device, the counters
+// and stall status the kernel writes, and a pinned copy of that status.
+// kernels/persistent.cuh is the kernel; common/persistent_plan.* the list.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device.hpp"
+#include "persistent_plan.hpp"
+
+namespace bonsai::cuda {
+
+// PkStatus of persistent.cuh.
+struct PersistentStatus {
+  int32_t abort = 0; // 1: a wait passed the deadline
+  int32_t block = 0, instr = 0, counter = 0, observed = 0, target = 0;
+  int32_t reserved[2] = {};
+};
+static_assert(sizeof(PersistentStatus) == 32, "must match PkStatus in kernels/persistent.cuh");
+
+// Page-locked host memory for one PersistentStatus, so that its copy from
+// the device can be queued behind the kernel without a wait.
+class PinnedStatus {
+public:
+  explicit PinnedStatus(const Device &device);
+  ~PinnedStatus();
+  PinnedStatus(const PinnedStatus &) = delete;
+  PinnedStatus &operator=(const PinnedStatus &) = delete;
+  PersistentStatus *get() const { return status_; }
+
+private:
+  const Device &device_;
+  PersistentStatus *status_ = nullptr;
+  bool pinned_ = false; // false: ordinary memory (the copy then waits)
+};
+
+// One instruction list (per number of sequences in the step) on the device.
+struct PersistentPlanBuffer {
+  std::vector<PersistentInstr> host; // for stall reports
+  DeviceBuffer device;
+};
+
+struct PersistentDecode {
+  explicit PersistentDecode(const Device &device) : status(device) {}
+  std::string kernel;        // e.g. "bonsai_decode_persistent_q1_0"
+  unsigned shared_bytes = 0; // dynamic shared memory per block
+  int blocks = 0;            // one per SM
+  long long deadline_ns = 0; // persistent_deadline_ms
+  PersistentShape shape;     // n_sequences set per plan
+  DeviceBuffer layers;       // PkLayer per layer
+  DeviceBuffer control;      // the counters, then PkStatus
+  size_t counter_bytes = 0;  // bytes of the counters (a multiple of 16)
+  PinnedStatus status;       // the last launch's status, once the step has synchronized
+  std::map<int, PersistentPlanBuffer> plans; // by number of sequences
+  int last_sequences = 0;                    // the plan of the last launch
+};
+
+} // namespace bonsai::cuda

@@ -1,0 +1,229 @@
+#include "persistent_step.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernel_sources.hpp"
+#include "launch.hpp"
+#include "plugin_error.hpp"
+
+namespace bonsai::cuda {
+
+PinnedStatus::PinnedStatus(const Device &device) : device_(device) {
+  void *memory = nullptr;
+  if (device.api().cuMemAllocHost(&memory, sizeof(PersistentStatus)) == kCudaSuccess) {
+    status_ = static_cast<PersistentStatus *>(memory);
+    pinned_ = true;
+  } else {
+    status_ = new PersistentStatus;
+  }
+  *status_ = PersistentStatus{};
+}
+
+PinnedStatus::~PinnedStatus() {
+  if (!pinned_)
+    delete status_;
+  else if (!device_.abandoned())
+    device_.api().cuMemFreeHost(status_);
+}
+
+namespace {
+
+constexpr int kBlockThreads = 256; // PK_THREADS
+
+// Host images of persistent.cuh's structs.
+struct LayerArg {
+  CUdeviceptr wq, wk, wv, wo, wg, wu, wd;
+  CUdeviceptr attn_norm, q_norm, k_norm, ffn_norm;
+};
+static_assert(sizeof(LayerArg) == 88, "must match PkLayer in kernels/persistent.cuh");
+struct SequenceArg {
+  int32_t kv_length, n_tokens, first_token, reserved;
+  CUdeviceptr cache;
+};
+static_assert(sizeof(SequenceArg) == 24, "must match PkSequence in kernels/persistent.cuh");
+struct DimsArg {
+  int32_t n_embd, n_head, n_head_kv, head_dim, n_ff, max_ctx;
+  float eps, rope_magnitude;
+};
+struct PersistentArgs {
+  CUdeviceptr instrs, layers, counters, status;
+  CUdeviceptr x, q, k, v, attn, ff;
+  CUdeviceptr rope_rates;
+  uint64_t layer_bytes;
+  int64_t deadline_ns;
+  int32_t n_instrs, n_tokens, n_sequences, reserved;
+  DimsArg dims;
+  SequenceArg sequences[kPersistentMaxSequences];
+};
+static_assert(sizeof(PersistentArgs) == 344, "must match PersistentArgs in kernels/persistent.cuh");
+
+// Dynamic shared bytes (PK_SHARED_BYTES): a 48-byte control area, then the
+// larger of a matmul's quantized input and an attention's working set.
+constexpr unsigned kControlBytes = 48;
+constexpr unsigned kAttentionBytes = 4 * (8 * 4 * 128 + 2 * 8 * 128 + 2 * 8 * 4 + 8 * 4 * 128);
+unsigned shared_bytes(int max_cols) {
+  const unsigned staging = static_cast<unsigned>(max_cols / 128 * 152);
+  return kControlBytes + std::max(staging, kAttentionBytes);
+}
+
+// Why the model cannot run on the persistent kernel, or "".
+std::string unsupported_reason(const Kernels &kernels, const BoundModel &m, std::string *kernel) {
+  const ModelDims &d = m.dims;
+  if (!kernels.persistent())
+    return "its kernels were not built (int8_gemv=off, or a device before sm_70)";
+  const unsigned type = m.layers[0].wq->layout.type;
+  for (const LayerBinding &L : m.layers)
+    for (const Weight *w : {L.wq, L.wk, L.wv, L.wo, L.w_gate, L.w_up, L.w_down})
+      if (w->layout.type != type)
+        return "its layer matrices are not all of one type";
+  *kernel = persistent_decode_name(type, m.kv_bytes == 2);
+  if (kernel->empty())
+    return "its matrices are not Q1_0 or Q2_0";
+  const int q_width = d.n_head * d.head_dim;
+  if (d.n_embd % 128 != 0 || q_width % 128 != 0 || d.n_ff % 128 != 0)
+    return "a matrix width is not a multiple of 128";
+  if (d.head_dim > kPersistentMaxHeadDim || d.head_dim % 2 != 0)
+    return strformat("head dimension %d (it takes even ones up to %d)", d.head_dim,
+                     kPersistentMaxHeadDim);
+  if (d.n_head % d.n_head_kv != 0 || d.n_head / d.n_head_kv > kPersistentMaxGroup)
+    return strformat("%d query heads per KV head (it takes up to %d)", d.n_head / d.n_head_kv,
+                     kPersistentMaxGroup);
+  const unsigned shared = shared_bytes(std::max({d.n_embd, q_width, d.n_ff}));
+  if (!kernels.has(*kernel) || static_cast<int>(shared) > kernels.dynamic_shared_limit(*kernel))
+    return strformat("a block needs %u bytes of shared memory", shared);
+  return {};
+}
+
+int multiprocessors(const Device &device) {
+  int count = 0;
+  device.check(device.api().cuDeviceGetAttribute(&count, kAttrMultiprocessorCount, device.device()),
+               "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  return std::max(count, 1);
+}
+
+const PersistentPlanBuffer &plan_for(const Device &device, PersistentDecode &p, int n_sequences) {
+  auto found = p.plans.find(n_sequences);
+  if (found != p.plans.end())
+    return found->second;
+  PersistentShape shape = p.shape;
+  shape.n_sequences = n_sequences;
+  PersistentPlanBuffer plan;
+  plan.host = build_persistent_plan(shape);
+  const size_t bytes = plan.host.size() * sizeof(PersistentInstr);
+  plan.device = DeviceBuffer(device, bytes, "the persistent decode instruction list");
+  device.upload(plan.device.get(), plan.host.data(), bytes);
+  device.synchronize(); // the host vector moves below
+  return p.plans.emplace(n_sequences, std::move(plan)).first->second;
+}
+
+} // namespace
+
+void prepare_persistent_decode(Context &ctx, BoundModel &m) {
+  if (!ctx.options.persistent_decode || m.persistent || m.persistent_off)
+    return;
+  std::string kernel;
+  if (const std::string why = unsupported_reason(*ctx.kernels, m, &kernel); !why.empty()) {
+    ctx.log.info("decode=persistent does not apply to this model (" + why +
+                 "): decoding launch by launch");
+    m.persistent_off = true;
+    return;
+  }
+  const Device &device = *ctx.device;
+  const ModelDims &d = m.dims;
+  auto p = std::make_unique<PersistentDecode>(device);
+  p->kernel = kernel;
+  p->shared_bytes = shared_bytes(std::max({d.n_embd, d.n_head * d.head_dim, d.n_ff}));
+  p->blocks = multiprocessors(device);
+  p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
+  p->shape = {d.n_layer, d.n_embd, d.n_head, d.n_head_kv, d.head_dim, d.n_ff, 1, p->blocks};
+  std::vector<LayerArg> layers;
+  for (const LayerBinding &L : m.layers)
+    layers.push_back({L.wq->data.get(), L.wk->data.get(), L.wv->data.get(), L.wo->data.get(),
+                      L.w_gate->data.get(), L.w_up->data.get(), L.w_down->data.get(), L.attn_norm,
+                      L.q_norm, L.k_norm, L.ffn_norm});
+  p->layers = DeviceBuffer(device, layers.size() * sizeof(LayerArg), "the persistent layer table");
+  device.upload(p->layers.get(), layers.data(), layers.size() * sizeof(LayerArg));
+  p->counter_bytes = (size_t{kPersistentStages} * d.n_layer * sizeof(int32_t) + 15) / 16 * 16;
+  p->control = DeviceBuffer(device, p->counter_bytes + sizeof(PersistentStatus),
+                            "the persistent decode counters");
+  device.synchronize(); // `layers` goes out of scope
+  ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, %u bytes of shared "
+                         "memory each, %d ms wait deadline",
+                         kernel.c_str(), p->blocks, kBlockThreads, p->shared_bytes,
+                         ctx.options.persistent_deadline_ms));
+  m.persistent = std::move(p);
+}
+
+bool persistent_step_applies(const BoundModel &m, const StepState &step) {
+  return m.persistent != nullptr && step.n_tokens <= kPersistentMaxTokens &&
+         static_cast<int>(step.sequences.size()) <= kPersistentMaxSequences;
+}
+
+void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) {
+  const Device &device = *ctx.device;
+  PersistentDecode &p = *m.persistent;
+  const int n_sequences = static_cast<int>(step.sequences.size());
+  const PersistentPlanBuffer &plan = plan_for(device, p, n_sequences);
+  p.last_sequences = n_sequences;
+  const ModelDims &d = m.dims;
+  const Activations &a = m.act;
+  PersistentArgs args{};
+  args.instrs = plan.device.get();
+  args.layers = p.layers.get();
+  args.counters = p.control.get();
+  args.status = p.control.get() + p.counter_bytes;
+  args.x = a.x.get(), args.q = a.q.get(), args.k = a.k.get(), args.v = a.v.get();
+  args.attn = a.attn.get(), args.ff = a.ff.get();
+  args.rope_rates = m.rope_rates.get();
+  args.layer_bytes = step.sequences[0].slot->layer_bytes;
+  args.deadline_ns = p.deadline_ns;
+  args.n_instrs = static_cast<int32_t>(plan.host.size());
+  args.n_tokens = step.n_tokens;
+  args.n_sequences = n_sequences;
+  args.dims = {d.n_embd, d.n_head,      d.n_head_kv, d.head_dim,
+               d.n_ff,   m.max_context, d.rms_eps,   d.rope_magnitude};
+  for (int i = 0; i < n_sequences; ++i) {
+    const StepSequence &s = step.sequences[static_cast<size_t>(i)];
+    args.sequences[i] = {s.slot->length, s.n_tokens, s.first_token, 0, s.slot->cache.get()};
+  }
+  const DriverApi &api = device.api();
+  device.check(api.cuMemsetD32Async(p.control.get(), 0,
+                                    (p.counter_bytes + sizeof(PersistentStatus)) / 4,
+                                    device.stream()),
+               "cuMemsetD32Async (persistent decode counters)");
+  LaunchShape shape;
+  shape.grid_x = static_cast<unsigned>(p.blocks);
+  shape.block_x = kBlockThreads;
+  shape.shared_bytes = p.shared_bytes;
+  shape.cooperative = true;
+  launch(device, ctx.kernels->get(p.kernel), shape, args);
+  device.check(
+      api.cuMemcpyDtoHAsync(p.status.get(), args.status, sizeof(PersistentStatus), device.stream()),
+      "cuMemcpyDtoHAsync (persistent decode status)");
+}
+
+std::string take_persistent_stall(Context &ctx, BoundModel &m) {
+  if (!m.persistent)
+    return {};
+  const PersistentStatus status = *m.persistent->status.get();
+  if (status.abort == 0)
+    return {};
+  std::string where = strformat("instruction %d", status.instr);
+  const std::vector<PersistentInstr> &list =
+      m.persistent->plans.at(m.persistent->last_sequences).host;
+  if (status.instr >= 0 && static_cast<size_t>(status.instr) < list.size())
+    where += " (" + describe_persistent_instr(list[static_cast<size_t>(status.instr)]) + ")";
+  const std::string report =
+      strformat("persistent decode stalled: block %d waited at %s for counter %d to reach %d; it "
+                "stayed at %d for %d ms",
+                status.block, where.c_str(), status.counter, status.target, status.observed,
+                ctx.options.persistent_deadline_ms);
+  ctx.log.warn(report + "; this step is run again launch by launch, and the model decodes that "
+                        "way from now on");
+  m.persistent.reset();
+  m.persistent_off = true;
+  return report;
+}
+
+} // namespace bonsai::cuda

@@ -1,0 +1,135 @@
+// decode=persistent on the fake driver: every layer of a step of up to 8
+// tokens in one launch of kernels/persistent.cuh, its blocks alive at once
+// in the fiber emulator (random visiting order, a block's stores hidden from
+// the others until it fences, time passing only when every block waits).
+// The clean run keeps the float64 reference's greedy tokens; each injected
+// synchronization fault (BONSAI_FAKE_CUDA_PERSISTENT_FAULT) changes the
+// numbers, which shows the emulator would catch a kernel that made it; a
+// lost counter update stalls the launch, which reports where and is run
+// again launch by launch.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bonsai/engine.hpp"
+#include "bonsai/log.hpp"
+#include "fake_driver_support.hpp"
+#include "tiny_q1_greedy.hpp"
+
+namespace {
+
+using namespace cuda_test;
+using namespace fake_driver_test;
+using ::testing::HasSubstr;
+
+constexpr const char *kPersistent = "ptx_cache=off;decode=persistent";
+constexpr const char *kKernel = "bonsai_decode_persistent";
+
+bonsai::Engine open_tiny_q1(const std::string &plugin_options) {
+  bonsai::EngineOptions options;
+  options.backend = "cuda";
+  options.n_ctx = 64;
+  options.n_batch = 16;
+  options.plugin_options = plugin_options;
+  return bonsai::Engine::open(tiny_q1(), options);
+}
+
+// The logits of the last token of the 8-token prompt, evaluated in one step.
+std::vector<float> prompt_logits(const bonsai::Engine &engine) {
+  bonsai::Session session = engine.create_session();
+  return session.eval(kTinyQ1Prompt).logits;
+}
+
+double cosine(const std::vector<float> &a, const std::vector<float> &b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ab += double{a[i]} * b[i];
+    aa += double{a[i]} * a[i];
+    bb += double{b[i]} * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+TEST(CudaPersistentDecode, EveryStepIsOneLaunchAndTheGreedyTokensAreTheReferences) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const bonsai::Engine engine = open_tiny_q1(kPersistent);
+  bonsai::Session session = engine.create_session();
+  const int persistent_before = fake_launches(kKernel);
+  const int attention_before = fake_launches("bonsai_attention");
+  const int gemv_before = fake_launches("bonsai_gemv");
+  EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
+  // The 8-token prompt and three single tokens: four launches, and no
+  // attention or GEMV launch of the kernel-per-operation path (the LM head's
+  // GEMV is the only one left per step).
+  EXPECT_EQ(fake_launches(kKernel) - persistent_before, 4);
+  EXPECT_EQ(fake_launches("bonsai_attention") - attention_before, 0);
+  EXPECT_EQ(fake_launches("bonsai_gemv") - gemv_before, 4);
+}
+
+TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraphPath) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const std::vector<float> graph = prompt_logits(open_tiny_q1("ptx_cache=off"));
+  std::vector<float> first;
+  for (const char *seed : {"1", "7", "12345"}) {
+    SCOPED_TRACE(seed);
+    const EnvGuard order("BONSAI_FAKE_CUDA_SEED", std::string(seed));
+    const std::vector<float> persistent = prompt_logits(open_tiny_q1(kPersistent));
+    ASSERT_EQ(persistent.size(), graph.size());
+    // Every output is summed by one warp in a fixed order: the blocks'
+    // interleaving cannot change a bit.
+    if (first.empty())
+      first = persistent;
+    EXPECT_EQ(persistent, first);
+    // Both quantize the same inputs to int8; the persistent kernel applies
+    // 1/rms to the sums instead of the inputs, so they differ by roundings.
+    EXPECT_GT(cosine(persistent, graph), 0.9999);
+  }
+}
+
+// Each fault breaks one rule of the kernel's protocol; the emulator must
+// turn every one of them into numbers that fail the golden gate (cosine
+// 0.9995 against the right ones), whatever order the blocks run in.
+TEST(CudaPersistentDecode, AMissingWaitFenceOrCountFailsTheGoldenGate) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const std::vector<float> clean = prompt_logits(open_tiny_q1(kPersistent));
+  for (const char *fault : {"no_wait", "no_fence", "early"})
+    for (const char *seed : {"1", "2", "3"}) {
+      SCOPED_TRACE(std::string(fault) + ", seed " + seed);
+      const EnvGuard inject("BONSAI_FAKE_CUDA_PERSISTENT_FAULT", std::string(fault));
+      const EnvGuard order("BONSAI_FAKE_CUDA_SEED", std::string(seed));
+      const std::vector<float> broken = prompt_logits(open_tiny_q1(kPersistent));
+      ASSERT_EQ(broken.size(), clean.size());
+      const double agreement = cosine(broken, clean);
+      std::printf("[ persistent ] fault %s, seed %s: cosine %.8f\n", fault, seed, agreement);
+      EXPECT_LT(agreement, 0.9995);
+    }
+}
+
+TEST(CudaPersistentDecode, ALostCounterUpdateIsReportedAndTheStepRunsAgainLaunchByLaunch) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const LevelGuard level;
+  const EnvGuard inject("BONSAI_FAKE_CUDA_PERSISTENT_FAULT", std::string("lost_signal=3"));
+  const bonsai::Engine engine = open_tiny_q1(kPersistent);
+  bonsai::Session session = engine.create_session();
+  const int persistent_before = fake_launches(kKernel);
+  testing::internal::CaptureStderr();
+  const std::vector<int32_t> greedy = tiny_q1_greedy(session);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(greedy, kTinyQ1Greedy);
+  EXPECT_THAT(log, HasSubstr("persistent decode stalled: block "));
+  EXPECT_THAT(log, HasSubstr("waited at instruction "));
+  EXPECT_THAT(log, HasSubstr("layer 0 "));
+  EXPECT_THAT(log, HasSubstr("run again launch by launch"));
+  // Only the first step tried the persistent kernel.
+  EXPECT_EQ(fake_launches(kKernel) - persistent_before, 1);
+}
+
+} // namespace

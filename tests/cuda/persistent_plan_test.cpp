@@ -1,0 +1,135 @@
+// The persistent decode kernel's instruction list (common/persistent_plan):
+// checked against the rules the kernel relies on, with the counts worked
+// out by hand for small shapes.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "bonsai/plugin/plugin_error.hpp"
+#include "persistent_plan.hpp"
+
+namespace {
+
+using bonsai::cuda::build_persistent_plan;
+using bonsai::cuda::describe_persistent_instr;
+using bonsai::cuda::persistent_counter;
+using bonsai::cuda::PersistentInstr;
+using bonsai::cuda::PersistentShape;
+using bonsai::cuda::PersistentStage;
+
+// A small shape: 4 layers, 512 wide, 8 query and 4 KV heads of 64, 1536 FFN.
+PersistentShape tiny(int blocks, int sequences) {
+  PersistentShape shape;
+  shape.n_layer = 4;
+  shape.n_embd = 512;
+  shape.n_head = 8;
+  shape.n_head_kv = 4;
+  shape.head_dim = 64;
+  shape.n_ff = 1536;
+  shape.n_sequences = sequences;
+  shape.blocks = blocks;
+  return shape;
+}
+
+int op(PersistentStage stage) {
+  return static_cast<int>(stage);
+}
+
+TEST(PersistentPlan, StagesSplitTheirTilesAmongTheBlocks) {
+  // Q/K/V: (512 + 256 + 256) / 16 = 64 tiles; 4 blocks take 16 each.
+  // Attention: 2 sequences x 4 KV heads. O and down: 32 tiles, 8 each.
+  // Gate/up: 96 tiles, 24 each. Per layer 4 + 8 + 4 + 4 + 4 = 24.
+  const std::vector<PersistentInstr> plan = build_persistent_plan(tiny(4, 2));
+  ASSERT_EQ(plan.size(), 4u * 24u);
+  const std::vector<int> ops = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4};
+  for (size_t i = 0; i < 24; ++i)
+    EXPECT_EQ(plan[i].op, ops[i]) << i;
+  EXPECT_EQ(plan[0].begin, 0);
+  EXPECT_EQ(plan[0].end, 16);
+  EXPECT_EQ(plan[3].begin, 48);
+  EXPECT_EQ(plan[3].end, 64);
+  EXPECT_EQ(plan[16].end - plan[16].begin, 24);
+  // Attention instructions name (sequence, KV head).
+  EXPECT_EQ(plan[4].begin, 0);
+  EXPECT_EQ(plan[4].end, 0);
+  EXPECT_EQ(plan[11].begin, 1);
+  EXPECT_EQ(plan[11].end, 3);
+}
+
+TEST(PersistentPlan, EveryTileOfEveryMatmulIsComputedExactlyOnce) {
+  for (int blocks : {1, 3, 4, 7, 132}) {
+    const std::vector<PersistentInstr> plan = build_persistent_plan(tiny(blocks, 1));
+    std::map<std::pair<int, int>, std::vector<int>> covered; // (layer, op) -> count per tile
+    for (const PersistentInstr &instr : plan) {
+      if (instr.op == op(PersistentStage::attention))
+        continue;
+      std::vector<int> &tiles = covered[{instr.layer, instr.op}];
+      for (int t = instr.begin; t < instr.end; ++t) {
+        if (static_cast<int>(tiles.size()) <= t)
+          tiles.resize(static_cast<size_t>(t) + 1);
+        ++tiles[static_cast<size_t>(t)];
+      }
+    }
+    const std::map<int, size_t> expected_tiles = {{0, 64}, {2, 32}, {3, 96}, {4, 32}};
+    for (const auto &[key, tiles] : covered) {
+      EXPECT_EQ(tiles.size(), expected_tiles.at(key.second)) << blocks << " blocks";
+      for (int count : tiles)
+        EXPECT_EQ(count, 1) << blocks << " blocks, layer " << key.first << ", op " << key.second;
+    }
+    EXPECT_EQ(covered.size(), 4u * 4u);
+  }
+}
+
+// What makes the kernel deadlock-free and race-free: every wait names a
+// counter of an earlier stage and the exact number of its instructions,
+// which all come before it in the list.
+TEST(PersistentPlan, EachWaitCountsAllOfTheStageBeforeItWhichComesEarlier) {
+  const std::vector<PersistentInstr> plan = build_persistent_plan(tiny(3, 3));
+  std::map<int, int> signals;    // counter -> instructions signalling it
+  std::map<int, size_t> last_at; // counter -> position of its last signaller
+  for (size_t i = 0; i < plan.size(); ++i) {
+    ++signals[plan[i].signal_counter];
+    last_at[plan[i].signal_counter] = i;
+    EXPECT_EQ(plan[i].signal_counter,
+              persistent_counter(plan[i].layer, static_cast<PersistentStage>(plan[i].op)));
+  }
+  const std::map<int, int> previous = {{0, 4}, {1, 0}, {2, 1}, {3, 2}, {4, 3}};
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const PersistentInstr &instr = plan[i];
+    if (instr.layer == 0 && instr.op == op(PersistentStage::qkv)) {
+      EXPECT_EQ(instr.wait_target, 0) << "layer 0 starts at once";
+      continue;
+    }
+    const int before_layer = instr.op == 0 ? instr.layer - 1 : instr.layer;
+    const int counter =
+        persistent_counter(before_layer, static_cast<PersistentStage>(previous.at(instr.op)));
+    EXPECT_EQ(instr.wait_counter, counter) << describe_persistent_instr(instr);
+    EXPECT_EQ(instr.wait_target, signals[counter]) << describe_persistent_instr(instr);
+    EXPECT_LT(last_at[counter], i) << describe_persistent_instr(instr);
+  }
+  // 3 sequences x 4 KV heads per layer.
+  EXPECT_EQ(signals[persistent_counter(2, PersistentStage::attention)], 12);
+}
+
+TEST(PersistentPlan, DescribesInstructionsForStallReports) {
+  const std::vector<PersistentInstr> plan = build_persistent_plan(tiny(4, 1));
+  EXPECT_EQ(describe_persistent_instr(plan[0]), "layer 0 Q/K/V (tiles 0..15)");
+  EXPECT_EQ(describe_persistent_instr(plan[5]), "layer 0 attention (sequence 0, KV head 1)");
+  EXPECT_EQ(describe_persistent_instr(plan[plan.size() - 1]),
+            "layer 3 down projection (tiles 24..31)");
+}
+
+TEST(PersistentPlan, RefusesShapesItCannotServe) {
+  PersistentShape bad = tiny(4, 9); // more sequences than the kernel takes
+  EXPECT_THROW(build_persistent_plan(bad), bonsai::plugin::PluginError);
+  bad = tiny(0, 1);
+  EXPECT_THROW(build_persistent_plan(bad), bonsai::plugin::PluginError);
+  bad = tiny(4, 1);
+  bad.n_head_kv = 3; // 8 query heads do not share out over 3
+  EXPECT_THROW(build_persistent_plan(bad), bonsai::plugin::PluginError);
+}
+
+} // namespace

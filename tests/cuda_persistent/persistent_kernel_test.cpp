@@ -1,0 +1,315 @@
+// The persistent decode kernel (plugins/cuda/src/kernels/persistent.cuh) run
+// directly in the fiber emulator, no NVRTC or driver involved, so that CI
+// checks it: all blocks of the grid alive at once and visited in a random
+// order, a block's stores hidden from the others until it fences, and time
+// passing only while every block waits. Small random Qwen3 models (the
+// conformance library's) are decoded step by step with the real instruction
+// list (common/persistent_plan) and checked against the float64 reference
+// forward; then each synchronization rule is broken on purpose, and the
+// emulator must turn that into a failed gate or a reported stall.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "persistent_plan.hpp"
+#include "random_model.hpp"
+#include "reference_forward.hpp"
+#include "weight_repack.hpp"
+
+// The emulator and the kernels last: the emulator defines CUDA's words as macros.
+#include "fiber_emulator.hpp"
+// clang-format off
+#include "common_prelude.cuh"
+#include "int8_input.cuh"
+#include "gemv_dp4a.cuh"
+#include "persistent.cuh"
+// clang-format on
+
+namespace {
+
+using bonsai::conformance::HostModel;
+using bonsai::conformance::HostWeight;
+using bonsai::conformance::ModelShape;
+using bonsai::conformance::Rng;
+using bonsai::cuda::PersistentInstr;
+using bonsai::cuda::PersistentShape;
+
+constexpr int kBlocks = 4;
+constexpr int kMaxContext = 16;
+constexpr uint32_t kQ1_0 = 41, kQ2_0 = 42;
+constexpr double kGoldenCosine = 0.9995; // the golden gate of every plugin
+
+// 16-byte aligned bytes (the kernels' vector loads fault otherwise).
+struct Aligned {
+  std::vector<U32x4> words;
+  explicit Aligned(size_t bytes) : words((bytes + 15) / 16) {}
+  unsigned char *data() { return reinterpret_cast<unsigned char *>(words.data()); }
+};
+
+// What the plugin uploads, in host memory: planar weights and f32 norms.
+struct DeviceModel {
+  std::vector<std::unique_ptr<Aligned>> weights;
+  std::vector<std::vector<float>> norms;
+  std::vector<PkLayer> layers;
+  std::vector<double> rope_rates;
+
+  const u8 *planar(const HostWeight &w) {
+    weights.push_back(std::make_unique<Aligned>(w.bytes.size()));
+    bonsai::cuda::repack_planar({w.type, w.bytes.data(), w.rows, w.cols}, weights.back()->data());
+    return weights.back()->data();
+  }
+  const float *norm(const HostWeight &w) {
+    norms.emplace_back(static_cast<size_t>(w.cols));
+    std::memcpy(norms.back().data(), w.bytes.data(), norms.back().size() * sizeof(float));
+    return norms.back().data();
+  }
+  explicit DeviceModel(const HostModel &m) {
+    for (const auto &l : m.layers)
+      layers.push_back({planar(l.wq), planar(l.wk), planar(l.wv), planar(l.wo), planar(l.gate),
+                        planar(l.up), planar(l.down), norm(l.attn_norm), norm(l.q_norm),
+                        norm(l.k_norm), norm(l.ffn_norm)});
+    for (int i = 0; i < m.shape.head_dim / 2; ++i)
+      rope_rates.push_back(
+          std::pow(static_cast<double>(m.shape.rope_base), -2.0 * i / m.shape.head_dim));
+  }
+};
+
+// A sequence's KV cache in the plugin's layout: per layer its keys, then its
+// values, each [kv_head][kMaxContext][head_dim].
+template <class KV> struct Sequence {
+  std::vector<KV> cache;
+  int length = 0;
+  size_t layer_elements = 0;
+  explicit Sequence(const ModelShape &s)
+      : cache(static_cast<size_t>(2 * s.n_layer * s.n_head_kv * kMaxContext * s.head_dim)),
+        layer_elements(static_cast<size_t>(s.n_head_kv * kMaxContext * s.head_dim)) {}
+};
+
+// What a test breaks.
+enum class Fault { none, no_wait, early, no_fence, lost_signal };
+
+template <class KV> struct StepPart {
+  Sequence<KV> *sequence;
+  std::vector<int32_t> tokens;
+};
+
+struct StepResult {
+  std::vector<float> x; // the hidden rows after the last layer, one per token
+  PkStatus status{};
+};
+
+// One step of the kernel over `parts` (at most 8 sequences and tokens).
+template <class T, class D, class KV>
+StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test::RefModel &ref,
+                    std::vector<StepPart<KV>> parts, Fault fault, unsigned seed) {
+  const ModelShape &s = host.shape;
+  int n_tokens = 0;
+  for (const auto &p : parts)
+    n_tokens += static_cast<int>(p.tokens.size());
+  const auto rows = [&](int width) { return std::vector<float>(size_t(n_tokens) * width); };
+  std::vector<float> x = rows(s.n_embd), q = rows(s.n_head * s.head_dim),
+                     k = rows(s.n_head_kv * s.head_dim), v = rows(s.n_head_kv * s.head_dim),
+                     attn = rows(s.n_head * s.head_dim), ff = rows(s.n_ff);
+  PersistentShape shape{s.n_layer,
+                        s.n_embd,
+                        s.n_head,
+                        s.n_head_kv,
+                        s.head_dim,
+                        s.n_ff,
+                        static_cast<int>(parts.size()),
+                        kBlocks};
+  std::vector<PersistentInstr> plan = bonsai::cuda::build_persistent_plan(shape);
+  for (PersistentInstr &instr : plan)
+    if (fault == Fault::no_wait)
+      instr.wait_target = 0;
+    else if (fault == Fault::early)
+      instr.wait_target = std::max(0, instr.wait_target - 1);
+  std::vector<int> counters(static_cast<size_t>(bonsai::cuda::kPersistentStages * s.n_layer));
+  PkStatus status{};
+
+  PersistentArgs a{};
+  a.instrs = reinterpret_cast<const PkInstr *>(plan.data());
+  a.layers = dev.layers.data();
+  a.counters = counters.data();
+  a.status = &status;
+  a.x = x.data(), a.q = q.data(), a.k = k.data(), a.v = v.data(), a.attn = attn.data();
+  a.ff = ff.data();
+  a.rope_rates = dev.rope_rates.data();
+  a.layer_bytes = parts[0].sequence->layer_elements * sizeof(KV);
+  a.deadline_ns = 1000000000; // virtual time: a stall costs nothing real
+  a.n_instrs = static_cast<int>(plan.size());
+  a.n_tokens = n_tokens;
+  a.n_sequences = static_cast<int>(parts.size());
+  a.dims = {s.n_embd, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, kMaxContext, s.rms_eps, 1.0f};
+  int first = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Sequence<KV> &seq = *parts[i].sequence;
+    for (int32_t token : parts[i].tokens) {
+      for (int c = 0; c < s.n_embd; ++c)
+        x[size_t(first) * s.n_embd + c] =
+            static_cast<float>(ref.token_embd.w[size_t(token) * s.n_embd + c]);
+      ++first;
+    }
+    a.sequences[i] = {seq.length, static_cast<int>(parts[i].tokens.size()),
+                      first - static_cast<int>(parts[i].tokens.size()), 0,
+                      reinterpret_cast<unsigned long long>(seq.cache.data())};
+  }
+  emu::ignore_fences = fault == Fault::no_fence;
+  emu::lose_signal_at = fault == Fault::lost_signal ? 5 : 0;
+  emu::schedule_seed = seed;
+  const int max_cols = std::max({s.n_embd, s.n_head * s.head_dim, s.n_ff});
+  emu::launch_cooperative({kBlocks, 1, 1}, PK_THREADS, PK_SHARED_BYTES(max_cols),
+                          [&] { decode_persistent<T, D, KV>(a); });
+  emu::ignore_fences = false;
+  emu::lose_signal_at = 0;
+  for (auto &p : parts)
+    p.sequence->length += static_cast<int>(p.tokens.size());
+  return {x, status};
+}
+
+// The logits of hidden row `row`: the reference's final norm and LM head.
+std::vector<double> logits_of(const std::vector<float> &x, int row,
+                              const bonsai::test::RefModel &ref) {
+  const int n = ref.dims.n_embd;
+  double ss = 0;
+  for (int c = 0; c < n; ++c)
+    ss += double{x[size_t(row) * n + c]} * x[size_t(row) * n + c];
+  const double inv = 1.0 / std::sqrt(ss / n + ref.dims.rms_eps);
+  std::vector<double> logits(size_t(ref.dims.n_vocab), 0.0);
+  for (int r = 0; r < ref.dims.n_vocab; ++r)
+    for (int c = 0; c < n; ++c)
+      logits[size_t(r)] += ref.lm_head.w[size_t(r) * n + c] * x[size_t(row) * n + c] * inv *
+                           ref.output_norm[size_t(c)];
+  return logits;
+}
+
+double cosine(const std::vector<double> &a, const std::vector<double> &b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ab += a[i] * b[i];
+    aa += a[i] * a[i];
+    bb += b[i] * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+ModelShape small_shape() {
+  ModelShape s; // 256 wide, 2 layers, 4 query and 2 KV heads of 64, FFN 384, 320 tokens
+  return s;
+}
+
+// Decodes a 3-token prompt in one step, then 4 tokens one by one, beside
+// the float64 reference; returns the lowest cosine over every token.
+template <class T, class D, class KV>
+double decode_against_reference(uint32_t type, Fault fault, unsigned seed,
+                                PkStatus *last_status = nullptr) {
+  Rng rng(1234);
+  const HostModel host = bonsai::conformance::random_model(small_shape(), type, rng);
+  const bonsai::test::RefModel ref = host.reference();
+  DeviceModel dev(host);
+  bonsai::test::RefForward reference(ref);
+  Sequence<KV> seq(host.shape);
+  const std::vector<std::vector<int32_t>> steps = {{17, 250, 3}, {42}, {0}, {319}, {100}};
+  double worst = 1.0;
+  for (const auto &tokens : steps) {
+    const StepResult r = run_step<T, D, KV>(host, dev, ref, {{&seq, tokens}}, fault, seed++);
+    if (last_status != nullptr)
+      *last_status = r.status;
+    for (size_t t = 0; t < tokens.size(); ++t)
+      worst = std::min(worst,
+                       cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
+  }
+  return worst;
+}
+
+TEST(PersistentKernel, Q1_0DecodeMatchesTheFloat64Reference) {
+  for (unsigned seed : {1u, 99u}) {
+    const double worst =
+        decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, Fault::none, seed);
+    std::printf("[ persistent ] q1_0, f32 cache, seed %u: min cosine %.8f\n", seed, worst);
+    EXPECT_GE(worst, kGoldenCosine);
+  }
+}
+
+TEST(PersistentKernel, Q2_0DecodeMatchesTheFloat64Reference) {
+  const double worst = decode_against_reference<TypeQ2_0, Dp4aQ2_0, float>(kQ2_0, Fault::none, 5);
+  std::printf("[ persistent ] q2_0, f32 cache: min cosine %.8f\n", worst);
+  EXPECT_GE(worst, kGoldenCosine);
+}
+
+TEST(PersistentKernel, F16CacheDecodeMatchesTheFloat64Reference) {
+  const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, u16>(kQ1_0, Fault::none, 7);
+  std::printf("[ persistent ] q1_0, f16 cache: min cosine %.8f\n", worst);
+  EXPECT_GE(worst, kGoldenCosine);
+}
+
+// Two sequences in one step, one starting (2 tokens) and one continuing (1
+// token after its 3-token prompt): each matches its own reference.
+TEST(PersistentKernel, TwoSequencesInOneStepEachMatchTheirReference) {
+  Rng rng(77);
+  const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
+  const bonsai::test::RefModel ref = host.reference();
+  DeviceModel dev(host);
+  bonsai::test::RefForward ref_a(ref), ref_b(ref);
+  Sequence<float> a(host.shape), b(host.shape);
+  run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&b, {5, 6, 7}}}, Fault::none, 3);
+  for (int32_t token : {5, 6, 7})
+    ref_b.step(token);
+  const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(
+      host, dev, ref, {{&a, {11, 12}}, {&b, {13}}}, Fault::none, 4);
+  const double a0 = cosine(logits_of(r.x, 0, ref), ref_a.step(11));
+  const double a1 = cosine(logits_of(r.x, 1, ref), ref_a.step(12));
+  const double b0 = cosine(logits_of(r.x, 2, ref), ref_b.step(13));
+  std::printf("[ persistent ] two sequences: cosines %.8f %.8f %.8f\n", a0, a1, b0);
+  EXPECT_GE(a0, kGoldenCosine);
+  EXPECT_GE(a1, kGoldenCosine);
+  EXPECT_GE(b0, kGoldenCosine);
+  EXPECT_EQ(a.length, 2);
+  EXPECT_EQ(b.length, 4);
+}
+
+// Removing the waits, waiting for one instruction too few, or fences that
+// publish nothing: the numbers fail the gate whatever the block order.
+TEST(PersistentKernel, EveryBrokenSynchronizationRuleFailsTheGate) {
+  for (Fault fault : {Fault::no_wait, Fault::early, Fault::no_fence})
+    for (unsigned seed : {1u, 2u, 3u}) {
+      const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, fault, seed);
+      std::printf("[ persistent ] fault %d, seed %u: min cosine %.8f\n", static_cast<int>(fault),
+                  seed, worst);
+      EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
+    }
+}
+
+// A lost counter update: the waiting blocks give up at the deadline, the
+// first one records where, the rest follow the abort flag, and the launch
+// returns instead of hanging.
+TEST(PersistentKernel, ALostCounterUpdateEndsTheLaunchWithAReport) {
+  Rng rng(1234);
+  const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
+  const bonsai::test::RefModel ref = host.reference();
+  DeviceModel dev(host);
+  Sequence<float> seq(host.shape);
+  const long long before = emu::virtual_ns;
+  const StepResult r =
+      run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&seq, {1}}}, Fault::lost_signal, 1);
+  EXPECT_EQ(r.status.abort, 1);
+  EXPECT_GE(r.status.block, 0);
+  EXPECT_LT(r.status.block, kBlocks);
+  EXPECT_LT(r.status.observed, r.status.target);
+  // Layer 0's four Q/K/V updates come first, so the 5th is one of its two
+  // attention ones: the output projection waits on that counter for ever.
+  EXPECT_EQ(r.status.counter, 1);
+  const PersistentShape shape{2, 256, 4, 2, 64, 384, 1, kBlocks};
+  const std::vector<PersistentInstr> plan = bonsai::cuda::build_persistent_plan(shape);
+  ASSERT_LT(static_cast<size_t>(r.status.instr), plan.size());
+  EXPECT_EQ(plan[static_cast<size_t>(r.status.instr)].wait_counter, r.status.counter);
+  EXPECT_EQ(plan[static_cast<size_t>(r.status.instr)].wait_target, r.status.target);
+  // One deadline passed, in virtual time.
+  EXPECT_GE(emu::virtual_ns - before, 1000000000LL);
+}
+
+} // namespace
