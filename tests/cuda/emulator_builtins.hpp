@@ -4,6 +4,7 @@
 // fibers). Each emulator defines emu::current (the running GPU thread's
 // indices and block) and emu::syncthreads / emu::shfl_xor before including
 // this header.
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -54,6 +55,10 @@ inline uint16_t float_to_half_bits(float f) {
     ++half; // may carry into the exponent, which is right
   return static_cast<uint16_t>(sign | half);
 }
+
+// 16-byte weight loads so far (load_weight_u32x4), for tests of how often
+// a kernel reads its weights.
+inline std::atomic<long> weight_loads{0};
 
 // A vector load's address must be aligned as on the GPU, where a
 // misaligned one faults.

@@ -162,7 +162,7 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   emu::lose_signal_at = fault == Fault::lost_signal ? 5 : 0;
   emu::schedule_seed = seed;
   const int max_cols = std::max({s.n_embd, s.n_head * s.head_dim, s.n_ff});
-  emu::launch_cooperative({kBlocks, 1, 1}, PK_THREADS, PK_SHARED_BYTES(max_cols),
+  emu::launch_cooperative({kBlocks, 1, 1}, PK_THREADS, PK_SHARED_BYTES(max_cols, n_tokens),
                           [&] { decode_persistent<T, D, KV>(a); });
   emu::ignore_fences = false;
   emu::lose_signal_at = 0;
@@ -270,6 +270,39 @@ TEST(PersistentKernel, TwoSequencesInOneStepEachMatchTheirReference) {
   EXPECT_GE(b0, kGoldenCosine);
   EXPECT_EQ(a.length, 2);
   EXPECT_EQ(b.length, 4);
+}
+
+// Eight tokens in one step (the most a step takes): each matches the
+// reference, and every weight chunk is loaded once for all of them, as
+// many loads as a one-token step makes.
+TEST(PersistentKernel, EightTokensMatchTheReferenceAndReadEachWeightOnce) {
+  Rng rng(31);
+  const HostModel host = bonsai::conformance::random_model(small_shape(), kQ2_0, rng);
+  const bonsai::test::RefModel ref = host.reference();
+  DeviceModel dev(host);
+  Sequence<float> one(host.shape), eight(host.shape);
+  const long before_one = emu::weight_loads;
+  run_step<TypeQ2_0, Dp4aQ2_0, float>(host, dev, ref, {{&one, {9}}}, Fault::none, 11);
+  const long loads_one = emu::weight_loads - before_one;
+  const std::vector<int32_t> tokens = {1, 2, 3, 250, 5, 6, 300, 8};
+  const long before_eight = emu::weight_loads;
+  const StepResult r =
+      run_step<TypeQ2_0, Dp4aQ2_0, float>(host, dev, ref, {{&eight, tokens}}, Fault::none, 12);
+  EXPECT_EQ(emu::weight_loads - before_eight, loads_one);
+  // Every Q2_0 weight of the layers is 2 bits: 16-byte chunks of 64 weights.
+  const ModelShape &s = host.shape;
+  const long per_layer = (long{s.n_head + 2 * s.n_head_kv} * s.head_dim * s.n_embd +
+                          long{s.n_embd} * s.n_head * s.head_dim + 3L * s.n_ff * s.n_embd) /
+                         64;
+  EXPECT_EQ(loads_one, per_layer * s.n_layer);
+  bonsai::test::RefForward reference(ref);
+  double worst = 1.0;
+  for (size_t t = 0; t < tokens.size(); ++t)
+    worst = std::min(worst, cosine(logits_of(r.x, static_cast<int>(t), ref),
+                                   reference.step(tokens[t])));
+  std::printf("[ persistent ] eight tokens in one step: min cosine %.8f, %ld weight loads\n", worst,
+              loads_one);
+  EXPECT_GE(worst, kGoldenCosine);
 }
 
 // Removing the waits, waiting for one instruction too few, or fences that

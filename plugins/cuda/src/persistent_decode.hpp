@@ -47,7 +47,7 @@ struct PersistentPlanBuffer {
 struct PersistentDecode {
   explicit PersistentDecode(const Device &device) : status(device) {}
   std::string kernel;        // e.g. "bonsai_decode_persistent_q1_0"
-  unsigned shared_bytes = 0; // dynamic shared memory per block
+  int max_tokens = 0;        // the most tokens a step may have (their inputs fit shared memory)
   int blocks = 0;            // one per SM
   long long deadline_ns = 0; // persistent_deadline_ms
   PersistentShape shape;     // n_sequences set per plan

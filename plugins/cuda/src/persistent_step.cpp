@@ -58,13 +58,18 @@ struct PersistentArgs {
 };
 static_assert(sizeof(PersistentArgs) == 344, "must match PersistentArgs in kernels/persistent.cuh");
 
-// Dynamic shared bytes (PK_SHARED_BYTES): a 48-byte control area, then the
-// larger of a matmul's quantized input and an attention's working set.
-constexpr unsigned kControlBytes = 48;
+// Dynamic shared bytes (PK_SHARED_BYTES) of a step of n_tokens tokens: the
+// control area, then the larger of the tokens' quantized inputs and an
+// attention's working set (PkAttention).
+constexpr unsigned kControlBytes = 304;
 constexpr unsigned kAttentionBytes = 4 * (8 * 4 * 128 + 2 * 8 * 128 + 2 * 8 * 4 + 8 * 4 * 128);
-unsigned shared_bytes(int max_cols) {
-  const unsigned staging = static_cast<unsigned>(max_cols / 128 * 152);
-  return kControlBytes + std::max(staging, kAttentionBytes);
+unsigned shared_bytes(int max_cols, int n_tokens) {
+  const auto staged = static_cast<unsigned>(n_tokens * int8_staging_bytes(max_cols));
+  return kControlBytes + std::max(staged, kAttentionBytes);
+}
+
+int widest_input(const ModelDims &d) {
+  return std::max({d.n_embd, d.n_head * d.head_dim, d.n_ff});
 }
 
 // Why the model cannot run on the persistent kernel, or "".
@@ -89,10 +94,20 @@ std::string unsupported_reason(const Kernels &kernels, const BoundModel &m, std:
   if (d.n_head % d.n_head_kv != 0 || d.n_head / d.n_head_kv > kPersistentMaxGroup)
     return strformat("%d query heads per KV head (it takes up to %d)", d.n_head / d.n_head_kv,
                      kPersistentMaxGroup);
-  const unsigned shared = shared_bytes(std::max({d.n_embd, q_width, d.n_ff}));
+  const unsigned shared = shared_bytes(widest_input(d), 1);
   if (!kernels.has(*kernel) || static_cast<int>(shared) > kernels.dynamic_shared_limit(*kernel))
     return strformat("a block needs %u bytes of shared memory", shared);
   return {};
+}
+
+// The most tokens a step may have: 8, or fewer where their staged inputs
+// would not fit a block's shared memory.
+int most_tokens(const Kernels &kernels, const std::string &kernel, const ModelDims &d) {
+  int n = kPersistentMaxTokens;
+  while (n > 1 &&
+         static_cast<int>(shared_bytes(widest_input(d), n)) > kernels.dynamic_shared_limit(kernel))
+    --n;
+  return n;
 }
 
 int multiprocessors(const Device &device) {
@@ -133,7 +148,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   const ModelDims &d = m.dims;
   auto p = std::make_unique<PersistentDecode>(device);
   p->kernel = kernel;
-  p->shared_bytes = shared_bytes(std::max({d.n_embd, d.n_head * d.head_dim, d.n_ff}));
+  p->max_tokens = most_tokens(*ctx.kernels, kernel, d);
   p->blocks = multiprocessors(device);
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
   p->shape = {d.n_layer, d.n_embd, d.n_head, d.n_head_kv, d.head_dim, d.n_ff, 1, p->blocks};
@@ -148,15 +163,17 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->control = DeviceBuffer(device, p->counter_bytes + sizeof(PersistentStatus),
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
-  ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, %u bytes of shared "
-                         "memory each, %d ms wait deadline",
-                         kernel.c_str(), p->blocks, kBlockThreads, p->shared_bytes,
+  ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
+                         "tokens (%u bytes of shared memory per block at most), %d ms wait "
+                         "deadline",
+                         kernel.c_str(), p->blocks, kBlockThreads, p->max_tokens,
+                         shared_bytes(widest_input(d), p->max_tokens),
                          ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
 
 bool persistent_step_applies(const BoundModel &m, const StepState &step) {
-  return m.persistent != nullptr && step.n_tokens <= kPersistentMaxTokens &&
+  return m.persistent != nullptr && step.n_tokens <= m.persistent->max_tokens &&
          static_cast<int>(step.sequences.size()) <= kPersistentMaxSequences;
 }
 
@@ -195,7 +212,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(p.blocks);
   shape.block_x = kBlockThreads;
-  shape.shared_bytes = p.shared_bytes;
+  shape.shared_bytes = shared_bytes(widest_input(d), step.n_tokens);
   shape.cooperative = true;
   launch(device, ctx.kernels->get(p.kernel), shape, args);
   device.check(

@@ -318,10 +318,12 @@ inline void add_signal(int *counter) {
 }
 
 // Runs every block of the grid at once: each pass visits the blocks in a
-// new random order and resumes each runnable thread until it suspends
-// again. When no thread can run and some wait on counters, the clock jumps
-// to the earliest of their deadlines; when none does, the kernel hangs for
-// good: abort.
+// new random order, leaves each one out with probability 1/2 (a block that
+// falls behind, as a slow SM would, so that a consumer released too early
+// runs before its last producer), and resumes each runnable thread of the
+// others until it suspends again. When no thread can run and some wait on
+// counters, the clock jumps to the earliest of their deadlines; when none
+// does, the kernel hangs for good: abort.
 template <class Kernel>
 void launch_cooperative(Dim3 grid, unsigned threads, size_t shared_bytes, const Kernel &kernel) {
   const std::function<void()> body = kernel;
@@ -340,10 +342,17 @@ void launch_cooperative(Dim3 grid, unsigned threads, size_t shared_bytes, const 
   std::mt19937 random(static_cast<unsigned>(schedule_seed++));
   std::vector<unsigned> order(n_blocks);
   std::iota(order.begin(), order.end(), 0u);
+  bool skip = true; // after a pass that ran nothing, one that leaves nobody out
   for (;;) {
     std::shuffle(order.begin(), order.end(), random);
-    bool all_done = true, progressed = false;
-    for (const unsigned b : order)
+    bool all_done = true, progressed = false, skipped = false;
+    for (const unsigned b : order) {
+      if (skip && random() % 2 == 0) {
+        skipped = skipped || std::any_of(fibers.begin() + b * threads,
+                                         fibers.begin() + (b + 1) * threads,
+                                         [](const ThreadState &f) { return !f.done; });
+        continue;
+      }
       for (unsigned t = 0; t < threads; ++t) {
         ThreadState &f = fibers[b * threads + t];
         if (f.done)
@@ -356,9 +365,11 @@ void launch_cooperative(Dim3 grid, unsigned threads, size_t shared_bytes, const 
         resume(f);
         progressed = true;
       }
-    if (all_done)
+    }
+    if (all_done && !skipped)
       break;
-    if (progressed)
+    skip = progressed;
+    if (progressed || skipped)
       continue;
     long long earliest = LLONG_MAX;
     for (const ThreadState &f : fibers)

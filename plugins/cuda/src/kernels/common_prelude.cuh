@@ -62,6 +62,7 @@ __device__ __forceinline__ int dp4a_u8_s8(u32 a, u32 b, int c) {
 #else
 inline U32x4 load_weight_u32x4(const u8 *p) {
   emu::require_aligned(p, 16);
+  ++emu::weight_loads;
   return *reinterpret_cast<const U32x4 *>(p);
 }
 inline U32x4 load_shared_u32x4(const U32x4 *p) {

@@ -97,6 +97,15 @@ struct PersistentArgs {
   PkSequence sequences[PK_MAX_SEQUENCES];
 };
 
+// Loops over matrices and tokens whose bodies are large: unrolled, so that
+// their per-matrix and per-token accumulators keep constant indices (and
+// registers) instead of going to local memory.
+#ifndef BONSAI_KERNEL_EMULATION
+#define PK_UNROLL _Pragma("unroll")
+#else
+#define PK_UNROLL
+#endif
+
 #ifndef BONSAI_KERNEL_EMULATION
 __device__ __forceinline__ int pk_load_acquire(const int *p) {
   int v;
@@ -185,8 +194,9 @@ __device__ __forceinline__ void kv_put(u16 *p, float v) {
 // The dynamic shared memory: a control area, then either a matmul's
 // quantized input or an attention's working set.
 struct PkControl {
-  int go;                   // thread 0's verdict on the wait: 1 run, 0 return
-  float partials[PK_WARPS]; // per-warp sums of squares
+  int go;                                  // thread 0's verdict on the wait: 1 run, 0 return
+  float partials[PK_WARPS][PK_MAX_TOKENS]; // per-warp sums of squares of each token's input
+  float scales[PK_MAX_TOKENS];             // what each token's row dots are multiplied by
 };
 struct PkAttention {
   float q[PK_MAX_TOKENS][PK_MAX_GROUP][PK_MAX_DIM]; // normed, rotated queries
@@ -195,13 +205,18 @@ struct PkAttention {
   float m[PK_WARPS][PK_MAX_GROUP], l[PK_WARPS][PK_MAX_GROUP];
   float acc[PK_WARPS][PK_MAX_GROUP][PK_MAX_DIM];
 };
-#define PK_CONTROL_BYTES ((sizeof(PkControl) + 15) / 16 * 16)
-// Dynamic shared bytes for inputs of up to max_cols values.
-#define PK_SHARED_BYTES(max_cols)                                                                  \
-  (PK_CONTROL_BYTES +                                                                              \
-   ((max_cols) / 128 * (sizeof(Q8Record) + 2 * sizeof(float)) > sizeof(PkAttention)                \
-        ? (max_cols) / 128 * (sizeof(Q8Record) + 2 * sizeof(float))                                \
-        : sizeof(PkAttention)))
+#define PK_CONTROL_BYTES 304 // sizeof(PkControl) rounded up to 16 (the host's kControlBytes)
+static_assert(sizeof(PkControl) <= PK_CONTROL_BYTES, "the control area outgrew its bytes");
+// Bytes of one token's quantized input row of `cols` values in shared
+// memory (records, then offsets; 16-byte aligned).
+#define PK_STAGED_ROW_BYTES(cols) (Q8_ROW_STRIDE(cols) * 16)
+// Dynamic shared bytes for steps of n_tokens tokens with inputs of up to
+// max_cols values: the control area, then the larger of the staged inputs
+// and an attention's working set.
+#define PK_SHARED_BYTES(max_cols, n_tokens)                                                        \
+  (PK_CONTROL_BYTES + ((n_tokens)*PK_STAGED_ROW_BYTES(max_cols) > sizeof(PkAttention)              \
+                           ? (n_tokens)*PK_STAGED_ROW_BYTES(max_cols)                              \
+                           : sizeof(PkAttention)))
 
 // Thread 0 waits for the instruction's counter; the block follows its
 // verdict. False: the launch is aborting (a wait somewhere timed out).
@@ -250,39 +265,51 @@ __device__ void pk_done(const PersistentArgs &a, const PkInstr &ins) {
   }
 }
 
-// Quantizes x (times norm when not NULL, but without the 1/rms factor:
-// int8 codes do not depend on a common scale) into the block's records, and
-// returns what the row dots must be multiplied by: 1/rms with a norm, else 1.
-// The sum of squares comes out of the same pass, so no block reduction
-// stands before the first quantized value.
-__device__ float pk_stage_input(const float *x, const float *norm, float eps, int cols,
-                                Q8Record *records, float *offsets, PkControl *ctl) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads(); // the previous token's records are no longer read
-  float ss = 0.0f;
-  for (int b = warp; b < cols / 128; b += PK_WARPS) {
-    const size_t at = (size_t)b * 128 + 4 * lane;
+// Quantizes every token's input row (times norm when not NULL, but
+// without the 1/rms factor: int8 codes do not depend on a common scale)
+// into `staged`, PK_STAGED_ROW_BYTES(cols) apart, and sets ctl->scales[t] to
+// what token t's row dots must be multiplied by: its 1/rms with a norm,
+// else 1. The sums of squares come out of the same pass, so no block
+// reduction stands before the first quantized value.
+__device__ void pk_stage_inputs(const float *x, const float *norm, float eps, int cols,
+                                int n_tokens, unsigned char *staged, PkControl *ctl) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_blocks = cols / 128;
+  __syncthreads(); // the previous instruction's staged rows are no longer read
+  float ss[PK_MAX_TOKENS];
+  for (int t = 0; t < PK_MAX_TOKENS; ++t)
+    ss[t] = 0.0f;
+  for (int item = warp; item < n_tokens * n_blocks; item += PK_WARPS) {
+    const int t = item / n_blocks, b = item % n_blocks;
+    const size_t at = (size_t)t * cols + (size_t)b * 128 + 4 * lane;
     const U32x4 v = *(const U32x4 *)(x + at);
     float v0 = __uint_as_float(v.x), v1 = __uint_as_float(v.y);
     float v2 = __uint_as_float(v.z), v3 = __uint_as_float(v.w);
-    ss += v0 * v0 + v1 * v1 + v2 * v2 + v3 * v3;
+    const float squares = v0 * v0 + v1 * v1 + v2 * v2 + v3 * v3;
+    for (int tt = 0; tt < PK_MAX_TOKENS; ++tt) // constant indices keep ss in registers
+      ss[tt] += tt == t ? squares : 0.0f;
     if (norm != 0) {
-      const U32x4 n = *(const U32x4 *)(norm + at);
+      const U32x4 n = *(const U32x4 *)(norm + (size_t)b * 128 + 4 * lane);
       v0 *= __uint_as_float(n.x), v1 *= __uint_as_float(n.y);
       v2 *= __uint_as_float(n.z), v3 *= __uint_as_float(n.w);
     }
-    quantize_lane(v0, v1, v2, v3, lane, &records[b], offsets + 2 * b);
+    Q8Record *const records = (Q8Record *)(staged + (size_t)t * PK_STAGED_ROW_BYTES(cols));
+    quantize_lane(v0, v1, v2, v3, lane, &records[b], (float *)(records + n_blocks) + 2 * b);
   }
-  ss = warp_sum(ss);
-  if (lane == 0)
-    ctl->partials[warp] = ss;
+  for (int t = 0; t < PK_MAX_TOKENS; ++t) {
+    if (t >= n_tokens)
+      continue;
+    const float total = warp_sum(ss[t]);
+    if (lane == 0)
+      ctl->partials[warp][t] = total;
+  }
   __syncthreads();
-  if (norm == 0)
-    return 1.0f;
-  float total = 0.0f;
-  for (int w = 0; w < PK_WARPS; ++w)
-    total += ctl->partials[w];
-  return 1.0f / sqrtf(total / (float)cols + eps);
+  if ((int)threadIdx.x < n_tokens) {
+    float total = 0.0f;
+    for (int w = 0; w < PK_WARPS; ++w)
+      total += ctl->partials[w][threadIdx.x];
+    ctl->scales[threadIdx.x] = norm != 0 ? 1.0f / sqrtf(total / (float)cols + eps) : 1.0f;
+  }
+  __syncthreads();
 }
 
 // N_MATS matrices of `rows` x `cols` read together (the MLP's gate and up).
@@ -291,19 +318,49 @@ template <int N_MATS> struct PkMatmul {
   int rows, cols;
 };
 
-// Rows [row0, row0 + DP4A_ROWS_PER_WARP) of this warp for one token:
-// acc[m][i] = (W_m row0 + i) . input, times `scale`.
+// Rows [row0, row0 + DP4A_ROWS_PER_WARP) of this warp for every token:
+// acc[t][m][i] = (W_m row0 + i) . (token t's staged input). Each weight
+// chunk is loaded once and used for all the tokens.
 template <class T, class D, int N_MATS>
 __device__ __forceinline__ void
-pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const Q8Record *records, const float *offsets,
-             float scale, float (&acc)[N_MATS][DP4A_ROWS_PER_WARP]) {
+pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, int n_tokens,
+             float (&acc)[PK_MAX_TOKENS][N_MATS][DP4A_ROWS_PER_WARP]) {
+  const int lane = threadIdx.x % 32;
   const WarpChunks<T, D> wc(mm.rows, mm.cols / 128, row0);
-  ChunkPrefetch<N_MATS> pf;
-  prefetch_chunks<T, D, N_MATS>(mm.w, wc, pf);
-  warp_rows<T, D, N_MATS>(mm.w, wc, pf, records, offsets, acc);
-  for (int m = 0; m < N_MATS; ++m)
-    for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
-      acc[m][i] *= scale;
+  const size_t row_bytes = PK_STAGED_ROW_BYTES(mm.cols);
+  for (int t = 0; t < PK_MAX_TOKENS; ++t)
+    for (int m = 0; m < N_MATS; ++m)
+      for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
+        acc[t][m][i] = 0.0f;
+  ChunkCursor at = wc.first_cursor(lane);
+  for (int c = lane; c < wc.n_chunks; c += 32) {
+    const int b = at.k / D::CHUNKS, part = at.k % D::CHUNKS;
+    PK_UNROLL
+    for (int m = 0; m < N_MATS; ++m) {
+      const U32x4 codes = load_weight_u32x4(mm.w[m] + (wc.first_chunk + c) * 16);
+      const float d = half_to_float(((const u16 *)(mm.w[m] + wc.codes_bytes))[wc.block_index(at)]);
+      PK_UNROLL
+      for (int t = 0; t < PK_MAX_TOKENS; ++t) {
+        if (t >= n_tokens) // uniform; continue, not break, so the loop unrolls
+          continue;
+        const Q8Record *records = (const Q8Record *)(staged + (size_t)t * row_bytes);
+        const float *offsets = (const float *)(records + wc.n_blocks) + 2 * b;
+        const float v = d * D::chunk_dot(codes, records[b], offsets, part);
+        // Added to every row, zero to all but its own: an `if (i == at.r)`
+        // would be turned into acc[..][at.r], a run-time index into local memory.
+        for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
+          acc[t][m][i] += i == at.r ? v : 0.0f;
+      }
+    }
+    at.advance(32, wc.chunks_per_row);
+  }
+  for (int t = 0; t < PK_MAX_TOKENS; ++t) {
+    if (t >= n_tokens)
+      continue;
+    for (int m = 0; m < N_MATS; ++m)
+      for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
+        acc[t][m][i] = warp_sum(acc[t][m][i]);
+  }
 }
 
 // What a matmul instruction writes: out = W in, out += W in (residual), or
@@ -320,30 +377,32 @@ template <int N_MATS> struct PkTile {
   float *out;
 };
 
-// Every token of the step: its input row (`in`, times `norm` and 1/rms
-// when norm is not NULL) staged once, then each tile of [begin, end) that
-// locate(tile, &where) places (false: this warp has no rows there).
+// Every token's input row (`in`, times `norm` and 1/rms when norm is not
+// NULL) staged once, then each tile of [begin, end) as locate(tile) places
+// it (row0 < 0: this warp has no rows there), its weights read once for all
+// the tokens.
 template <class T, class D, int N_MATS, int KIND, class Locate>
 __device__ __forceinline__ void pk_tiles(const PersistentArgs &a, const PkInstr &ins,
                                          const float *in, const float *norm, int cols,
-                                         Q8Record *records, PkControl *ctl, Locate locate) {
-  float *const offsets = (float *)(records + cols / 128);
+                                         unsigned char *staged, PkControl *ctl, Locate locate) {
   const int lane = threadIdx.x % 32;
-  for (int t = 0; t < a.n_tokens; ++t) {
-    const float scale =
-        pk_stage_input(in + (size_t)t * cols, norm, a.dims.eps, cols, records, offsets, ctl);
-    for (int tile = ins.begin; tile < ins.end; ++tile) {
-      PkTile<N_MATS> where;
-      if (!locate(tile, &where))
+  pk_stage_inputs(in, norm, a.dims.eps, cols, a.n_tokens, staged, ctl);
+  for (int tile = ins.begin; tile < ins.end; ++tile) {
+    const PkTile<N_MATS> where = locate(tile);
+    if (where.row0 < 0)
+      continue;
+    float acc[PK_MAX_TOKENS][N_MATS][DP4A_ROWS_PER_WARP];
+    pk_warp_rows<T, D, N_MATS>(where.mm, where.row0, staged, a.n_tokens, acc);
+    for (int t = 0; t < PK_MAX_TOKENS; ++t) {
+      if (t >= a.n_tokens)
         continue;
-      float acc[N_MATS][DP4A_ROWS_PER_WARP];
-      pk_warp_rows<T, D, N_MATS>(where.mm, where.row0, records, offsets, scale, acc);
+      const float scale = ctl->scales[t];
       float *const out = where.out + (size_t)t * where.mm.rows;
       for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i) { // a constant bound: acc stays in registers
         if (lane != 0 || where.row0 + i >= where.mm.rows)
           continue;
         float *const y = out + where.row0 + i;
-        const float g = acc[0][i], u = acc[N_MATS - 1][i];
+        const float g = acc[t][0][i] * scale, u = acc[t][N_MATS - 1][i] * scale;
         const float v = KIND == PK_SWIGLU ? g / (1.0f + expf(-g)) * u : g;
         pk_store(y, KIND == PK_ADD ? *y + v : v);
       }
@@ -360,52 +419,53 @@ __device__ __forceinline__ int pk_warp_row0(int tile, int rows) {
 // Q, K and V rows: the tiles of Q come first, then K's, then V's.
 template <class T, class D>
 __device__ void pk_qkv(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
-                       Q8Record *records, PkControl *ctl) {
+                       unsigned char *staged, PkControl *ctl) {
   const PkDims &d = a.dims;
   const int q_rows = d.n_head * d.head_dim, kv_rows = d.n_head_kv * d.head_dim;
   const int q_tiles = (q_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
   const int kv_tiles = (kv_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
-  pk_tiles<T, D, 1, PK_SET>(
-      a, ins, a.x, L.attn_norm, d.n_embd, records, ctl, [&](int tile, PkTile<1> *where) {
-        const int which = tile < q_tiles ? 0 : tile < q_tiles + kv_tiles ? 1 : 2;
-        const int first = which == 0 ? 0 : which == 1 ? q_tiles : q_tiles + kv_tiles;
-        where->mm.w[0] = which == 0 ? L.wq : which == 1 ? L.wk : L.wv;
-        where->mm.rows = which == 0 ? q_rows : kv_rows;
-        where->mm.cols = d.n_embd;
-        where->out = which == 0 ? a.q : which == 1 ? a.k : a.v;
-        where->row0 = pk_warp_row0(tile - first, where->mm.rows);
-        return where->row0 >= 0;
-      });
+  pk_tiles<T, D, 1, PK_SET>(a, ins, a.x, L.attn_norm, d.n_embd, staged, ctl, [&](int tile) {
+    PkTile<1> where;
+    const int which = tile < q_tiles ? 0 : tile < q_tiles + kv_tiles ? 1 : 2;
+    const int first = which == 0 ? 0 : which == 1 ? q_tiles : q_tiles + kv_tiles;
+    where.mm.w[0] = which == 0 ? L.wq : which == 1 ? L.wk : L.wv;
+    where.mm.rows = which == 0 ? q_rows : kv_rows;
+    where.mm.cols = d.n_embd;
+    where.out = which == 0 ? a.q : which == 1 ? a.k : a.v;
+    where.row0 = pk_warp_row0(tile - first, where.mm.rows);
+    return where;
+  });
 }
 
 // residual rows += W in (the O and down projections).
 template <class T, class D>
 __device__ void pk_residual(const PersistentArgs &a, const PkInstr &ins, const u8 *w,
-                            const float *in, int cols, Q8Record *records, PkControl *ctl) {
-  pk_tiles<T, D, 1, PK_ADD>(a, ins, in, 0, cols, records, ctl, [&](int tile, PkTile<1> *where) {
-    where->mm.w[0] = w;
-    where->mm.rows = a.dims.n_embd;
-    where->mm.cols = cols;
-    where->out = a.x;
-    where->row0 = pk_warp_row0(tile, where->mm.rows);
-    return where->row0 >= 0;
+                            const float *in, int cols, unsigned char *staged, PkControl *ctl) {
+  pk_tiles<T, D, 1, PK_ADD>(a, ins, in, 0, cols, staged, ctl, [&](int tile) {
+    PkTile<1> where;
+    where.mm.w[0] = w;
+    where.mm.rows = a.dims.n_embd;
+    where.mm.cols = cols;
+    where.out = a.x;
+    where.row0 = pk_warp_row0(tile, where.mm.rows);
+    return where;
   });
 }
 
 // ff rows = silu(Wg h) * (Wu h), h = RMSNorm(x) * ffn_norm.
 template <class T, class D>
 __device__ void pk_ffn_up(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
-                          Q8Record *records, PkControl *ctl) {
-  pk_tiles<T, D, 2, PK_SWIGLU>(a, ins, a.x, L.ffn_norm, a.dims.n_embd, records, ctl,
-                               [&](int tile, PkTile<2> *where) {
-                                 where->mm.w[0] = L.wg;
-                                 where->mm.w[1] = L.wu;
-                                 where->mm.rows = a.dims.n_ff;
-                                 where->mm.cols = a.dims.n_embd;
-                                 where->out = a.ff;
-                                 where->row0 = pk_warp_row0(tile, where->mm.rows);
-                                 return where->row0 >= 0;
-                               });
+                          unsigned char *staged, PkControl *ctl) {
+  pk_tiles<T, D, 2, PK_SWIGLU>(a, ins, a.x, L.ffn_norm, a.dims.n_embd, staged, ctl, [&](int tile) {
+    PkTile<2> where;
+    where.mm.w[0] = L.wg;
+    where.mm.w[1] = L.wu;
+    where.mm.rows = a.dims.n_ff;
+    where.mm.cols = a.dims.n_embd;
+    where.out = a.ff;
+    where.row0 = pk_warp_row0(tile, where.mm.rows);
+    return where;
+  });
 }
 
 // Phase 1 of an attention instruction: warp-sized items, each one head row
@@ -558,22 +618,21 @@ template <class T, class D, class KV> __device__ void decode_persistent(const Pe
   BONSAI_DYNAMIC_SHARED(U32x4, pk_shared);
   PkControl *const ctl = (PkControl *)pk_shared;
   unsigned char *const work = (unsigned char *)pk_shared + PK_CONTROL_BYTES;
-  Q8Record *const records = (Q8Record *)work;
   for (int index = blockIdx.x; index < a.n_instrs; index += gridDim.x) {
     const PkInstr ins = a.instrs[index];
     if (!pk_wait(a, ins, index, ctl))
       return;
     const PkLayer &L = a.layers[ins.layer];
     if (ins.op == PK_QKV)
-      pk_qkv<T, D>(a, ins, L, records, ctl);
+      pk_qkv<T, D>(a, ins, L, work, ctl);
     else if (ins.op == PK_ATTENTION)
       pk_attention<KV>(a, ins, (PkAttention *)work);
     else if (ins.op == PK_OUTPUT)
-      pk_residual<T, D>(a, ins, L.wo, a.attn, a.dims.n_head * a.dims.head_dim, records, ctl);
+      pk_residual<T, D>(a, ins, L.wo, a.attn, a.dims.n_head * a.dims.head_dim, work, ctl);
     else if (ins.op == PK_FFN_UP)
-      pk_ffn_up<T, D>(a, ins, L, records, ctl);
+      pk_ffn_up<T, D>(a, ins, L, work, ctl);
     else
-      pk_residual<T, D>(a, ins, L.wd, a.ff, a.dims.n_ff, records, ctl);
+      pk_residual<T, D>(a, ins, L.wd, a.ff, a.dims.n_ff, work, ctl);
     pk_done(a, ins);
   }
 }
