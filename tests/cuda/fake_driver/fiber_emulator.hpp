@@ -348,9 +348,9 @@ void launch_cooperative(Dim3 grid, unsigned threads, size_t shared_bytes, const 
     bool all_done = true, progressed = false, skipped = false;
     for (const unsigned b : order) {
       if (skip && random() % 2 == 0) {
-        skipped = skipped || std::any_of(fibers.begin() + b * threads,
-                                         fibers.begin() + (b + 1) * threads,
-                                         [](const ThreadState &f) { return !f.done; });
+        skipped =
+            skipped || std::any_of(fibers.begin() + b * threads, fibers.begin() + (b + 1) * threads,
+                                   [](const ThreadState &f) { return !f.done; });
         continue;
       }
       for (unsigned t = 0; t < threads; ++t) {
