@@ -424,7 +424,9 @@ if wanted ncu; then
       -m "$first" --backend cuda -p 512 -n 0 -r 1
     step ncu_attention 60 ncu "${ncu_sections[@]}" -k regex:attention --launch-skip 40 \
       --launch-count 4 "$bin/bonsai" bench -m "$first" --backend cuda -p 0 -n 4 -d 1024 -r 1
-    for n in ncu_decode ncu_prefill ncu_attention; do
+    step ncu_attention_tc 60 ncu "${ncu_sections[@]}" -k regex:attention_tc --launch-count 2 \
+      "$bin/bonsai" bench -m "$first" --backend cuda -p 512 -n 0 -r 1
+    for n in ncu_decode ncu_prefill ncu_attention ncu_attention_tc; do
       [ -f "$logs/$n.log" ] && ncu_digest "$logs/$n.log" >>"$summary"
     done
   else
@@ -447,6 +449,10 @@ elif wanted options; then
   bench bench_q1_0_kv_f16_d4096 "$first" -p 0 -n 128 -d 4096 --backend-options kv=f16
   # Prefill on the f16 tensor-core GEMMs instead of the int8 ones (default on 8.0+).
   bench bench_q1_0_prefill_f16 "$first" -p 512 -n 0 --backend-options prefill=f16
+  # Prefill attention on CUDA cores (the split kernels) instead of tensor cores,
+  # at 512 and at 4,096 tokens, where attention weighs most.
+  bench bench_q1_0_attention_cores "$first" -p 512,4096 -n 0 --backend-options prefill_attention=cores
+  bench bench_q1_0_attention_tc "$first" -p 4096 -n 0
   for opt in graphs=off int8_gemv=off tensor_cores=off kernels=reference; do
     bench "bench_q1_0_${opt%%=*}_off" "$first" -p 512 -n 128 --backend-options "$opt"
   done

@@ -29,15 +29,16 @@ TEST(CudaCubinFallback, RefusedPtxIsReplacedByACachedCubinForTheExactArchitectur
     Lines log;
     ASSERT_NO_FATAL_FAILURE(start_and_stop_context(log));
     if (start == 0) {
-      // Four programs (matmul, layer, tensor-core matmul, int8 GEMV): each
-      // PTX refused, each CUBIN compiled for the fake sm_90.
-      EXPECT_EQ(log.count("the driver refused the PTX NVRTC made for"), 4);
-      EXPECT_EQ(log.count("(222)"), 4); // CUDA_ERROR_UNSUPPORTED_PTX_VERSION, kept in the message
-      EXPECT_EQ(log.count("compiling a CUBIN for sm_90 instead"), 4);
-      EXPECT_EQ(log.count("bytes of CUBIN"), 4);
+      // Five programs (matmul, layer, tensor-core matmul, int8 GEMV,
+      // tensor-core attention): each PTX refused, each CUBIN compiled for the
+      // fake sm_90.
+      EXPECT_EQ(log.count("the driver refused the PTX NVRTC made for"), 5);
+      EXPECT_EQ(log.count("(222)"), 5); // CUDA_ERROR_UNSUPPORTED_PTX_VERSION, kept in the message
+      EXPECT_EQ(log.count("compiling a CUBIN for sm_90 instead"), 5);
+      EXPECT_EQ(log.count("bytes of CUBIN"), 5);
     } else {
-      EXPECT_EQ(log.count("PTX cache hit"), 4);
-      EXPECT_EQ(log.count("CUBIN"), 4); // the hits name what they loaded
+      EXPECT_EQ(log.count("PTX cache hit"), 5);
+      EXPECT_EQ(log.count("CUBIN"), 5); // the hits name what they loaded
       EXPECT_EQ(log.count("NVRTC compile"), 0);
     }
   }

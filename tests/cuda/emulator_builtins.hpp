@@ -126,37 +126,53 @@ inline void wmma_store_col(float *p, const FragC &c, int ldm) {
         p[n * ldm + m] = c.v[m][n];
 }
 
-// mma.sync.m16n8k32 s8 x s8 -> s32 of kernels/matmul_mmq.cuh, from each
-// lane's registers in the layout the PTX ISA gives (restated there): the
-// lanes publish their operands, and each computes its four results from
-// the whole warp's.
-inline void mma_s8_m16n8k32(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+// One warp-wide mma.sync.m16n8kK from each lane's registers, in the layout
+// the PTX ISA gives for A (16 x K, row-major) and B (K x 8) with ELEMS
+// elements of K_BITS bits per 32-bit register (lowest k in the lowest bits):
+// element (row, k) of A is in lane 4 (row % 8) + (k % (K / 2)) / ELEMS,
+// register (row >= 8) + 2 (k >= K / 2); element (k, n) of B in lane
+// 4 n + (k % (K / 2)) / ELEMS, register 4 + (k >= K / 2). The lanes publish
+// their operands, and each computes its four results (C[g][2c], C[g][2c+1],
+// C[g+8][2c], C[g+8][2c+1]) from the whole warp's, summing in Acc in k order.
+template <int K, int ELEMS, class Acc, class Element>
+void warp_mma(Acc (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
+              const Element &element) {
   const uint32_t mine[6] = {a[0], a[1], a[2], a[3], b0, b1};
   emu::publish_words(mine, 6);
   uint32_t words[32][8];
   emu::gather_words(words);
-  const auto byte_of = [](uint32_t word, int k) {
-    return static_cast<int>(static_cast<signed char>((word >> (8 * (k % 4))) & 255u));
-  };
-  // A[row][k]: lane 4 (row % 8) + (k % 16) / 4, register (row >= 8) + 2 (k >= 16).
   const auto a_at = [&](int row, int k) {
-    const unsigned lane = static_cast<unsigned>(4 * (row % 8) + (k % 16) / 4);
-    return byte_of(words[lane][(row >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0)], k);
+    const unsigned lane = static_cast<unsigned>(4 * (row % 8) + (k % (K / 2)) / ELEMS);
+    return element(words[lane][(row >= 8 ? 1 : 0) + (k >= K / 2 ? 2 : 0)], k % ELEMS);
   };
-  // B[k][n]: lane 4 n + (k % 16) / 4, register 4 + (k >= 16).
   const auto b_at = [&](int k, int n) {
-    const unsigned lane = static_cast<unsigned>(4 * n + (k % 16) / 4);
-    return byte_of(words[lane][4 + (k >= 16 ? 1 : 0)], k);
+    const unsigned lane = static_cast<unsigned>(4 * n + (k % (K / 2)) / ELEMS);
+    return element(words[lane][4 + (k >= K / 2 ? 1 : 0)], k % ELEMS);
   };
   const int lane = static_cast<int>(emu::current->tid % 32), g = lane / 4, c = lane % 4;
   for (int i = 0; i < 4; ++i) {
     const int row = g + 8 * (i / 2), col = 2 * c + i % 2;
-    int sum = 0;
-    for (int k = 0; k < 32; ++k)
+    Acc sum = 0;
+    for (int k = 0; k < K; ++k)
       sum += a_at(row, k) * b_at(k, col);
     d[i] += sum;
   }
   emu::syncwarp(); // nobody publishes again before every lane has read
+}
+
+// mma.sync.m16n8k32 s8 x s8 -> s32 of kernels/matmul_mmq.cuh (layout restated there).
+inline void mma_s8_m16n8k32(int (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  warp_mma<32, 4>(d, a, b0, b1, [](uint32_t word, int i) {
+    return static_cast<int>(static_cast<signed char>((word >> (8 * i)) & 255u));
+  });
+}
+// mma.sync.m16n8k16 f16 x f16 -> f32 of kernels/attention_tc.cuh (layout
+// restated there): products summed in f32 in k order (the hardware's order
+// may differ in rounding).
+inline void mma_f16_m16n8k16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  warp_mma<16, 2>(d, a, b0, b1, [](uint32_t word, int i) {
+    return emu::half_bits_to_float(static_cast<uint16_t>(word >> (16 * i)));
+  });
 }
 // cp.async: queued per thread, landing at the wait for its group.
 inline void cp_async_16(void *shared_dst, const void *global_src) {

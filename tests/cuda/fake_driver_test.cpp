@@ -26,12 +26,12 @@ TEST(CudaFakeDriver, SecondContextLoadsPtxFromTheCacheWithoutNvrtc) {
     Lines log;
     ASSERT_NO_FATAL_FAILURE(start_and_stop_context(log));
     if (start == 0) {
-      // Four programs on the fake sm_90: matmul, layer, tensor-core matmul,
-      // int8 GEMV.
-      EXPECT_EQ(log.count("PTX cache miss"), 4);
-      EXPECT_EQ(log.count("NVRTC compile"), 4);
+      // Five programs on the fake sm_90: matmul, layer, tensor-core matmul,
+      // int8 GEMV, tensor-core attention.
+      EXPECT_EQ(log.count("PTX cache miss"), 5);
+      EXPECT_EQ(log.count("NVRTC compile"), 5);
     } else {
-      EXPECT_EQ(log.count("PTX cache hit"), 4);
+      EXPECT_EQ(log.count("PTX cache hit"), 5);
       EXPECT_EQ(log.count("NVRTC compile"), 0);
     }
   }
@@ -48,7 +48,8 @@ TEST(CudaFakeDriver, CacheOffOptionCompilesEveryTime) {
   ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
   cuda_api().destroy_context(ctx);
   EXPECT_EQ(log.count("PTX cache off: disabled by the context option ptx_cache=off"), 1);
-  EXPECT_EQ(log.count("NVRTC compile"), 4); // base, layer, int8 tensor-core and int8 GEMV programs
+  // base, layer, int8 tensor-core, int8 GEMV and tensor-core attention programs
+  EXPECT_EQ(log.count("NVRTC compile"), 5);
   EXPECT_TRUE(std::filesystem::is_empty(cache.path()));
 }
 
@@ -57,25 +58,31 @@ TEST(CudaFakeDriver, ReferenceKernelsLeaveTheFastProgramsOut) {
   // tolerances), so none of the tensor-core and int8 programs is compiled
   // or used; tensor_cores=off and int8_gemv=off drop theirs. The fake device
   // is sm_90: prefill runs on int8 tensor cores unless prefill=f16 asks for
-  // the f16 ones.
+  // the f16 ones, its attention on tensor cores unless prefill_attention=cores
+  // asks for CUDA cores; decode=persistent adds its own program.
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   struct Case {
     const char *options;
-    bool f16_tensor_cores, int8_tensor_cores, int8_gemv;
+    bool f16_tensor_cores, int8_tensor_cores, int8_gemv, attention_tc;
+    bool persistent = false;
   };
-  for (const Case c : {Case{"kernels=reference;ptx_cache=off", false, false, false},
-                       Case{"tensor_cores=off;ptx_cache=off", false, false, true},
-                       Case{"int8_gemv=off;ptx_cache=off", false, true, false},
-                       Case{"prefill=f16;ptx_cache=off", true, false, true},
-                       Case{"ptx_cache=off", false, true, true}}) {
+  for (const Case c :
+       {Case{"kernels=reference;ptx_cache=off", false, false, false, false},
+        Case{"tensor_cores=off;ptx_cache=off", false, false, true, false},
+        Case{"int8_gemv=off;ptx_cache=off", false, true, false, true},
+        Case{"prefill=f16;ptx_cache=off", true, false, true, true},
+        Case{"prefill_attention=cores;ptx_cache=off", false, true, true, false},
+        Case{"decode=persistent;ptx_cache=off", false, true, true, true, true},
+        Case{"decode=persistent;int8_gemv=off;ptx_cache=off", false, true, false, true, false},
+        Case{"ptx_cache=off", false, true, true, true}}) {
     Lines log;
     const bonsai_context_desc desc = context_desc(&log, c.options);
     bonsai_context *ctx = nullptr;
     ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
     cuda_api().destroy_context(ctx);
-    EXPECT_EQ(log.count("NVRTC compile"),
-              2 + c.f16_tensor_cores + c.int8_tensor_cores + c.int8_gemv)
+    EXPECT_EQ(log.count("NVRTC compile"), 2 + c.f16_tensor_cores + c.int8_tensor_cores +
+                                              c.int8_gemv + c.attention_tc + c.persistent)
         << c.options;
     EXPECT_EQ(log.count("NVRTC compile: bonsai_matmul_tc.cu"), c.f16_tensor_cores) << c.options;
     EXPECT_EQ(log.count("prefill on tensor cores"), c.f16_tensor_cores) << c.options;
@@ -83,6 +90,10 @@ TEST(CudaFakeDriver, ReferenceKernelsLeaveTheFastProgramsOut) {
     EXPECT_EQ(log.count("prefill on int8 tensor cores"), c.int8_tensor_cores) << c.options;
     EXPECT_EQ(log.count("NVRTC compile: bonsai_gemv_dp4a.cu"), c.int8_gemv) << c.options;
     EXPECT_EQ(log.count("int8 decode GEMVs"), c.int8_gemv) << c.options;
+    EXPECT_EQ(log.count("NVRTC compile: bonsai_attention_tc.cu"), c.attention_tc) << c.options;
+    EXPECT_EQ(log.count("prefill attention on tensor cores"), c.attention_tc) << c.options;
+    EXPECT_EQ(log.count("NVRTC compile: bonsai_decode_persistent.cu"), c.persistent) << c.options;
+    EXPECT_EQ(log.count("persistent decode"), c.persistent) << c.options;
   }
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <ostream>
 #include <random>
 #include <vector>
@@ -18,6 +19,7 @@
 // The int8 record format, before the two kernel files that use it.
 #include "int8_input.cuh"
 
+#include "attention_tc.cuh"
 #include "gemv_dp4a.cuh"
 #include "layer.cuh"
 #include "matmul.cuh"
@@ -906,6 +908,42 @@ TEST(LayerKernels, QkNormRopeF16StoresKeysAndValuesRoundedToHalf) {
   }
 }
 
+// Causal softmax attention in float64 for the step's tokens [0, n_tokens)
+// after kv_length cached positions: out[t][head][i], the caches laid out
+// [kv_head][max_ctx][head_dim] as the kernels read them.
+struct AttentionShape {
+  int kv_length, n_tokens, n_head, n_kv, head_dim, max_ctx;
+};
+std::vector<double> reference_attention(const AttentionShape &a, const std::vector<float> &q,
+                                        const std::vector<float> &k_cache,
+                                        const std::vector<float> &v_cache) {
+  const int hd = a.head_dim;
+  std::vector<double> out(static_cast<size_t>(a.n_tokens) * a.n_head * hd);
+  for (int t = 0; t < a.n_tokens; ++t)
+    for (int h = 0; h < a.n_head; ++h) {
+      const int kvh = h / (a.n_head / a.n_kv);
+      const int visible = a.kv_length + t + 1;
+      std::vector<double> scores(static_cast<size_t>(visible));
+      double max_score = -1e300;
+      for (int j = 0; j < visible; ++j) {
+        scores[j] = dot(q.data() + (static_cast<size_t>(t) * a.n_head + h) * hd,
+                        k_cache.data() + (static_cast<size_t>(kvh) * a.max_ctx + j) * hd, hd) /
+                    std::sqrt(static_cast<double>(hd));
+        max_score = std::max(max_score, scores[j]);
+      }
+      double total = 0;
+      for (double &score : scores)
+        total += (score = std::exp(score - max_score));
+      for (int i = 0; i < hd; ++i) {
+        double sum = 0;
+        for (int j = 0; j < visible; ++j)
+          sum += scores[j] / total * v_cache[(static_cast<size_t>(kvh) * a.max_ctx + j) * hd + i];
+        out[(static_cast<size_t>(t) * a.n_head + h) * hd + i] = sum;
+      }
+    }
+  return out;
+}
+
 struct AttentionCase {
   int kv_length, n_tokens, n_splits;
   bool warps;        // bonsai_attention_split_warps instead of bonsai_attention_split
@@ -984,30 +1022,11 @@ TEST_P(SplitAttention, MatchesCausalSoftmaxAttentionWithGroupedHeads) {
       {static_cast<unsigned>(n_head), static_cast<unsigned>(c.n_tokens), 1}, merge_threads, 0, [&] {
         bonsai_attention_merge(part_ml.data(), part_acc.data(), out.data(), n_head, hd, c.n_splits);
       });
-  for (int t = 0; t < c.n_tokens; ++t)
-    for (int h = 0; h < n_head; ++h) {
-      const int kvh = h / (n_head / n_kv);
-      const int n_keys = c.kv_length + t + 1;
-      std::vector<double> scores(n_keys);
-      double max_score = -1e300;
-      for (int j = 0; j < n_keys; ++j) {
-        scores[j] = dot(q.data() + (t * n_head + h) * hd,
-                        k_cache.data() + (static_cast<size_t>(kvh) * max_ctx + j) * hd, hd) /
-                    std::sqrt(static_cast<double>(hd));
-        max_score = std::max(max_score, scores[j]);
-      }
-      double total = 0;
-      for (double &s : scores)
-        total += (s = std::exp(s - max_score));
-      for (int i = 0; i < hd; ++i) {
-        double expected = 0;
-        for (int j = 0; j < n_keys; ++j)
-          expected +=
-              scores[j] / total * v_cache[(static_cast<size_t>(kvh) * max_ctx + j) * hd + i];
-        EXPECT_NEAR(out[(t * n_head + h) * hd + i], expected, 2e-5)
-            << "token " << t << " head " << h << " dim " << i;
-      }
-    }
+  const std::vector<double> expected = reference_attention(
+      {c.kv_length, c.n_tokens, n_head, n_kv, hd, max_ctx}, q, k_cache, v_cache);
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(out[i], expected[i], 2e-5)
+        << "token " << i / (n_head * hd) << " head " << i / hd % n_head << " dim " << i % hd;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -1028,6 +1047,87 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{30, 2, 5, false, 24, 6, 3},
                       AttentionCase{37, 4, 4, true, 128, 4, 2, true}, // f16 cache, both kernels
                       AttentionCase{20, 1, 8, false, 24, 4, 2, true}));
+
+// Prefill attention on f16 tensor cores (bonsai_attention_tc): one launch
+// per sequence step, 64 tokens per block, mma.m16n8k16 emulated lane by lane
+// in the PTX ISA's fragment layout.
+struct TcAttentionCase {
+  int kv_length, n_tokens, head_dim, n_head, n_kv;
+  bool f16 = false;
+};
+
+void PrintTo(const TcAttentionCase &c, std::ostream *out) {
+  *out << "kv " << c.kv_length << " tokens " << c.n_tokens << " head_dim " << c.head_dim
+       << " heads " << c.n_head << "/" << c.n_kv << (c.f16 ? " f16" : "");
+}
+
+class TensorCoreAttention : public ::testing::TestWithParam<TcAttentionCase> {};
+
+TEST_P(TensorCoreAttention, MatchesCausalSoftmaxAttentionToF32Rounding) {
+  const TcAttentionCase c = GetParam();
+  const int n_head = c.n_head, n_kv = c.n_kv, hd = c.head_dim;
+  const int n_keys = c.kv_length + c.n_tokens;
+  const int max_ctx = n_keys + 5;
+  const std::vector<float> q = random_floats(static_cast<size_t>(c.n_tokens) * n_head * hd, 7);
+  std::vector<float> k_cache = random_floats(static_cast<size_t>(n_kv) * max_ctx * hd, 11);
+  std::vector<float> v_cache = random_floats(k_cache.size(), 13);
+  // Past the step's last key the cache is never read: NaN there would show.
+  for (int h = 0; h < n_kv; ++h)
+    for (int j = n_keys; j < max_ctx; ++j)
+      for (int i = 0; i < hd; ++i) {
+        const size_t at = (static_cast<size_t>(h) * max_ctx + j) * hd + i;
+        k_cache[at] = v_cache[at] = std::nanf("");
+      }
+  // The f16 kernel reads the caches rounded to f16; so does the reference.
+  std::vector<uint16_t> k_half(k_cache.size()), v_half(v_cache.size());
+  for (size_t i = 0; i < k_cache.size(); ++i) {
+    k_half[i] = emu::float_to_half_bits(k_cache[i]);
+    v_half[i] = emu::float_to_half_bits(v_cache[i]);
+    if (c.f16) {
+      k_cache[i] = emu::half_bits_to_float(k_half[i]);
+      v_cache[i] = emu::half_bits_to_float(v_half[i]);
+    }
+  }
+  const int step_info[2] = {c.kv_length, c.n_tokens};
+  std::vector<float> out(static_cast<size_t>(c.n_tokens) * n_head * hd, -99.0f);
+  const emu::Dim3 grid = {static_cast<unsigned>(n_head),
+                          static_cast<unsigned>((c.n_tokens + ATC_TOKENS - 1) / ATC_TOKENS), 1};
+  const size_t shared =
+      ATC_SHARED_TILES * ATC_KEYS * static_cast<size_t>(hd + ATC_PAD) * sizeof(uint16_t);
+  if (c.f16)
+    emu::launch(grid, 32 * ATC_WARPS, shared, [&] {
+      bonsai_attention_tc_f16(q.data(), k_half.data(), v_half.data(), out.data(), step_info, n_head,
+                              n_kv, hd, max_ctx);
+    });
+  else
+    emu::launch(grid, 32 * ATC_WARPS, shared, [&] {
+      bonsai_attention_tc(q.data(), k_cache.data(), v_cache.data(), out.data(), step_info, n_head,
+                          n_kv, hd, max_ctx);
+    });
+  // float64 attention over the same inputs. The kernel splits q, k, v and
+  // the probabilities into an f16 and what f16 leaves, so its products are
+  // exact to f32 rounding: the bound of the CUDA-core kernels holds.
+  const std::vector<double> expected = reference_attention(
+      {c.kv_length, c.n_tokens, n_head, n_kv, hd, max_ctx}, q, k_cache, v_cache);
+  double worst = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(out[i])) << "output " << i;
+    worst = std::max(worst, std::abs(out[i] - expected[i]));
+    EXPECT_NEAR(out[i], expected[i], 2e-5)
+        << "token " << i / (n_head * hd) << " head " << i / hd % n_head << " dim " << i % hd;
+  }
+  std::printf("[ attention_tc ] %d tokens after %d, head_dim %d%s: max |error| %.2e\n", c.n_tokens,
+              c.kv_length, hd, c.f16 ? ", f16 cache" : "", worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TensorCoreAttention,
+    ::testing::Values(TcAttentionCase{0, 9, 16, 2, 1},    // shortest step, one key tile
+                      TcAttentionCase{0, 64, 64, 2, 2},   // one full block, causal diagonal
+                      TcAttentionCase{0, 100, 32, 4, 2},  // two blocks, the second partial
+                      TcAttentionCase{70, 20, 128, 4, 1}, // after a cached prefix: 2 key tiles
+                      TcAttentionCase{5, 130, 48, 2, 1},  // three blocks, padding rows
+                      TcAttentionCase{33, 17, 128, 8, 2, true})); // f16 cache, 4 heads per KV head
 
 TEST(LayerKernels, ArgmaxPicksTheMaximumAndTheLowestIdOnTies) {
   const int n_vocab = 1000;

@@ -130,3 +130,14 @@ TEST(CudaOptions, PersistentDeadlineIsWholeMillisecondsUpToTenMinutes) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(CudaOptions, PrefillAttentionIsOnTensorCoresUnlessCudaCoresAreAskedFor) {
+  EXPECT_TRUE(parse_options(nullptr).attention_tc);
+  EXPECT_TRUE(parse_options("prefill_attention=tc").attention_tc);
+  EXPECT_FALSE(parse_options("prefill_attention=cores").attention_tc);
+  expect_refused("prefill_attention=flash", "prefill_attention=flash: expected tc or cores");
+}
+
+} // namespace

@@ -37,6 +37,7 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
       ctx.options.prefill_int8,
       ctx.options.int8_gemv,
       ctx.options.persistent_decode,
+      ctx.options.tensor_cores && ctx.options.attention_tc,
       facts.shared_per_block_optin};
   ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);
   ctx.stager = std::make_unique<UploadStager>(*ctx.device, ctx.log, ctx.options.upload_chunk_bytes);
@@ -54,12 +55,14 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
 
   const auto [free_bytes, total_bytes] = ctx.device->memory_info();
   ctx.log.info(strformat(
-      "CUDA device %d: %s, sm_%d%d, %.0f MiB free of %.0f MiB%s%s%s%s%s, %s KV cache", device_index,
-      facts.name.c_str(), facts.compute_major, facts.compute_minor, mib(free_bytes),
+      "CUDA device %d: %s, sm_%d%d, %.0f MiB free of %.0f MiB%s%s%s%s%s%s%s, %s KV cache",
+      device_index, facts.name.c_str(), facts.compute_major, facts.compute_minor, mib(free_bytes),
       mib(total_bytes), ctx.options.use_graphs ? ", decode steps as CUDA graphs" : "",
       ctx.kernels->int8_gemv() ? ", int8 decode GEMVs" : "",
       ctx.kernels->tensor_cores() ? ", prefill on tensor cores" : "",
       ctx.kernels->int8_mma() ? ", prefill on int8 tensor cores" : "",
+      ctx.kernels->attention_tc() ? ", prefill attention on tensor cores" : "",
+      ctx.kernels->persistent() ? ", persistent decode" : "",
       ctx.device->programmatic_launch() ? ", programmatic dependent launch" : "",
       ctx.options.kv_f16 ? "f16" : "f32"));
 }

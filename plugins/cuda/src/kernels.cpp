@@ -15,7 +15,8 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
       // The f16 tensor-core GEMMs serve where the int8 ones do not.
       tensor_cores_(config.tensor_cores && config.compute_major >= 7 && !int8_mma_),
       int8_gemv_(config.int8_gemv),
-      persistent_(config.persistent && config.int8_gemv && config.compute_major >= 7) {
+      persistent_(config.persistent && config.int8_gemv && config.compute_major >= 7),
+      attention_tc_(config.attention_tc && config.compute_major >= 8) {
   const NvrtcLoad nvrtc = load_nvrtc();
   if (nvrtc.api == nullptr)
     fail(BONSAI_ERR_UNSUPPORTED, "the CUDA plugin compiles its kernels at run time and needs "
@@ -44,7 +45,8 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
           (program.feature == ProgramFeature::tensor_cores && !tensor_cores_) ||
           (program.feature == ProgramFeature::int8_mma && !int8_mma_) ||
           (program.feature == ProgramFeature::int8_gemv && !int8_gemv_) ||
-          (program.feature == ProgramFeature::persistent && !persistent_))
+          (program.feature == ProgramFeature::persistent && !persistent_) ||
+          (program.feature == ProgramFeature::attention_tc && !attention_tc_))
         continue; // not for this device, or its option is off
       CUmodule module = nullptr;
       const PtxLoader load = [&](const std::string &ptx) {

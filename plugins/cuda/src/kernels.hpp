@@ -21,6 +21,7 @@ struct KernelLoadConfig {
   bool prefill_int8 = true;       // on 8.0+, the int8 tensor-core GEMMs instead of the f16 ones
   bool int8_gemv = true;          // use the dp4a GEMVs for single-token Q1_0/Q2_0 matmuls
   bool persistent = false;        // build the persistent decode kernel (decode=persistent)
+  bool attention_tc = true;       // prefill attention on tensor cores where the device has them
   int shared_per_block_optin = 0; // the device's opt-in shared memory per block (0: unknown)
 };
 
@@ -48,6 +49,8 @@ public:
   bool int8_gemv() const { return int8_gemv_; }
   // Whether the persistent decode kernels were built (decode=persistent).
   bool persistent() const { return persistent_; }
+  // Whether prefill attention may run on f16 tensor cores (8.0+).
+  bool attention_tc() const { return attention_tc_; }
 
 private:
   const Device &device_;
@@ -55,6 +58,7 @@ private:
   bool tensor_cores_ = false;
   bool int8_gemv_ = false;
   bool persistent_ = false;
+  bool attention_tc_ = false;
   std::vector<CUmodule> modules_;
   struct Entry {
     CUfunction function = nullptr;

@@ -1,6 +1,7 @@
 #include "step.hpp"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "bonsai/plugin/abi_checks.hpp"
@@ -20,6 +21,30 @@ constexpr unsigned kNormThreads = 256;
 constexpr unsigned kAttentionWarpThreads = 128;
 constexpr int kAttentionWarpMaxDim = 128;
 constexpr int kAttentionWarpMaxGroup = 4;
+// bonsai_attention_tc (kernels/attention_tc.cuh): 4 warps, 64 tokens per
+// block, heads of up to 128 dimensions in steps of 16, key and value tiles
+// of 64 rows (head_dim + 8 f16 each) in dynamic shared memory. Steps of at
+// least kTcAttentionMinTokens tokens use it, as the tensor-core GEMMs do.
+constexpr unsigned kTcAttentionThreads = 128;
+constexpr int kTcAttentionTokens = 64;
+constexpr int kTcAttentionMaxDim = 128;
+constexpr int kTcAttentionMinTokens = 9;
+
+unsigned tc_attention_shared_bytes(int head_dim) {
+  return static_cast<unsigned>(4 * 64 * (head_dim + 8) * 2); // ATC_SHARED_TILES
+}
+
+// The tensor-core attention kernel for this step and model, or "".
+std::string tc_attention_kernel(const Kernels &k, const ModelDims &d, int n_tokens, int kv_bytes) {
+  if (!k.attention_tc() || n_tokens < kTcAttentionMinTokens || d.head_dim % 16 != 0 ||
+      d.head_dim > kTcAttentionMaxDim)
+    return {};
+  std::string name = kv_bytes == 2 ? "bonsai_attention_tc_f16" : "bonsai_attention_tc";
+  if (!k.has(name) ||
+      static_cast<int>(tc_attention_shared_bytes(d.head_dim)) > k.dynamic_shared_limit(name))
+    return {};
+  return name;
+}
 
 CUdeviceptr row_offset(CUdeviceptr base, int row, int64_t width) {
   return base + static_cast<CUdeviceptr>(row) * static_cast<CUdeviceptr>(width) * sizeof(float);
@@ -62,6 +87,20 @@ void run_attention(const Context &ctx, const BoundModel &m, int layer, const Ste
          row_offset(a.k.get(), t0, kv_width), row_offset(a.v.get(), t0, kv_width),
          m.layers[layer].q_norm, m.layers[layer].k_norm, keys, values, info, d.n_head, d.n_head_kv,
          d.head_dim, m.max_context, d.rms_eps, m.rope_rates.get(), d.rope_magnitude);
+
+  // A long step (prefill): its attention on tensor cores in one launch.
+  if (const std::string tc = tc_attention_kernel(k, d, sequence.n_tokens, m.kv_bytes);
+      !tc.empty()) {
+    LaunchShape shape;
+    shape.grid_x = static_cast<unsigned>(d.n_head);
+    shape.grid_y =
+        static_cast<unsigned>((sequence.n_tokens + kTcAttentionTokens - 1) / kTcAttentionTokens);
+    shape.block_x = kTcAttentionThreads;
+    shape.shared_bytes = tc_attention_shared_bytes(d.head_dim);
+    launch(dev, k.get(tc), shape, q, keys, values, row_offset(a.attn.get(), t0, q_width), info,
+           d.n_head, d.n_head_kv, d.head_dim, m.max_context);
+    return;
+  }
 
   LaunchShape split;
   split.grid_x = static_cast<unsigned>(d.n_head);

@@ -62,6 +62,7 @@
 #include "gemv_dp4a.cuh"
 #include "persistent.cuh"
 
+#include "attention_tc.cuh"
 #include "layer.cuh"
 #include "matmul.cuh"
 #include "matmul_mmq.cuh"
@@ -237,6 +238,8 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     BONSAI_FAKE(bonsai_attention_split_f16)
     BONSAI_FAKE(bonsai_attention_split_warps_f16)
     BONSAI_FAKE(bonsai_attention_merge)
+    BONSAI_FAKE(bonsai_attention_tc)
+    BONSAI_FAKE(bonsai_attention_tc_f16)
     BONSAI_FAKE(bonsai_argmax)
     BONSAI_FAKE(bonsai_quantize_input)
     BONSAI_FAKE(bonsai_quantize_rows)

@@ -100,6 +100,10 @@ ContextOptions parse_options(const char *options) {
       if (value != "persistent" && value != "graph")
         fail_invalid("option decode=" + value + ": expected persistent or graph");
       parsed.persistent_decode = value == "persistent";
+    } else if (key == "prefill_attention") {
+      if (value != "tc" && value != "cores")
+        fail_invalid("option prefill_attention=" + value + ": expected tc or cores");
+      parsed.attention_tc = value == "tc";
     } else if (key == "persistent_deadline_ms") {
       parsed.persistent_deadline_ms = parse_deadline_ms(key, value);
     } else if (key == "pdl") {

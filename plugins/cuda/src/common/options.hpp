@@ -39,6 +39,11 @@ struct ContextOptions {
   // kernels/persistent.cuh (Q1_0/Q2_0 models; others keep graph). Off until
   // a GPU has measured it (docs/cuda.md); off under kernels=reference.
   bool persistent_decode = false;
+  // prefill_attention=tc|cores: the attention of steps of 9 or more tokens
+  // on f16 tensor cores (tc, default on 8.0+; kernels/attention_tc.cuh) or
+  // on CUDA cores (the split kernels decode uses). Off with tensor_cores=off
+  // and under kernels=reference.
+  bool attention_tc = true;
   // persistent_deadline_ms=N: the longest a persistent decode block waits
   // for another before the launch gives up and reports where it stalled.
   int persistent_deadline_ms = 1000;

@@ -89,6 +89,14 @@ __device__ __forceinline__ void grid_entry() {
 #else
 inline void grid_entry() {} // the emulator runs grids one after another
 #endif
+// Before a loop with a large body over a register array: unrolled, so that
+// the array keeps constant indices (and registers) instead of going to local
+// memory, which the compiler does for a loop it leaves rolled.
+#ifndef BONSAI_KERNEL_EMULATION
+#define BONSAI_UNROLL _Pragma("unroll")
+#else
+#define BONSAI_UNROLL
+#endif
 // Dynamic shared memory of a kernel, sized by the launch.
 #ifndef BONSAI_DYNAMIC_SHARED
 #define BONSAI_DYNAMIC_SHARED(type, name) extern __shared__ type name[]

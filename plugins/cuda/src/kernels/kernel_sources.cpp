@@ -85,6 +85,12 @@ std::vector<KernelProgram> build_programs() {
       {"bonsai_decode_persistent.cu",
        std::string(kCommonPrelude) + kInt8InputSource + kGemvDp4aSource + kPersistentSource,
        persistent_entry_points(), 7, ProgramFeature::persistent},
+      // mma.sync.m16n8k16 with f32 sums needs compute capability 8.0.
+      {"bonsai_attention_tc.cu",
+       std::string(kCommonPrelude) + kAttentionTcSource,
+       {"bonsai_attention_tc", "bonsai_attention_tc_f16"},
+       8,
+       ProgramFeature::attention_tc},
   };
 }
 

@@ -14,6 +14,7 @@ enum class ProgramFeature {
   int8_mma,     // prefill GEMMs on int8 tensor cores (tensor_cores=on, prefill=int8, 8.0+)
   int8_gemv,    // int8 decode GEMVs (int8_gemv=on)
   persistent,   // the persistent decode kernel (decode=persistent, int8_gemv=on)
+  attention_tc, // prefill attention on f16 tensor cores (prefill_attention=tc, 8.0+)
 };
 
 struct KernelProgram {
@@ -40,6 +41,7 @@ extern const char *const kInt8InputSource;
 extern const char *const kGemvDp4aSource;
 extern const char *const kMatmulMmqSource;
 extern const char *const kPersistentSource;
+extern const char *const kAttentionTcSource;
 
 // The tensor-core GEMM of a weight type ("bonsai_gemm_tc_q1_0"; the SwiGLU
 // form "bonsai_gemm_swiglu_tc_..."), or "" when the type has none.

@@ -97,15 +97,6 @@ struct PersistentArgs {
   PkSequence sequences[PK_MAX_SEQUENCES];
 };
 
-// Loops over matrices and tokens whose bodies are large: unrolled, so that
-// their per-matrix and per-token accumulators keep constant indices (and
-// registers) instead of going to local memory.
-#ifndef BONSAI_KERNEL_EMULATION
-#define PK_UNROLL _Pragma("unroll")
-#else
-#define PK_UNROLL
-#endif
-
 #ifndef BONSAI_KERNEL_EMULATION
 __device__ __forceinline__ int pk_load_acquire(const int *p) {
   int v;
@@ -335,11 +326,11 @@ pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, 
   ChunkCursor at = wc.first_cursor(lane);
   for (int c = lane; c < wc.n_chunks; c += 32) {
     const int b = at.k / D::CHUNKS, part = at.k % D::CHUNKS;
-    PK_UNROLL
+    BONSAI_UNROLL
     for (int m = 0; m < N_MATS; ++m) {
       const U32x4 codes = load_weight_u32x4(mm.w[m] + (wc.first_chunk + c) * 16);
       const float d = half_to_float(((const u16 *)(mm.w[m] + wc.codes_bytes))[wc.block_index(at)]);
-      PK_UNROLL
+      BONSAI_UNROLL
       for (int t = 0; t < PK_MAX_TOKENS; ++t) {
         if (t >= n_tokens) // uniform; continue, not break, so the loop unrolls
           continue;
