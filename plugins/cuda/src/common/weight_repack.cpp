@@ -27,26 +27,42 @@ PlanarGeometry geometry(uint32_t ggml_type) {
 
 constexpr int kBlockValues = 128;
 
-// GGUF code of weight j: LSB-first within each byte.
-unsigned gguf_code(const uint8_t *codes, int bits, int j) {
-  const int per_byte = 8 / bits;
-  return (codes[j / per_byte] >> (bits * (j % per_byte))) & ((1u << bits) - 1);
-}
+// Regrouping a block moves each code within its 32-bit word: word k holds
+// weights k * W .. k * W + W - 1 (W = 32 / bits) both in the GGUF block
+// (LSB-first) and in the planar one, where weight k * W + r sits in byte
+// r % 4 at bit bits * (r / 4) (kernels/common_prelude.cuh, PlanarType).
+// Where a code of the word's input byte m lands depends only on its place
+// in that byte, plus 2 m, so one 256-entry table per type turns each input
+// byte into its output bits (4 lookups per word instead of a loop per code):
+//   Q1_0: bit i of byte m is weight 8 m + i: output byte i % 4, bit 2 m + i / 4;
+//   Q2_0: field i of byte m is weight 4 m + i: output byte i, bits 2 m and 2 m + 1.
+struct SpreadTable {
+  uint32_t entry[256] = {};
+};
 
-// Weight j of a block goes to 32-bit word j / W, plane (j % W) / 4, byte
-// j % 4, W = 32 / bits: shifting a word right by plane * bits and masking
-// every byte's low bits then gives four consecutive codes, one per byte.
+constexpr SpreadTable spread_table(int bits) {
+  SpreadTable t;
+  for (unsigned byte = 0; byte < 256; ++byte)
+    for (int i = 0; i < 8 / bits; ++i) {
+      const uint32_t code = (byte >> (bits * i)) & ((1u << bits) - 1);
+      const int at = bits == 1 ? 8 * (i % 4) + i / 4 : 8 * i;
+      t.entry[byte] |= code << at;
+    }
+  return t;
+}
+constexpr SpreadTable kSpreadQ1 = spread_table(1);
+constexpr SpreadTable kSpreadQ2 = spread_table(2);
+
+// The planar codes of one block (payload_bytes of them) from its GGUF codes.
 void regroup_block(const uint8_t *codes, const PlanarGeometry &g, uint8_t *out) {
-  const int per_word = 32 / g.bits;
-  uint32_t words[8] = {};
-  for (int j = 0; j < kBlockValues; ++j) {
-    const int r = j % per_word;
-    const int shift = 8 * (r % 4) + g.bits * (r / 4);
-    words[j / per_word] |= gguf_code(codes, g.bits, j) << shift;
-  }
-  for (int k = 0; k < g.payload_bytes / 4; ++k)
+  const SpreadTable &table = g.bits == 1 ? kSpreadQ1 : kSpreadQ2;
+  for (int k = 0; k < g.payload_bytes / 4; ++k) {
+    const uint8_t *in = codes + 4 * k;
+    const uint32_t word = table.entry[in[0]] | table.entry[in[1]] << 2 | table.entry[in[2]] << 4 |
+                          table.entry[in[3]] << 6;
     for (int byte = 0; byte < 4; ++byte) // little-endian, as the GPU reads it
-      out[4 * k + byte] = static_cast<uint8_t>(words[k] >> (8 * byte));
+      out[4 * k + byte] = static_cast<uint8_t>(word >> (8 * byte));
+  }
 }
 
 } // namespace
@@ -88,10 +104,15 @@ void repack_planar_bytes(const PlanarSource &source, uint64_t offset, uint64_t n
         });
   }
   // The scales plane: byte k is byte k % 2 of block k / 2's f16 scale.
-  for (uint64_t k = std::max(offset, codes_end); k < end; ++k) {
-    const uint64_t s = k - codes_end;
-    out[k - offset] = source.data[(s / 2) * block_bytes + s % 2];
-  }
+  const uint64_t scales_from = std::max(offset, codes_end);
+  if (scales_from < end)
+    oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<uint64_t>(scales_from, end, 1 << 16),
+                              [&](const oneapi::tbb::blocked_range<uint64_t> &bytes) {
+                                for (uint64_t k = bytes.begin(); k != bytes.end(); ++k) {
+                                  const uint64_t s = k - codes_end;
+                                  out[k - offset] = source.data[(s / 2) * block_bytes + s % 2];
+                                }
+                              });
 }
 
 } // namespace bonsai::cuda
