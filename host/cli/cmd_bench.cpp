@@ -252,9 +252,12 @@ int bench_command(const Args &argv) {
     return kExitOk;
   parse_lists(a);
   const int32_t max_depth = largest(a.depth);
-  // Size the context and the batch to the tests unless the user chose.
+  // Size the context and the batch to the tests unless the user chose. The
+  // engine holds n_batch to n_ctx, and a decode step of -np P sequences
+  // carries P tokens: the context is at least P, or -n 4 -np 8 could not run.
   if (!command_line.given("ctx-size"))
-    a.engine.n_ctx = max_depth + std::max({largest(a.n_prompt), largest(a.n_gen), 1});
+    a.engine.n_ctx =
+        max_depth + std::max({largest(a.n_prompt), largest(a.n_gen), largest(a.parallel), 1});
   // With -np P a step carries P sequences' tokens: ppN x P in one step when
   // it fits 4096 tokens, else in chunks.
   if (!command_line.given("batch-size"))

@@ -94,6 +94,20 @@ TEST(Bench, ParallelRunsEachTestOnThatManySessionsAtOnce) {
   }
 }
 
+// More sequences than generated tokens: each decode step carries 8 tokens,
+// more than the 4 positions the tests need, which once made the context
+// (and with it the batch) too small to run.
+TEST(Bench, MoreSequencesThanGeneratedTokensStillRun) {
+  const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "0", "-n",
+                                      "4", "-np", "8", "-t", "1", "-r", "1", "-o", "jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  const mini_json::Value row = mini_json::parse(lines[0]);
+  EXPECT_EQ(row["test"].as_string(), "tg4 x8");
+  EXPECT_EQ(row["n_tokens"].as_int(), 32);
+}
+
 TEST(Bench, MembwStatesEachTgRowAsAShareOfTheBandwidthLimit) {
   const ProcessResult r =
       run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n", "4", "-d", "40", "-np",
