@@ -66,12 +66,19 @@ std::string error_body(const ApiError &error) {
                  {"code", error.code.empty() ? json(nullptr) : json(error.code)}}}});
 }
 
-std::string models_body(const std::string &model_id, int64_t created) {
+std::string models_body(const ModelFacts &model) {
   return dump({{"object", "list"},
-               {"data", json::array({{{"id", model_id},
+               {"data", json::array({{{"id", model.id},
                                       {"object", "model"},
-                                      {"created", created},
-                                      {"owned_by", "bonsai"}}})}});
+                                      {"created", model.created},
+                                      {"owned_by", "bonsai"},
+                                      {"context_length", model.n_ctx},
+                                      {"meta",
+                                       {{"n_ctx", model.n_ctx},
+                                        {"n_ctx_train", model.n_ctx_train},
+                                        {"n_vocab", model.n_vocab},
+                                        {"n_params", model.n_params},
+                                        {"size", model.size}}}}})}});
 }
 
 std::string completion_body(const ResponseHeader &header, const std::string &text, Finish finish,

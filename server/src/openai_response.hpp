@@ -24,7 +24,18 @@ ResponseHeader new_response_header(const CompletionSpec &spec);
 const char *finish_reason(Finish finish);
 
 std::string error_body(const ApiError &error);
-std::string models_body(const std::string &model_id, int64_t created);
+// GET /v1/models: the one model, with the context each request may use
+// ("context_length", and llama-server's "meta").
+struct ModelFacts {
+  std::string id;
+  int64_t created = 0;
+  int32_t n_ctx = 0;       // positions per request
+  int32_t n_ctx_train = 0; // the model's training context
+  int32_t n_vocab = 0;
+  uint64_t n_params = 0;
+  uint64_t size = 0; // bytes of the weights
+};
+std::string models_body(const ModelFacts &model);
 std::string completion_body(const ResponseHeader &header, const std::string &text, Finish finish,
                             const JobUsage &usage);
 // One streamed chunk: the assistant role comes with the first chunk of a chat.

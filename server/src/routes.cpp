@@ -10,6 +10,7 @@
 #include "openai_response.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
+#include "utility_endpoints.hpp"
 #include "web_assets.hpp"
 
 namespace bonsai::server {
@@ -28,6 +29,10 @@ const Route kRoutes[] = {
     {"/health", http::verb::get, "GET, OPTIONS"},
     {"/metrics", http::verb::get, "GET, OPTIONS"},
     {"/v1/models", http::verb::get, "GET, OPTIONS"},
+    {"/props", http::verb::get, "GET, OPTIONS"},
+    {"/tokenize", http::verb::post, "POST, OPTIONS"},
+    {"/detokenize", http::verb::post, "POST, OPTIONS"},
+    {"/apply-template", http::verb::post, "POST, OPTIONS"},
     {"/v1/chat/completions", http::verb::post, "POST, OPTIONS"},
     {"/v1/completions", http::verb::post, "POST, OPTIONS"},
 };
@@ -39,8 +44,11 @@ const Route *route_of(const std::string &path) {
   return nullptr;
 }
 
+// Everything but the probes (/health, /metrics) and the chat page's files:
+// the API, and the endpoints that show the model or run its tokenizer.
 bool needs_key(const std::string &path) {
-  return path.rfind("/v1/", 0) == 0;
+  return path.rfind("/v1/", 0) == 0 || path == "/props" || path == "/tokenize" ||
+         path == "/detokenize" || path == "/apply-template";
 }
 
 ApiError forbidden(const std::string &message) {
@@ -150,10 +158,54 @@ HttpResponse health(const Server::Impl &impl) {
 }
 
 HttpResponse models(const Server::Impl &impl) {
-  if (impl.state.load() != ServerState::ready)
+  const Scheduler *scheduler = impl.ready_scheduler();
+  if (scheduler == nullptr)
     return error_response(503, "server_error", "The model is not loaded yet");
   std::lock_guard lock(impl.mutex);
-  return HttpResponse(200, models_body(impl.model_id, impl.started_unix));
+  const ModelInfo &info = impl.engine->model();
+  return HttpResponse(
+      200, models_body({impl.model_id, impl.started_unix, scheduler->n_ctx(), info.n_ctx_train,
+                        info.n_vocab, info.n_params, info.weight_bytes}));
+}
+
+HttpResponse props(const Server::Impl &impl) {
+  const Scheduler *scheduler = impl.ready_scheduler();
+  if (scheduler == nullptr)
+    return error_response(503, "server_error", "The model is not loaded yet");
+  std::lock_guard lock(impl.mutex);
+  return HttpResponse(200,
+                      props_body(*impl.engine, {impl.model_id, impl.engine->model().path.string(),
+                                                scheduler->n_ctx(), impl.options.parallel}));
+}
+
+// A body-taking endpoint that runs no generation (/tokenize, ...): parsed
+// and answered on a worker, off the I/O thread, its body's memory and budget
+// given back before the answer goes out.
+using BodyAnswer = std::string (*)(const Engine &, const RequestContext &, std::string_view);
+void answer_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
+                      BodyAnswer answer) {
+  if (impl.ready_scheduler() == nullptr)
+    return exchange->respond(error_response(503, "server_error", "The model is not loaded yet"));
+  boost::asio::post(impl.workers, [&impl, exchange, answer] {
+    std::optional<HttpResponse> response;
+    try {
+      // Ready once means ready for good: the engine lives past every handler.
+      response.emplace(
+          200, answer(*impl.engine, impl.request_context, exchange->request().message.body()));
+    } catch (const ApiError &error) {
+      response = error_response(error);
+    } catch (const std::exception &error) {
+      log_at(LogLevel::error, "a request failed: {}", error.what());
+      response =
+          error_response(500, "server_error", std::string("Internal error: ") + error.what());
+    }
+    HttpRequest &request = exchange->request();
+    std::string().swap(request.message.body());
+    request.body_reservation.reset();
+    exchange->post([exchange, response = std::move(*response)]() mutable {
+      exchange->respond(std::move(response));
+    });
+  });
 }
 
 // The label requests are counted under: known endpoints by path, the rest as
@@ -216,6 +268,14 @@ void Server::Impl::serve(const std::shared_ptr<Exchange> &exchange) {
         HttpResponse(200, metrics.render(), "text/plain; version=0.0.4; charset=utf-8"));
   if (path == "/v1/models")
     return exchange->respond(models(*this));
+  if (path == "/props")
+    return exchange->respond(props(*this));
+  if (path == "/tokenize")
+    return answer_on_worker(*this, exchange, tokenize_body);
+  if (path == "/detokenize")
+    return answer_on_worker(*this, exchange, detokenize_body);
+  if (path == "/apply-template")
+    return answer_on_worker(*this, exchange, apply_template_body);
   const int key = request_key(options, message).value_or(-1);
   start_completion(*this, exchange,
                    path == "/v1/chat/completions" ? Endpoint::chat : Endpoint::completion,

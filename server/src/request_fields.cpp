@@ -1,0 +1,150 @@
+#include "request_fields.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "api_error.hpp"
+
+namespace bonsai::server {
+
+using json = nlohmann::json;
+
+std::string type_name(const json &value) {
+  return value.is_number_integer() ? "integer" : value.type_name();
+}
+
+// The field, or nullptr when absent or null (OpenAI clients may send null
+// for "not set").
+const json *field(const json &body, const char *name) {
+  const auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
+double number_field(const json &body, const char *name, double min, double max, double fallback) {
+  const json *value = field(body, name);
+  if (value == nullptr)
+    return fallback;
+  if (!value->is_number())
+    throw bad_request(fmt::format("'{}' must be a number, not {}", name, type_name(*value)), name);
+  const double v = value->get<double>();
+  if (!std::isfinite(v) || v < min || v > max)
+    throw bad_request(fmt::format("'{}' must be between {} and {}, got {}", name, min, max, v),
+                      name);
+  return v;
+}
+
+int64_t integer_field(const json &body, const char *name, int64_t min, int64_t max,
+                      int64_t fallback) {
+  const json *value = field(body, name);
+  if (value == nullptr)
+    return fallback;
+  if (!value->is_number_integer())
+    throw bad_request(fmt::format("'{}' must be an integer, not {}", name, type_name(*value)),
+                      name);
+  // nlohmann keeps non-negative integers as unsigned: both bounds apply to
+  // either representation.
+  const bool out_of_range =
+      value->is_number_unsigned()
+          ? value->get<uint64_t>() > static_cast<uint64_t>(max) ||
+                (min > 0 && value->get<uint64_t>() < static_cast<uint64_t>(min))
+          : value->get<int64_t>() < min || value->get<int64_t>() > max;
+  if (out_of_range)
+    throw bad_request(
+        fmt::format("'{}' must be between {} and {}, got {}", name, min, max, value->dump()), name);
+  return value->get<int64_t>();
+}
+
+bool bool_field(const json &body, const char *name, bool fallback) {
+  const json *value = field(body, name);
+  if (value == nullptr)
+    return fallback;
+  if (!value->is_boolean())
+    throw bad_request(fmt::format("'{}' must be a boolean, not {}", name, type_name(*value)), name);
+  return value->get<bool>();
+}
+
+std::string string_field(const json &body, const char *name) {
+  const json *value = field(body, name);
+  if (value == nullptr)
+    return {};
+  if (!value->is_string())
+    throw bad_request(fmt::format("'{}' must be a string, not {}", name, type_name(*value)), name);
+  return value->get<std::string>();
+}
+
+namespace {
+
+std::string message_content(const json &message, size_t index) {
+  const std::string where = fmt::format("messages[{}].content", index);
+  const auto it = message.find("content");
+  if (it == message.end() || it->is_null())
+    return {};
+  if (it->is_string())
+    return it->get<std::string>();
+  if (!it->is_array())
+    throw bad_request(fmt::format("'{}' must be a string or a list of text parts", where), where);
+  std::string text;
+  for (const auto &part : *it) {
+    const json *type = part.is_object() ? field(part, "type") : nullptr;
+    const json *part_text = part.is_object() ? field(part, "text") : nullptr;
+    if (type == nullptr || *type != "text" || part_text == nullptr || !part_text->is_string())
+      throw bad_request(
+          fmt::format("'{}' holds a part that is not {{\"type\": \"text\", \"text\": ...}}; "
+                      "bonsai serves text only",
+                      where),
+          where);
+    text += part_text->get_ref<const std::string &>();
+  }
+  return text;
+}
+
+} // namespace
+
+std::vector<ChatMessage> chat_messages(const json &body) {
+  const json *messages = field(body, "messages");
+  if (messages == nullptr)
+    throw bad_request("'messages' is required", "messages");
+  if (!messages->is_array() || messages->empty())
+    throw bad_request("'messages' must be a non-empty list", "messages");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json &m = (*messages)[i];
+    const std::string where = fmt::format("messages[{}]", i);
+    if (!m.is_object())
+      throw bad_request(fmt::format("'{}' must be an object", where), where);
+    for (const auto &[key, value] : m.items())
+      if (key != "role" && key != "content" && key != "name")
+        throw bad_request(fmt::format("'{}' has an unknown field '{}'", where, key), where);
+    const auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      throw bad_request(fmt::format("'{}.role' must be a string", where), where + ".role");
+    std::string r = role->get<std::string>();
+    if (r == "developer")
+      r = "system"; // OpenAI's newer name for the system role
+    if (r != "system" && r != "user" && r != "assistant")
+      throw bad_request(fmt::format("'{}.role' must be system, developer, user or assistant, "
+                                    "not '{}'",
+                                    where, r),
+                        where + ".role");
+    out.push_back({r, message_content(m, i)});
+  }
+  return out;
+}
+
+bool thinking(const json &body) {
+  bool enable = bool_field(body, "enable_thinking", true);
+  if (const json *kwargs = field(body, "chat_template_kwargs"); kwargs != nullptr) {
+    if (!kwargs->is_object())
+      throw bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
+    for (const auto &[key, value] : kwargs->items())
+      if (key != "enable_thinking")
+        throw bad_request(
+            fmt::format("'chat_template_kwargs.{}' is not known; only enable_thinking is", key),
+            "chat_template_kwargs");
+    enable = bool_field(*kwargs, "enable_thinking", enable);
+  }
+  return enable;
+}
+
+} // namespace bonsai::server

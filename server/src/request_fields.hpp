@@ -1,0 +1,33 @@
+#pragma once
+// Reading the fields of a JSON request body: each helper throws an ApiError
+// (400) that names the field for a wrong type or a value out of range. Used
+// by every endpoint that takes a body (completions, /tokenize, ...).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bonsai/engine.hpp"
+
+namespace bonsai::server {
+
+// "integer" for whole numbers, else nlohmann's type name ("string", ...).
+std::string type_name(const nlohmann::json &value);
+// The field, or nullptr when absent or null (OpenAI clients may send null
+// for "not set").
+const nlohmann::json *field(const nlohmann::json &body, const char *name);
+double number_field(const nlohmann::json &body, const char *name, double min, double max,
+                    double fallback);
+int64_t integer_field(const nlohmann::json &body, const char *name, int64_t min, int64_t max,
+                      int64_t fallback);
+bool bool_field(const nlohmann::json &body, const char *name, bool fallback);
+// "" when absent.
+std::string string_field(const nlohmann::json &body, const char *name);
+// "messages": a non-empty list of {role, content, name?}; roles system
+// (or developer), user, assistant; content a string or text parts.
+std::vector<ChatMessage> chat_messages(const nlohmann::json &body);
+// enable_thinking, at the top level or in chat_template_kwargs (default true).
+bool thinking(const nlohmann::json &body);
+
+} // namespace bonsai::server
