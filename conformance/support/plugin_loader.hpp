@@ -35,7 +35,7 @@ inline std::vector<std::string> plugin_option_sets_from_env() {
     return {env};
   if (const char *env = std::getenv("BONSAI_PLUGIN"); env != nullptr && *env != '\0')
     return {"kernels=reference", ""};
-  return {"kernels=reference", "kernels=avx2", "kernels=avx512"};
+  return {"kernels=reference", "kernels=avx2", "kernels=avxvnni", "kernels=avx512"};
 }
 
 // A short test-name-safe label for an option string.

@@ -40,6 +40,9 @@ CpuFeatures detect() {
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  // CPUID.(EAX=7, ECX=1):EAX bit 4; the YMM state it needs is checked with AVX2.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  f.avxvnni = f.avx2 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4));
 #endif
   f.brand = read_brand();
   return f;
@@ -62,6 +65,7 @@ std::string CpuFeatures::describe() const {
   add(avx512f, "avx512f");
   add(avx512bw, "avx512bw");
   add(avx512vnni, "avx512vnni");
+  add(avxvnni, "avxvnni");
   return out.empty() ? "no SIMD extensions used by bonsai" : out;
 }
 

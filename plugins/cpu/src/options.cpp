@@ -24,7 +24,10 @@ KernelChoice parse_kernels(std::string_view value, const char *source) {
     return KernelChoice::Avx2;
   if (value == "avx512")
     return KernelChoice::Avx512;
-  fail_invalid(strformat("%s: unknown kernel set '%.*s' (expected auto, reference, avx2 or avx512)",
+  if (value == "avxvnni")
+    return KernelChoice::AvxVnni;
+  fail_invalid(strformat("%s: unknown kernel set '%.*s' (expected auto, reference, avx2, avxvnni "
+                         "or avx512)",
                          source, static_cast<int>(value.size()), value.data()));
 }
 
@@ -59,6 +62,8 @@ const char *kernel_choice_name(KernelChoice choice) {
     return "avx2";
   case KernelChoice::Avx512:
     return "avx512";
+  case KernelChoice::AvxVnni:
+    return "avxvnni";
   }
   return "auto";
 }

@@ -11,6 +11,7 @@ enum class KernelChoice {
   Reference, // scalar, exact f32 results
   Avx2,      // AVX2 even where AVX-512 is available
   Avx512,    // AVX-512 BW+VNNI; an error where the CPU lacks it
+  AvxVnni,   // AVX2 with AVX-VNNI dot products; an error where the CPU lacks it
 };
 
 // The KV cache's element type (option kv=...).

@@ -1,6 +1,6 @@
 #pragma once
 // A kernel set: one row kernel per weight type plus the f32 vector helpers
-// attention uses. Chosen once per context (reference, AVX2 or AVX-512).
+// attention uses. Chosen once per context (reference, AVX2, AVX-VNNI or AVX-512).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -99,8 +99,9 @@ struct KernelSet {
 };
 
 const KernelSet &reference_kernel_set();
-const KernelSet *avx2_kernel_set();   // nullptr when not built for x86-64
-const KernelSet *avx512_kernel_set(); // nullptr when not built for x86-64
+const KernelSet *avx2_kernel_set();    // nullptr when not built for x86-64
+const KernelSet *avx512_kernel_set();  // nullptr when not built for x86-64
+const KernelSet *avxvnni_kernel_set(); // nullptr when not built for x86-64
 
 struct KernelSelection {
   const KernelSet *set = nullptr;

@@ -50,6 +50,14 @@ KernelSet make_avx512_set() {
   set.softmax_weights = avx512_softmax_weights;
   return set;
 }
+// AVX2 with the Q1_0 and Q2_0 dot products on AVX-VNNI (bit-identical).
+KernelSet make_avxvnni_set() {
+  KernelSet set = make_avx2_set();
+  set.name = "avxvnni";
+  set.rows[static_cast<int>(WeightKind::Q1_0)] = avxvnni_rows_q1;
+  set.rows[static_cast<int>(WeightKind::Q2_0)] = avxvnni_rows_q2;
+  return set;
+}
 #else
 constexpr bool kHaveX86Kernels = false;
 #endif
@@ -74,9 +82,19 @@ const KernelSet *avx512_kernel_set() {
 #endif
 }
 
+const KernelSet *avxvnni_kernel_set() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const KernelSet set = make_avxvnni_set();
+  return &set;
+#else
+  return nullptr;
+#endif
+}
+
 KernelSelection select_kernel_set(KernelChoice choice, const CpuFeatures &cpu) {
   const bool avx2 = kHaveX86Kernels && cpu.has_avx2_set();
   const bool avx512 = kHaveX86Kernels && cpu.has_avx512_set();
+  const bool avxvnni = kHaveX86Kernels && cpu.has_avxvnni_set();
   switch (choice) {
   case KernelChoice::Reference:
     return {&reference_kernel_set(), "reference kernels requested"};
@@ -91,11 +109,19 @@ KernelSelection select_kernel_set(KernelChoice choice, const CpuFeatures &cpu) {
            "kernels=avx512 requested but this CPU lacks AVX-512 F/BW/VNNI (has: " + cpu.describe() +
                ")");
     return {avx512_kernel_set(), "avx512 kernels requested"};
+  case KernelChoice::AvxVnni:
+    if (!avxvnni)
+      fail(BONSAI_ERR_UNSUPPORTED,
+           "kernels=avxvnni requested but this CPU lacks AVX2/FMA/F16C with AVX-VNNI (has: " +
+               cpu.describe() + ")");
+    return {avxvnni_kernel_set(), "avxvnni kernels requested"};
   case KernelChoice::Auto:
     break;
   }
   if (avx512)
     return {avx512_kernel_set(), "CPU has AVX-512 BW+VNNI"};
+  if (avxvnni)
+    return {avxvnni_kernel_set(), "CPU has AVX2 with AVX-VNNI, no AVX-512 VNNI"};
   if (avx2)
     return {avx2_kernel_set(), "CPU has AVX2+FMA+F16C, no AVX-512 VNNI"};
   return {&reference_kernel_set(), "CPU lacks AVX2; falling back to the reference kernels"};

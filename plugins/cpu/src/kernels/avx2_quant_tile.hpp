@@ -1,0 +1,162 @@
+// The Q1_0 / Q2_0 row kernels of the AVX2 sets, as templates included by
+// two files: avx2_quant.cpp (plain AVX2: the int8 dot products with
+// vpmaddubsw + vpmaddwd) and avxvnni_quant.cpp (AVX-VNNI: one vpdpbusd per
+// 32 bytes). The including file defines BONSAI_QUANT_TARGET (the target
+// attribute of every function here) and BONSAI_QUANT_VNNI (0 or 1), and
+// includes this inside its own anonymous namespace. Both give the same
+// int32 sums, so the two sets' results are bit-identical.
+// (No include guard: each including file needs its own copy.)
+
+// 0/1 bytes of the Q1Lanes order: chunk c byte 4j + r is value 16j + 4c + r,
+// i.e. bit 4 (c % 2) + r of sign byte 2j + c / 2. Both 128-bit halves hold a
+// copy of the 16 sign bytes, so in-lane shuffle indices reach all of them.
+BONSAI_QUANT_TARGET inline void expand_q1_signs(const uint8_t *signs, __m256i bit[4]) {
+  const __m256i bytes =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(signs)));
+  const __m256i even_bytes =
+      _mm256_setr_epi8(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6, //
+                       8, 8, 8, 8, 10, 10, 10, 10, 12, 12, 12, 12, 14, 14, 14, 14);
+  const __m256i odd_bytes = _mm256_add_epi8(even_bytes, _mm256_set1_epi8(1));
+  const __m256i low_nibble = _mm256_set1_epi32(0x08040201);
+  const __m256i high_nibble = _mm256_set1_epi32(static_cast<int>(0x80402010u));
+  const __m256i one = _mm256_set1_epi8(1);
+  const __m256i from_even = _mm256_shuffle_epi8(bytes, even_bytes);
+  const __m256i from_odd = _mm256_shuffle_epi8(bytes, odd_bytes);
+  // min(selected bit, 1) turns any set bit into exactly 1.
+  bit[0] = _mm256_min_epu8(_mm256_and_si256(from_even, low_nibble), one);
+  bit[1] = _mm256_min_epu8(_mm256_and_si256(from_even, high_nibble), one);
+  bit[2] = _mm256_min_epu8(_mm256_and_si256(from_odd, low_nibble), one);
+  bit[3] = _mm256_min_epu8(_mm256_and_si256(from_odd, high_nibble), one);
+}
+
+// Lane j: sum over sub-block j of unpacked weight byte (0/1 sign bit, or a
+// 2-bit code) times int8 activation, in the layout the weight type asks for.
+BONSAI_QUANT_TARGET inline __m256i chunk_sums(const __m256i unpacked[4], const int8_t *xq) {
+#if BONSAI_QUANT_VNNI
+  // Lane j gathers bytes 4j..4j+3 of each chunk, as the vpmaddwd below does.
+  __m256i s = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), unpacked[0], load256(xq));
+  s = _mm256_dpbusd_avx_epi32(s, unpacked[1], load256(xq + 32));
+  s = _mm256_dpbusd_avx_epi32(s, unpacked[2], load256(xq + 64));
+  return _mm256_dpbusd_avx_epi32(s, unpacked[3], load256(xq + 96));
+#else
+  // |pair sum| <= 2 * 3 * 127 per chunk; four chunks stay within int16.
+  __m256i s = _mm256_maddubs_epi16(unpacked[0], load256(xq));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(unpacked[1], load256(xq + 32)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(unpacked[2], load256(xq + 64)));
+  s = _mm256_add_epi16(s, _mm256_maddubs_epi16(unpacked[3], load256(xq + 96)));
+  return _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+#endif
+}
+
+// Unpackers: the f16 scale and four 32-byte chunks of a weight block.
+// kVectorFactor: the block dot is d_w (kVectorFactor sum_s d_s S_s - dsum).
+struct Q1Unpack {
+  static constexpr size_t kBytes = sizeof(BlockQ1_0);
+  static constexpr float kVectorFactor = 2.0f;
+  BONSAI_QUANT_TARGET static void unpack(const uint8_t *block, __m256i out[4]) {
+    expand_q1_signs(block + 2, out);
+  }
+};
+struct Q2Unpack {
+  static constexpr size_t kBytes = sizeof(BlockQ2_0);
+  static constexpr float kVectorFactor = 1.0f;
+  // Byte i holds the codes of values 4i..4i+3; shifting by 2k picks the
+  // code of value 4i+k, which the Q2Lanes order stores at 32k+i.
+  BONSAI_QUANT_TARGET static void unpack(const uint8_t *block, __m256i out[4]) {
+    const __m256i low2 = _mm256_set1_epi8(3);
+    const __m256i packed = load256(block + 2);
+    out[0] = _mm256_and_si256(packed, low2);
+    out[1] = _mm256_and_si256(_mm256_srli_epi16(packed, 2), low2);
+    out[2] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low2);
+    out[3] = _mm256_and_si256(_mm256_srli_epi16(packed, 6), low2);
+  }
+};
+
+// Blocks per segment of a row: the weight scales of a segment are kept on
+// the stack for the correction term.
+constexpr int64_t kSegmentBlocks = 64;
+
+// corr[t] += sum_b dw[b] * dsum(t, b), one fused multiply-add per block in
+// block order. Eight tokens share one vector (their dsums are adjacent);
+// lane arithmetic equals the scalar path, so a token's result does not
+// depend on the tile it was computed in.
+template <int NT>
+BONSAI_QUANT_TARGET inline void add_correction(const QuantizedActs &q, int t0, int64_t s0,
+                                               const float *dw, int64_t n, float corr[NT]) {
+  if constexpr (NT == 8) {
+    __m256 acc = _mm256_loadu_ps(corr);
+    for (int64_t i = 0; i < n; ++i)
+      acc =
+          _mm256_fmadd_ps(_mm256_set1_ps(dw[i]), _mm256_loadu_ps(q.dsum + q.slot(t0, s0 + i)), acc);
+    _mm256_storeu_ps(corr, acc);
+  } else {
+    for (int t = 0; t < NT; ++t) {
+      __m128 acc = _mm_set_ss(corr[t]);
+      for (int64_t i = 0; i < n; ++i)
+        acc = _mm_fmadd_ss(_mm_set_ss(dw[i]), _mm_set_ss(q.dsum_block(t0 + t, s0 + i)), acc);
+      corr[t] = _mm_cvtss_f32(acc);
+    }
+  }
+}
+
+// One row against NT tokens: each weight block is unpacked once and applied
+// to all NT tokens, whose accumulators stay in registers. Per token:
+//   y = kVectorFactor * sum_b d_w,b sum_s d_s S_s  -  sum_b d_w,b dsum_b
+// (the factor is a power of two, so applying it at the end is exact).
+template <class Unpack, int NT> BONSAI_QUANT_TARGET void quant_tile(const RowJob &job, int t0) {
+  const int64_t n_blocks = job.cols / kActBlock;
+  const QuantizedActs &q = job.q;
+  for (int64_t r = 0; r < job.n_rows; ++r) {
+    const uint8_t *row = job.w + static_cast<size_t>(r) * job.w_row_bytes;
+    __m256 acc[NT];
+    alignas(32) float corr[NT];
+    float corr1 = 0.0f;
+#pragma GCC unroll 16
+    for (int t = 0; t < NT; ++t) {
+      acc[t] = _mm256_setzero_ps();
+      corr[t] = 0.0f;
+    }
+    for (int64_t s0 = 0; s0 < n_blocks; s0 += kSegmentBlocks) {
+      const int64_t s1 = std::min(n_blocks, s0 + kSegmentBlocks);
+      [[maybe_unused]] float dw_seg[kSegmentBlocks];
+      for (int64_t b = s0; b < s1; ++b) {
+        const uint8_t *block = row + static_cast<size_t>(b) * Unpack::kBytes;
+        const float dw = load_f16(block);
+        if constexpr (NT == 1) // one token: the same fused multiply-add, inline
+          corr1 = std::fma(dw, q.dsum_block(t0, b), corr1);
+        else
+          dw_seg[b - s0] = dw;
+        const __m256 dw_v = _mm256_set1_ps(dw);
+        __m256i unpacked[4];
+        Unpack::unpack(block, unpacked);
+        // The tile's tokens are adjacent in the block-major activations.
+        const int8_t *xq = q.q_block(t0, b);
+        const float *xd = q.d_block(t0, b);
+#pragma GCC unroll 16
+        for (int t = 0; t < NT; ++t) {
+          const __m256 scaled =
+              _mm256_mul_ps(_mm256_cvtepi32_ps(chunk_sums(unpacked, xq + t * kActBlock)),
+                            _mm256_loadu_ps(xd + t * kSubsPerBlock));
+          acc[t] = _mm256_fmadd_ps(scaled, dw_v, acc[t]);
+        }
+      }
+      if constexpr (NT > 1)
+        add_correction<NT>(q, t0, s0, dw_seg, s1 - s0, corr);
+    }
+    if constexpr (NT == 1)
+      corr[0] = corr1;
+#pragma GCC unroll 16
+    for (int t = 0; t < NT; ++t)
+      job.y[static_cast<int64_t>(t0 + t) * job.ldy + r] =
+          Unpack::kVectorFactor * hsum256(acc[t]) - corr[t];
+  }
+}
+
+template <void (*TileN)(const RowJob &, int), void (*Tile1)(const RowJob &, int), int N>
+void run_tiles(const RowJob &job) {
+  int t = 0;
+  for (; t + N <= job.n_tokens; t += N)
+    TileN(job, t);
+  for (; t < job.n_tokens; ++t)
+    Tile1(job, t);
+}

@@ -1,0 +1,111 @@
+// The avxvnni kernel set takes the Q1_0 and Q2_0 dot products on AVX-VNNI
+// (vpdpbusd) instead of vpmaddubsw + vpmaddwd; the int32 sums are the same,
+// so its rows must equal the avx2 set's bit for bit, for one token and for
+// the 8-token tiles (its accuracy against float64 is the golden suite's).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "activations.hpp"
+#include "cpu_features.hpp"
+#include "kernels/kernel_set.hpp"
+
+namespace {
+
+using namespace bonsai::cpu;
+using bonsai::GgmlType;
+
+// Random blocks of `type`: an f16 scale (0.01..0.02, either sign) and
+// random code bytes.
+std::vector<uint8_t> random_rows(size_t block_bytes, int64_t rows, int64_t blocks, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> w(block_bytes * static_cast<size_t>(rows * blocks));
+  for (size_t at = 0; at < w.size(); at += block_bytes) {
+    const uint16_t d = static_cast<uint16_t>(0x2000 + rng() % 0x400) | (rng() % 2 ? 0x8000 : 0);
+    std::memcpy(&w[at], &d, 2);
+    for (size_t i = 2; i < block_bytes; ++i)
+      w[at + i] = static_cast<uint8_t>(rng());
+  }
+  return w;
+}
+
+std::vector<float> rows_of(const KernelSet &set, GgmlType type, WeightKind kind,
+                           const std::vector<uint8_t> &w, size_t row_bytes, int64_t rows,
+                           int64_t cols, const std::vector<float> &x, int n_tokens) {
+  const QuantLayout layout = set.layout[static_cast<int>(kind)];
+  const int64_t blocks = cols / kActBlock, stride = padded_token_stride(n_tokens);
+  std::vector<int8_t> q(static_cast<size_t>(blocks * stride * kActBlock));
+  std::vector<float> d(static_cast<size_t>(blocks * stride * meta_per_block(layout)));
+  std::vector<float> dsum(static_cast<size_t>(blocks * stride));
+  for (int t = 0; t < n_tokens; ++t)
+    set.quantize(
+        x.data() + static_cast<size_t>(t) * cols, cols, layout,
+        {q.data() + t * kActBlock, d.data() + t * meta_per_block(layout), dsum.data() + t, stride});
+  RowJob job;
+  job.type = type;
+  job.w = w.data();
+  job.w_row_bytes = row_bytes;
+  job.cols = cols;
+  job.n_rows = rows;
+  job.n_tokens = n_tokens;
+  job.q = {cols, blocks, n_tokens, stride, meta_per_block(layout), q.data(), d.data(), dsum.data()};
+  std::vector<float> y(static_cast<size_t>(rows) * n_tokens);
+  job.y = y.data();
+  job.ldy = rows;
+  set.rows[static_cast<int>(kind)](job);
+  return y;
+}
+
+TEST(AvxVnniKernels, Q1AndQ2RowsEqualTheAvx2SetBitForBit) {
+  if (!cpu_features().has_avxvnni_set())
+    GTEST_SKIP() << "skipped: this CPU lacks AVX-VNNI (" << cpu_features().describe() << ")";
+  const KernelSet &avx2 = *avx2_kernel_set(), &vnni = *avxvnni_kernel_set();
+  EXPECT_EQ(vnni.name, "avxvnni");
+  const int64_t rows = 37, cols = 1024, blocks = cols / kActBlock;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(11 * cols));
+  for (float &v : x)
+    v = value(rng);
+  struct Type {
+    GgmlType type;
+    WeightKind kind;
+    size_t block_bytes;
+  };
+  for (const Type t :
+       {Type{GgmlType::Q1_0, WeightKind::Q1_0, 18}, Type{GgmlType::Q2_0, WeightKind::Q2_0, 34}}) {
+    const std::vector<uint8_t> w = random_rows(t.block_bytes, rows, blocks, 9);
+    for (int n_tokens : {1, 8, 11}) { // a single token, a full tile, a tile and three more
+      SCOPED_TRACE(std::to_string(n_tokens) + " tokens, type " +
+                   std::to_string(static_cast<int>(t.type)));
+      const std::vector<float> a =
+          rows_of(avx2, t.type, t.kind, w, t.block_bytes * blocks, rows, cols, x, n_tokens);
+      const std::vector<float> b =
+          rows_of(vnni, t.type, t.kind, w, t.block_bytes * blocks, rows, cols, x, n_tokens);
+      ASSERT_EQ(a.size(), b.size());
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+      double magnitude = 0;
+      for (float v : a)
+        magnitude += std::abs(v);
+      EXPECT_GT(magnitude, 0.0); // real sums, not zeros on both sides
+    }
+  }
+}
+
+TEST(AvxVnniKernels, SelectedByNameOrRefusedWithTheCpusFeatures) {
+  const CpuFeatures &cpu = cpu_features();
+  if (cpu.has_avxvnni_set()) {
+    EXPECT_EQ(select_kernel_set(KernelChoice::AvxVnni, cpu).set->name, "avxvnni");
+    return;
+  }
+  try {
+    select_kernel_set(KernelChoice::AvxVnni, cpu);
+    ADD_FAILURE() << "kernels=avxvnni was accepted on a CPU without AVX-VNNI";
+  } catch (const std::exception &e) {
+    EXPECT_NE(std::string(e.what()).find("lacks AVX2/FMA/F16C with AVX-VNNI"), std::string::npos);
+  }
+}
+
+} // namespace
