@@ -62,7 +62,7 @@ TEST(AvxVnniKernels, Q1AndQ2RowsEqualTheAvx2SetBitForBit) {
   if (!cpu_features().has_avxvnni_set())
     GTEST_SKIP() << "skipped: this CPU lacks AVX-VNNI (" << cpu_features().describe() << ")";
   const KernelSet &avx2 = *avx2_kernel_set(), &vnni = *avxvnni_kernel_set();
-  EXPECT_EQ(vnni.name, "avxvnni");
+  EXPECT_STREQ(vnni.name, "avxvnni");
   const int64_t rows = 37, cols = 1024, blocks = cols / kActBlock;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> value(-2.0f, 2.0f);
@@ -97,7 +97,7 @@ TEST(AvxVnniKernels, Q1AndQ2RowsEqualTheAvx2SetBitForBit) {
 TEST(AvxVnniKernels, SelectedByNameOrRefusedWithTheCpusFeatures) {
   const CpuFeatures &cpu = cpu_features();
   if (cpu.has_avxvnni_set()) {
-    EXPECT_EQ(select_kernel_set(KernelChoice::AvxVnni, cpu).set->name, "avxvnni");
+    EXPECT_STREQ(select_kernel_set(KernelChoice::AvxVnni, cpu).set->name, "avxvnni");
     return;
   }
   try {
