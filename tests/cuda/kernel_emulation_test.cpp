@@ -908,6 +908,24 @@ TEST(LayerKernels, QkNormRopeF16StoresKeysAndValuesRoundedToHalf) {
   }
 }
 
+// The caches as f16 bits for the _f16 kernels; with `round` the f32 caches
+// become the rounded values too, so a float64 reference reads what they read.
+struct HalfCaches {
+  std::vector<uint16_t> k, v;
+};
+HalfCaches half_caches(std::vector<float> &k_cache, std::vector<float> &v_cache, bool round) {
+  HalfCaches half{std::vector<uint16_t>(k_cache.size()), std::vector<uint16_t>(v_cache.size())};
+  for (size_t i = 0; i < k_cache.size(); ++i) {
+    half.k[i] = emu::float_to_half_bits(k_cache[i]);
+    half.v[i] = emu::float_to_half_bits(v_cache[i]);
+    if (round) {
+      k_cache[i] = emu::half_bits_to_float(half.k[i]);
+      v_cache[i] = emu::half_bits_to_float(half.v[i]);
+    }
+  }
+  return half;
+}
+
 // Causal softmax attention in float64 for the step's tokens [0, n_tokens)
 // after kv_length cached positions: out[t][head][i], the caches laid out
 // [kv_head][max_ctx][head_dim] as the kernels read them.
@@ -969,15 +987,8 @@ TEST_P(SplitAttention, MatchesCausalSoftmaxAttentionWithGroupedHeads) {
   std::vector<float> v_cache = random_floats(k_cache.size(), 97);
   // The f16 kernels read the same caches rounded to f16; the float64
   // reference below reads the rounded values too.
-  std::vector<uint16_t> k_half(k_cache.size()), v_half(v_cache.size());
-  for (size_t i = 0; i < k_cache.size(); ++i) {
-    k_half[i] = emu::float_to_half_bits(k_cache[i]);
-    v_half[i] = emu::float_to_half_bits(v_cache[i]);
-    if (c.f16) {
-      k_cache[i] = emu::half_bits_to_float(k_half[i]);
-      v_cache[i] = emu::half_bits_to_float(v_half[i]);
-    }
-  }
+  const HalfCaches half = half_caches(k_cache, v_cache, c.f16);
+  const std::vector<uint16_t> &k_half = half.k, &v_half = half.v;
   const int step_info[2] = {c.kv_length, c.n_tokens};
   const size_t partials = static_cast<size_t>(c.n_tokens) * n_head * c.n_splits;
   std::vector<float> part_ml(2 * partials), part_acc(partials * hd);
@@ -1078,16 +1089,10 @@ TEST_P(TensorCoreAttention, MatchesCausalSoftmaxAttentionToF32Rounding) {
         const size_t at = (static_cast<size_t>(h) * max_ctx + j) * hd + i;
         k_cache[at] = v_cache[at] = std::nanf("");
       }
-  // The f16 kernel reads the caches rounded to f16; so does the reference.
-  std::vector<uint16_t> k_half(k_cache.size()), v_half(v_cache.size());
-  for (size_t i = 0; i < k_cache.size(); ++i) {
-    k_half[i] = emu::float_to_half_bits(k_cache[i]);
-    v_half[i] = emu::float_to_half_bits(v_cache[i]);
-    if (c.f16) {
-      k_cache[i] = emu::half_bits_to_float(k_half[i]);
-      v_cache[i] = emu::half_bits_to_float(v_half[i]);
-    }
-  }
+  // The f16 kernels read the same caches rounded to f16; the float64
+  // reference below reads the rounded values too.
+  const HalfCaches half = half_caches(k_cache, v_cache, c.f16);
+  const std::vector<uint16_t> &k_half = half.k, &v_half = half.v;
   const int step_info[2] = {c.kv_length, c.n_tokens};
   std::vector<float> out(static_cast<size_t>(c.n_tokens) * n_head * hd, -99.0f);
   const emu::Dim3 grid = {static_cast<unsigned>(n_head),
