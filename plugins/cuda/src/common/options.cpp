@@ -22,31 +22,18 @@ bool parse_switch(const std::string &key, const std::string &value) {
   fail_invalid(strformat("option %s=%s: expected on or off", key.c_str(), value.c_str()));
 }
 
-// A whole number of KiB in [1, 1 GiB], as bytes.
-uint64_t parse_kib(const std::string &key, const std::string &value) {
-  constexpr uint64_t kMaxKib = uint64_t{1} << 20;
-  uint64_t kib = 0;
-  bool digits = !value.empty() && value.size() <= 7;
+// A whole number of `unit` in [1, max]; anything else (signs, decimals,
+// more digits than fit) is refused with the range.
+uint64_t parse_whole(const std::string &key, const std::string &value, uint64_t max,
+                     const char *unit) {
+  bool digits = !value.empty() && value.size() <= 9;
   for (const char c : value)
     digits = digits && c >= '0' && c <= '9';
-  if (digits)
-    kib = std::stoull(value);
-  if (!digits || kib < 1 || kib > kMaxKib)
-    fail_invalid(strformat("option %s=%s: expected a whole number of KiB from 1 to %llu",
-                           key.c_str(), value.c_str(), static_cast<unsigned long long>(kMaxKib)));
-  return kib << 10;
-}
-
-// Milliseconds in [1, 600000].
-int parse_deadline_ms(const std::string &key, const std::string &value) {
-  bool digits = !value.empty() && value.size() <= 6;
-  for (const char c : value)
-    digits = digits && c >= '0' && c <= '9';
-  const int ms = digits ? std::stoi(value) : 0;
-  if (ms < 1 || ms > 600000)
-    fail_invalid(strformat("option %s=%s: expected a whole number of milliseconds from 1 to 600000",
-                           key.c_str(), value.c_str()));
-  return ms;
+  const uint64_t n = digits ? std::stoull(value) : 0;
+  if (n < 1 || n > max)
+    fail_invalid(strformat("option %s=%s: expected a whole number of %s from 1 to %llu",
+                           key.c_str(), value.c_str(), unit, static_cast<unsigned long long>(max)));
+  return n;
 }
 
 } // namespace
@@ -105,11 +92,12 @@ ContextOptions parse_options(const char *options) {
         fail_invalid("option prefill_attention=" + value + ": expected tc or cores");
       parsed.attention_tc = value == "tc";
     } else if (key == "persistent_deadline_ms") {
-      parsed.persistent_deadline_ms = parse_deadline_ms(key, value);
+      parsed.persistent_deadline_ms =
+          static_cast<int>(parse_whole(key, value, 600000, "milliseconds"));
     } else if (key == "pdl") {
       parsed.programmatic_launch = parse_switch(key, value);
     } else if (key == "upload_chunk_kib") {
-      parsed.upload_chunk_bytes = parse_kib(key, value);
+      parsed.upload_chunk_bytes = parse_whole(key, value, uint64_t{1} << 20, "KiB") << 10;
     } else {
       parsed.warnings.push_back("ignoring unknown option '" + key + "'");
     }
