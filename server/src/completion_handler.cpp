@@ -157,6 +157,31 @@ void queue_job(Server::Impl &impl, Exchange &exchange, std::shared_ptr<Job> job)
 
 } // namespace
 
+void run_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange, WorkerTask work) {
+  boost::asio::post(impl.workers, [exchange, work = std::move(work)] {
+    std::function<void()> then;
+    try {
+      then = work();
+    } catch (const ApiError &error) {
+      then = [exchange, response = error_response(error)]() mutable {
+        exchange->respond(std::move(response));
+      };
+    } catch (const std::exception &error) {
+      log_at(LogLevel::error, "a request failed: {}", error.what());
+      then = [exchange,
+              response = error_response(500, "server_error",
+                                        std::string("Internal error: ") + error.what())]() mutable {
+        exchange->respond(std::move(response));
+      };
+    }
+    // The body is parsed: give its memory and its share of the budget back.
+    HttpRequest &request = exchange->request();
+    std::string().swap(request.message.body());
+    request.body_reservation.reset();
+    exchange->post(std::move(then));
+  });
+}
+
 void start_completion(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
                       Endpoint endpoint, uint64_t tenant) {
   if (impl.ready_scheduler() == nullptr)
@@ -164,28 +189,10 @@ void start_completion(Server::Impl &impl, const std::shared_ptr<Exchange> &excha
                                             impl.state.load() == ServerState::loading
                                                 ? "The model is still loading"
                                                 : "The server is not serving"));
-  boost::asio::post(impl.workers, [&impl, exchange, endpoint, tenant] {
-    std::shared_ptr<Job> job;
-    std::optional<HttpResponse> refusal;
-    try {
-      // The scheduler was seen ready; once set it lives as long as the server.
-      job = make_job(impl, endpoint, exchange->request().message.body(), tenant);
-    } catch (const ApiError &error) {
-      refusal = error_response(error);
-    } catch (const std::exception &error) {
-      log_at(LogLevel::error, "a request failed: {}", error.what());
-      refusal = error_response(500, "server_error", std::string("Internal error: ") + error.what());
-    }
-    // The body is parsed: give its memory and its share of the budget back.
-    HttpRequest &request = exchange->request();
-    std::string().swap(request.message.body());
-    request.body_reservation.reset();
-    exchange->post([&impl, exchange, job = std::move(job), refusal = std::move(refusal)]() mutable {
-      if (refusal)
-        exchange->respond(std::move(*refusal));
-      else
-        queue_job(impl, *exchange, std::move(job));
-    });
+  run_on_worker(impl, exchange, [&impl, exchange, endpoint, tenant] {
+    // The scheduler was seen ready; once set it lives as long as the server.
+    std::shared_ptr<Job> job = make_job(impl, endpoint, exchange->request().message.body(), tenant);
+    return std::function<void()>([&impl, exchange, job] { queue_job(impl, *exchange, job); });
   });
 }
 

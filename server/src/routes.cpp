@@ -178,33 +178,19 @@ HttpResponse props(const Server::Impl &impl) {
                                                 scheduler->n_ctx(), impl.options.parallel}));
 }
 
-// A body-taking endpoint that runs no generation (/tokenize, ...): parsed
-// and answered on a worker, off the I/O thread, its body's memory and budget
-// given back before the answer goes out.
+// A body-taking endpoint that runs no generation (/tokenize, ...),
+// answered on a worker.
 using BodyAnswer = std::string (*)(const Engine &, const RequestContext &, std::string_view);
 void answer_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
                       BodyAnswer answer) {
   if (impl.ready_scheduler() == nullptr)
     return exchange->respond(error_response(503, "server_error", "The model is not loaded yet"));
-  boost::asio::post(impl.workers, [&impl, exchange, answer] {
-    std::optional<HttpResponse> response;
-    try {
-      // Ready once means ready for good: the engine lives past every handler.
-      response.emplace(
-          200, answer(*impl.engine, impl.request_context, exchange->request().message.body()));
-    } catch (const ApiError &error) {
-      response = error_response(error);
-    } catch (const std::exception &error) {
-      log_at(LogLevel::error, "a request failed: {}", error.what());
-      response =
-          error_response(500, "server_error", std::string("Internal error: ") + error.what());
-    }
-    HttpRequest &request = exchange->request();
-    std::string().swap(request.message.body());
-    request.body_reservation.reset();
-    exchange->post([exchange, response = std::move(*response)]() mutable {
-      exchange->respond(std::move(response));
-    });
+  run_on_worker(impl, exchange, [&impl, exchange, answer] {
+    // Ready once means ready for good: the engine lives past every handler.
+    HttpResponse response(
+        200, answer(*impl.engine, impl.request_context, exchange->request().message.body()));
+    return std::function<void()>(
+        [exchange, response]() mutable { exchange->respond(std::move(response)); });
   });
 }
 

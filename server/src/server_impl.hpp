@@ -3,6 +3,7 @@
 // routes (routes.cpp) and the completion endpoints (completion_handler.cpp).
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -66,6 +67,13 @@ struct Server::Impl : HttpApplication {
   std::once_flag stop_once;
   std::mutex join_mutex; // one wait() joins the stopper
 };
+
+// Runs `work`, which reads the request's body, on a worker thread, off the
+// I/O thread: an ApiError it throws becomes its error response, any other
+// exception a 500. The body's memory and its share of the budget are then
+// given back, and what `work` returned runs on the exchange's I/O thread.
+using WorkerTask = std::function<std::function<void()>()>;
+void run_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange, WorkerTask work);
 
 // Starts answering POST /v1/chat/completions or /v1/completions.
 void start_completion(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
