@@ -48,12 +48,7 @@ TEST(CudaCubinFallback, KernelsFromTheCubinDecodeTheReferenceContinuation) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   const EnvGuard refuse("BONSAI_FAKE_CUDA_REFUSE_PTX", std::string("1"));
-  bonsai::EngineOptions options;
-  options.backend = "cuda";
-  options.n_ctx = 64;
-  options.n_batch = 16;
-  options.plugin_options = "ptx_cache=off";
-  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  const bonsai::Engine engine = open_tiny_q1_cuda("ptx_cache=off");
   bonsai::Session session = engine.create_session();
   EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
 }

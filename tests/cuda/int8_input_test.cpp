@@ -24,12 +24,7 @@ struct Decoded {
 };
 
 Decoded decode_with(const std::string &options) {
-  bonsai::EngineOptions engine_options;
-  engine_options.backend = "cuda";
-  engine_options.n_ctx = 64;
-  engine_options.n_batch = 16;
-  engine_options.plugin_options = "ptx_cache=off;" + options;
-  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), engine_options);
+  const bonsai::Engine engine = open_tiny_q1_cuda("ptx_cache=off;" + options);
   bonsai::Session session = engine.create_session();
   Decoded out;
   out.tokens.push_back(session.eval_argmax(kTinyQ1Prompt));

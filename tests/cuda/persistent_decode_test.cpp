@@ -29,15 +29,6 @@ using ::testing::HasSubstr;
 constexpr const char *kPersistent = "ptx_cache=off;decode=persistent";
 constexpr const char *kKernel = "bonsai_decode_persistent";
 
-bonsai::Engine open_tiny_q1(const std::string &plugin_options) {
-  bonsai::EngineOptions options;
-  options.backend = "cuda";
-  options.n_ctx = 64;
-  options.n_batch = 16;
-  options.plugin_options = plugin_options;
-  return bonsai::Engine::open(tiny_q1(), options);
-}
-
 // The logits of the last token of the 8-token prompt, evaluated in one step.
 std::vector<float> prompt_logits(const bonsai::Engine &engine) {
   bonsai::Session session = engine.create_session();
@@ -57,7 +48,7 @@ double cosine(const std::vector<float> &a, const std::vector<float> &b) {
 TEST(CudaPersistentDecode, EveryStepIsOneLaunchAndTheGreedyTokensAreTheReferences) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const bonsai::Engine engine = open_tiny_q1(kPersistent);
+  const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent);
   bonsai::Session session = engine.create_session();
   const int persistent_before = fake_launches(kKernel);
   const int attention_before = fake_launches("bonsai_attention");
@@ -74,12 +65,12 @@ TEST(CudaPersistentDecode, EveryStepIsOneLaunchAndTheGreedyTokensAreTheReference
 TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraphPath) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const std::vector<float> graph = prompt_logits(open_tiny_q1("ptx_cache=off"));
+  const std::vector<float> graph = prompt_logits(open_tiny_q1_cuda("ptx_cache=off"));
   std::vector<float> first;
   for (const char *seed : {"1", "7", "12345"}) {
     SCOPED_TRACE(seed);
     const EnvGuard order("BONSAI_FAKE_CUDA_SEED", std::string(seed));
-    const std::vector<float> persistent = prompt_logits(open_tiny_q1(kPersistent));
+    const std::vector<float> persistent = prompt_logits(open_tiny_q1_cuda(kPersistent));
     ASSERT_EQ(persistent.size(), graph.size());
     // Every output is summed by one warp in a fixed order: the blocks'
     // interleaving cannot change a bit.
@@ -98,13 +89,13 @@ TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraph
 TEST(CudaPersistentDecode, AMissingWaitFenceOrCountFailsTheGoldenGate) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const std::vector<float> clean = prompt_logits(open_tiny_q1(kPersistent));
+  const std::vector<float> clean = prompt_logits(open_tiny_q1_cuda(kPersistent));
   for (const char *fault : {"no_wait", "no_fence", "early"})
     for (const char *seed : {"1", "2", "3"}) {
       SCOPED_TRACE(std::string(fault) + ", seed " + seed);
       const EnvGuard inject("BONSAI_FAKE_CUDA_PERSISTENT_FAULT", std::string(fault));
       const EnvGuard order("BONSAI_FAKE_CUDA_SEED", std::string(seed));
-      const std::vector<float> broken = prompt_logits(open_tiny_q1(kPersistent));
+      const std::vector<float> broken = prompt_logits(open_tiny_q1_cuda(kPersistent));
       ASSERT_EQ(broken.size(), clean.size());
       const double agreement = cosine(broken, clean);
       std::printf("[ persistent ] fault %s, seed %s: cosine %.8f\n", fault, seed, agreement);
@@ -117,7 +108,7 @@ TEST(CudaPersistentDecode, ALostCounterUpdateIsReportedAndTheStepRunsAgainLaunch
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   const LevelGuard level;
   const EnvGuard inject("BONSAI_FAKE_CUDA_PERSISTENT_FAULT", std::string("lost_signal=3"));
-  const bonsai::Engine engine = open_tiny_q1(kPersistent);
+  const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent);
   bonsai::Session session = engine.create_session();
   const int persistent_before = fake_launches(kKernel);
   testing::internal::CaptureStderr();

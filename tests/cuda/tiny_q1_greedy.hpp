@@ -22,18 +22,24 @@ inline std::vector<int32_t> tiny_q1_greedy(bonsai::Session &session) {
   return out;
 }
 
+// tiny-q1 on the CUDA plugin with `plugin_options` (64 positions, steps of
+// up to 16 tokens).
+inline bonsai::Engine open_tiny_q1_cuda(const std::string &plugin_options) {
+  bonsai::EngineOptions options;
+  options.backend = "cuda";
+  options.n_ctx = 64;
+  options.n_batch = 16;
+  options.plugin_options = plugin_options;
+  return bonsai::Engine::open(tiny_q1(), options);
+}
+
 // What a run of tiny-q1 on the CUDA plugin with `plugin_options` gives.
 struct TinyQ1Outputs {
   std::vector<int32_t> greedy;     // the greedy continuation above
   std::vector<float> prefill_last; // logits of the last token of a 12-token prefill
 };
 inline TinyQ1Outputs tiny_q1_outputs(const std::string &plugin_options) {
-  bonsai::EngineOptions options;
-  options.backend = "cuda";
-  options.n_ctx = 64;
-  options.n_batch = 16;
-  options.plugin_options = plugin_options;
-  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
+  const bonsai::Engine engine = open_tiny_q1_cuda(plugin_options);
   TinyQ1Outputs run;
   {
     bonsai::Session session = engine.create_session();

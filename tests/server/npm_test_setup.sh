@@ -2,6 +2,18 @@
 # the checks and the pinned install they share. Skips (exit 77, as ctest's
 # SKIP_RETURN_CODE) say why.
 
+# read_args "$@": the arguments every run.sh takes, BONSAI_BIN MODEL.gguf
+# WORK_DIR; sets bin, model and work (created, absolute). Exits 2 otherwise.
+read_args() {
+  if [[ $# -ne 3 ]]; then
+    echo "usage: $0 BONSAI_BIN MODEL.gguf WORK_DIR" >&2
+    exit 2
+  fi
+  bin=$1 model=$2
+  mkdir -p "$3"
+  work=$(cd "$3" && pwd)
+}
+
 # Exits 77 unless node and npm are installed.
 require_node() {
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

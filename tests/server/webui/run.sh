@@ -7,17 +7,10 @@
 # unavailable, saying which.
 set -euo pipefail
 
-if [[ $# -ne 3 ]]; then
-  echo "usage: $0 BONSAI_BIN MODEL.gguf WORK_DIR" >&2
-  exit 2
-fi
-bin=$1 model=$2
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mkdir -p "$3"
-work=$(cd "$3" && pwd)
-
 # shellcheck source=../npm_test_setup.sh
 source "$src/../npm_test_setup.sh"
+read_args "$@"
 require_node
 chromium=${BONSAI_CHROMIUM:-/usr/bin/chromium}
 if [[ ! -x $chromium ]]; then
