@@ -298,8 +298,8 @@ TEST(PersistentKernel, EightTokensMatchTheReferenceAndReadEachWeightOnce) {
   bonsai::test::RefForward reference(ref);
   double worst = 1.0;
   for (size_t t = 0; t < tokens.size(); ++t)
-    worst = std::min(worst, cosine(logits_of(r.x, static_cast<int>(t), ref),
-                                   reference.step(tokens[t])));
+    worst = std::min(worst,
+                     cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
   std::printf("[ persistent ] eight tokens in one step: min cosine %.8f, %ld weight loads\n", worst,
               loads_one);
   EXPECT_GE(worst, kGoldenCosine);
