@@ -8,8 +8,7 @@
 
 #include "bonsai/core/model_spec.hpp"
 #include "forward_runner.hpp"
-#include "model_upload.hpp"
-#include "plugin_context.hpp"
+#include "host_projection.hpp"
 
 namespace bonsai::host {
 
@@ -32,30 +31,25 @@ public:
 
 private:
   struct LayerNorms {
-    std::vector<float> attn, q, k, ffn;
+    std::vector<float> attn, q, k;
   };
-  // y (n x weight rows) = W x (n x weight cols) through the plugin.
-  void matmul(const bonsai_weight *weight, int32_t n_tokens, const float *x, float *y) const;
-  void embed(std::span<const int32_t> tokens);
   void run_layer(int32_t layer, int32_t n_tokens);
   void attention(int32_t layer, int32_t n_tokens);
-  void lm_head(const StepOutputs &outputs);
 
-  const PluginContext &context_;
   const ModelSpec &spec_;
   const UploadedModel &weights_;
   MatmulRunnerConfig config_;
-  int32_t n_embd_, n_head_, n_head_kv_, head_dim_, n_ff_, n_vocab_;
+  HostProjection projection_;
+  int32_t n_embd_, n_head_, n_head_kv_, head_dim_;
   int32_t q_dim_, kv_dim_; // n_head * head_dim, n_head_kv * head_dim
   float eps_;
   std::vector<double> inv_freq_; // RoPE rate of each pair (scaled as the model asks)
   double rope_magnitude_ = 1.0;  // factor on cos and sin
   std::vector<LayerNorms> norms_;
-  std::vector<float> output_norm_;
   std::vector<float> k_cache_, v_cache_; // [layer][position][kv_dim]
   int32_t length_ = 0;
   // Scratch sized for n_batch tokens.
-  std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, gate_, up_, scores_, logits_;
+  std::vector<float> x_, h_, q_, k_, v_, attn_, proj_, scores_;
 };
 
 } // namespace bonsai::host

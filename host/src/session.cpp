@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "log_internal.hpp"
+#include "hybrid_layer_runner.hpp"
 #include "matmul_layer_runner.hpp"
 #include "plugin_layer_runner.hpp"
 #include "session_impl.hpp"
@@ -53,10 +54,19 @@ open_session_on(const std::shared_ptr<const Engine::Impl> &engine_impl,
     host::logger().warn("plugin {} was built against ABI 1.{}, which cannot pass scaled RoPE ({}); "
                         "the host runs the layers through its matmul (slower)",
                         plugin.info.name, api.abi_minor, engine.spec.hparams.rope.describe());
-  const bonsai_status bind = api.bind_model != nullptr && !rope_unknown_to_plugin
+  // ABI 1.1 has no recurrent layer kind: qwen35 layers always run on the host.
+  const bool hybrid = engine.spec.arch() == Architecture::qwen35;
+  const bonsai_status bind = api.bind_model != nullptr && !rope_unknown_to_plugin && !hybrid
                                  ? api.bind_model(context.get(), &session->weights.desc)
                                  : BONSAI_ERR_UNSUPPORTED;
-  if (bind == BONSAI_OK) {
+  if (hybrid) {
+    host::logger().info("qwen35: the host runs the gated DeltaNet and attention layers through "
+                        "plugin {}'s matmul (the ABI has no recurrent layer kind yet)",
+                        plugin.info.name);
+    session->runner = std::make_unique<host::HybridLayerRunner>(
+        context, engine.spec, session->weights,
+        host::MatmulRunnerConfig{engine.options.n_ctx, engine.options.n_batch});
+  } else if (bind == BONSAI_OK) {
     session->runner = std::make_unique<host::PluginLayerRunner>(
         context, static_cast<int32_t>(engine.spec.hparams.n_layer));
     session->plugin_layers = true;

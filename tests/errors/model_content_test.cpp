@@ -78,7 +78,7 @@ void add_tokens(ModelParts &m, int n) {
 const Row kRows[] = {
     {"UnsupportedArchitecture",
      [](ModelParts &m) { m.value("general.architecture") = gguf::Value::string("llama"); },
-     "MODEL: unsupported architecture 'llama' (bonsai runs qwen3)"},
+     "MODEL: unsupported architecture 'llama' (bonsai runs qwen3 and qwen35)"},
     {"MissingArchitecture",
      [](ModelParts &m) {
        std::erase_if(m.metadata, [](auto &kv) { return kv.first == "general.architecture"; });

@@ -176,9 +176,10 @@ std::string count_text(int64_t n) {
 
 void print_model(const gguf::File &f) {
   const gguf::Value *arch = f.find("general.architecture");
-  if (!arch || arch->type != gguf::ValueType::STRING || arch->as_string("arch") != "qwen3")
+  if (!arch || arch->type != gguf::ValueType::STRING ||
+      (arch->as_string("arch") != "qwen3" && arch->as_string("arch") != "qwen35"))
     return;
-  std::printf("\nmodel (qwen3):\n");
+  std::printf("\nmodel (%s):\n", arch->as_string("arch").c_str());
   ModelSpec spec;
   try {
     spec = ModelSpec::from_gguf(f);
@@ -194,6 +195,17 @@ void print_model(const gguf::File &f) {
   std::printf("  vocab %" PRId64 ", trained context %" PRId64 ", rope base %g, rms eps %g\n",
               h.n_vocab, h.n_ctx_train, static_cast<double>(h.rope.freq_base),
               static_cast<double>(h.rms_eps));
+  if (const auto &y = h.hybrid) {
+    const DeltaNetHparams &g = y->delta_net;
+    int64_t recurrent = 0;
+    for (bool r : y->recurrent)
+      recurrent += r;
+    std::printf("  gated DeltaNet layers %" PRId64 " (q/k heads %" PRId64 ", value heads %" PRId64
+                ", dim %" PRId64 ", conv %" PRId64 "), attention layers %" PRId64
+                " (rotary dims %" PRId64 "), MTP layers %" PRId64 " (not run)\n",
+                recurrent, g.n_k_heads, g.n_v_heads, g.head_dim, g.conv_kernel,
+                h.n_layer - recurrent, y->n_rot, y->n_nextn);
+  }
   std::printf("  LM head: %s (%s, %s)\n", spec.tied() ? "tied" : "untied",
               spec.lm_head().name.c_str(),
               std::string(type_name(static_cast<uint32_t>(spec.lm_head().type))).c_str());

@@ -60,7 +60,7 @@ private:
 
 RopeSettings read_rope(const KeyReader &r, const Qwen3Hparams &h) {
   RopeSettings rope;
-  rope.freq_base = static_cast<float>(r.positive("rope.freq_base", 1e6));
+  rope.freq_base = static_cast<float>(r.positive("rope.freq_base", h.arch == Architecture::qwen35 ? 1e4 : 1e6));
   if (rope.freq_base >= 1e12f)
     r.refuse("rope.freq_base", std::to_string(rope.freq_base), "is out of range (< 1e12)");
   if (r.find("rope.scaling.type")) {
@@ -100,16 +100,21 @@ RopeSettings read_rope(const KeyReader &r, const Qwen3Hparams &h) {
 void read_forward_pass_keys(const gguf::File &file, const std::string &arch, Qwen3Hparams &h) {
   const KeyReader r(file, arch);
   h.rope = read_rope(r, h);
-  if (r.find("rope.dimension_count")) {
+  if (h.arch == Architecture::qwen35) {
+    // Partial, sectioned rotation is part of qwen35 (read in hparams.cpp), and
+    // llama.cpp never reads attention.scale for it: 1/sqrt(head_dim) always.
+  } else if (r.find("rope.dimension_count")) {
     const uint64_t n_rot = file.get_u64(r.key("rope.dimension_count"));
     if (static_cast<int64_t>(n_rot) != h.head_dim)
       r.refuse("rope.dimension_count", std::to_string(n_rot),
                "a partial rotary embedding (head dim " + std::to_string(h.head_dim) +
                    "); bonsai rotates whole heads");
   }
-  r.require_absent("rope.dimension_sections", "multi-section (M-RoPE) rotary embedding");
-  r.require_value("attention.scale", 1.0 / std::sqrt(static_cast<double>(h.head_dim)),
-                  "a custom attention scale");
+  if (h.arch != Architecture::qwen35) {
+    r.require_absent("rope.dimension_sections", "multi-section (M-RoPE) rotary embedding");
+    r.require_value("attention.scale", 1.0 / std::sqrt(static_cast<double>(h.head_dim)),
+                    "a custom attention scale");
+  }
   r.require_absent("attention.layer_norm_epsilon", "LayerNorm instead of RMSNorm");
   r.require_absent("attention.sliding_window", "sliding-window attention");
   r.require_absent("attention.clamp_kqv", "clamped Q/K/V");
@@ -121,6 +126,33 @@ void read_forward_pass_keys(const gguf::File &file, const std::string &arch, Qwe
   r.require_value("expert_count", 0.0, "a mixture of experts");
   if (r.find("attention.causal") && !file.find(r.key("attention.causal"))->as_bool("causal"))
     r.refuse("attention.causal", "false", "non-causal attention; bonsai runs decoders");
+}
+
+} // namespace bonsai
+
+namespace bonsai {
+
+std::vector<double> attention_rope_rates(const Qwen3Hparams &h) {
+  if (!h.hybrid)
+    return rope_inv_freq(h.rope, h.head_dim);
+  std::vector<double> rates = rope_inv_freq(h.rope, h.hybrid->n_rot);
+  // M-RoPE gives pair i the time, height, width or extra position by its
+  // section; a text token has time = height = width = its position and
+  // extra = 0, and a 0 angle is a rate of 0.
+  const auto &sec = h.hybrid->rope_sections;
+  const int64_t period = sec[0] + sec[1] + sec[2] + sec[3];
+  for (size_t i = 0; i < rates.size(); ++i) {
+    const int64_t s = static_cast<int64_t>(i) % period;
+    const bool positional = (s % 3 == 0 && s < 3 * sec[0]) || (s % 3 == 1 && s < 3 * sec[1]) ||
+                            (s % 3 == 2 && s < 3 * sec[2]);
+    if (!positional)
+      rates[i] = 0.0;
+  }
+  return rates;
+}
+
+const char *architecture_name(Architecture arch) {
+  return arch == Architecture::qwen35 ? "qwen35" : "qwen3";
 }
 
 } // namespace bonsai

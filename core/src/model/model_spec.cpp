@@ -86,6 +86,70 @@ LayerWeights load_layer(const TensorLoader &loader, const Qwen3Hparams &h, int64
   return w;
 }
 
+// A qwen35 layer: gated DeltaNet or gated attention, then the usual MLP
+// (docs/models.md). MTP layers past the trunk are never loaded.
+LayerWeights load_hybrid_layer(const TensorLoader &loader, const Qwen3Hparams &h, int64_t layer) {
+  const HybridHparams &y = *h.hybrid;
+  const DeltaNetHparams &g = y.delta_net;
+  const std::string prefix = "blk." + std::to_string(layer) + ".";
+  const auto load = [&](const std::string &name, Shape shape, Role role) {
+    return loader.load(prefix + name, shape, role);
+  };
+  LayerWeights w;
+  w.attn_norm = load("attn_norm.weight", {{h.n_embd}, "[n_embd]"}, Role::Norm);
+  if (y.recurrent[static_cast<size_t>(layer)]) {
+    DeltaNetWeights d;
+    d.qkv = load("attn_qkv.weight", {{h.n_embd, g.conv_dim()}, "[n_embd, 2 * key_dim + value_dim]"},
+                 Role::Matrix);
+    d.gate = load("attn_gate.weight", {{h.n_embd, g.value_dim()}, "[n_embd, value_dim]"},
+                  Role::Matrix);
+    d.conv = load("ssm_conv1d.weight", {{g.conv_kernel, g.conv_dim()}, "[conv_kernel, conv_dim]"},
+                  Role::Norm);
+    d.dt_bias = load("ssm_dt.bias", {{g.n_v_heads}, "[time_step_rank]"}, Role::Norm);
+    d.a = load("ssm_a", {{g.n_v_heads}, "[time_step_rank]"}, Role::Norm);
+    d.beta =
+        load("ssm_beta.weight", {{h.n_embd, g.n_v_heads}, "[n_embd, time_step_rank]"}, Role::Matrix);
+    d.alpha = load("ssm_alpha.weight", {{h.n_embd, g.n_v_heads}, "[n_embd, time_step_rank]"},
+                   Role::Matrix);
+    d.norm = load("ssm_norm.weight", {{g.head_dim}, "[state_size]"}, Role::Norm);
+    d.out = load("ssm_out.weight", {{g.value_dim(), h.n_embd}, "[value_dim, n_embd]"},
+                 Role::Matrix);
+    w.delta_net = std::move(d);
+  } else {
+    const int64_t q_dim = h.n_head * h.head_dim;
+    const int64_t kv_dim = h.n_head_kv * h.head_dim;
+    w.attn_q = load("attn_q.weight", {{h.n_embd, 2 * q_dim}, "[n_embd, 2 * n_head * head_dim]"},
+                    Role::Matrix);
+    w.attn_k =
+        load("attn_k.weight", {{h.n_embd, kv_dim}, "[n_embd, n_head_kv * head_dim]"}, Role::Matrix);
+    w.attn_v =
+        load("attn_v.weight", {{h.n_embd, kv_dim}, "[n_embd, n_head_kv * head_dim]"}, Role::Matrix);
+    w.attn_q_norm = load("attn_q_norm.weight", {{h.head_dim}, "[head_dim]"}, Role::Norm);
+    w.attn_k_norm = load("attn_k_norm.weight", {{h.head_dim}, "[head_dim]"}, Role::Norm);
+    w.attn_output = load("attn_output.weight", {{q_dim, h.n_embd}, "[n_head * head_dim, n_embd]"},
+                         Role::Matrix);
+  }
+  w.ffn_norm = load("post_attention_norm.weight", {{h.n_embd}, "[n_embd]"}, Role::Norm);
+  w.ffn_gate = load("ffn_gate.weight", {{h.n_embd, h.n_ff}, "[n_embd, n_ff]"}, Role::Matrix);
+  w.ffn_up = load("ffn_up.weight", {{h.n_embd, h.n_ff}, "[n_embd, n_ff]"}, Role::Matrix);
+  w.ffn_down = load("ffn_down.weight", {{h.n_ff, h.n_embd}, "[n_ff, n_embd]"}, Role::Matrix);
+  return w;
+}
+
+// A layer's views in order of use, the absent ones left out.
+std::vector<const TensorView *> layer_tensors(const LayerWeights &l) {
+  std::vector<const TensorView *> views{&l.attn_norm};
+  if (const auto &d = l.delta_net)
+    views.insert(views.end(),
+                 {&d->qkv, &d->gate, &d->conv, &d->dt_bias, &d->a, &d->beta, &d->alpha, &d->norm,
+                  &d->out});
+  else
+    views.insert(views.end(), {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_q_norm, &l.attn_k_norm,
+                               &l.attn_output});
+  views.insert(views.end(), {&l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down});
+  return views;
+}
+
 } // namespace
 
 ModelSpec ModelSpec::from_gguf(const gguf::File &file) {
@@ -97,7 +161,7 @@ ModelSpec ModelSpec::from_gguf(const gguf::File &file) {
       loader.load("token_embd.weight", {{h.n_embd, h.n_vocab}, "[n_embd, n_vocab]"}, Role::Matrix);
   spec.layers.reserve(static_cast<size_t>(h.n_layer));
   for (int64_t i = 0; i < h.n_layer; ++i)
-    spec.layers.push_back(load_layer(loader, h, i));
+    spec.layers.push_back(h.hybrid ? load_hybrid_layer(loader, h, i) : load_layer(loader, h, i));
   spec.output_norm = loader.load("output_norm.weight", {{h.n_embd}, "[n_embd]"}, Role::Norm);
   spec.output = loader.load_optional("output.weight", {{h.n_embd, h.n_vocab}, "[n_embd, n_vocab]"},
                                      Role::Matrix);
@@ -107,9 +171,7 @@ ModelSpec ModelSpec::from_gguf(const gguf::File &file) {
 std::vector<const TensorView *> ModelSpec::all_tensors() const {
   std::vector<const TensorView *> all{&token_embd};
   for (const LayerWeights &l : layers)
-    for (const TensorView *t :
-         {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_q_norm, &l.attn_k_norm,
-          &l.attn_output, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+    for (const TensorView *t : layer_tensors(l))
       all.push_back(t);
   all.push_back(&output_norm);
   if (output)

@@ -23,11 +23,25 @@ void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding
   desc.struct_size = sizeof desc;
   desc.token_embd = upload(spec.token_embd);
   out.layers.clear();
+  out.delta_net.clear();
   out.layers.reserve(spec.layers.size());
   for (const LayerWeights &layer : spec.layers) {
     bonsai_layer_weights w{};
     w.struct_size = sizeof w;
     w.attn_norm = upload(layer.attn_norm);
+    DeltaNetHandles gdn;
+    if (const auto &d = layer.delta_net) {
+      gdn = {upload(d->qkv), upload(d->gate), upload(d->beta), upload(d->alpha), upload(d->out)};
+      w.ffn_norm = upload(layer.ffn_norm);
+      w.w_gate = upload(layer.ffn_gate);
+      w.w_up = upload(layer.ffn_up);
+      w.w_down = upload(layer.ffn_down);
+      out.layers.push_back(w);
+      out.delta_net.push_back(gdn);
+      continue;
+    }
+    if (spec.arch() == Architecture::qwen35)
+      out.delta_net.push_back(gdn);
     w.wq = upload(layer.attn_q);
     w.wk = upload(layer.attn_k);
     w.wv = upload(layer.attn_v);
@@ -54,7 +68,7 @@ void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding
   desc.rms_eps = hp.rms_eps;
   desc.rope_freq_base = hp.rope.freq_base;
   desc.layers = out.layers.data();
-  out.rope_rates = rope_inv_freq(hp.rope, hp.head_dim);
+  out.rope_rates = attention_rope_rates(hp);
   desc.rope_inv_freq = out.rope_rates.data();
   desc.rope_magnitude = static_cast<float>(rope_magnitude(hp.rope));
 }

@@ -125,7 +125,7 @@ TEST(ModelSpecCrafted, WrongArchitecture) {
   CraftedModel m;
   m.set(Value::string("llama"), "general.architecture");
   EXPECT_THAT(load_error(m),
-              HasSubstr("crafted.gguf: unsupported architecture 'llama' (bonsai runs qwen3)"));
+              HasSubstr("crafted.gguf: unsupported architecture 'llama' (bonsai runs qwen3 and qwen35)"));
 }
 
 TEST(ModelSpecCrafted, MissingArchitecture) {

@@ -20,10 +20,23 @@ bonsai_weight_desc weight_desc(const TensorView &tensor, const PreparedWeight &p
 // Uploads one tensor and returns its handle (never NULL); throws on failure.
 using UploadTensorFn = std::function<const bonsai_weight *(const TensorView &)>;
 
+// The matrices of a qwen35 gated DeltaNet layer, which ABI 1.1 has no
+// field for: the host runs those layers through matmul().
+struct DeltaNetHandles {
+  const bonsai_weight *qkv = nullptr;   // conv input projection
+  const bonsai_weight *gate = nullptr;  // z, the output gate
+  const bonsai_weight *beta = nullptr;  // beta logits
+  const bonsai_weight *alpha = nullptr; // decay logits
+  const bonsai_weight *out = nullptr;   // output projection
+};
+
 // The handles of every weight of a model and the bind_model() description
-// that points at them.
+// that points at them. For qwen35, a DeltaNet layer's entry in `layers` has
+// only its norms and MLP set (the attention fields NULL), its matrices are
+// in `delta_net`, and `desc` must not be passed to bind_model().
 struct ModelBinding {
   std::vector<bonsai_layer_weights> layers;
+  std::vector<DeltaNetHandles> delta_net; // qwen35: one per layer, empty for attention layers
   std::vector<double> rope_rates; // desc.rope_inv_freq
   bonsai_model_desc desc{};       // desc.layers and desc.rope_inv_freq point into this
 
