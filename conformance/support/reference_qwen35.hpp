@@ -49,8 +49,7 @@ struct RefQwen35Model {
       return static_cast<int>(file.get_u64("qwen35." + key));
     };
     m.n_embd = u("embedding_length");
-    const int n_nextn =
-        file.find("qwen35.nextn_predict_layers") ? u("nextn_predict_layers") : 0;
+    const int n_nextn = file.find("qwen35.nextn_predict_layers") ? u("nextn_predict_layers") : 0;
     m.n_layer = u("block_count") - n_nextn;
     m.n_head = u("attention.head_count");
     m.n_kv = u("attention.head_count_kv");
@@ -66,9 +65,8 @@ struct RefQwen35Model {
     const auto &sec = file.find("qwen35.rope.dimension_sections")->as_array("sections");
     for (int i = 0; i < 4; ++i)
       m.sections[i] = static_cast<int>(sec.items[static_cast<size_t>(i)].as_i64("section"));
-    const int interval = file.find("qwen35.full_attention_interval")
-                             ? u("full_attention_interval")
-                             : 4;
+    const int interval =
+        file.find("qwen35.full_attention_interval") ? u("full_attention_interval") : 4;
 
     const auto tensor = [&](const std::string &name) {
       const gguf::TensorInfo *t = file.find_tensor(name);
@@ -428,9 +426,9 @@ private:
       if (chunk_ == 0) {
         const int kh = h % m_.h_k;
         for (size_t t = 0; t < xs.size(); ++t)
-          recurrence(S, in[t].q.data() + kh * d, in[t].k.data() + kh * d,
-                     in[t].v.data() + h * d, in[t].beta[static_cast<size_t>(h)],
-                     in[t].g[static_cast<size_t>(h)], o[t].data() + h * d);
+          recurrence(S, in[t].q.data() + kh * d, in[t].k.data() + kh * d, in[t].v.data() + h * d,
+                     in[t].beta[static_cast<size_t>(h)], in[t].g[static_cast<size_t>(h)],
+                     o[t].data() + h * d);
       } else {
         for (size_t first = 0; first < xs.size(); first += static_cast<size_t>(chunk_))
           chunk(S, in, first, std::min(static_cast<size_t>(chunk_), xs.size() - first), h, o);

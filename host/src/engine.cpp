@@ -77,8 +77,9 @@ ModelInfo describe_model(const gguf::File &file, const ModelSpec &spec) {
     info.weight_bytes += tensor.nbytes;
   info.n_params = static_cast<uint64_t>(spec.n_params());
   if (!spec.layers.empty())
-    info.weight_type = std::string(type_name(static_cast<uint32_t>(
-        spec.layers[0].recurrent() ? spec.layers[0].delta_net->qkv.type : spec.layers[0].attn_q.type)));
+    info.weight_type = std::string(type_name(
+        static_cast<uint32_t>(spec.layers[0].recurrent() ? spec.layers[0].delta_net->qkv.type
+                                                         : spec.layers[0].attn_q.type)));
   const auto &hp = spec.hparams;
   info.n_embd = static_cast<int32_t>(hp.n_embd);
   info.n_layer = static_cast<int32_t>(hp.n_layer);

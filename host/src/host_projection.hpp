@@ -15,8 +15,8 @@ namespace bonsai::host {
 class HostProjection {
 public:
   // `context`, `spec` and `weights` outlive this. Scratch for n_batch tokens.
-  HostProjection(const PluginContext &context, const ModelSpec &spec,
-                 const UploadedModel &weights, int32_t n_batch);
+  HostProjection(const PluginContext &context, const ModelSpec &spec, const UploadedModel &weights,
+                 int32_t n_batch);
 
   // y (n x weight rows) = W x (n x weight cols) through the plugin.
   void matmul(const bonsai_weight *weight, int32_t n_tokens, const float *x, float *y) const;

@@ -77,9 +77,8 @@ HybridLayerRunner::HybridLayerRunner(const PluginContext &context, const ModelSp
   v_cache_.assign(cache, 0.0f);
   conv_.assign(n_delta_net * static_cast<size_t>(conv_k_ - 1) * conv_dim_, 0.0f);
   ssm_.assign(n_delta_net * static_cast<size_t>(n_v_heads_) * gdn_dim_ * gdn_dim_, 0.0f);
-  max_checkpoints_ =
-      std::clamp(kCheckpointBudgetBytes / std::max<size_t>(state_bytes(), 1), size_t{1},
-                 kMostCheckpoints);
+  max_checkpoints_ = std::clamp(kCheckpointBudgetBytes / std::max<size_t>(state_bytes(), 1),
+                                size_t{1}, kMostCheckpoints);
 
   const auto batch = static_cast<size_t>(config.n_batch);
   x_.resize(batch * n_embd_);
@@ -270,6 +269,7 @@ void HybridLayerRunner::maybe_checkpoint(int32_t n_tokens) {
 }
 
 void HybridLayerRunner::rebuild(int32_t position) {
+  dirty_ = true; // until the tokens up to `position` have run again
   while (!checkpoints_.empty() && checkpoints_.back().position > position)
     checkpoints_.pop_back();
   if (checkpoints_.empty()) {
@@ -289,12 +289,13 @@ void HybridLayerRunner::rebuild(int32_t position) {
     run_layers(n, nullptr);
     length_ += n;
   }
+  dirty_ = false;
 }
 
 void HybridLayerRunner::truncate(int32_t n_keep) {
-  if (n_keep >= length_)
+  if (n_keep >= length_ && !dirty_)
     return;
-  rebuild(n_keep);
+  rebuild(std::min(n_keep, length_));
   tokens_.resize(static_cast<size_t>(n_keep));
 }
 
@@ -305,12 +306,16 @@ bool HybridLayerRunner::run_step(std::span<const int32_t> tokens, const StepOutp
     throw Error(fmt::format("internal: step of {} tokens at position {} does not fit (batch {}, "
                             "context {})",
                             n_tokens, length_, config_.n_batch, config_.n_ctx));
+  if (dirty_) // an earlier step failed part-way (a plugin error)
+    rebuild(length_);
   projection_.embed(tokens, x_.data());
+  dirty_ = true;
   if (!run_layers(n_tokens, &cancel)) {
     // Some layers' recurrent state moved on: put it back where the cache ends.
     rebuild(length_);
     return false;
   }
+  dirty_ = false;
   if (outputs.count > 0)
     projection_.lm_head(x_.data(), outputs);
   length_ += n_tokens;

@@ -8,7 +8,7 @@
 // and d x d state per value head) cannot be cut back like a KV cache, so the
 // runner keeps checkpoints: copies of it at chosen positions. truncate(n)
 // restores the last checkpoint at or before n and runs the tokens from there
-// to n again; a step cancelled half-way is undone the same way.
+// to n again; a step cancelled or failed half-way is undone the same way.
 #include <vector>
 
 #include "bonsai/core/model_spec.hpp"
@@ -69,17 +69,20 @@ private:
   float eps_;
   std::vector<double> rope_rates_;
   double rope_magnitude_ = 1.0;
-  std::vector<std::vector<float>> attn_norms_;     // per layer
-  std::vector<DeltaNetLayer> delta_net_layers_;    // per layer (empty for attention layers)
-  std::vector<AttentionLayer> attention_layers_;   // per layer (empty for DeltaNet layers)
+  std::vector<std::vector<float>> attn_norms_;   // per layer
+  std::vector<DeltaNetLayer> delta_net_layers_;  // per layer (empty for attention layers)
+  std::vector<AttentionLayer> attention_layers_; // per layer (empty for DeltaNet layers)
 
   std::vector<float> k_cache_, v_cache_; // [attention layer][position][kv_dim]
   std::vector<float> conv_;              // [DeltaNet layer][K - 1][conv_dim], oldest first
   std::vector<float> ssm_;               // [DeltaNet layer][value head][d key][d value]
   int32_t length_ = 0;
-  std::vector<int32_t> tokens_; // every token in the cache, to run again from a checkpoint
+  std::vector<int32_t> tokens_;         // every token in the cache, to run again from a checkpoint
   std::vector<Checkpoint> checkpoints_; // by position; the empty state at 0 is implicit
   size_t max_checkpoints_ = 1;
+  // The recurrent state is part-way through a step (one that failed or is
+  // being undone): the next call rebuilds it before anything else.
+  bool dirty_ = false;
 
   // Scratch for n_batch tokens.
   std::vector<float> x_, h_, mix_, act_, z_, beta_, decay_, qg_, q_, k_, v_, attn_, proj_, scores_;

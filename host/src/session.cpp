@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "log_internal.hpp"
 #include "hybrid_layer_runner.hpp"
+#include "log_internal.hpp"
 #include "matmul_layer_runner.hpp"
 #include "plugin_layer_runner.hpp"
 #include "session_impl.hpp"

@@ -48,8 +48,8 @@ protected:
     engine_options.n_batch = 16; // the 48-token prompt takes three steps
     engine_options.n_threads = 2;
     engine_options.plugin_options = options;
-    engine_ = std::make_unique<bonsai::Engine>(bonsai::Engine::open(golden_.gguf_path,
-                                                                    engine_options));
+    engine_ =
+        std::make_unique<bonsai::Engine>(bonsai::Engine::open(golden_.gguf_path, engine_options));
   }
 
   void score(const std::vector<float> &logits, size_t first, Scores &s) const {
@@ -65,8 +65,8 @@ protected:
   void check(const Scores &s, const char *what) const {
     const auto &[name, options] = GetParam();
     std::cout << "[ golden   ] " << name << " [" << options << "] " << what << ": min cosine "
-              << std::fixed << std::setprecision(6) << s.min_cosine << ", top-1 " << s.top1
-              << "/" << s.positions << "\n";
+              << std::fixed << std::setprecision(6) << s.min_cosine << ", top-1 " << s.top1 << "/"
+              << s.positions << "\n";
     EXPECT_EQ(s.positions, static_cast<int>(golden_.prompt.size()));
     if (exact_) {
       EXPECT_GE(s.min_cosine, 0.99999);
@@ -135,23 +135,23 @@ TEST_P(Qwen35Golden, TruncateRestoresTheRecurrentState) {
       const float *g = got.data() + row * kVocab;
       const float *w = want.data() + (keep + row) * kVocab;
       EXPECT_GE(cosine(g, w, kVocab), 0.99999) << "kept " << keep << ", position " << keep + row;
-      EXPECT_EQ(argmax(g, kVocab), argmax(w, kVocab)) << "kept " << keep << ", position "
-                                                      << keep + row;
+      EXPECT_EQ(argmax(g, kVocab), argmax(w, kVocab))
+          << "kept " << keep << ", position " << keep + row;
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    TinyQwen35, Qwen35Golden,
-    ::testing::Combine(::testing::Values("tiny-q35-q1", "tiny-q35-q2g64"),
-                       ::testing::Values("kernels=reference", "kernels=avx2", "kernels=avxvnni",
-                                         "kernels=avx512")),
-    [](const auto &info) {
-      std::string name = std::get<0>(info.param) + "_" + std::get<1>(info.param).substr(8);
-      for (char &c : name)
-        if (c == '-')
-          c = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(TinyQwen35, Qwen35Golden,
+                         ::testing::Combine(::testing::Values("tiny-q35-q1", "tiny-q35-q2g64"),
+                                            ::testing::Values("kernels=reference", "kernels=avx2",
+                                                              "kernels=avxvnni", "kernels=avx512")),
+                         [](const auto &info) {
+                           std::string name =
+                               std::get<0>(info.param) + "_" + std::get<1>(info.param).substr(8);
+                           for (char &c : name)
+                             if (c == '-')
+                               c = '_';
+                           return name;
+                         });
 
 } // namespace

@@ -64,10 +64,12 @@ inline bonsai::server::ServerOptions server_options(int32_t parallel = 2) {
 // A started server whose model has loaded.
 struct RunningServer {
   std::unique_ptr<bonsai::server::Server> server;
+  // `model`: a file of tests/data, tiny-q1.gguf unless named.
   explicit RunningServer(bonsai::server::ServerOptions options = server_options(),
-                         int32_t n_ctx = 512)
-      : server(std::make_unique<bonsai::server::Server>(std::move(options),
-                                                        [n_ctx] { return open_tiny(n_ctx); })) {
+                         int32_t n_ctx = 512, std::string model = "tiny-q1.gguf")
+      : server(std::make_unique<bonsai::server::Server>(std::move(options), [n_ctx, model] {
+          return bonsai::Engine::open(data_path(model), engine_options(n_ctx));
+        })) {
     server->wait_loaded();
     EXPECT_TRUE(server->ready()) << server->load_error();
   }

@@ -1,5 +1,5 @@
-// bonsai-gguf make-model: a synthetic Qwen3 GGUF of a real Bonsai shape with
-// random 1-bit or ternary weights and a real tokenizer, for benchmarks and
+// bonsai-gguf make-model: a synthetic Qwen3 (or qwen35, Bonsai-27B) GGUF of a
+// real Bonsai shape with random 1-bit or ternary weights and a real tokenizer, for benchmarks and
 // end-to-end tests (same bytes moved and same work as the real model).
 #include <chrono>
 #include <cstdio>
@@ -24,7 +24,18 @@ namespace {
 constexpr int64_t kQwen3PaddedVocab = 151936;
 constexpr int64_t kDefaultContext = 40960; // Qwen3 max_position_embeddings
 constexpr float kRopeFreqBase = 1e6f;
+constexpr float kHybridRopeFreqBase = 1e7f; // Qwen3.5/3.6
 constexpr float kRmsEps = 1e-6f;
+
+// What a qwen35 model adds (docs/models.md); a shape without it is qwen3.
+struct HybridShape {
+  int64_t k_heads = 0;            // ssm.group_count
+  int64_t v_heads = 0;            // ssm.time_step_rank
+  int64_t head_dim = 0;           // ssm.state_size
+  int64_t conv_kernel = 4;        // ssm.conv_kernel
+  int64_t rope_dims = 0;          // rope.dimension_count
+  int64_t attention_interval = 4; // full_attention_interval
+};
 
 struct ModelShape {
   int64_t hidden = 0;
@@ -36,15 +47,26 @@ struct ModelShape {
   int64_t vocab = kQwen3PaddedVocab;
   int64_t context = kDefaultContext;
   bool tied = false;
+  std::optional<HybridShape> hybrid;
 };
 
 // docs/architecture.md, "The model"; tiny matches the golden test models.
 const std::map<std::string, ModelShape> &presets() {
   static const std::map<std::string, ModelShape> all = {
-      {"1.7b", {2048, 28, 16, 8, 6144, 128, kQwen3PaddedVocab, kDefaultContext, true}},
-      {"4b", {2560, 36, 32, 8, 9728, 128, kQwen3PaddedVocab, kDefaultContext, true}},
-      {"8b", {4096, 36, 32, 8, 12288, 128, kQwen3PaddedVocab, kDefaultContext, false}},
-      {"tiny", {512, 4, 4, 2, 1536, 128, kQwen3PaddedVocab, 4096, false}},
+      {"1.7b",
+       {2048, 28, 16, 8, 6144, 128, kQwen3PaddedVocab, kDefaultContext, true, std::nullopt}},
+      {"4b", {2560, 36, 32, 8, 9728, 128, kQwen3PaddedVocab, kDefaultContext, true, std::nullopt}},
+      {"8b",
+       {4096, 36, 32, 8, 12288, 128, kQwen3PaddedVocab, kDefaultContext, false, std::nullopt}},
+      {"tiny", {512, 4, 4, 2, 1536, 128, kQwen3PaddedVocab, 4096, false, std::nullopt}},
+      // qwen35: Qwen3.6-27B's published shape (the GDN head split is the
+      // likely one: 16 q/k and 48 value heads of 128) with Qwen3's vocabulary;
+      // tiny-q35 is the golden qwen35 models' shape.
+      {"27b",
+       {5120, 64, 24, 4, 17408, 256, kQwen3PaddedVocab, 262144, false,
+        HybridShape{16, 48, 128, 4, 64, 4}}},
+      {"tiny-q35",
+       {512, 4, 4, 2, 1024, 128, kQwen3PaddedVocab, 8192, false, HybridShape{2, 4, 64, 4, 32, 4}}},
   };
   return all;
 }
@@ -87,58 +109,129 @@ void validate(const ModelShape &s, GgmlType type) {
   require(s.heads % s.kv_heads == 0, "--heads " + std::to_string(s.heads) +
                                          " must be a multiple of --kv-heads " +
                                          std::to_string(s.kv_heads));
+  if (const auto &y = s.hybrid) {
+    require(y->k_heads > 0 && y->v_heads > 0 && y->head_dim > 0 && y->conv_kernel > 0 &&
+                y->rope_dims > 0 && y->attention_interval > 0,
+            "every qwen35 dimension must be positive");
+    require((y->v_heads * y->head_dim) % traits_of(type).block_elements == 0,
+            "value heads x state size must be a multiple of " + block);
+    require(y->rope_dims % 2 == 0 && y->rope_dims <= s.head_dim,
+            "rotary dims must be even and at most the head dim");
+  }
   const int64_t limit = std::numeric_limits<int32_t>::max();
   require(s.hidden <= limit && s.ffn <= limit && s.vocab <= limit && s.layers <= 100000 &&
               s.heads * s.head_dim <= limit && s.context <= limit,
           "a dimension is too large for a GGUF model");
 }
 
+// How a tensor's values are made: a random matrix of --type, or f32 values
+// uniform in a range (norms near 1; qwen35's conv taps, decay rates and
+// biases in their own ranges).
+struct FloatRange {
+  float low = 0.8f, high = 1.2f;
+};
+
 struct PlannedTensor {
   std::string name;
   std::vector<int64_t> dims; // ne0 first
-  bool is_norm = false;
+  std::optional<FloatRange> floats;
 };
+
+constexpr FloatRange kNorm{};
+
+// A qwen35 layer: gated DeltaNet, or gated attention (query and gate
+// interleaved in attn_q) every attention_interval-th layer; then the MLP.
+void plan_hybrid_layer(const ModelShape &s, int64_t i, std::vector<PlannedTensor> &t) {
+  const HybridShape &y = *s.hybrid;
+  const std::string p = "blk." + std::to_string(i) + ".";
+  const int64_t key_dim = y.k_heads * y.head_dim;
+  const int64_t value_dim = y.v_heads * y.head_dim;
+  const int64_t conv_dim = 2 * key_dim + value_dim;
+  t.push_back({p + "attn_norm.weight", {s.hidden}, kNorm});
+  if ((i + 1) % y.attention_interval != 0) {
+    t.push_back({p + "attn_qkv.weight", {s.hidden, conv_dim}, {}});
+    t.push_back({p + "attn_gate.weight", {s.hidden, value_dim}, {}});
+    t.push_back({p + "ssm_conv1d.weight", {y.conv_kernel, conv_dim}, FloatRange{-0.5f, 0.5f}});
+    t.push_back({p + "ssm_dt.bias", {y.v_heads}, FloatRange{-1.0f, 1.0f}});
+    t.push_back({p + "ssm_a", {y.v_heads}, FloatRange{-2.0f, -0.5f}}); // -exp(A_log) < 0
+    t.push_back({p + "ssm_beta.weight", {s.hidden, y.v_heads}, {}});
+    t.push_back({p + "ssm_alpha.weight", {s.hidden, y.v_heads}, {}});
+    t.push_back({p + "ssm_norm.weight", {y.head_dim}, kNorm});
+    t.push_back({p + "ssm_out.weight", {value_dim, s.hidden}, {}});
+  } else {
+    const int64_t q_width = s.heads * s.head_dim;
+    const int64_t kv_width = s.kv_heads * s.head_dim;
+    t.push_back({p + "attn_q.weight", {s.hidden, 2 * q_width}, {}});
+    t.push_back({p + "attn_k.weight", {s.hidden, kv_width}, {}});
+    t.push_back({p + "attn_v.weight", {s.hidden, kv_width}, {}});
+    t.push_back({p + "attn_output.weight", {q_width, s.hidden}, {}});
+    t.push_back({p + "attn_q_norm.weight", {s.head_dim}, kNorm});
+    t.push_back({p + "attn_k_norm.weight", {s.head_dim}, kNorm});
+  }
+  t.push_back({p + "post_attention_norm.weight", {s.hidden}, kNorm});
+  t.push_back({p + "ffn_gate.weight", {s.hidden, s.ffn}, {}});
+  t.push_back({p + "ffn_up.weight", {s.hidden, s.ffn}, {}});
+  t.push_back({p + "ffn_down.weight", {s.ffn, s.hidden}, {}});
+}
 
 std::vector<PlannedTensor> plan_tensors(const ModelShape &s) {
   const int64_t q_width = s.heads * s.head_dim;
   const int64_t kv_width = s.kv_heads * s.head_dim;
   std::vector<PlannedTensor> t;
-  t.push_back({"token_embd.weight", {s.hidden, s.vocab}});
+  t.push_back({"token_embd.weight", {s.hidden, s.vocab}, {}});
   for (int64_t i = 0; i < s.layers; ++i) {
+    if (s.hybrid) {
+      plan_hybrid_layer(s, i, t);
+      continue;
+    }
     const std::string p = "blk." + std::to_string(i) + ".";
-    t.push_back({p + "attn_norm.weight", {s.hidden}, true});
-    t.push_back({p + "attn_q.weight", {s.hidden, q_width}});
-    t.push_back({p + "attn_k.weight", {s.hidden, kv_width}});
-    t.push_back({p + "attn_v.weight", {s.hidden, kv_width}});
-    t.push_back({p + "attn_output.weight", {q_width, s.hidden}});
-    t.push_back({p + "attn_q_norm.weight", {s.head_dim}, true});
-    t.push_back({p + "attn_k_norm.weight", {s.head_dim}, true});
-    t.push_back({p + "ffn_norm.weight", {s.hidden}, true});
-    t.push_back({p + "ffn_gate.weight", {s.hidden, s.ffn}});
-    t.push_back({p + "ffn_up.weight", {s.hidden, s.ffn}});
-    t.push_back({p + "ffn_down.weight", {s.ffn, s.hidden}});
+    t.push_back({p + "attn_norm.weight", {s.hidden}, kNorm});
+    t.push_back({p + "attn_q.weight", {s.hidden, q_width}, {}});
+    t.push_back({p + "attn_k.weight", {s.hidden, kv_width}, {}});
+    t.push_back({p + "attn_v.weight", {s.hidden, kv_width}, {}});
+    t.push_back({p + "attn_output.weight", {q_width, s.hidden}, {}});
+    t.push_back({p + "attn_q_norm.weight", {s.head_dim}, kNorm});
+    t.push_back({p + "attn_k_norm.weight", {s.head_dim}, kNorm});
+    t.push_back({p + "ffn_norm.weight", {s.hidden}, kNorm});
+    t.push_back({p + "ffn_gate.weight", {s.hidden, s.ffn}, {}});
+    t.push_back({p + "ffn_up.weight", {s.hidden, s.ffn}, {}});
+    t.push_back({p + "ffn_down.weight", {s.ffn, s.hidden}, {}});
   }
-  t.push_back({"output_norm.weight", {s.hidden}, true});
+  t.push_back({"output_norm.weight", {s.hidden}, kNorm});
   if (!s.tied)
-    t.push_back({"output.weight", {s.hidden, s.vocab}});
+    t.push_back({"output.weight", {s.hidden, s.vocab}, {}});
   return t;
 }
 
 void set_hyperparameters(gguf::Writer &w, const ModelShape &s, GgmlType type,
                          const std::string &name) {
   const auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
-  w.set_string("general.architecture", "qwen3");
+  const std::string arch = s.hybrid ? "qwen35" : "qwen3";
+  w.set_string("general.architecture", arch);
   w.set_string("general.name", name);
-  w.set_u32("qwen3.block_count", u32(s.layers));
-  w.set_u32("qwen3.context_length", u32(s.context));
-  w.set_u32("qwen3.embedding_length", u32(s.hidden));
-  w.set_u32("qwen3.feed_forward_length", u32(s.ffn));
-  w.set_u32("qwen3.attention.head_count", u32(s.heads));
-  w.set_u32("qwen3.attention.head_count_kv", u32(s.kv_heads));
-  w.set_u32("qwen3.attention.key_length", u32(s.head_dim));
-  w.set_u32("qwen3.attention.value_length", u32(s.head_dim));
-  w.set_f32("qwen3.rope.freq_base", kRopeFreqBase);
-  w.set_f32("qwen3.attention.layer_norm_rms_epsilon", kRmsEps);
+  w.set_u32(arch + ".block_count", u32(s.layers));
+  w.set_u32(arch + ".context_length", u32(s.context));
+  w.set_u32(arch + ".embedding_length", u32(s.hidden));
+  w.set_u32(arch + ".feed_forward_length", u32(s.ffn));
+  w.set_u32(arch + ".attention.head_count", u32(s.heads));
+  w.set_u32(arch + ".attention.head_count_kv", u32(s.kv_heads));
+  w.set_u32(arch + ".attention.key_length", u32(s.head_dim));
+  w.set_u32(arch + ".attention.value_length", u32(s.head_dim));
+  w.set_f32(arch + ".rope.freq_base", s.hybrid ? kHybridRopeFreqBase : kRopeFreqBase);
+  w.set_f32(arch + ".attention.layer_norm_rms_epsilon", kRmsEps);
+  if (const auto &y = s.hybrid) {
+    w.set_u32("qwen35.rope.dimension_count", u32(y->rope_dims));
+    w.set_array("qwen35.rope.dimension_sections",
+                gguf::Array{gguf::ValueType::INT32,
+                            {gguf::Value::i32(11), gguf::Value::i32(11), gguf::Value::i32(10),
+                             gguf::Value::i32(0)}});
+    w.set_u32("qwen35.ssm.conv_kernel", u32(y->conv_kernel));
+    w.set_u32("qwen35.ssm.inner_size", u32(y->v_heads * y->head_dim));
+    w.set_u32("qwen35.ssm.state_size", u32(y->head_dim));
+    w.set_u32("qwen35.ssm.time_step_rank", u32(y->v_heads));
+    w.set_u32("qwen35.ssm.group_count", u32(y->k_heads));
+    w.set_u32("qwen35.full_attention_interval", u32(y->attention_interval));
+  }
   w.set_u32("general.file_type", file_type_of(type));
 }
 
@@ -151,10 +244,12 @@ struct Options {
   uint64_t seed = 1;
 };
 
-const char *kSynopsis = "make-model --vocab VOCAB.gguf -o OUT.gguf [--preset 1.7b|4b|8b|tiny]\n"
-                        "                              [shape options] [--type TYPE] [--seed N]";
+const char *kSynopsis =
+    "make-model --vocab VOCAB.gguf -o OUT.gguf [--preset 1.7b|4b|8b|27b|tiny|tiny-q35]\n"
+    "                              [shape options] [--type TYPE] [--seed N]";
 const char *kAbout =
-    "Writes a Qwen3 GGUF with random weights of the given shape. Without --preset,\n"
+    "Writes a Qwen3 GGUF with random weights of the given shape (27b and tiny-q35:\n"
+    "a qwen35 hybrid of gated DeltaNet and gated attention layers). Without --preset,\n"
     "--hidden --layers --heads --kv-heads --ffn are required; with one, they override it.\n"
     "Every matrix (embedding and LM head included) is in --type; norms are f32 in\n"
     "[0.8, 1.2). The tokenizer.* keys are copied from --vocab and the token list is\n"
@@ -166,7 +261,7 @@ Options parse(const std::vector<std::string> &args, bool &help) {
   command_line.add_options()
     ("vocab", po::value<std::string>()->value_name("VOCAB.gguf"), "GGUF file whose tokenizer.* keys are copied (required)")
     ("output,o", po::value<std::string>()->value_name("OUT.gguf"), "output GGUF path (required)")
-    ("preset", po::value<std::string>()->value_name("NAME"), "1.7b, 4b, 8b (real Bonsai shapes) or tiny")
+    ("preset", po::value<std::string>()->value_name("NAME"), "1.7b, 4b, 8b, 27b (real Bonsai shapes; 27b is qwen35), tiny or tiny-q35")
     ("type", po::value<std::string>()->value_name("TYPE")->default_value("q1_0"), "matrix encoding: q1_0, q2_0, q2_0_g64, pq2_0, ptq1_0, tq1_0 or tq2_0")
     ("hidden", po::value<int64_t>()->value_name("N"), "embedding length")
     ("layers", po::value<int64_t>()->value_name("N"), "block count")
@@ -204,7 +299,7 @@ Options parse(const std::vector<std::string> &args, bool &help) {
     shape_name = vm["preset"].as<std::string>();
     const auto it = presets().find(shape_name);
     require(it != presets().end(),
-            "unknown --preset '" + shape_name + "' (known: 1.7b, 4b, 8b, tiny)");
+            "unknown --preset '" + shape_name + "' (known: 1.7b, 4b, 8b, 27b, tiny, tiny-q35)");
     o.shape = it->second;
   } else {
     for (const char *key : {"hidden", "layers", "heads", "kv-heads", "ffn"})
@@ -236,9 +331,10 @@ void add_weights(gguf::Writer &w, const Options &o, int64_t &n_params) {
       elements *= d;
     n_params += elements;
     const uint64_t seed = tensor_seed(o.seed, t.name);
-    if (t.is_norm) {
+    if (t.floats) {
+      const RandomFloatSpec spec{seed, t.floats->low, t.floats->high};
       w.add_tensor_filled(t.name, GgmlType::F32, std::move(t.dims),
-                          [seed](std::span<uint8_t> out) { fill_random_norm(seed, out); });
+                          [spec](std::span<uint8_t> out) { fill_random_floats(spec, out); });
     } else {
       const RandomMatrixSpec spec{o.type, t.dims[0], seed};
       w.add_tensor_filled(t.name, o.type, std::move(t.dims),
@@ -270,12 +366,20 @@ int run_make_model(const std::vector<std::string> &args) {
   const auto bytes = std::filesystem::file_size(o.output);
   const ModelShape &s = o.shape;
   std::printf("wrote %s\n", o.output.c_str());
-  std::printf("  qwen3: hidden %lld, layers %lld, heads %lld/%lld (head dim %lld), ffn %lld, "
+  if (const auto &y = s.hybrid)
+    std::printf("  qwen35: gated DeltaNet with %lld q/k and %lld value heads of %lld, conv %lld; "
+                "gated attention every %lld layers, %lld rotary dims\n",
+                static_cast<long long>(y->k_heads), static_cast<long long>(y->v_heads),
+                static_cast<long long>(y->head_dim), static_cast<long long>(y->conv_kernel),
+                static_cast<long long>(y->attention_interval),
+                static_cast<long long>(y->rope_dims));
+  std::printf("  %s: hidden %lld, layers %lld, heads %lld/%lld (head dim %lld), ffn %lld, "
               "context %lld, LM head %s\n",
-              static_cast<long long>(s.hidden), static_cast<long long>(s.layers),
-              static_cast<long long>(s.heads), static_cast<long long>(s.kv_heads),
-              static_cast<long long>(s.head_dim), static_cast<long long>(s.ffn),
-              static_cast<long long>(s.context), s.tied ? "tied" : "untied");
+              s.hybrid ? "attention" : "qwen3", static_cast<long long>(s.hidden),
+              static_cast<long long>(s.layers), static_cast<long long>(s.heads),
+              static_cast<long long>(s.kv_heads), static_cast<long long>(s.head_dim),
+              static_cast<long long>(s.ffn), static_cast<long long>(s.context),
+              s.tied ? "tied" : "untied");
   std::printf("  vocab: %lld rows (%lld tokens in %s", static_cast<long long>(s.vocab),
               static_cast<long long>(fitted.source_tokens), o.vocab_path.c_str());
   if (fitted.padded_tokens > 0)

@@ -151,15 +151,19 @@ void fill_random_matrix(const RandomMatrixSpec &spec, std::span<uint8_t> out) {
               std::string(type_name(static_cast<uint32_t>(spec.type))) + " blocks");
 }
 
-void fill_random_norm(uint64_t seed, std::span<uint8_t> out) {
+void fill_random_floats(const RandomFloatSpec &spec, std::span<uint8_t> out) {
   if (out.size() % sizeof(float) != 0)
-    throw Error("random norm weights: " + std::to_string(out.size()) +
+    throw Error("random f32 values: " + std::to_string(out.size()) +
                 " bytes is not a whole number of f32 values");
-  FastRng rng(seed);
+  FastRng rng(spec.seed);
   for (size_t at = 0; at < out.size(); at += sizeof(float)) {
-    const float value = 0.8f + 0.4f * rng.uniform();
+    const float value = spec.low + (spec.high - spec.low) * rng.uniform();
     std::memcpy(out.data() + at, &value, sizeof value);
   }
+}
+
+void fill_random_norm(uint64_t seed, std::span<uint8_t> out) {
+  fill_random_floats({seed, 0.8f, 1.2f}, out);
 }
 
 } // namespace bonsai::tools

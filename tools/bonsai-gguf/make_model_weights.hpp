@@ -38,6 +38,14 @@ struct RandomMatrixSpec {
 // or a size that is not a whole number of blocks.
 void fill_random_matrix(const RandomMatrixSpec &spec, std::span<uint8_t> out);
 
+struct RandomFloatSpec {
+  uint64_t seed = 0;
+  float low = 0.0f; // values are uniform in [low, high)
+  float high = 1.0f;
+};
+// Fills `out` with f32 values uniform in [low, high).
+void fill_random_floats(const RandomFloatSpec &spec, std::span<uint8_t> out);
+
 // Fills `out` with f32 values uniform in [0.8, 1.2): RMSNorm weights far enough
 // from 1 that a misplaced norm shows.
 void fill_random_norm(uint64_t seed, std::span<uint8_t> out);

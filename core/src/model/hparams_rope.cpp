@@ -60,7 +60,8 @@ private:
 
 RopeSettings read_rope(const KeyReader &r, const Qwen3Hparams &h) {
   RopeSettings rope;
-  rope.freq_base = static_cast<float>(r.positive("rope.freq_base", h.arch == Architecture::qwen35 ? 1e4 : 1e6));
+  rope.freq_base =
+      static_cast<float>(r.positive("rope.freq_base", h.arch == Architecture::qwen35 ? 1e4 : 1e6));
   if (rope.freq_base >= 1e12f)
     r.refuse("rope.freq_base", std::to_string(rope.freq_base), "is out of range (< 1e12)");
   if (r.find("rope.scaling.type")) {

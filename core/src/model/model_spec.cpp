@@ -101,19 +101,19 @@ LayerWeights load_hybrid_layer(const TensorLoader &loader, const Qwen3Hparams &h
     DeltaNetWeights d;
     d.qkv = load("attn_qkv.weight", {{h.n_embd, g.conv_dim()}, "[n_embd, 2 * key_dim + value_dim]"},
                  Role::Matrix);
-    d.gate = load("attn_gate.weight", {{h.n_embd, g.value_dim()}, "[n_embd, value_dim]"},
-                  Role::Matrix);
+    d.gate =
+        load("attn_gate.weight", {{h.n_embd, g.value_dim()}, "[n_embd, value_dim]"}, Role::Matrix);
     d.conv = load("ssm_conv1d.weight", {{g.conv_kernel, g.conv_dim()}, "[conv_kernel, conv_dim]"},
                   Role::Norm);
     d.dt_bias = load("ssm_dt.bias", {{g.n_v_heads}, "[time_step_rank]"}, Role::Norm);
     d.a = load("ssm_a", {{g.n_v_heads}, "[time_step_rank]"}, Role::Norm);
-    d.beta =
-        load("ssm_beta.weight", {{h.n_embd, g.n_v_heads}, "[n_embd, time_step_rank]"}, Role::Matrix);
+    d.beta = load("ssm_beta.weight", {{h.n_embd, g.n_v_heads}, "[n_embd, time_step_rank]"},
+                  Role::Matrix);
     d.alpha = load("ssm_alpha.weight", {{h.n_embd, g.n_v_heads}, "[n_embd, time_step_rank]"},
                    Role::Matrix);
     d.norm = load("ssm_norm.weight", {{g.head_dim}, "[state_size]"}, Role::Norm);
-    d.out = load("ssm_out.weight", {{g.value_dim(), h.n_embd}, "[value_dim, n_embd]"},
-                 Role::Matrix);
+    d.out =
+        load("ssm_out.weight", {{g.value_dim(), h.n_embd}, "[value_dim, n_embd]"}, Role::Matrix);
     w.delta_net = std::move(d);
   } else {
     const int64_t q_dim = h.n_head * h.head_dim;
@@ -140,12 +140,11 @@ LayerWeights load_hybrid_layer(const TensorLoader &loader, const Qwen3Hparams &h
 std::vector<const TensorView *> layer_tensors(const LayerWeights &l) {
   std::vector<const TensorView *> views{&l.attn_norm};
   if (const auto &d = l.delta_net)
-    views.insert(views.end(),
-                 {&d->qkv, &d->gate, &d->conv, &d->dt_bias, &d->a, &d->beta, &d->alpha, &d->norm,
-                  &d->out});
+    views.insert(views.end(), {&d->qkv, &d->gate, &d->conv, &d->dt_bias, &d->a, &d->beta, &d->alpha,
+                               &d->norm, &d->out});
   else
-    views.insert(views.end(), {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_q_norm, &l.attn_k_norm,
-                               &l.attn_output});
+    views.insert(views.end(),
+                 {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_q_norm, &l.attn_k_norm, &l.attn_output});
   views.insert(views.end(), {&l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down});
   return views;
 }

@@ -40,8 +40,7 @@ TEST_P(Qwen35Reference, PromptLogitsMatchTheGoldenFloat64Logits) {
     EXPECT_GE(c, 0.99999) << "position " << t;
     EXPECT_EQ(argmax(logits[t].data(), kVocab), argmax(want, kVocab)) << "position " << t;
   }
-  std::cout << "[ golden   ] " << GetParam() << " float64 reference: min cosine " << worst
-            << "\n";
+  std::cout << "[ golden   ] " << GetParam() << " float64 reference: min cosine " << worst << "\n";
 }
 
 TEST_P(Qwen35Reference, GreedyContinuationMatchesTheGoldenOne) {
@@ -66,8 +65,8 @@ TEST_P(Qwen35Reference, ChunkFormEqualsTheRecurrence) {
     double worst = 0.0;
     for (size_t t = 0; t < got.size(); ++t)
       for (int i = 0; i < kVocab; ++i)
-        worst = std::max(worst, std::fabs(got[t][static_cast<size_t>(i)] -
-                                          want[t][static_cast<size_t>(i)]));
+        worst = std::max(
+            worst, std::fabs(got[t][static_cast<size_t>(i)] - want[t][static_cast<size_t>(i)]));
     EXPECT_LT(worst, 1e-9) << "chunks of " << chunk;
     // The states they leave agree too: the next token sees no difference.
     const auto next_chunked = chunked.forward({7});
@@ -98,8 +97,7 @@ TEST_P(Qwen35Reference, PromptLeavesNonZeroConvAndState) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyQwen35, Qwen35Reference,
-                         ::testing::Values("tiny-q35-q1", "tiny-q35-q2g64"),
-                         [](const auto &info) {
+                         ::testing::Values("tiny-q35-q1", "tiny-q35-q2g64"), [](const auto &info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;

@@ -38,23 +38,23 @@ struct DeltaNetHparams {
 // What qwen35 adds to the Qwen3 hyper-parameters.
 struct HybridHparams {
   DeltaNetHparams delta_net;
-  int64_t n_rot = 0;    // rope.dimension_count: leading dims of an attention head that rotate
-  int64_t n_nextn = 0;  // nextn_predict_layers: MTP layers after the trunk, never run
+  int64_t n_rot = 0;   // rope.dimension_count: leading dims of an attention head that rotate
+  int64_t n_nextn = 0; // nextn_predict_layers: MTP layers after the trunk, never run
   std::array<int64_t, 4> rope_sections{}; // rope.dimension_sections (M-RoPE)
   std::vector<bool> recurrent;            // per trunk layer: gated DeltaNet, else attention
 };
 
 struct Qwen3Hparams {
-  int64_t n_embd = 0;      // qwen3.embedding_length
-  int64_t n_layer = 0;     // qwen3.block_count
-  int64_t n_head = 0;      // qwen3.attention.head_count
-  int64_t n_head_kv = 0;   // qwen3.attention.head_count_kv
-  int64_t head_dim = 0;    // qwen3.attention.key_length (default n_embd / n_head)
-  int64_t n_ff = 0;        // qwen3.feed_forward_length
-  int64_t n_vocab = 0;     // rows of token_embd.weight
-  int64_t n_ctx_train = 0; // qwen3.context_length
-  RopeSettings rope;       // qwen3.rope.* (base and scaling)
-  float rms_eps = 1e-6f;   // qwen3.attention.layer_norm_rms_epsilon
+  int64_t n_embd = 0;                      // qwen3.embedding_length
+  int64_t n_layer = 0;                     // qwen3.block_count
+  int64_t n_head = 0;                      // qwen3.attention.head_count
+  int64_t n_head_kv = 0;                   // qwen3.attention.head_count_kv
+  int64_t head_dim = 0;                    // qwen3.attention.key_length (default n_embd / n_head)
+  int64_t n_ff = 0;                        // qwen3.feed_forward_length
+  int64_t n_vocab = 0;                     // rows of token_embd.weight
+  int64_t n_ctx_train = 0;                 // qwen3.context_length
+  RopeSettings rope;                       // qwen3.rope.* (base and scaling)
+  float rms_eps = 1e-6f;                   // qwen3.attention.layer_norm_rms_epsilon
   Architecture arch = Architecture::qwen3; // general.architecture
   // qwen35 only. Then n_layer counts the trunk (block_count minus the MTP
   // layers), head_dim is the attention layers' and n_head/n_head_kv theirs.
@@ -114,7 +114,6 @@ struct LayerWeights {
   TensorView ffn_up;      // [n_embd, n_ff]
   TensorView ffn_down;    // [n_ff, n_embd]
 };
-
 
 struct ModelSpec {
   Qwen3Hparams hparams;

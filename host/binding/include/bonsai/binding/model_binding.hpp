@@ -37,8 +37,8 @@ struct DeltaNetHandles {
 struct ModelBinding {
   std::vector<bonsai_layer_weights> layers;
   std::vector<DeltaNetHandles> delta_net; // qwen35: one per layer, empty for attention layers
-  std::vector<double> rope_rates; // desc.rope_inv_freq
-  bonsai_model_desc desc{};       // desc.layers and desc.rope_inv_freq point into this
+  std::vector<double> rope_rates;         // desc.rope_inv_freq
+  bonsai_model_desc desc{};               // desc.layers and desc.rope_inv_freq point into this
 
   ModelBinding() = default;
   ModelBinding(const ModelBinding &) = delete; // desc points into itself
