@@ -1,5 +1,5 @@
 // Fuzz target: what Engine::open does with a file before any backend is
-// involved. Parse the bytes, validate them as a Qwen3 model
+// involved. Parse the bytes, validate them as a qwen3 or qwen35 model
 // (ModelSpec::from_gguf) and load the tokenizer from the same metadata
 // (Tokenizer::from_gguf). Accepted specs must describe tensors that lie inside
 // the input with the shapes the hyper-parameters imply.
@@ -59,16 +59,30 @@ void check_spec(const gguf::File &file, const ModelSpec &spec) {
           "embedding shape mismatch");
   require(spec.lm_head().cols() == h.n_embd && spec.lm_head().rows() == h.n_vocab,
           "LM head shape mismatch");
+  const auto is_float = [](const TensorView &v) {
+    return v.type == GgmlType::F32 || v.type == GgmlType::F16 || v.type == GgmlType::BF16;
+  };
+  require(spec.arch() == Architecture::qwen35 || !h.hybrid, "qwen3 spec with qwen35 parameters");
   for (const LayerWeights &l : spec.layers) {
-    require(l.attn_q.rows() == h.n_head * h.head_dim, "attn_q rows");
+    require(l.ffn_down.cols() == h.n_ff && l.ffn_down.rows() == h.n_embd, "ffn_down shape");
+    require(is_float(l.attn_norm) && is_float(l.ffn_norm), "quantized norm accepted");
+    if (const auto &d = l.delta_net) {
+      require(h.hybrid.has_value(), "DeltaNet layer in a qwen3 model");
+      const DeltaNetHparams &g = h.hybrid->delta_net;
+      require(d->qkv.rows() == g.conv_dim() && d->out.cols() == g.value_dim(), "DeltaNet shapes");
+      require(d->conv.cols() == g.conv_kernel && d->conv.rows() == g.conv_dim(), "conv shape");
+      require(is_float(d->conv) && is_float(d->a) && is_float(d->dt_bias) && is_float(d->norm),
+              "quantized DeltaNet vector accepted");
+      continue;
+    }
+    const int64_t q_rows = (h.hybrid ? 2 : 1) * h.n_head * h.head_dim; // qwen35: query + gate
+    require(l.attn_q.rows() == q_rows, "attn_q rows");
     require(l.attn_k.rows() == h.n_head_kv * h.head_dim, "attn_k rows");
     require(l.attn_output.cols() == h.n_head * h.head_dim, "attn_output cols");
-    require(l.ffn_down.cols() == h.n_ff && l.ffn_down.rows() == h.n_embd, "ffn_down shape");
-    for (const TensorView *norm : {&l.attn_norm, &l.ffn_norm, &l.attn_q_norm, &l.attn_k_norm})
-      require(norm->type == GgmlType::F32 || norm->type == GgmlType::F16 ||
-                  norm->type == GgmlType::BF16,
-              "quantized norm accepted");
+    require(is_float(l.attn_q_norm) && is_float(l.attn_k_norm), "quantized norm accepted");
   }
+  if (h.hybrid)
+    require(h.hybrid->recurrent.size() == spec.layers.size(), "layer kinds mismatch");
   for (const TensorView *v : spec.all_tensors())
     check_view(file, *v);
   require(spec.n_params() > 0, "model without parameters");

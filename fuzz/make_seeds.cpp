@@ -1,6 +1,6 @@
 // Writes the committed seed corpora of the fuzz targets, small on purpose
 // (the golden models are megabytes): fuzz_make_seeds <repo>/fuzz/corpus
-//  model/     tiny valid Qwen3 files (hidden 128, 1 layer, a 405-token slice
+//  model/     tiny valid Qwen3 (and one qwen35) files (hidden 128, 1 layer, a 405-token slice
 //             of the Qwen3 vocabulary) and copies cut at each section boundary
 //  gguf/      every metadata value type, every tensor type, edge headers, cuts
 //  tokenizer/ text (first byte even) and id lists (first byte odd) in the
@@ -223,6 +223,72 @@ std::vector<uint8_t> tiny_model(const TinyModel &m, const gguf::File *vocab) {
   return w.serialize();
 }
 
+// A qwen35 file (Bonsai-27B's architecture) of the same size: a gated
+// DeltaNet layer (2 q/k and 4 value heads of 32, conv 4) and a gated
+// attention layer (full_attention_interval 2), then an MTP layer the main
+// pass never loads.
+std::vector<uint8_t> tiny_hybrid_model(const gguf::File &vocab) {
+  gguf::Writer w;
+  Lcg rng;
+  const int64_t embd = 128, heads = 2, kv_heads = 1, head_dim = 64, ff = 128, rows = 416;
+  const int64_t d = 32, k_heads = 2, v_heads = 4, conv = 4;
+  const int64_t key_dim = k_heads * d, value_dim = v_heads * d, conv_dim = 2 * key_dim + value_dim;
+  w.set_string("general.architecture", "qwen35");
+  w.set_string("general.name", "fuzz-seed-qwen35");
+  w.set_u32("qwen35.block_count", 3);
+  w.set_u32("qwen35.nextn_predict_layers", 1);
+  w.set_u32("qwen35.context_length", 256);
+  w.set_u32("qwen35.embedding_length", embd);
+  w.set_u32("qwen35.feed_forward_length", ff);
+  w.set_u32("qwen35.attention.head_count", heads);
+  w.set_u32("qwen35.attention.head_count_kv", kv_heads);
+  w.set_u32("qwen35.attention.key_length", head_dim);
+  w.set_u32("qwen35.attention.value_length", head_dim);
+  w.set_u32("qwen35.rope.dimension_count", 16);
+  w.set_array("qwen35.rope.dimension_sections",
+              {ValueType::INT32, {Value::i32(11), Value::i32(11), Value::i32(10), Value::i32(0)}});
+  w.set_f32("qwen35.rope.freq_base", 1e7f);
+  w.set_f32("qwen35.attention.layer_norm_rms_epsilon", 1e-6f);
+  w.set_u32("qwen35.ssm.conv_kernel", conv);
+  w.set_u32("qwen35.ssm.inner_size", value_dim);
+  w.set_u32("qwen35.ssm.state_size", d);
+  w.set_u32("qwen35.ssm.time_step_rank", v_heads);
+  w.set_u32("qwen35.ssm.group_count", k_heads);
+  w.set_u32("qwen35.full_attention_interval", 2);
+  add_tokenizer(w, vocab, rows);
+  const auto add = [&](const std::string &name, GgmlType type, std::vector<int64_t> dims) {
+    w.add_tensor(name, type, dims, tensor_bytes(type, dims, rng));
+  };
+  const GgmlType q1 = GgmlType::Q1_0, f32 = GgmlType::F32;
+  add("token_embd.weight", q1, {embd, rows});
+  for (const char *p : {"blk.0.", "blk.1."}) {
+    const std::string b = p;
+    add(b + "attn_norm.weight", f32, {embd});
+    add(b + "post_attention_norm.weight", f32, {embd});
+    add(b + "ffn_gate.weight", q1, {embd, ff});
+    add(b + "ffn_up.weight", q1, {embd, ff});
+    add(b + "ffn_down.weight", q1, {ff, embd});
+  }
+  add("blk.0.attn_qkv.weight", q1, {embd, conv_dim});
+  add("blk.0.attn_gate.weight", q1, {embd, value_dim});
+  add("blk.0.ssm_conv1d.weight", f32, {conv, conv_dim});
+  add("blk.0.ssm_dt.bias", f32, {v_heads});
+  add("blk.0.ssm_a", f32, {v_heads});
+  add("blk.0.ssm_beta.weight", GgmlType::F16, {embd, v_heads});
+  add("blk.0.ssm_alpha.weight", GgmlType::F16, {embd, v_heads});
+  add("blk.0.ssm_norm.weight", f32, {d});
+  add("blk.0.ssm_out.weight", q1, {value_dim, embd});
+  add("blk.1.attn_q.weight", q1, {embd, 2 * heads * head_dim});
+  add("blk.1.attn_k.weight", q1, {embd, kv_heads * head_dim});
+  add("blk.1.attn_v.weight", q1, {embd, kv_heads * head_dim});
+  add("blk.1.attn_output.weight", q1, {heads * head_dim, embd});
+  add("blk.1.attn_q_norm.weight", f32, {head_dim});
+  add("blk.1.attn_k_norm.weight", f32, {head_dim});
+  add("blk.2.nextn.enorm.weight", f32, {embd});
+  add("output_norm.weight", f32, {embd});
+  return w.serialize();
+}
+
 // One metadata entry of every value type (arrays of each, nested arrays) and
 // one tensor of every type, general.alignment 64.
 std::vector<uint8_t> all_types_file() {
@@ -330,6 +396,10 @@ int main(int argc, char **argv) {
          {std::pair{"tq1.gguf", GgmlType::TQ1_0}, std::pair{"tq2.gguf", GgmlType::TQ2_0}})
       save(root / "model" / name,
            tiny_model({.matrix = type, .embd = 256, .head_dim = 128, .ff = 256}, &vocab));
+
+    const auto hybrid = tiny_hybrid_model(vocab);
+    save(root / "model" / "qwen35.gguf", hybrid);
+    save_cuts(root / "model", "qwen35", hybrid);
 
     const auto types = all_types_file();
     save(root / "gguf" / "all-types.gguf", types);

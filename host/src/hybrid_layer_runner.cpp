@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bonsai/core/error.hpp"
+#include "delta_rule.hpp"
 #include "layer_math.hpp"
 
 namespace bonsai::host {
@@ -134,39 +135,23 @@ void HybridLayerRunner::conv_and_gates(const DeltaNetLayer &w, int32_t n_tokens)
 // / sqrt(d). S is [key i][value j]; value head h reads q/k head h mod H_k.
 void HybridLayerRunner::recurrence(const DeltaNetLayer &w, int32_t n_tokens) {
   const int32_t d = gdn_dim_;
-  const float inv_sqrt_d = 1.0f / std::sqrt(static_cast<float>(d));
   const size_t C = static_cast<size_t>(conv_dim_);
   for (int32_t h = 0; h < n_v_heads_; ++h) {
     float *S = ssm_.data() + (w.index * n_v_heads_ + static_cast<size_t>(h)) * d * d;
     const int32_t kh = h % n_k_heads_;
     for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
       const float *act = act_.data() + t * C;
-      const float *q = act + kh * d;
-      const float *k = act + key_dim_ + kh * d;
-      const float *v = act + 2 * key_dim_ + h * d;
-      const float decay = std::exp(decay_[t * n_v_heads_ + h]);
-      const float beta = beta_[t * n_v_heads_ + h];
-      float *o = attn_.data() + t * value_dim_ + static_cast<size_t>(h) * d;
-      std::fill(delta_.begin(), delta_.end(), 0.0f);
-      for (int32_t i = 0; i < d; ++i) { // decay, and S^T k into delta
-        float *row = S + static_cast<size_t>(i) * d;
-        for (int32_t j = 0; j < d; ++j) {
-          row[j] *= decay;
-          delta_[j] += row[j] * k[i];
-        }
-      }
-      for (int32_t j = 0; j < d; ++j)
-        delta_[j] = beta * (v[j] - delta_[j]);
-      std::fill(o, o + d, 0.0f);
-      for (int32_t i = 0; i < d; ++i) {
-        float *row = S + static_cast<size_t>(i) * d;
-        for (int32_t j = 0; j < d; ++j) {
-          row[j] += k[i] * delta_[j];
-          o[j] += row[j] * q[i];
-        }
-      }
-      for (int32_t j = 0; j < d; ++j)
-        o[j] *= inv_sqrt_d;
+      DeltaRuleStep step;
+      step.state = S;
+      step.q = act + kh * d;
+      step.k = act + key_dim_ + kh * d;
+      step.v = act + 2 * key_dim_ + h * d;
+      step.beta = beta_[t * n_v_heads_ + h];
+      step.decay = std::exp(decay_[t * n_v_heads_ + h]);
+      step.d = d;
+      step.scratch = delta_.data();
+      step.out = attn_.data() + t * value_dim_ + static_cast<size_t>(h) * d;
+      delta_rule_step(step);
     }
   }
 }

@@ -34,17 +34,21 @@ struct ModelParts {
   }
 };
 
-const gguf::File &tiny_q1() {
-  static const gguf::File file = gguf::File::open(data_file("tiny-q1.gguf"));
-  return file;
+const gguf::File &golden_file(const std::string &name) {
+  static const gguf::File q1 = gguf::File::open(data_file("tiny-q1.gguf"));
+  static const gguf::File q35 = gguf::File::open(data_file("tiny-q35-q1.gguf"));
+  return name == "tiny-q35-q1.gguf" ? q35 : q1;
 }
 
 // tiny-q1.gguf (hidden 512, 4 layers, 4 heads / 2 KV heads of 128, FFN
-// 1536, 2048 embedding rows, 2048 tokens) after `edit`.
-std::vector<uint8_t> tiny_q1_with(const std::function<void(ModelParts &)> &edit) {
+// 1536, 2048 embedding rows, 2048 tokens), or the golden file `source`,
+// after `edit`.
+std::vector<uint8_t> tiny_q1_with(const std::function<void(ModelParts &)> &edit,
+                                  const std::string &source = "tiny-q1.gguf") {
   ModelParts parts;
-  parts.metadata = tiny_q1().metadata();
-  for (const gguf::TensorInfo &t : tiny_q1().tensors())
+  const gguf::File &file = golden_file(source);
+  parts.metadata = file.metadata();
+  for (const gguf::TensorInfo &t : file.tensors())
     parts.tensors.push_back({t.name, t.type(), t.dims, {t.data, t.nbytes}});
   edit(parts);
   gguf::Writer writer;
@@ -59,6 +63,7 @@ struct Row {
   const char *name;
   std::function<void(ModelParts &)> edit;
   const char *message; // "MODEL" stands for the file's path
+  const char *source = "tiny-q1.gguf"; // the golden file edited
 };
 
 void drop_tensor(ModelParts &m, const std::string &name) {
@@ -125,6 +130,30 @@ const Row kRows[] = {
     {"UnsupportedTokenizer",
      [](ModelParts &m) { m.value("tokenizer.ggml.model") = gguf::Value::string("llama"); },
      "MODEL: unsupported tokenizer.ggml.model 'llama' (only 'gpt2' byte-level BPE is supported)"},
+    // qwen35 (Bonsai-27B): tiny-q35-q1.gguf, gated DeltaNet layers 0-2 with 2 q/k and 4 value
+    // heads of 64 and conv width 4, gated attention layer 3.
+    {"Qwen35MissingKey",
+     [](ModelParts &m) {
+       std::erase_if(m.metadata, [](auto &kv) { return kv.first == "qwen35.ssm.state_size"; });
+     },
+     "MODEL: missing metadata key 'qwen35.ssm.state_size'", "tiny-q35-q1.gguf"},
+    {"Qwen35InnerSizeDisagrees",
+     [](ModelParts &m) { m.value("qwen35.ssm.inner_size") = gguf::Value::u32(300); },
+     "MODEL: qwen35.ssm.inner_size 300 is not time_step_rank 4 x state_size 64",
+     "tiny-q35-q1.gguf"},
+    {"Qwen35MissingTensor", [](ModelParts &m) { drop_tensor(m, "blk.1.ssm_conv1d.weight"); },
+     "MODEL: missing tensor 'blk.1.ssm_conv1d.weight' (expected shape [4, 512] [conv_kernel, "
+     "conv_dim])",
+     "tiny-q35-q1.gguf"},
+    {"Qwen35WrongShape",
+     [](ModelParts &m) { m.tensor("blk.0.ssm_conv1d.weight").dims = {8, 256}; },
+     "MODEL: tensor 'blk.0.ssm_conv1d.weight' has shape [8, 256], expected [4, 512] "
+     "[conv_kernel, conv_dim]",
+     "tiny-q35-q1.gguf"},
+    {"Qwen35MissingAttentionTensor", [](ModelParts &m) { drop_tensor(m, "blk.3.attn_q.weight"); },
+     "MODEL: missing tensor 'blk.3.attn_q.weight' (expected shape [512, 1024] [n_embd, 2 * "
+     "n_head * head_dim])",
+     "tiny-q35-q1.gguf"},
 };
 
 // Failure messages name the row, not its bytes.
@@ -137,7 +166,7 @@ class ModelContentErrors : public ::testing::TestWithParam<Row> {};
 TEST_P(ModelContentErrors, ProgramAndEngineReportTheProblem) {
   const Row &row = GetParam();
   TempDir dir;
-  const std::string model = dir.write("model.gguf", tiny_q1_with(row.edit));
+  const std::string model = dir.write("model.gguf", tiny_q1_with(row.edit, row.source));
   const std::string message = with_path(row.message, model);
   expect_cli_error(run_bonsai({"run", "-m", model, "-p", "hi", "--backend", cpu_plugin()}), 1,
                    message);
