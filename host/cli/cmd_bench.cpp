@@ -143,14 +143,16 @@ struct TestPoint {
 };
 
 // Bytes a tg row reads per generated token: the weights once per step,
-// shared by the step's sequences, and each sequence's keys and values at its
-// mean position over the test.
+// shared by the step's sequences, each sequence's keys and values at its mean
+// position over the test and, for qwen35, its recurrent state, read and
+// written once per token.
 double tg_bytes_per_token(const TestPoint &point, int32_t count) {
   const ModelInfo &m = point.engine.model();
-  const double kv_per_position = 2.0 * m.n_layer * m.n_head_kv * m.head_dim * point.kv_value_bytes;
+  const double kv_per_position =
+      2.0 * m.n_kv_layers * m.n_head_kv * m.head_dim * point.kv_value_bytes;
   const double mean_positions = point.depth + (count + 1) / 2.0;
   return static_cast<double>(m.decode_weight_bytes) / point.runner.parallel() +
-         kv_per_position * mean_positions;
+         kv_per_position * mean_positions + 2.0 * static_cast<double>(m.recurrent_state_bytes);
 }
 
 // llama-bench's name of a test: "pp512", "tg128 @ d4096", with " x4" for -np.

@@ -94,8 +94,19 @@ ModelInfo describe_model(const gguf::File &file, const ModelSpec &spec) {
   info.tied_lm_head = spec.tied();
   const uint64_t embedding = spec.token_embd.nbytes;
   info.decode_weight_bytes =
-      info.weight_bytes - embedding +
+      spec.weight_bytes() - embedding +
       (info.tied_lm_head ? embedding : embedding / std::max(hp.n_vocab, int64_t{1}));
+  info.n_kv_layers = info.n_layer;
+  if (const auto &y = hp.hybrid) {
+    const DeltaNetHparams &g = y->delta_net;
+    int64_t recurrent = 0;
+    for (bool r : y->recurrent)
+      recurrent += r;
+    info.n_kv_layers = static_cast<int32_t>(hp.n_layer - recurrent);
+    info.recurrent_state_bytes = static_cast<uint64_t>(
+        recurrent * ((g.conv_kernel - 1) * g.conv_dim() + g.n_v_heads * g.head_dim * g.head_dim) *
+        static_cast<int64_t>(sizeof(float)));
+  }
   return info;
 }
 

@@ -181,11 +181,11 @@ struct EngineOptions {
 struct ModelInfo {
   std::filesystem::path path;
   std::string name;         // general.name ("" if absent)
-  std::string architecture; // general.architecture, "qwen3"
+  std::string architecture; // general.architecture, "qwen3" or "qwen35"
   uint64_t file_bytes = 0;
   uint64_t weight_bytes = 0; // bytes of all tensors (llama-bench's "size"): the file less metadata
   uint64_t n_params = 0;     // elements of all tensors
-  std::string weight_type;   // type name of the attention q projection, e.g. "q1_0"
+  std::string weight_type;   // type name of layer 0's first projection, e.g. "q1_0"
   int32_t n_embd = 0;
   int32_t n_layer = 0;
   int32_t n_head = 0;
@@ -197,8 +197,14 @@ struct ModelInfo {
   std::string rope;          // effective RoPE: "yarn, factor 4, original context 1024, ..."
   bool tied_lm_head = false; // no output.weight: the LM head is token_embd
   // Bytes of weights one decode step reads, as stored in the file: every
-  // tensor but the embedding table, of which one row (all of it when tied).
+  // tensor of the model but the embedding table, of which one row (all of it
+  // when tied). Tensors the forward pass never uses (qwen35's MTP layers) are
+  // not counted.
   uint64_t decode_weight_bytes = 0;
+  int32_t n_kv_layers = 0; // layers with a KV cache: all for qwen3, the attention ones for qwen35
+  // qwen35: one sequence's recurrent state (conv windows and DeltaNet states,
+  // f32), which every decode step reads and writes; 0 for qwen3.
+  uint64_t recurrent_state_bytes = 0;
 };
 
 // Chat turns are core's bonsai::ChatMessage {role, content} (from
