@@ -5,7 +5,7 @@
 // Counter: read_GB/s (bytes read per second, 1 GB = 1e9 bytes).
 #include <benchmark/benchmark.h>
 
-#include "../../host/cli/read_bandwidth.hpp" // the loop `bonsai bench --membw` reads with
+#include "../../cli/read_bandwidth.hpp" // the loop `bonsai bench --membw` reads with
 
 #include <cstdint>
 #include <memory>

@@ -1,4 +1,4 @@
-// The stop-string filter of generated text (host/src/stop_string_filter.hpp):
+// The stop-string filter of generated text (host/src/generation/stop_string_filter.hpp):
 // hand-worked cases, and random pushes against a naive filter that keeps the
 // whole text and searches all of it on every push.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../../host/src/stop_string_filter.hpp"
+#include "generation/stop_string_filter.hpp"
 
 namespace {
 

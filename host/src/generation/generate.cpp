@@ -1,0 +1,203 @@
+// Session::generate: prompt preparation, prefix reuse, the sampling loop,
+// streaming with stop strings, and statistics.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "bonsai/core/sampling.hpp"
+#include "bonsai/core/tokenizer.hpp"
+#include "generation/generate_support.hpp"
+#include "model/session_impl.hpp"
+
+namespace bonsai {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+// log(softmax(logits)[index]), with the max subtracted so that exp cannot
+// overflow. Non-finite logits count as probability 0, as the sampler treats
+// them.
+float log_softmax_at(const std::vector<float> &logits, int32_t index) {
+  float top = -std::numeric_limits<float>::infinity();
+  for (const float v : logits)
+    if (std::isfinite(v))
+      top = std::max(top, v);
+  double sum = 0.0;
+  for (const float v : logits)
+    if (std::isfinite(v))
+      sum += std::exp(static_cast<double>(v) - top);
+  return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(index)]) - top -
+                            std::log(sum));
+}
+
+double per_second(int32_t count, double ms) {
+  return ms > 0 ? count * 1000.0 / ms : 0.0;
+}
+
+} // namespace
+
+std::string_view to_string(StopReason reason) {
+  switch (reason) {
+  case StopReason::length:
+    return "length";
+  case StopReason::stop_token:
+    return "stop token";
+  case StopReason::stop_string:
+    return "stop string";
+  case StopReason::cancelled:
+    return "cancelled";
+  case StopReason::context_full:
+    return "context full";
+  }
+  return "unknown";
+}
+
+GenerateResult Session::generate(const GenerateRequest &request, const TextCallback &on_text) {
+  struct CancelConsumer {
+    std::atomic<bool> &flag;
+    ~CancelConsumer() { flag.store(false); }
+  } consume{impl_->cancel_requested};
+  Impl &s = *impl_;
+  const Engine::Impl &engine = *s.engine;
+
+  // ---- validate everything before touching the session ----
+  const std::vector<int32_t> prompt = host::request_prompt(engine, request);
+  if (prompt.empty() && !(request.continue_session && s.pending))
+    throw InvalidArgument("generate: the prompt is empty");
+  engine.check_tokens(prompt, "generate: prompt");
+  host::check_generation_limits(request);
+  const bool device_greedy = request.sampling.is_greedy() && !request.logprobs;
+  const SamplerParams chosen_sampling = host::sampler_params(request.sampling);
+  const std::vector<int32_t> stop_tokens =
+      request.stop_tokens ? *request.stop_tokens : engine.tokenizer.stop_ids();
+
+  // What stays in the KV cache and what must be evaluated.
+  int32_t keep = 0;
+  std::vector<int32_t> to_eval;
+  if (request.continue_session) {
+    keep = static_cast<int32_t>(s.history.size());
+    if (s.pending)
+      to_eval.push_back(*s.pending);
+    to_eval.insert(to_eval.end(), prompt.begin(), prompt.end());
+  } else {
+    const auto mismatch =
+        std::mismatch(s.history.begin(), s.history.end(), prompt.begin(), prompt.end());
+    // Re-evaluate at least the last prompt token: its logits are needed.
+    keep = static_cast<int32_t>(
+        std::min<size_t>(mismatch.first - s.history.begin(), prompt.size() - 1));
+    to_eval.assign(prompt.begin() + keep, prompt.end());
+  }
+  if (keep + static_cast<int64_t>(to_eval.size()) > s.n_ctx())
+    throw ContextFullError(fmt::format(
+        "generate: the prompt of {} tokens{} does not fit the context window of {} tokens",
+        to_eval.size(), keep > 0 ? fmt::format(" after {} cached", keep) : std::string(),
+        s.n_ctx()));
+  if (request.n_predict > 0 &&
+      keep + static_cast<int64_t>(to_eval.size()) + request.n_predict > s.n_ctx())
+    throw ContextFullError(fmt::format(
+        "generate: {} prompt tokens{} + n_predict {} exceed the context window of {} tokens",
+        to_eval.size(), keep > 0 ? fmt::format(" after {} cached", keep) : std::string(),
+        request.n_predict, s.n_ctx()));
+
+  // ---- prompt ----
+  GenerateResult result;
+  result.stats.load_ms = engine.load_ms + s.upload_ms;
+  result.stats.reused_tokens = keep;
+  s.truncate_to(keep);
+
+  std::optional<Sampler> sampler;
+  if (!device_greedy) {
+    sampler.emplace(chosen_sampling);
+    for (int32_t token : s.history)
+      sampler->accept(token);
+    for (int32_t token : to_eval)
+      sampler->accept(token);
+  }
+  const auto prompt_start = Clock::now();
+  int32_t next = -1;
+  const bool prompt_done =
+      device_greedy ? s.run_tokens(to_eval, Impl::Want::last_argmax, nullptr, &next)
+                    : s.run_tokens(to_eval, Impl::Want::last_logits, &s.scratch_logits, nullptr);
+  const auto prompt_end = Clock::now();
+  result.stats.prompt_tokens = static_cast<int32_t>(to_eval.size());
+  result.stats.prompt_ms = ms_between(prompt_start, prompt_end);
+  result.stats.prompt_tps = per_second(result.stats.prompt_tokens, result.stats.prompt_ms);
+  if (!prompt_done) {
+    result.stop_reason = StopReason::cancelled;
+    return result;
+  }
+
+  // ---- generation loop ----
+  host::TextStream stream(engine.tokenizer, request.stop_strings);
+  bool callback_stopped = false;
+  auto release = [&](const std::string &text) {
+    if (text.empty())
+      return;
+    result.text += text;
+    if (on_text && !callback_stopped && !on_text(text))
+      callback_stopped = true;
+  };
+
+  std::optional<StopReason> stop;
+  if (request.n_predict == 0)
+    stop = StopReason::length;
+  while (!stop) {
+    if (!device_greedy)
+      next = sampler->sample(s.scratch_logits);
+    ++result.stats.gen_tokens;
+    if (std::find(stop_tokens.begin(), stop_tokens.end(), next) != stop_tokens.end()) {
+      s.pending = next; // the turn's end belongs in the history of a chat
+      stop = StopReason::stop_token;
+      break;
+    }
+    result.tokens.push_back(next);
+    if (request.logprobs)
+      result.logprobs.push_back(log_softmax_at(s.scratch_logits, next));
+    bool string_stopped = false;
+    release(stream.push(next, string_stopped));
+    s.pending = next;
+    if (string_stopped) {
+      stop = StopReason::stop_string;
+    } else if (callback_stopped || s.cancel_requested.load()) {
+      stop = StopReason::cancelled;
+    } else if (request.n_predict >= 0 &&
+               static_cast<int32_t>(result.tokens.size()) >= request.n_predict) {
+      stop = StopReason::length;
+    } else if (static_cast<int32_t>(s.history.size()) + 1 > s.n_ctx()) {
+      stop = StopReason::context_full;
+    } else {
+      const int32_t one[1] = {next};
+      if (sampler)
+        sampler->accept(next);
+      const bool stepped =
+          device_greedy ? s.run_tokens(one, Impl::Want::last_argmax, nullptr, &next)
+                        : s.run_tokens(one, Impl::Want::last_logits, &s.scratch_logits, nullptr);
+      if (!stepped) {
+        s.pending = one[0];
+        stop = StopReason::cancelled;
+      } else {
+        ++result.stats.gen_steps;
+      }
+    }
+  }
+  if (*stop != StopReason::stop_string) {
+    bool string_stopped = false;
+    release(stream.finish(string_stopped));
+    if (string_stopped)
+      stop = StopReason::stop_string;
+  }
+  const auto gen_end = Clock::now();
+  result.stop_reason = *stop;
+  result.stats.gen_ms = ms_between(prompt_end, gen_end);
+  result.stats.gen_tps = per_second(result.stats.gen_steps, result.stats.gen_ms);
+  return result;
+}
+
+} // namespace bonsai

@@ -1,0 +1,74 @@
+#include "generation/generate_support.hpp"
+
+#include <random>
+
+#include <fmt/format.h>
+
+namespace bonsai::host {
+
+std::vector<int32_t> request_prompt(const Engine::Impl &engine, const GenerateRequest &request) {
+  if (!request.prompt_tokens.empty())
+    return request.prompt_tokens;
+  ChatOptions chat;
+  chat.enable_thinking = request.enable_thinking;
+  try {
+    // Chat content is plain text: only the template's markers become
+    // control tokens, so a message cannot forge a turn.
+    if (!request.messages.empty())
+      return engine.tokenize_chat(request.messages, chat);
+    if (request.chat) {
+      std::vector<ChatMessage> messages;
+      if (!request.system_prompt.empty())
+        messages.push_back({"system", request.system_prompt});
+      messages.push_back({"user", request.prompt});
+      return engine.tokenize_chat(messages, chat);
+    }
+    return engine.tokenizer.encode(request.prompt, request.parse_special);
+  } catch (const Error &error) {
+    throw InvalidArgument(fmt::format("generate: {}", error.what()));
+  }
+}
+
+SamplerParams sampler_params(const SamplingParams &sampling) {
+  SamplerParams params;
+  params.temperature = sampling.temperature;
+  params.top_k = sampling.top_k;
+  params.top_p = sampling.top_p;
+  params.min_p = sampling.min_p;
+  params.repeat_penalty = sampling.repeat_penalty;
+  params.repeat_last_n = sampling.repeat_last_n;
+  params.presence_penalty = sampling.presence_penalty;
+  params.frequency_penalty = sampling.frequency_penalty;
+  params.seed = sampling.seed ? *sampling.seed : std::random_device{}();
+  try {
+    params.validate();
+  } catch (const Error &error) {
+    throw InvalidArgument(fmt::format("generate: {}", error.what()));
+  }
+  return params;
+}
+
+void check_generation_limits(const GenerateRequest &request) {
+  if (request.n_predict < -1)
+    throw InvalidArgument(fmt::format("generate: n_predict must be >= 0 or -1 (no limit), got {}",
+                                      request.n_predict));
+  for (const auto &stop : request.stop_strings)
+    if (stop.empty())
+      throw InvalidArgument("generate: a stop string is empty");
+}
+
+std::string TextStream::push(int32_t token, bool &stopped) {
+  if (token >= tokenizer_->n_vocab())
+    return {};
+  auto result = filter_.push(decoder_.push(token));
+  stopped = result.stopped;
+  return std::move(result.released);
+}
+
+std::string TextStream::finish(bool &stopped) {
+  auto result = filter_.push(decoder_.flush());
+  stopped = result.stopped;
+  return result.released + filter_.finish();
+}
+
+} // namespace bonsai::host

@@ -1,0 +1,47 @@
+#pragma once
+// What Session::generate and bonsai::Generation share: the prompt of a
+// request, its sampler parameters, and the text stream (UTF-8 assembly, then
+// stop strings) that turns chosen tokens into released text.
+#include <string>
+#include <vector>
+
+#include "bonsai/core/sampling.hpp"
+#include "bonsai/core/tokenizer.hpp"
+#include "generation/stop_string_filter.hpp"
+#include "model/engine_impl.hpp"
+
+namespace bonsai::host {
+
+// The request's prompt as token ids (prompt_tokens, messages or prompt, in
+// that order). Throws InvalidArgument when the text cannot be formatted or
+// tokenized.
+std::vector<int32_t> request_prompt(const Engine::Impl &engine, const GenerateRequest &request);
+
+// The core sampler's parameters, validated; a random seed when none is set.
+// Throws InvalidArgument.
+SamplerParams sampler_params(const SamplingParams &sampling);
+
+// Throws InvalidArgument for what Session::generate and Generation refuse in
+// every request: n_predict below -1, an empty stop string.
+void check_generation_limits(const GenerateRequest &request);
+
+// Turns accepted tokens into released text: UTF-8 assembly (core's stream
+// decoder), then the stop-string filter. Ids past the tokenizer's vocabulary
+// (padding rows of the embedding) decode to nothing.
+class TextStream {
+public:
+  TextStream(const Tokenizer &tokenizer, std::vector<std::string> stop_strings)
+      : tokenizer_(&tokenizer), decoder_(tokenizer), filter_(std::move(stop_strings)) {}
+
+  // Released text for one token; sets `stopped` when a stop string completed.
+  std::string push(int32_t token, bool &stopped);
+  // End of generation: what the decoder and the filter still hold.
+  std::string finish(bool &stopped);
+
+private:
+  const Tokenizer *tokenizer_;
+  StreamDecoder decoder_;
+  StopStringFilter filter_;
+};
+
+} // namespace bonsai::host

@@ -1,0 +1,98 @@
+#include "bonsai/generation.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "generation/generate_support.hpp"
+
+namespace bonsai {
+
+struct Generation::Impl {
+  std::shared_ptr<const Engine::Impl> engine;
+  std::vector<int32_t> prompt;
+  int32_t n_predict = 0;
+  std::vector<int32_t> stop_tokens;
+  std::optional<Sampler> sampler; // empty: greedy argmax without penalties
+  host::TextStream stream;
+  int32_t generated = 0;
+  bool done = false;
+
+  Impl(std::shared_ptr<const Engine::Impl> engine_impl, const GenerateRequest &request)
+      : engine(std::move(engine_impl)), prompt(host::request_prompt(*engine, request)),
+        n_predict(request.n_predict),
+        stop_tokens(request.stop_tokens ? *request.stop_tokens : engine->tokenizer.stop_ids()),
+        stream(engine->tokenizer, request.stop_strings) {}
+};
+
+Generation::Generation(const Engine &engine, const GenerateRequest &request)
+    : impl_(std::make_unique<Impl>(engine.impl(), request)) {
+  if (impl_->prompt.empty())
+    throw InvalidArgument("generate: the prompt is empty");
+  impl_->engine->check_tokens(impl_->prompt, "generate: prompt");
+  host::check_generation_limits(request);
+  const SamplerParams params = host::sampler_params(request.sampling);
+  if (!request.sampling.is_greedy()) {
+    impl_->sampler.emplace(params);
+    for (const int32_t token : impl_->prompt)
+      impl_->sampler->accept(token);
+  }
+  impl_->done = request.n_predict == 0;
+}
+
+Generation::Generation(Generation &&) noexcept = default;
+Generation &Generation::operator=(Generation &&) noexcept = default;
+Generation::~Generation() = default;
+
+const std::vector<int32_t> &Generation::prompt() const {
+  return impl_->prompt;
+}
+
+GenerationStep Generation::next(std::span<const float> logits) {
+  Impl &g = *impl_;
+  if (g.done)
+    throw InvalidArgument("Generation::next: the generation has ended");
+  if (logits.size() != static_cast<size_t>(g.engine->n_vocab()))
+    throw InvalidArgument(fmt::format("Generation::next: {} logits for a vocabulary of {}",
+                                      logits.size(), g.engine->n_vocab()));
+  GenerationStep step;
+  step.token = g.sampler ? g.sampler->sample(logits) : argmax(logits);
+  bool string_stopped = false;
+  if (std::find(g.stop_tokens.begin(), g.stop_tokens.end(), step.token) != g.stop_tokens.end()) {
+    step.stop = StopReason::stop_token;
+  } else {
+    ++g.generated;
+    step.text = g.stream.push(step.token, string_stopped);
+    if (string_stopped)
+      step.stop = StopReason::stop_string;
+    else if (g.n_predict >= 0 && g.generated >= g.n_predict)
+      step.stop = StopReason::length;
+    else if (g.sampler)
+      g.sampler->accept(step.token);
+  }
+  if (step.stop && *step.stop != StopReason::stop_string) {
+    step.text += g.stream.finish(string_stopped);
+    if (string_stopped)
+      step.stop = StopReason::stop_string;
+  }
+  g.done = step.stop.has_value();
+  return step;
+}
+
+std::string Generation::finish() {
+  if (impl_->done)
+    return {};
+  impl_->done = true;
+  bool string_stopped = false;
+  return impl_->stream.finish(string_stopped);
+}
+
+int32_t Generation::generated() const {
+  return impl_->generated;
+}
+
+bool Generation::done() const {
+  return impl_->done;
+}
+
+} // namespace bonsai

@@ -1,0 +1,144 @@
+#include "generation/slot_batch_runner.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace bonsai::host {
+
+const bonsai_sequences_extension *usable_sequences_extension(const bonsai_backend_api &api) {
+  const bonsai_extension *e = bonsai_find_extension(&api, BONSAI_EXTENSION_SEQUENCES);
+  if (e == nullptr || e->struct_size < sizeof(bonsai_sequences_extension))
+    return nullptr;
+  const auto *ext = reinterpret_cast<const bonsai_sequences_extension *>(e);
+  const bool complete = ext->slot_create != nullptr && ext->slot_free != nullptr &&
+                        ext->slot_truncate != nullptr && ext->slot_copy != nullptr &&
+                        ext->slot_length != nullptr && ext->begin_batch != nullptr &&
+                        ext->max_slots >= 1;
+  return complete ? ext : nullptr;
+}
+
+SlotBatchRunner::SlotBatchRunner(std::unique_ptr<Session::Impl> session,
+                                 const bonsai_sequences_extension &ext)
+    : session_(std::move(session)), ext_(ext), idle_slots_{0} {}
+
+void SlotBatchRunner::open(int32_t id) {
+  if (slot_of_.size() <= static_cast<size_t>(id))
+    slot_of_.resize(static_cast<size_t>(id) + 1, -1);
+  int32_t slot = -1;
+  if (!idle_slots_.empty()) {
+    slot = idle_slots_.back();
+    idle_slots_.pop_back();
+  } else {
+    const PluginContext &context = *session_->context;
+    context.check(ext_.slot_create(context.get(), &slot), "slot_create");
+  }
+  slot_of_[static_cast<size_t>(id)] = slot;
+}
+
+void SlotBatchRunner::close(int32_t id) {
+  const int32_t slot = slot_of(id);
+  truncate(id, 0);
+  slot_of_[static_cast<size_t>(id)] = -1;
+  idle_slots_.push_back(slot); // kept allocated: the next sequence reuses it
+}
+
+void SlotBatchRunner::truncate(int32_t id, int32_t n_keep) {
+  const PluginContext &context = *session_->context;
+  context.check(ext_.slot_truncate(context.get(), slot_of(id), n_keep),
+                fmt::format("slot_truncate({})", n_keep));
+}
+
+void SlotBatchRunner::copy_prefix(int32_t from, int32_t to, std::span<const int32_t> from_tokens) {
+  const PluginContext &context = *session_->context;
+  const auto n = static_cast<int32_t>(from_tokens.size());
+  context.check(ext_.slot_copy(context.get(), slot_of(from), slot_of(to), n),
+                fmt::format("slot_copy({} positions)", n));
+}
+
+void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
+  const PluginContext &context = *session_->context;
+  const bonsai_backend_api &api = context.api();
+  bonsai_context *ctx = context.get();
+  const auto n_vocab = static_cast<size_t>(session_->engine->n_vocab());
+
+  // Order: entries without logits, then those wanting logits with several
+  // tokens, then single tokens wanting logits. The last group's rows are
+  // contiguous, so one LM head call reads the head once for all of them.
+  std::vector<size_t> &order = order_;
+  order.resize(entries.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  const auto group = [&entries](size_t i) {
+    const BatchEntry &e = entries[i];
+    return e.logits == nullptr ? 0 : e.tokens.size() > 1 ? 1 : 2;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&group](size_t a, size_t b) { return group(a) < group(b); });
+
+  size_t total = 0;
+  for (const BatchEntry &e : entries)
+    total += e.tokens.size();
+  positions_.resize(total);
+  steps_.assign(entries.size(), bonsai_sequence_step{});
+  std::vector<int32_t> &first_row = first_row_; // by entry: its first token's row in the step
+  first_row.resize(entries.size());
+  size_t row = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const BatchEntry &e = entries[order[k]];
+    bonsai_sequence_step &s = steps_[k];
+    s.struct_size = sizeof s;
+    s.slot = slot_of(e.sequence);
+    s.n_tokens = static_cast<int32_t>(e.tokens.size());
+    s.token_ids = e.tokens.data();
+    for (size_t t = 0; t < e.tokens.size(); ++t)
+      positions_[row + t] = e.first_pos + static_cast<int32_t>(t);
+    s.positions = positions_.data() + row;
+    first_row[order[k]] = static_cast<int32_t>(row);
+    row += e.tokens.size();
+  }
+  bonsai_batch_step_desc batch{};
+  batch.struct_size = sizeof batch;
+  batch.n_sequences = static_cast<int32_t>(steps_.size());
+  batch.sequences = steps_.data();
+  context.check(ext_.begin_batch(ctx, &batch), "begin_batch");
+  const auto n_layer = static_cast<int32_t>(session_->engine->spec.hparams.n_layer);
+  for (int32_t layer = 0; layer < n_layer; ++layer)
+    context.check(api.encode_layer(ctx, layer), fmt::format("encode_layer({})", layer));
+
+  const auto head = [&](int32_t first_token, int32_t n_outputs, float *logits) {
+    bonsai_lm_head_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.first_token = first_token;
+    desc.n_outputs = n_outputs;
+    desc.logits = logits;
+    context.check(api.lm_head(ctx, &desc), "lm_head");
+  };
+  int32_t single_first = -1, single_count = 0;
+  for (size_t index : order) {
+    const BatchEntry &e = entries[index];
+    if (e.logits == nullptr)
+      continue;
+    const int32_t last = first_row[index] + static_cast<int32_t>(e.tokens.size()) - 1;
+    if (e.tokens.size() > 1) {
+      head(last, 1, e.logits);
+      continue;
+    }
+    if (single_first < 0)
+      single_first = last;
+    ++single_count;
+  }
+  if (single_count > 0) {
+    head_rows_.resize(static_cast<size_t>(single_count) * n_vocab);
+    head(single_first, single_count, head_rows_.data());
+    for (const BatchEntry &e : entries)
+      if (e.logits != nullptr && e.tokens.size() == 1) {
+        const size_t offset = static_cast<size_t>(first_row[&e - entries.data()] - single_first);
+        std::memcpy(e.logits, head_rows_.data() + offset * n_vocab, n_vocab * sizeof(float));
+      }
+  }
+  context.check(api.end_step(ctx), "end_step");
+}
+
+} // namespace bonsai::host

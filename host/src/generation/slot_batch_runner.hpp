@@ -1,0 +1,42 @@
+#pragma once
+// The plugin keeps every sequence's cache in a KV slot of one context and
+// advances them in one multi-sequence step (ABI 1.1 sequences extension).
+#include <memory>
+#include <vector>
+
+#include "generation/batch_runner.hpp"
+#include "model/session_impl.hpp"
+
+namespace bonsai::host {
+
+// The plugin's sequences extension with every function present, or nullptr.
+const bonsai_sequences_extension *usable_sequences_extension(const bonsai_backend_api &api);
+
+class SlotBatchRunner final : public BatchRunner {
+public:
+  // `session` has the model bound by the plugin; `ext` is its plugin's.
+  SlotBatchRunner(std::unique_ptr<Session::Impl> session, const bonsai_sequences_extension &ext);
+
+  void open(int32_t id) override;
+  void close(int32_t id) override;
+  void truncate(int32_t id, int32_t n_keep) override;
+  void copy_prefix(int32_t from, int32_t to, std::span<const int32_t> from_tokens) override;
+  void step(std::span<const BatchEntry> entries) override;
+  bool steps_together() const override { return true; }
+
+private:
+  int32_t slot_of(int32_t id) const { return slot_of_.at(static_cast<size_t>(id)); }
+
+  std::unique_ptr<Session::Impl> session_; // the context, its weights and the engine
+  const bonsai_sequences_extension &ext_;
+  std::vector<int32_t> slot_of_;    // by sequence id; -1 when closed
+  std::vector<int32_t> idle_slots_; // made and emptied, waiting for a sequence
+  // Per step, kept to avoid reallocating.
+  std::vector<size_t> order_; // entries in the order they go to the plugin
+  std::vector<int32_t> first_row_;
+  std::vector<bonsai_sequence_step> steps_;
+  std::vector<int32_t> positions_;
+  std::vector<float> head_rows_;
+};
+
+} // namespace bonsai::host

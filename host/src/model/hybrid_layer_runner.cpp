@@ -1,0 +1,312 @@
+#include "model/hybrid_layer_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "bonsai/core/error.hpp"
+#include "model/delta_rule.hpp"
+#include "model/layer_math.hpp"
+
+namespace bonsai::host {
+namespace {
+
+// Checkpoints may hold this much in all (27B: about 150 MiB of state each).
+constexpr size_t kCheckpointBudgetBytes = size_t{512} << 20;
+constexpr size_t kMostCheckpoints = 8;
+// Besides the end of every multi-token step, a checkpoint every this many
+// positions of decoding, so a rollback never runs more again.
+constexpr int32_t kCheckpointInterval = 64;
+
+float softplus(float v) {
+  return v > 20.0f ? v : std::log1p(std::exp(v));
+}
+
+// v / sqrt(sum(v^2) + eps): DeltaNet's L2 norm adds eps to the sum, not the mean.
+void l2_norm(float *v, int32_t n, float eps) {
+  double sum_sq = 0.0;
+  for (int32_t i = 0; i < n; ++i)
+    sum_sq += static_cast<double>(v[i]) * v[i];
+  const auto scale = static_cast<float>(1.0 / std::sqrt(sum_sq + eps));
+  for (int32_t i = 0; i < n; ++i)
+    v[i] *= scale;
+}
+
+} // namespace
+
+HybridLayerRunner::HybridLayerRunner(const PluginContext &context, const ModelSpec &spec,
+                                     const UploadedModel &weights, const MatmulRunnerConfig &config)
+    : spec_(spec), weights_(weights), config_(config),
+      projection_(context, spec, weights, config.n_batch) {
+  const auto &hp = spec.hparams;
+  const DeltaNetHparams &g = hp.hybrid.value().delta_net;
+  n_embd_ = static_cast<int32_t>(hp.n_embd);
+  n_head_ = static_cast<int32_t>(hp.n_head);
+  n_head_kv_ = static_cast<int32_t>(hp.n_head_kv);
+  head_dim_ = static_cast<int32_t>(hp.head_dim);
+  q_dim_ = n_head_ * head_dim_;
+  kv_dim_ = n_head_kv_ * head_dim_;
+  conv_k_ = static_cast<int32_t>(g.conv_kernel);
+  conv_dim_ = static_cast<int32_t>(g.conv_dim());
+  key_dim_ = static_cast<int32_t>(g.key_dim());
+  value_dim_ = static_cast<int32_t>(g.value_dim());
+  gdn_dim_ = static_cast<int32_t>(g.head_dim);
+  n_k_heads_ = static_cast<int32_t>(g.n_k_heads);
+  n_v_heads_ = static_cast<int32_t>(g.n_v_heads);
+  eps_ = hp.rms_eps;
+  rope_rates_ = attention_rope_rates(hp);
+  rope_magnitude_ = rope_magnitude(hp.rope);
+
+  size_t n_delta_net = 0, n_attention = 0;
+  delta_net_layers_.resize(spec.layers.size());
+  attention_layers_.resize(spec.layers.size());
+  for (size_t l = 0; l < spec.layers.size(); ++l) {
+    const LayerWeights &layer = spec.layers[l];
+    attn_norms_.push_back(dequantize_vector(layer.attn_norm));
+    if (const auto &d = layer.delta_net) {
+      delta_net_layers_[l] = {dequantize_vector(d->conv), dequantize_vector(d->dt_bias),
+                              dequantize_vector(d->a), dequantize_vector(d->norm), n_delta_net++};
+    } else {
+      attention_layers_[l] = {dequantize_vector(layer.attn_q_norm),
+                              dequantize_vector(layer.attn_k_norm), n_attention++};
+    }
+  }
+  const size_t cache = n_attention * static_cast<size_t>(config.n_ctx) * kv_dim_;
+  k_cache_.assign(cache, 0.0f);
+  v_cache_.assign(cache, 0.0f);
+  conv_.assign(n_delta_net * static_cast<size_t>(conv_k_ - 1) * conv_dim_, 0.0f);
+  ssm_.assign(n_delta_net * static_cast<size_t>(n_v_heads_) * gdn_dim_ * gdn_dim_, 0.0f);
+  max_checkpoints_ = std::clamp(kCheckpointBudgetBytes / std::max<size_t>(state_bytes(), 1),
+                                size_t{1}, kMostCheckpoints);
+
+  const auto batch = static_cast<size_t>(config.n_batch);
+  x_.resize(batch * n_embd_);
+  h_.resize(batch * n_embd_);
+  mix_.resize(batch * conv_dim_);
+  act_.resize(batch * conv_dim_);
+  z_.resize(batch * value_dim_);
+  beta_.resize(batch * n_v_heads_);
+  decay_.resize(batch * n_v_heads_);
+  qg_.resize(batch * 2 * q_dim_);
+  q_.resize(batch * q_dim_);
+  k_.resize(batch * kv_dim_);
+  v_.resize(batch * kv_dim_);
+  attn_.resize(batch * std::max(q_dim_, value_dim_));
+  proj_.resize(batch * n_embd_);
+  scores_.resize(static_cast<size_t>(config.n_ctx));
+  delta_.resize(static_cast<size_t>(gdn_dim_));
+}
+
+// The causal conv over the newest K inputs of every channel, SiLU, the q/k
+// L2 norms, beta = sigmoid and the per-head decay g = softplus(alpha +
+// dt_bias) * a (<= 0), token by token (the conv window moves with each).
+void HybridLayerRunner::conv_and_gates(const DeltaNetLayer &w, int32_t n_tokens) {
+  const size_t C = static_cast<size_t>(conv_dim_);
+  const size_t K = static_cast<size_t>(conv_k_);
+  float *window = conv_.data() + w.index * (K - 1) * C;
+  for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
+    const float *mix = mix_.data() + t * C;
+    float *act = act_.data() + t * C;
+    for (size_t ch = 0; ch < C; ++ch) {
+      const float *taps = w.conv_taps.data() + ch * K;
+      float y = taps[K - 1] * mix[ch];
+      for (size_t i = 0; i + 1 < K; ++i)
+        y += taps[i] * window[i * C + ch];
+      act[ch] = silu(y);
+    }
+    if (K > 1) {
+      std::memmove(window, window + C, (K - 2) * C * sizeof(float));
+      std::copy_n(mix, C, window + (K - 2) * C);
+    }
+    for (int32_t head = 0; head < 2 * n_k_heads_; ++head) // q heads, then k heads
+      l2_norm(act + static_cast<size_t>(head) * gdn_dim_, gdn_dim_, eps_);
+    for (size_t h = 0; h < static_cast<size_t>(n_v_heads_); ++h) {
+      float &beta = beta_[t * n_v_heads_ + h];
+      beta = sigmoid(beta);
+      float &g = decay_[t * n_v_heads_ + h];
+      g = softplus(g + w.dt_bias[h]) * w.a[h];
+    }
+  }
+}
+
+// Per value head and token: S <- e^g S; S += k (beta (v - S^T k))^T; o = S^T q
+// / sqrt(d). S is [key i][value j]; value head h reads q/k head h mod H_k.
+void HybridLayerRunner::recurrence(const DeltaNetLayer &w, int32_t n_tokens) {
+  const int32_t d = gdn_dim_;
+  const size_t C = static_cast<size_t>(conv_dim_);
+  for (int32_t h = 0; h < n_v_heads_; ++h) {
+    float *S = ssm_.data() + (w.index * n_v_heads_ + static_cast<size_t>(h)) * d * d;
+    const int32_t kh = h % n_k_heads_;
+    for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
+      const float *act = act_.data() + t * C;
+      DeltaRuleStep step;
+      step.state = S;
+      step.q = act + kh * d;
+      step.k = act + key_dim_ + kh * d;
+      step.v = act + 2 * key_dim_ + h * d;
+      step.beta = beta_[t * n_v_heads_ + h];
+      step.decay = std::exp(decay_[t * n_v_heads_ + h]);
+      step.d = d;
+      step.scratch = delta_.data();
+      step.out = attn_.data() + t * value_dim_ + static_cast<size_t>(h) * d;
+      delta_rule_step(step);
+    }
+  }
+}
+
+void HybridLayerRunner::delta_net(int32_t layer, int32_t n_tokens) {
+  const DeltaNetLayer &w = delta_net_layers_[static_cast<size_t>(layer)];
+  const binding::DeltaNetHandles &m = weights_.delta_net[static_cast<size_t>(layer)];
+  projection_.matmul(m.qkv, n_tokens, h_.data(), mix_.data());
+  projection_.matmul(m.gate, n_tokens, h_.data(), z_.data());
+  projection_.matmul(m.beta, n_tokens, h_.data(), beta_.data());
+  projection_.matmul(m.alpha, n_tokens, h_.data(), decay_.data());
+  conv_and_gates(w, n_tokens);
+  recurrence(w, n_tokens);
+  // y_h = RMSNorm(o_h; ssm_norm) * silu(z_h), then the output projection.
+  for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t)
+    for (size_t h = 0; h < static_cast<size_t>(n_v_heads_); ++h) {
+      float *o = attn_.data() + t * value_dim_ + h * gdn_dim_;
+      const float *z = z_.data() + t * value_dim_ + h * gdn_dim_;
+      rms_norm(o, w.norm.data(), gdn_dim_, eps_, o);
+      for (int32_t i = 0; i < gdn_dim_; ++i)
+        o[i] *= silu(z[i]);
+    }
+  projection_.matmul(m.out, n_tokens, attn_.data(), proj_.data());
+}
+
+// Gated attention: the query projection interleaves each head's query and
+// output gate; Q/K RMS norms, RoPE on the first n_rot dims, causal attention,
+// the output times sigmoid(gate), then the output projection.
+void HybridLayerRunner::attention(int32_t layer, int32_t n_tokens) {
+  const AttentionLayer &a = attention_layers_[static_cast<size_t>(layer)];
+  const auto &w = weights_.layers[static_cast<size_t>(layer)];
+  projection_.matmul(w.wq, n_tokens, h_.data(), qg_.data());
+  projection_.matmul(w.wk, n_tokens, h_.data(), k_.data());
+  projection_.matmul(w.wv, n_tokens, h_.data(), v_.data());
+  const size_t cache = a.index * static_cast<size_t>(config_.n_ctx) * kv_dim_;
+  const int32_t group = n_head_ / n_head_kv_;
+  for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
+    const int32_t pos = length_ + static_cast<int32_t>(t);
+    for (int32_t head = 0; head < n_head_; ++head) {
+      float *q = q_.data() + t * q_dim_ + head * head_dim_;
+      std::copy_n(qg_.data() + t * 2 * q_dim_ + 2 * head * head_dim_, head_dim_, q);
+      rms_norm(q, a.q_norm.data(), head_dim_, eps_, q);
+      rope_neox(q, pos, rope_rates_, rope_magnitude_);
+    }
+    for (int32_t head = 0; head < n_head_kv_; ++head) {
+      float *k = k_.data() + t * kv_dim_ + head * head_dim_;
+      rms_norm(k, a.k_norm.data(), head_dim_, eps_, k);
+      rope_neox(k, pos, rope_rates_, rope_magnitude_);
+    }
+    const size_t row = cache + static_cast<size_t>(pos) * kv_dim_;
+    std::copy_n(k_.data() + t * kv_dim_, kv_dim_, k_cache_.data() + row);
+    std::copy_n(v_.data() + t * kv_dim_, kv_dim_, v_cache_.data() + row);
+    for (int32_t head = 0; head < n_head_; ++head) {
+      const int32_t kv_offset = (head / group) * head_dim_;
+      HeadAttention one;
+      one.query = q_.data() + t * q_dim_ + head * head_dim_;
+      one.keys = k_cache_.data() + cache + kv_offset;
+      one.values = v_cache_.data() + cache + kv_offset;
+      one.n_visible = pos + 1;
+      one.head_dim = head_dim_;
+      one.stride = kv_dim_;
+      float *out = attn_.data() + t * q_dim_ + head * head_dim_;
+      attend(one, scores_.data(), out);
+      const float *gate = qg_.data() + t * 2 * q_dim_ + (2 * head + 1) * head_dim_;
+      for (int32_t i = 0; i < head_dim_; ++i)
+        out[i] *= sigmoid(gate[i]);
+    }
+  }
+  projection_.matmul(w.wo, n_tokens, attn_.data(), proj_.data());
+}
+
+bool HybridLayerRunner::run_layers(int32_t n_tokens, const std::atomic<bool> *cancel) {
+  const auto n = static_cast<size_t>(n_tokens);
+  for (size_t l = 0; l < spec_.layers.size(); ++l) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed))
+      return false;
+    for (size_t t = 0; t < n; ++t)
+      rms_norm(x_.data() + t * n_embd_, attn_norms_[l].data(), n_embd_, eps_,
+               h_.data() + t * n_embd_);
+    if (spec_.layers[l].recurrent())
+      delta_net(static_cast<int32_t>(l), n_tokens);
+    else
+      attention(static_cast<int32_t>(l), n_tokens);
+    for (size_t i = 0; i < n * n_embd_; ++i)
+      x_[i] += proj_[i];
+    projection_.mlp(static_cast<int32_t>(l), n_tokens, x_.data());
+  }
+  return true;
+}
+
+void HybridLayerRunner::maybe_checkpoint(int32_t n_tokens) {
+  const bool crossed = (length_ - n_tokens) / kCheckpointInterval != length_ / kCheckpointInterval;
+  if (n_tokens == 1 && !crossed)
+    return;
+  if (!checkpoints_.empty() && checkpoints_.back().position == length_)
+    return;
+  if (checkpoints_.size() >= max_checkpoints_)
+    checkpoints_.erase(checkpoints_.begin());
+  checkpoints_.push_back({length_, conv_, ssm_});
+}
+
+void HybridLayerRunner::rebuild(int32_t position) {
+  dirty_ = true; // until the tokens up to `position` have run again
+  while (!checkpoints_.empty() && checkpoints_.back().position > position)
+    checkpoints_.pop_back();
+  if (checkpoints_.empty()) {
+    std::fill(conv_.begin(), conv_.end(), 0.0f);
+    std::fill(ssm_.begin(), ssm_.end(), 0.0f);
+    length_ = 0;
+  } else {
+    conv_ = checkpoints_.back().conv;
+    ssm_ = checkpoints_.back().ssm;
+    length_ = checkpoints_.back().position;
+  }
+  // Run the tokens from the checkpoint to `position` again (the KV rows they
+  // rewrite get the same values).
+  while (length_ < position) {
+    const int32_t n = std::min(config_.n_batch, position - length_);
+    projection_.embed(std::span(tokens_).subspan(static_cast<size_t>(length_), n), x_.data());
+    run_layers(n, nullptr);
+    length_ += n;
+  }
+  dirty_ = false;
+}
+
+void HybridLayerRunner::truncate(int32_t n_keep) {
+  if (n_keep >= length_ && !dirty_)
+    return;
+  rebuild(std::min(n_keep, length_));
+  tokens_.resize(static_cast<size_t>(n_keep));
+}
+
+bool HybridLayerRunner::run_step(std::span<const int32_t> tokens, const StepOutputs &outputs,
+                                 const std::atomic<bool> &cancel) {
+  const auto n_tokens = static_cast<int32_t>(tokens.size());
+  if (n_tokens < 1 || n_tokens > config_.n_batch || length_ + n_tokens > config_.n_ctx)
+    throw Error(fmt::format("internal: step of {} tokens at position {} does not fit (batch {}, "
+                            "context {})",
+                            n_tokens, length_, config_.n_batch, config_.n_ctx));
+  if (dirty_) // an earlier step failed part-way (a plugin error)
+    rebuild(length_);
+  projection_.embed(tokens, x_.data());
+  dirty_ = true;
+  if (!run_layers(n_tokens, &cancel)) {
+    // Some layers' recurrent state moved on: put it back where the cache ends.
+    rebuild(length_);
+    return false;
+  }
+  dirty_ = false;
+  if (outputs.count > 0)
+    projection_.lm_head(x_.data(), outputs);
+  length_ += n_tokens;
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  maybe_checkpoint(n_tokens);
+  return true;
+}
+
+} // namespace bonsai::host
