@@ -27,6 +27,7 @@ struct ServeArgs {
   std::vector<std::string> api_keys;
   std::string api_key_file;
   std::string cache_isolation = "key";
+  std::string reasoning_format = "reasoning_content";
   std::string alias; // --alias, llama-server's --model-id
   bool no_webui = false;
   int64_t max_body_kib = 1024;
@@ -74,6 +75,9 @@ void check(const ServeArgs &a) {
   require(a.cache_isolation == "key" || a.cache_isolation == "request" ||
               a.cache_isolation == "off",
           "--cache-isolation must be key, request or off");
+  require(a.reasoning_format == "reasoning_content" || a.reasoning_format == "deepseek" ||
+              a.reasoning_format == "reasoning" || a.reasoning_format == "none",
+          "--reasoning-format must be reasoning_content, reasoning or none");
   for (const std::string &key : a.api_keys)
     require(!key.empty() && key.find_first_of(" \t\r\n") == std::string::npos,
             "an --api-key is empty or holds white space");
@@ -142,6 +146,9 @@ int serve_command(const Args &args) {
       "require 'Authorization: Bearer KEY' on /v1; repeat for several keys (default: "
       "$BONSAI_API_KEY, else none)")("api-key-file", po::value(&a.api_key_file)->value_name("FILE"),
                                      "read API keys from FILE, one per line")(
+      "reasoning-format", po::value(&a.reasoning_format)->value_name("FORMAT"),
+      "where a chat reply's <think> block goes: reasoning_content (default), reasoning, or "
+      "none (left in the content); a request may ask with \"reasoning_format\"")(
       "cache-isolation", po::value(&a.cache_isolation)->value_name("MODE"),
       "whose requests share prompt-cache prefixes: key (same API key; all without keys), "
       "request (none), off (all) (default key)")(
@@ -195,6 +202,10 @@ int serve_command(const Args &args) {
     if (const char *key = std::getenv("BONSAI_API_KEY"); key != nullptr && *key != '\0')
       a.server.api_keys.push_back(key);
   a.server.cache_isolation = cache_isolation(a.cache_isolation);
+  a.server.reasoning_format = a.reasoning_format == "none" ? server::ReasoningFormat::none
+                              : a.reasoning_format == "reasoning"
+                                  ? server::ReasoningFormat::reasoning
+                                  : server::ReasoningFormat::reasoning_content;
   a.server.max_body_bytes = static_cast<size_t>(a.max_body_kib) * 1024;
   // One string of the body may be as long as the body allows.
   a.server.json.max_string_bytes = a.server.max_body_bytes;

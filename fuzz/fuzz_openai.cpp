@@ -14,8 +14,24 @@
 #include "fuzz_support.hpp"
 #include "openai_request.hpp"
 #include "openai_response.hpp"
+#include "reasoning_split.hpp"
 
 using bonsai::fuzz::require;
+
+// The same bytes as a model's reply, streamed in pieces of `step` bytes,
+// through the reasoning split: nothing is invented, whatever the tags.
+void split_as_a_reply(std::string_view text, uint8_t mode) {
+  bonsai::server::ReasoningSplit split(mode & 2);
+  const size_t step = 1 + (mode >> 2) % 16;
+  size_t out = 0;
+  for (size_t at = 0; at < text.size(); at += step) {
+    const auto parts = split.feed(text.substr(at, step));
+    out += parts.reasoning.size() + parts.content.size();
+  }
+  const auto rest = split.finish();
+  out += rest.reasoning.size() + rest.content.size();
+  require(out <= text.size(), "the split gives back no more text than it was given");
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0)
@@ -57,5 +73,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     require(error.status == 400, "a refused request is 400");
     require(nlohmann::json::accept(error_body(error)), "the error body is JSON");
   }
+  split_as_a_reply(body, data[0]);
   return 0;
 }

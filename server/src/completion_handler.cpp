@@ -2,12 +2,16 @@
 // prompt tokenized on a worker thread; back on the I/O thread the job is
 // queued, and its events are answered as a whole reply or streamed as
 // server-sent events. A client that goes away cancels its job at once.
+#include <algorithm>
+#include <span>
+
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include "bonsai/generation.hpp"
 #include "error_response.hpp"
 #include "openai_response.hpp"
+#include "reasoning_split.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
 
@@ -28,6 +32,22 @@ void check_context(const CompletionSpec &spec, const Generation &generation, int
                       "context_length_exceeded");
 }
 
+// Whether the prompt ends inside a think block (a template that prefills
+// "<think>"): the last think tag in it decides.
+bool prompt_opens_reasoning(const Engine &engine, std::span<const int32_t> prompt) {
+  const std::vector<int32_t> open = engine.tokenize("<think>", true);
+  const std::vector<int32_t> close = engine.tokenize("</think>", true);
+  if (open.size() != 1 || close.size() != 1)
+    return false; // the vocabulary has no think tokens
+  for (auto it = prompt.rbegin(); it != prompt.rend(); ++it) {
+    if (*it == close[0])
+      return false;
+    if (*it == open[0])
+      return true;
+  }
+  return false;
+}
+
 // Parses the request and tokenizes its prompt (worker thread).
 std::shared_ptr<Job> make_job(const Server::Impl &impl, Endpoint endpoint, const std::string &body,
                               uint64_t tenant) {
@@ -39,6 +59,8 @@ std::shared_ptr<Job> make_job(const Server::Impl &impl, Endpoint endpoint, const
     throw bad_request(error.what(), endpoint == Endpoint::chat ? "messages" : "prompt");
   }
   check_context(spec, *generation, impl.scheduler->n_ctx());
+  if (endpoint == Endpoint::chat && spec.reasoning_format != ReasoningFormat::none)
+    spec.reasoning_open = prompt_opens_reasoning(*impl.engine, generation->prompt());
   return std::make_shared<Job>(std::move(spec), std::move(*generation), tenant);
 }
 
@@ -56,7 +78,11 @@ ApiError job_error(const JobEvent &event) {
 class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
 public:
   CompletionRun(const std::shared_ptr<Exchange> &exchange, std::shared_ptr<Job> job)
-      : exchange_(exchange), job_(std::move(job)), header_(new_response_header(job_->spec)) {}
+      : exchange_(exchange), job_(std::move(job)), header_(new_response_header(job_->spec)) {
+    if (job_->spec.endpoint == Endpoint::chat &&
+        job_->spec.reasoning_format != ReasoningFormat::none)
+      split_.emplace(job_->spec.reasoning_open);
+  }
   ~CompletionRun() {
     if (!job_->finished())
       job_->cancelled.store(true);
@@ -98,8 +124,9 @@ private:
       exchange.end_stream();
       return false;
     }
-    if (!event.text.empty() || event.finish) {
-      exchange.write(sse(chunk_body(header_, event.text, event.finish, first_chunk_)));
+    const ReplyParts piece = split(event);
+    if (!piece.empty() || event.finish) {
+      exchange.write(sse(chunk_body(header_, piece, event.finish, first_chunk_)));
       first_chunk_ = false;
     }
     if (!event.finish)
@@ -112,24 +139,50 @@ private:
   }
 
   bool collect(Exchange &exchange, JobEvent &event) {
-    text_ += event.text;
+    const ReplyParts piece = split(event);
+    reply_.reasoning += piece.reasoning;
+    reply_.content += piece.content;
     if (!event.finish)
       return true;
+    trim_reasoning(reply_.reasoning);
     if (event.finish == Finish::cancelled)
       exchange.respond(error_response(503, "server_error", "The request was cancelled"));
     else if (event.finish == Finish::error)
       exchange.respond(error_response(job_error(event)));
     else
       exchange.respond(
-          HttpResponse(200, completion_body(header_, text_, *event.finish, event.usage)));
+          HttpResponse(200, completion_body(header_, reply_, *event.finish, event.usage)));
     return false;
+  }
+
+  // The event's text as reasoning and content (all content without a split).
+  ReplyParts split(const JobEvent &event) {
+    if (!split_)
+      return {{}, event.text};
+    ReplyParts parts = split_->feed(event.text);
+    if (event.finish) {
+      const ReplyParts rest = split_->finish();
+      parts.reasoning += rest.reasoning;
+      parts.content += rest.content;
+    }
+    return parts;
+  }
+
+  // A whole reply's reasoning without the blank lines around it.
+  static void trim_reasoning(std::string &text) {
+    const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+    while (!text.empty() && space(text.back()))
+      text.pop_back();
+    const auto first = std::find_if_not(text.begin(), text.end(), space);
+    text.erase(text.begin(), first);
   }
 
   std::weak_ptr<Exchange> exchange_;
   const std::shared_ptr<Job> job_;
   const ResponseHeader header_;
   bool first_chunk_ = true;
-  std::string text_;
+  std::optional<ReasoningSplit> split_; // chat, unless reasoning stays inline
+  ReplyParts reply_;                    // a whole reply, collected
 };
 
 // Back on the I/O thread with the parsed job (or why there is none).

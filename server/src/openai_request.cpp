@@ -36,7 +36,7 @@ const std::set<std::string> kCommonFields = {"model",
                                              "logit_bias"};
 const std::set<std::string> kChatFields = {
     "messages", "max_completion_tokens", "chat_template_kwargs", "enable_thinking", "top_logprobs",
-    "tools",    "tool_choice",           "response_format"};
+    "tools",    "tool_choice",           "response_format",      "reasoning_format"};
 // parse_special is bonsai's own: whether control-token text in the prompt
 // becomes control tokens (default true, as llama.cpp's /completion does).
 const std::set<std::string> kCompletionFields = {"prompt", "echo", "suffix", "best_of",
@@ -215,6 +215,7 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
   if (endpoint == Endpoint::chat) {
     g.messages = chat_messages(body);
     g.enable_thinking = thinking(body);
+    spec.reasoning_format = reasoning_format(body, context.reasoning_format);
     // Without a limit a reply runs to a stop token or the end of the context.
     const int64_t legacy = integer_field(body, "max_tokens", 1, kMaxTokens, -1);
     g.n_predict =

@@ -23,6 +23,10 @@ struct CompletionSpec {
   bool stream = false;
   bool include_usage = false; // stream_options.include_usage
   std::string model;          // the model id to echo back
+  // Chat: where the think block goes, and whether the prompt already opened
+  // one (set once the prompt is tokenized).
+  ReasoningFormat reasoning_format = ReasoningFormat::reasoning_content;
+  bool reasoning_open = false;
 };
 
 // What a request is checked against besides its own fields.
@@ -33,6 +37,7 @@ struct RequestContext {
   size_t max_prompt_bytes = 1 << 20; // message contents, or the prompt text
   int32_t max_stop_strings = 16;
   size_t max_stop_string_bytes = 1024;
+  ReasoningFormat reasoning_format = ReasoningFormat::reasoning_content; // the server's default
 };
 
 CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body,

@@ -51,6 +51,8 @@ ResponseHeader new_response_header(const CompletionSpec &spec) {
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
   header.model = spec.model;
+  if (spec.reasoning_format == ReasoningFormat::reasoning)
+    header.reasoning_field = "reasoning";
   return header;
 }
 
@@ -81,21 +83,24 @@ std::string models_body(const ModelFacts &model) {
                                         {"size", model.size}}}}})}});
 }
 
-std::string completion_body(const ResponseHeader &header, const std::string &text, Finish finish,
+std::string completion_body(const ResponseHeader &header, const ReplyParts &reply, Finish finish,
                             const JobUsage &usage) {
   const bool chat = header.endpoint == Endpoint::chat;
   json body = base(header, chat ? "chat.completion" : "text_completion");
   json choice = {{"index", 0}, {"finish_reason", finish_reason(finish)}, {"logprobs", nullptr}};
-  if (chat)
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else
-    choice["text"] = text;
+  if (chat) {
+    choice["message"] = {{"role", "assistant"}, {"content", reply.content}};
+    if (!reply.reasoning.empty())
+      choice["message"][header.reasoning_field] = reply.reasoning;
+  } else {
+    choice["text"] = reply.content;
+  }
   body["choices"] = json::array({choice});
   body["usage"] = usage_json(usage);
   return dump(body);
 }
 
-std::string chunk_body(const ResponseHeader &header, const std::string &text,
+std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
                        std::optional<Finish> finish, bool first) {
   const bool chat = header.endpoint == Endpoint::chat;
   json body = base(header, chat ? "chat.completion.chunk" : "text_completion");
@@ -104,11 +109,13 @@ std::string chunk_body(const ResponseHeader &header, const std::string &text,
     json delta = json::object();
     if (first)
       delta["role"] = "assistant";
-    if (!text.empty() || (first && !finish))
-      delta["content"] = text;
+    if (!piece.reasoning.empty())
+      delta[header.reasoning_field] = piece.reasoning;
+    if (!piece.content.empty() || (first && !finish && piece.reasoning.empty()))
+      delta["content"] = piece.content;
     choice["delta"] = delta;
   } else {
-    choice["text"] = text;
+    choice["text"] = piece.content;
   }
   body["choices"] = json::array({choice});
   return dump(body);

@@ -7,6 +7,7 @@
 
 #include "api_error.hpp"
 #include "job.hpp"
+#include "reasoning_split.hpp"
 
 namespace bonsai::server {
 
@@ -16,6 +17,8 @@ struct ResponseHeader {
   std::string id;      // "chatcmpl-..." or "cmpl-..."
   int64_t created = 0; // Unix seconds
   std::string model;
+  // Chat: the field reasoning goes in ("reasoning_content" or "reasoning").
+  const char *reasoning_field = "reasoning_content";
 };
 
 ResponseHeader new_response_header(const CompletionSpec &spec);
@@ -36,10 +39,13 @@ struct ModelFacts {
   uint64_t size = 0; // bytes of the weights
 };
 std::string models_body(const ModelFacts &model);
-std::string completion_body(const ResponseHeader &header, const std::string &text, Finish finish,
+// A whole reply; `reply.reasoning` only for a chat (message.<reasoning_field>,
+// left out when empty).
+std::string completion_body(const ResponseHeader &header, const ReplyParts &reply, Finish finish,
                             const JobUsage &usage);
-// One streamed chunk: the assistant role comes with the first chunk of a chat.
-std::string chunk_body(const ResponseHeader &header, const std::string &text,
+// One streamed chunk: the assistant role comes with the first chunk of a chat;
+// reasoning and content as delta fields when non-empty.
+std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
                        std::optional<Finish> finish, bool first);
 // The last chunk when stream_options.include_usage is set: no choices.
 std::string usage_chunk_body(const ResponseHeader &header, const JobUsage &usage);

@@ -147,4 +147,27 @@ bool thinking(const json &body) {
   return enable;
 }
 
+std::optional<ReasoningFormat> reasoning_format_from_name(std::string_view name) {
+  if (name == "reasoning_content" || name == "deepseek")
+    return ReasoningFormat::reasoning_content;
+  if (name == "reasoning")
+    return ReasoningFormat::reasoning;
+  if (name == "none")
+    return ReasoningFormat::none;
+  return std::nullopt;
+}
+
+ReasoningFormat reasoning_format(const json &body, ReasoningFormat fallback) {
+  const std::string name = string_field(body, "reasoning_format");
+  if (name.empty() || name == "auto")
+    return fallback;
+  if (const auto format = reasoning_format_from_name(name))
+    return *format;
+  constexpr size_t kShown = 32; // of an unknown name, echoed back
+  throw bad_request(fmt::format("'reasoning_format' must be \"reasoning_content\", "
+                                "\"reasoning\", \"none\" or \"auto\", not \"{}\"",
+                                name.size() > kShown ? name.substr(0, kShown) + "..." : name),
+                    "reasoning_format");
+}
+
 } // namespace bonsai::server

@@ -3,12 +3,15 @@
 // (400) that names the field for a wrong type or a value out of range. Used
 // by every endpoint that takes a body (completions, /tokenize, ...).
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bonsai/engine.hpp"
+#include "bonsai/server.hpp"
 
 namespace bonsai::server {
 
@@ -29,5 +32,10 @@ std::string string_field(const nlohmann::json &body, const char *name);
 std::vector<ChatMessage> chat_messages(const nlohmann::json &body);
 // enable_thinking, at the top level or in chat_template_kwargs (default true).
 bool thinking(const nlohmann::json &body);
+// "reasoning_format": "reasoning_content" (or llama-server's "deepseek"),
+// "reasoning", "none", or "auto" / absent for the server's `fallback`.
+ReasoningFormat reasoning_format(const nlohmann::json &body, ReasoningFormat fallback);
+// The names --reasoning-format and "reasoning_format" take; nullopt for another.
+std::optional<ReasoningFormat> reasoning_format_from_name(std::string_view name);
 
 } // namespace bonsai::server

@@ -145,7 +145,7 @@ std::string props_body(const Engine &engine, const PropsFacts &facts) {
                  {"chat", true},
                  {"streaming", true},
                  {"tools", false},
-                 {"reasoning", false},
+                 {"reasoning", true}, // reasoning_content (docs/server.md, "Reasoning")
                  {"json_schema", false},
                  {"logprobs", false}}}});
 }

@@ -3,6 +3,7 @@
 // variants implement only matmul (a plain scalar GEMM over core's reference
 // dequantize) and answer UNSUPPORTED to bind_model, so the host runs the
 // layers itself.
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #define FAKE_UPLOAD_OOM 8     // upload_weight runs out of memory at the 6th weight
 #define FAKE_MATMUL_FAILS 9   // matmul fails from call $BONSAI_FAKE_FAIL_AT_CALL (default 40) on
 #define FAKE_PREFERRED 10     // as FAKE_WORKING, its probe states preference 300 (ABI 1.1)
+#define FAKE_SCRIPTED 11      // binds the model; its LM head replies $BONSAI_FAKE_SCRIPT (below)
 
 #ifndef FAKE_VARIANT
 #error "FAKE_VARIANT must be defined"
@@ -45,6 +47,12 @@ struct bonsai_context {
   std::string error;
   long matmul_calls = 0; // FAKE_MATMUL_FAILS: calls so far
   long fail_at_call = 0; // FAKE_MATMUL_FAILS: the first call that fails
+  // FAKE_SCRIPTED: the reply (token ids of $BONSAI_FAKE_SCRIPT, "id,id,...",
+  // read at create_context) and the state of its steps.
+  std::vector<int32_t> script;
+  int32_t n_vocab = 0;
+  int32_t length = 0;
+  std::vector<int32_t> step_tokens;
 };
 
 namespace {
@@ -98,6 +106,14 @@ bonsai_status fake_create_context(const bonsai_context_desc *desc, bonsai_contex
   auto *ctx = new (std::nothrow) bonsai_context();
   if (ctx == nullptr)
     return BONSAI_ERR_OUT_OF_MEMORY;
+#if FAKE_VARIANT == FAKE_SCRIPTED
+  if (const char *script = std::getenv("BONSAI_FAKE_SCRIPT"); script != nullptr)
+    for (const char *at = script; *at != '\0';) {
+      char *end = nullptr;
+      ctx->script.push_back(static_cast<int32_t>(std::strtol(at, &end, 10)));
+      at = *end == ',' ? end + 1 : end + std::strlen(end);
+    }
+#endif
   ctx->max_batch = desc->max_batch;
 #if FAKE_VARIANT == FAKE_MATMUL_FAILS
   const char *fail_at = std::getenv("BONSAI_FAKE_FAIL_AT_CALL");
@@ -198,9 +214,77 @@ bonsai_status fake_matmul(bonsai_context *ctx, const bonsai_matmul_desc *desc) {
   return BONSAI_OK;
 }
 
+#if FAKE_VARIANT == FAKE_SCRIPTED
+// A "model" whose every step answers the script: after script[j] comes
+// script[j + 1], after any other token script[0] (so a prompt starts it).
+// The layers do nothing; what the host does with the reply is under test.
+bonsai_status fake_bind_model(bonsai_context *ctx, const bonsai_model_desc *model) {
+  if (ctx->script.empty())
+    return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: BONSAI_FAKE_SCRIPT is not set");
+  for (int32_t id : ctx->script)
+    if (id < 0 || id >= model->n_vocab)
+      return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: a script id is outside the vocabulary");
+  ctx->n_vocab = model->n_vocab;
+  ctx->length = 0;
+  return BONSAI_OK;
+}
+
+int32_t scripted_next(const bonsai_context *ctx, int32_t token) {
+  for (size_t j = 0; j + 1 < ctx->script.size(); ++j)
+    if (ctx->script[j] == token)
+      return ctx->script[j + 1];
+  return ctx->script.back() == token ? token : ctx->script[0];
+}
+
+bonsai_status fake_begin_step(bonsai_context *ctx, const bonsai_step_desc *step) {
+  ctx->step_tokens.assign(step->token_ids, step->token_ids + step->n_tokens);
+  return BONSAI_OK;
+}
+
+bonsai_status fake_encode_layer(bonsai_context *, int32_t) {
+  return BONSAI_OK;
+}
+
+bonsai_status fake_lm_head(bonsai_context *ctx, const bonsai_lm_head_desc *desc) {
+  for (int32_t i = 0; i < desc->n_outputs; ++i) {
+    const int32_t next =
+        scripted_next(ctx, ctx->step_tokens[static_cast<size_t>(desc->first_token + i)]);
+    if (desc->logits != nullptr) {
+      float *row = desc->logits + static_cast<size_t>(i) * static_cast<size_t>(ctx->n_vocab);
+      std::fill(row, row + ctx->n_vocab, 0.0f);
+      row[next] = 10.0f;
+    }
+    if (desc->argmax != nullptr)
+      desc->argmax[i] = next;
+  }
+  return BONSAI_OK;
+}
+
+bonsai_status fake_end_step(bonsai_context *ctx) {
+  ctx->length += static_cast<int32_t>(ctx->step_tokens.size());
+  ctx->step_tokens.clear();
+  return BONSAI_OK;
+}
+
+bonsai_status fake_kv_reset(bonsai_context *ctx) {
+  ctx->length = 0;
+  return BONSAI_OK;
+}
+
+bonsai_status fake_kv_truncate(bonsai_context *ctx, int32_t n_keep) {
+  ctx->length = n_keep;
+  return BONSAI_OK;
+}
+
+bonsai_status fake_kv_length(const bonsai_context *ctx, int32_t *length) {
+  *length = ctx->length;
+  return BONSAI_OK;
+}
+#else
 bonsai_status fake_bind_model(bonsai_context *ctx, const bonsai_model_desc *) {
   return fail(ctx, BONSAI_ERR_UNSUPPORTED, "fake: no layer encoder, use matmul");
 }
+#endif
 
 [[maybe_unused]] bonsai_backend_api make_table() {
   bonsai_backend_api api{};
@@ -227,6 +311,14 @@ bonsai_status fake_bind_model(bonsai_context *ctx, const bonsai_model_desc *) {
   api.struct_size = offsetof(bonsai_backend_api, bind_model);
 #elif FAKE_VARIANT == FAKE_MISSING_MATMUL
   api.matmul = nullptr;
+#elif FAKE_VARIANT == FAKE_SCRIPTED
+  api.begin_step = fake_begin_step;
+  api.encode_layer = fake_encode_layer;
+  api.lm_head = fake_lm_head;
+  api.end_step = fake_end_step;
+  api.kv_reset = fake_kv_reset;
+  api.kv_truncate = fake_kv_truncate;
+  api.kv_length = fake_kv_length;
 #endif
   return api;
 }

@@ -202,7 +202,8 @@ TEST(PluginLoading, ListPluginsReportsEveryFileInTheFolder) {
       "libbonsai_abitwo.so",   "libbonsai_fake.so",      "libbonsai_matmulfails.so",
       "libbonsai_noctx.so",    "libbonsai_nodevice.so",  "libbonsai_noentry.so",
       "libbonsai_nomatmul.so", "libbonsai_nullentry.so", "libbonsai_preferred.so",
-      "libbonsai_short.so",    "libbonsai_text.so",      "libbonsai_uploadoom.so"};
+      "libbonsai_scripted.so", "libbonsai_short.so",     "libbonsai_text.so",
+      "libbonsai_uploadoom.so"};
   std::vector<std::string> files;
   for (const auto &[file, info] : by_file)
     files.push_back(file);

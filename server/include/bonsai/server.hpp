@@ -32,6 +32,14 @@ enum class CacheIsolation {
   off,     // all requests, whatever their key
 };
 
+// Where a chat reply's <think> ... </think> block goes (docs/server.md,
+// "Reasoning"); a request may ask for another with "reasoning_format".
+enum class ReasoningFormat {
+  reasoning_content, // message.reasoning_content / delta.reasoning_content (DeepSeek's name)
+  reasoning,         // message.reasoning / delta.reasoning
+  none,              // left inline in content, tags and all
+};
+
 // Limits on the JSON of a request body, enforced while it is parsed.
 struct JsonLimits {
   int32_t max_depth = 64;            // nested arrays and objects
@@ -54,6 +62,7 @@ struct ServerOptions {
   std::vector<std::string> api_keys;
   std::string model_id; // the model's name in the API; empty: the file name without .gguf
   CacheIsolation cache_isolation = CacheIsolation::key;
+  ReasoningFormat reasoning_format = ReasoningFormat::reasoning_content;
 
   bool web_ui = true; // the chat page at / (and /chat.js, /chat.css)
 
