@@ -1,6 +1,6 @@
 /* C API test (C99): opens a tiny golden model (tiny-q1, tiny-q35-q1) with the
- * given plugin, generates 24 greedy tokens from the 8 golden prompt ids, streams the text, and compares the ids
- * with the golden file's "greedy" list. Then the rest of the API: log
+ * given plugin, generates 24 greedy tokens from the 8 golden prompt ids, streams the text, and
+ * compares the ids with the golden file's "greedy" list. Then the rest of the API: log
  * probabilities, detokenize, chat messages with a system prompt (against
  * ChatML written out by hand), the log callback, stop strings, a callback
  * that cancels, and a caller built before the appended fields.
