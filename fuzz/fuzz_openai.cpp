@@ -15,22 +15,35 @@
 #include "openai_request.hpp"
 #include "openai_response.hpp"
 #include "reasoning_split.hpp"
+#include "tool_calls.hpp"
 
 using bonsai::fuzz::require;
 
 // The same bytes as a model's reply, streamed in pieces of `step` bytes,
-// through the reasoning split: nothing is invented, whatever the tags.
+// through the reasoning split and the tool-call split: nothing is invented,
+// whatever the tags, and every call found has a name and object arguments.
 void split_as_a_reply(std::string_view text, uint8_t mode) {
   bonsai::server::ReasoningSplit split(mode & 2);
+  bonsai::server::ToolCallSplit tools;
   const size_t step = 1 + (mode >> 2) % 16;
   size_t out = 0;
+  const auto take_calls = [&](const bonsai::server::ContentPiece &piece) {
+    out += piece.content.size();
+    for (const auto &call : piece.calls) {
+      require(!call.name.empty(), "a call has a name");
+      out += call.name.size();
+    }
+  };
   for (size_t at = 0; at < text.size(); at += step) {
     const auto parts = split.feed(text.substr(at, step));
-    out += parts.reasoning.size() + parts.content.size();
+    out += parts.reasoning.size();
+    take_calls(tools.feed(parts.content));
   }
   const auto rest = split.finish();
-  out += rest.reasoning.size() + rest.content.size();
-  require(out <= text.size(), "the split gives back no more text than it was given");
+  out += rest.reasoning.size();
+  take_calls(tools.feed(rest.content));
+  take_calls(tools.finish());
+  require(out <= text.size(), "the splits give back no more text than they were given");
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

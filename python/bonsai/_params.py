@@ -193,12 +193,12 @@ def completion_prompt(prompt: Any) -> Union[str, list[int]]:
 
 
 def refuse_unsupported(tools: Any, tool_choice: Any, response_format: Any) -> None:
-    """Tools and structured output: not supported yet (nor by ``bonsai serve``)."""
+    """Tools and structured output: not supported yet in-process (``bonsai serve`` has tools)."""
     if tools is not None:
-        raise ValueError("tools are not supported yet: bonsai has no tool calling (bonsai serve "
-                         "refuses them too); pass tools=None")
+        raise ValueError("tools are not supported yet by the Python package (bonsai serve "
+                         "supports them: docs/server.md, Tools); pass tools=None")
     if tool_choice is not None:
-        raise ValueError("tool_choice is not supported yet: bonsai has no tool calling; pass "
+        raise ValueError("tool_choice is not supported yet by the Python package; pass "
                          "tool_choice=None")
     if response_format is not None and response_format != {"type": "text"}:
         raise ValueError(f"response_format {response_format!r} is not supported yet: bonsai "

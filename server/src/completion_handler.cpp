@@ -14,6 +14,7 @@
 #include "reasoning_split.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
+#include "tool_calls.hpp"
 
 namespace bonsai::server {
 namespace {
@@ -82,6 +83,8 @@ public:
     if (job_->spec.endpoint == Endpoint::chat &&
         job_->spec.reasoning_format != ReasoningFormat::none)
       split_.emplace(job_->spec.reasoning_open);
+    if (job_->spec.parse_tool_calls)
+      tools_.emplace();
   }
   ~CompletionRun() {
     if (!job_->finished())
@@ -124,10 +127,26 @@ private:
       exchange.end_stream();
       return false;
     }
-    const ReplyParts piece = split(event);
-    if (!piece.empty() || event.finish) {
-      exchange.write(sse(chunk_body(header_, piece, event.finish, first_chunk_)));
-      first_chunk_ = false;
+    const Piece piece = next_piece(event);
+    if (piece.calls.empty()) {
+      if (!piece.parts.empty() || event.finish) {
+        exchange.write(
+            sse(chunk_body(header_, piece.parts, event.finish, first_chunk_, streamed_calls_ > 0)));
+        first_chunk_ = false;
+      }
+    } else {
+      if (!piece.parts.empty()) {
+        exchange.write(sse(chunk_body(header_, piece.parts, std::nullopt, first_chunk_)));
+        first_chunk_ = false;
+      }
+      for (const ParsedToolCall &call : piece.calls) {
+        for (const std::string &body :
+             tool_call_chunk_bodies(header_, call, streamed_calls_++, first_chunk_))
+          exchange.write(sse(body));
+        first_chunk_ = false;
+      }
+      if (event.finish)
+        exchange.write(sse(chunk_body(header_, {}, event.finish, false, true)));
     }
     if (!event.finish)
       return true;
@@ -139,9 +158,11 @@ private:
   }
 
   bool collect(Exchange &exchange, JobEvent &event) {
-    const ReplyParts piece = split(event);
-    reply_.reasoning += piece.reasoning;
-    reply_.content += piece.content;
+    Piece piece = next_piece(event);
+    reply_.reasoning += piece.parts.reasoning;
+    reply_.content += piece.parts.content;
+    for (ParsedToolCall &call : piece.calls)
+      calls_.push_back(std::move(call));
     if (!event.finish)
       return true;
     trim_reasoning(reply_.reasoning);
@@ -151,8 +172,32 @@ private:
       exchange.respond(error_response(job_error(event)));
     else
       exchange.respond(
-          HttpResponse(200, completion_body(header_, reply_, *event.finish, event.usage)));
+          HttpResponse(200, completion_body(header_, reply_, calls_, *event.finish, event.usage)));
     return false;
+  }
+
+  struct Piece {
+    ReplyParts parts;
+    std::vector<ParsedToolCall> calls;
+  };
+
+  // The event's text as reasoning, content and tool calls.
+  Piece next_piece(const JobEvent &event) {
+    Piece piece{split(event), {}};
+    if (!tools_)
+      return piece;
+    ContentPiece found = tools_->feed(piece.parts.content);
+    if (event.finish) {
+      ContentPiece rest = tools_->finish();
+      found.content += rest.content;
+      for (ParsedToolCall &call : rest.calls)
+        found.calls.push_back(std::move(call));
+    }
+    piece.parts.content = std::move(found.content);
+    for (ParsedToolCall &call : found.calls)
+      if (job_->spec.parallel_tool_calls || kept_calls_++ == 0) // false: the first call only
+        piece.calls.push_back(std::move(call));
+    return piece;
   }
 
   // The event's text as reasoning and content (all content without a split).
@@ -182,7 +227,11 @@ private:
   const ResponseHeader header_;
   bool first_chunk_ = true;
   std::optional<ReasoningSplit> split_; // chat, unless reasoning stays inline
+  std::optional<ToolCallSplit> tools_;  // chat with tools
   ReplyParts reply_;                    // a whole reply, collected
+  std::vector<ParsedToolCall> calls_;   // its calls
+  size_t streamed_calls_ = 0;           // calls streamed so far (the next one's index)
+  size_t kept_calls_ = 0;               // calls found so far (parallel_tool_calls false)
 };
 
 // Back on the I/O thread with the parsed job (or why there is none).

@@ -9,6 +9,7 @@
 #include "api_error.hpp"
 #include "json_limits.hpp"
 #include "request_fields.hpp"
+#include "tool_fields.hpp"
 
 namespace bonsai::server {
 namespace {
@@ -35,8 +36,10 @@ const std::set<std::string> kCommonFields = {"model",
                                              "logprobs",
                                              "logit_bias"};
 const std::set<std::string> kChatFields = {
-    "messages", "max_completion_tokens", "chat_template_kwargs", "enable_thinking", "top_logprobs",
-    "tools",    "tool_choice",           "response_format",      "reasoning_format"};
+    "messages",           "max_completion_tokens", "chat_template_kwargs",
+    "enable_thinking",    "top_logprobs",          "tools",
+    "tool_choice",        "response_format",       "reasoning_format",
+    "parallel_tool_calls"};
 // parse_special is bonsai's own: whether control-token text in the prompt
 // becomes control tokens (default true, as llama.cpp's /completion does).
 const std::set<std::string> kCompletionFields = {"prompt", "echo", "suffix", "best_of",
@@ -53,7 +56,7 @@ void refuse_unsupported(const json &body) {
   if (logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>()) &&
       !(logprobs->is_number_integer() && logprobs->get<int64_t>() == 0))
     throw bad_request("'logprobs' is not supported by bonsai serve", "logprobs");
-  for (const char *name : {"tools", "tool_choice", "top_logprobs", "suffix"})
+  for (const char *name : {"top_logprobs", "suffix"})
     if (field(body, name) != nullptr)
       throw bad_request(fmt::format("'{}' is not supported by bonsai serve", name), name);
   if (bool_field(body, "echo", false))
@@ -169,8 +172,13 @@ void completion_prompt(const json &body, int32_t n_vocab, GenerateRequest &reque
 void check_prompt_bytes(const GenerateRequest &request, const RequestContext &context,
                         const char *param) {
   size_t bytes = request.prompt.size();
-  for (const ChatMessage &message : request.messages)
+  for (const ChatMessage &message : request.messages) {
     bytes += message.content.size();
+    for (const ToolCall &call : message.tool_calls)
+      bytes += call.name.size() + call.arguments.size();
+  }
+  for (const std::string &tool : request.tools)
+    bytes += tool.size();
   if (bytes > context.max_prompt_bytes)
     throw bad_request(fmt::format("The prompt holds {} bytes of text; this server takes at most {}",
                                   bytes, context.max_prompt_bytes),
@@ -215,6 +223,10 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
   if (endpoint == Endpoint::chat) {
     g.messages = chat_messages(body);
     g.enable_thinking = thinking(body);
+    ToolsRequest tools = tools_request(body);
+    g.tools = std::move(tools.rendered);
+    spec.parse_tool_calls = tools.parse_calls;
+    spec.parallel_tool_calls = tools.parallel;
     spec.reasoning_format = reasoning_format(body, context.reasoning_format);
     // Without a limit a reply runs to a stop token or the end of the context.
     const int64_t legacy = integer_field(body, "max_tokens", 1, kMaxTokens, -1);

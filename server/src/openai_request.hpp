@@ -27,6 +27,10 @@ struct CompletionSpec {
   // one (set once the prompt is tokenized).
   ReasoningFormat reasoning_format = ReasoningFormat::reasoning_content;
   bool reasoning_open = false;
+  // Chat with tools (tool_choice not "none"): <tool_call> blocks in the reply
+  // become tool_calls; parallel_tool_calls false keeps the first only.
+  bool parse_tool_calls = false;
+  bool parallel_tool_calls = true;
 };
 
 // What a request is checked against besides its own fields.

@@ -26,8 +26,11 @@ json usage_json(const JobUsage &usage) {
           {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
 }
 
-json finish_json(std::optional<Finish> finish) {
-  return finish ? json(finish_reason(*finish)) : json(nullptr);
+json finish_json(std::optional<Finish> finish, bool called_tools) {
+  if (!finish)
+    return nullptr;
+  return called_tools && *finish == Finish::stop ? json("tool_calls")
+                                                 : json(finish_reason(*finish));
 }
 
 json base(const ResponseHeader &header, const char *object) {
@@ -83,15 +86,28 @@ std::string models_body(const ModelFacts &model) {
                                         {"size", model.size}}}}})}});
 }
 
-std::string completion_body(const ResponseHeader &header, const ReplyParts &reply, Finish finish,
+std::string completion_body(const ResponseHeader &header, const ReplyParts &reply,
+                            const std::vector<ParsedToolCall> &calls, Finish finish,
                             const JobUsage &usage) {
   const bool chat = header.endpoint == Endpoint::chat;
   json body = base(header, chat ? "chat.completion" : "text_completion");
-  json choice = {{"index", 0}, {"finish_reason", finish_reason(finish)}, {"logprobs", nullptr}};
+  json choice = {
+      {"index", 0}, {"finish_reason", finish_json(finish, !calls.empty())}, {"logprobs", nullptr}};
   if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", reply.content}};
+    json message = {{"role", "assistant"}, {"content", reply.content}};
     if (!reply.reasoning.empty())
-      choice["message"][header.reasoning_field] = reply.reasoning;
+      message[header.reasoning_field] = reply.reasoning;
+    if (!calls.empty()) {
+      if (reply.content.empty())
+        message["content"] = nullptr;
+      json list = json::array();
+      for (const ParsedToolCall &call : calls)
+        list.push_back({{"id", call.id},
+                        {"type", "function"},
+                        {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+      message["tool_calls"] = std::move(list);
+    }
+    choice["message"] = std::move(message);
   } else {
     choice["text"] = reply.content;
   }
@@ -101,10 +117,11 @@ std::string completion_body(const ResponseHeader &header, const ReplyParts &repl
 }
 
 std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
-                       std::optional<Finish> finish, bool first) {
+                       std::optional<Finish> finish, bool first, bool called_tools) {
   const bool chat = header.endpoint == Endpoint::chat;
   json body = base(header, chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {{"index", 0}, {"finish_reason", finish_json(finish)}, {"logprobs", nullptr}};
+  json choice = {
+      {"index", 0}, {"finish_reason", finish_json(finish, called_tools)}, {"logprobs", nullptr}};
   if (chat) {
     json delta = json::object();
     if (first)
@@ -119,6 +136,31 @@ std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
   }
   body["choices"] = json::array({choice});
   return dump(body);
+}
+
+std::vector<std::string> tool_call_chunk_bodies(const ResponseHeader &header,
+                                                const ParsedToolCall &call, size_t index,
+                                                bool first) {
+  std::vector<std::string> chunks;
+  const auto chunk = [&](json delta) {
+    json body = base(header, "chat.completion.chunk");
+    body["choices"] = json::array({{{"index", 0},
+                                    {"delta", std::move(delta)},
+                                    {"finish_reason", nullptr},
+                                    {"logprobs", nullptr}}});
+    chunks.push_back(dump(body));
+  };
+  json opening = {
+      {"tool_calls", json::array({{{"index", index},
+                                   {"id", call.id},
+                                   {"type", "function"},
+                                   {"function", {{"name", call.name}, {"arguments", ""}}}}})}};
+  if (first)
+    opening["role"] = "assistant";
+  chunk(std::move(opening));
+  chunk({{"tool_calls",
+          json::array({{{"index", index}, {"function", {{"arguments", call.arguments}}}}})}});
+  return chunks;
 }
 
 std::string usage_chunk_body(const ResponseHeader &header, const JobUsage &usage) {

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api_error.hpp"
 #include "job.hpp"
 #include "reasoning_split.hpp"
+#include "tool_calls.hpp"
 
 namespace bonsai::server {
 
@@ -40,13 +42,21 @@ struct ModelFacts {
 };
 std::string models_body(const ModelFacts &model);
 // A whole reply; `reply.reasoning` only for a chat (message.<reasoning_field>,
-// left out when empty).
-std::string completion_body(const ResponseHeader &header, const ReplyParts &reply, Finish finish,
+// left out when empty). With `calls`, message.tool_calls lists them, content is
+// null when empty, and a reply that stopped has finish_reason "tool_calls".
+std::string completion_body(const ResponseHeader &header, const ReplyParts &reply,
+                            const std::vector<ParsedToolCall> &calls, Finish finish,
                             const JobUsage &usage);
 // One streamed chunk: the assistant role comes with the first chunk of a chat;
-// reasoning and content as delta fields when non-empty.
+// reasoning and content as delta fields when non-empty. `called_tools`: the
+// reply made calls, so a stop is finish_reason "tool_calls".
 std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
-                       std::optional<Finish> finish, bool first);
+                       std::optional<Finish> finish, bool first, bool called_tools = false);
+// The chunks of one streamed call, number `index` of the reply: the first
+// carries its id, type and name with empty arguments, the next the arguments.
+std::vector<std::string> tool_call_chunk_bodies(const ResponseHeader &header,
+                                                const ParsedToolCall &call, size_t index,
+                                                bool first);
 // The last chunk when stream_options.include_usage is set: no choices.
 std::string usage_chunk_body(const ResponseHeader &header, const JobUsage &usage);
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "api_error.hpp"
+#include "tool_fields.hpp"
 
 namespace bonsai::server {
 
@@ -99,6 +100,37 @@ std::string message_content(const json &message, size_t index) {
   return text;
 }
 
+// An assistant message's "tool_calls": [{id?, type: "function", function:
+// {name, arguments}}], arguments a JSON text (as OpenAI sends it) or an object.
+std::vector<ToolCall> message_tool_calls(const json &calls, const std::string &where) {
+  if (!calls.is_array())
+    throw bad_request(fmt::format("'{}' must be a list", where), where);
+  std::vector<ToolCall> out;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const std::string at = fmt::format("{}[{}]", where, k);
+    const json &call = calls[k];
+    const json *function = call.is_object() ? field(call, "function") : nullptr;
+    if (function == nullptr || !function->is_object())
+      throw bad_request(fmt::format("'{}.function' must be an object", at), at + ".function");
+    const json *name = field(*function, "name");
+    if (name == nullptr || !name->is_string() || name->get_ref<const std::string &>().empty())
+      throw bad_request(fmt::format("'{}.function.name' must be a non-empty string", at),
+                        at + ".function.name");
+    const json *arguments = field(*function, "arguments");
+    std::string text = "{}";
+    if (arguments != nullptr && arguments->is_string())
+      text = arguments->get<std::string>();
+    else if (arguments != nullptr && arguments->is_object())
+      text = python_json(*arguments);
+    else if (arguments != nullptr)
+      throw bad_request(
+          fmt::format("'{}.function.arguments' must be a JSON string or an object", at),
+          at + ".function.arguments");
+    out.push_back({name->get<std::string>(), std::move(text)});
+  }
+  return out;
+}
+
 } // namespace
 
 std::vector<ChatMessage> chat_messages(const json &body) {
@@ -114,7 +146,8 @@ std::vector<ChatMessage> chat_messages(const json &body) {
     if (!m.is_object())
       throw bad_request(fmt::format("'{}' must be an object", where), where);
     for (const auto &[key, value] : m.items())
-      if (key != "role" && key != "content" && key != "name")
+      if (key != "role" && key != "content" && key != "name" && key != "tool_calls" &&
+          key != "tool_call_id")
         throw bad_request(fmt::format("'{}' has an unknown field '{}'", where, key), where);
     const auto role = m.find("role");
     if (role == m.end() || !role->is_string())
@@ -122,12 +155,22 @@ std::vector<ChatMessage> chat_messages(const json &body) {
     std::string r = role->get<std::string>();
     if (r == "developer")
       r = "system"; // OpenAI's newer name for the system role
-    if (r != "system" && r != "user" && r != "assistant")
-      throw bad_request(fmt::format("'{}.role' must be system, developer, user or assistant, "
-                                    "not '{}'",
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool")
+      throw bad_request(fmt::format("'{}.role' must be system, developer, user, assistant or "
+                                    "tool, not '{}'",
                                     where, r),
                         where + ".role");
-    out.push_back({r, message_content(m, i)});
+    ChatMessage message{r, message_content(m, i)};
+    if (const json *calls = field(m, "tool_calls"); calls != nullptr) {
+      if (r != "assistant")
+        throw bad_request(fmt::format("'{}.tool_calls' belongs to assistant messages", where),
+                          where + ".tool_calls");
+      message.tool_calls = message_tool_calls(*calls, where + ".tool_calls");
+    }
+    if (const json *id = field(m, "tool_call_id"); id != nullptr && !id->is_string())
+      throw bad_request(fmt::format("'{}.tool_call_id' must be a string", where),
+                        where + ".tool_call_id");
+    out.push_back(std::move(message));
   }
   return out;
 }

@@ -28,7 +28,8 @@ bool bool_field(const nlohmann::json &body, const char *name, bool fallback);
 // "" when absent.
 std::string string_field(const nlohmann::json &body, const char *name);
 // "messages": a non-empty list of {role, content, name?}; roles system
-// (or developer), user, assistant; content a string or text parts.
+// (or developer), user, assistant (with tool_calls?), tool (tool_call_id?);
+// content a string, text parts or null.
 std::vector<ChatMessage> chat_messages(const nlohmann::json &body);
 // enable_thinking, at the top level or in chat_template_kwargs (default true).
 bool thinking(const nlohmann::json &body);

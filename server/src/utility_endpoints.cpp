@@ -144,7 +144,7 @@ std::string props_body(const Engine &engine, const PropsFacts &facts) {
                 {{"completion", true},
                  {"chat", true},
                  {"streaming", true},
-                 {"tools", false},
+                 {"tools", true},     // tool_choice auto and none (docs/server.md, "Tools")
                  {"reasoning", true}, // reasoning_content (docs/server.md, "Reasoning")
                  {"json_schema", false},
                  {"logprobs", false}}}});

@@ -51,7 +51,7 @@ struct bonsai_context {
   // read at create_context) and the state of its steps.
   std::vector<int32_t> script;
   int32_t n_vocab = 0;
-  int32_t length = 0;
+  std::vector<int32_t> history; // the sequence's tokens by position (its "KV cache")
   std::vector<int32_t> step_tokens;
 };
 
@@ -215,9 +215,9 @@ bonsai_status fake_matmul(bonsai_context *ctx, const bonsai_matmul_desc *desc) {
 }
 
 #if FAKE_VARIANT == FAKE_SCRIPTED
-// A "model" whose every step answers the script: after script[j] comes
-// script[j + 1], after any other token script[0] (so a prompt starts it).
-// The layers do nothing; what the host does with the reply is under test.
+// A "model" whose reply to any prompt is the script: the layers do nothing,
+// the LM head continues the script (scripted_next); what the host does with
+// the reply is under test.
 bonsai_status fake_bind_model(bonsai_context *ctx, const bonsai_model_desc *model) {
   if (ctx->script.empty())
     return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: BONSAI_FAKE_SCRIPT is not set");
@@ -225,15 +225,19 @@ bonsai_status fake_bind_model(bonsai_context *ctx, const bonsai_model_desc *mode
     if (id < 0 || id >= model->n_vocab)
       return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: a script id is outside the vocabulary");
   ctx->n_vocab = model->n_vocab;
-  ctx->length = 0;
+  ctx->history.clear();
   return BONSAI_OK;
 }
 
-int32_t scripted_next(const bonsai_context *ctx, int32_t token) {
-  for (size_t j = 0; j + 1 < ctx->script.size(); ++j)
-    if (ctx->script[j] == token)
-      return ctx->script[j + 1];
-  return ctx->script.back() == token ? token : ctx->script[0];
+// The sequence so far ends with the first k tokens of the script for the
+// largest such k (0: none, a prompt's end): the reply goes on with script[k]
+// (the last script token again once it is all out).
+int32_t scripted_next(const std::vector<int32_t> &sequence, const std::vector<int32_t> &script) {
+  for (size_t k = std::min(script.size(), sequence.size()); k > 0; --k)
+    if (std::equal(script.begin(), script.begin() + static_cast<std::ptrdiff_t>(k),
+                   sequence.end() - static_cast<std::ptrdiff_t>(k)))
+      return script[std::min(k, script.size() - 1)];
+  return script[0];
 }
 
 bonsai_status fake_begin_step(bonsai_context *ctx, const bonsai_step_desc *step) {
@@ -247,8 +251,10 @@ bonsai_status fake_encode_layer(bonsai_context *, int32_t) {
 
 bonsai_status fake_lm_head(bonsai_context *ctx, const bonsai_lm_head_desc *desc) {
   for (int32_t i = 0; i < desc->n_outputs; ++i) {
-    const int32_t next =
-        scripted_next(ctx, ctx->step_tokens[static_cast<size_t>(desc->first_token + i)]);
+    std::vector<int32_t> sequence = ctx->history;
+    sequence.insert(sequence.end(), ctx->step_tokens.begin(),
+                    ctx->step_tokens.begin() + desc->first_token + i + 1);
+    const int32_t next = scripted_next(sequence, ctx->script);
     if (desc->logits != nullptr) {
       float *row = desc->logits + static_cast<size_t>(i) * static_cast<size_t>(ctx->n_vocab);
       std::fill(row, row + ctx->n_vocab, 0.0f);
@@ -261,23 +267,25 @@ bonsai_status fake_lm_head(bonsai_context *ctx, const bonsai_lm_head_desc *desc)
 }
 
 bonsai_status fake_end_step(bonsai_context *ctx) {
-  ctx->length += static_cast<int32_t>(ctx->step_tokens.size());
+  ctx->history.insert(ctx->history.end(), ctx->step_tokens.begin(), ctx->step_tokens.end());
   ctx->step_tokens.clear();
   return BONSAI_OK;
 }
 
 bonsai_status fake_kv_reset(bonsai_context *ctx) {
-  ctx->length = 0;
+  ctx->history.clear();
+  ctx->step_tokens.clear();
   return BONSAI_OK;
 }
 
 bonsai_status fake_kv_truncate(bonsai_context *ctx, int32_t n_keep) {
-  ctx->length = n_keep;
+  ctx->history.resize(static_cast<size_t>(n_keep));
+  ctx->step_tokens.clear();
   return BONSAI_OK;
 }
 
 bonsai_status fake_kv_length(const bonsai_context *ctx, int32_t *length) {
-  *length = ctx->length;
+  *length = static_cast<int32_t>(ctx->history.size());
   return BONSAI_OK;
 }
 #else

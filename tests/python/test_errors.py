@@ -67,7 +67,7 @@ def test_a_bad_plugin_option_is_the_plugins_message():
     ({"stream": "yes"}, TypeError, "stream"),
     ({"presence_penalty": 0.5}, ValueError, "presence_penalty is not supported"),
     ({"tools": [{"type": "function", "function": {"name": "f"}}]}, ValueError,
-     "tools are not supported yet"),
+     "tools are not supported yet by the Python package"),
     ({"tool_choice": "auto"}, ValueError, "not supported yet"),
     ({"response_format": {"type": "json_object"}}, ValueError,
      "response_format .* is not supported yet"),

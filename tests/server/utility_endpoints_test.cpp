@@ -100,7 +100,7 @@ TEST(UtilityEndpoints, props_and_models_state_the_context_and_what_requests_may_
   EXPECT_EQ(p["n_vocab"], 2048);
   EXPECT_TRUE(p["model_path"].get<std::string>().ends_with("tiny-q1.gguf"));
   EXPECT_EQ(p["capabilities"]["chat"], true);
-  EXPECT_EQ(p["capabilities"]["tools"], false);
+  EXPECT_EQ(p["capabilities"]["tools"], true);     // auto and none; required needs constraints
   EXPECT_EQ(p["capabilities"]["reasoning"], true); // reasoning_content
   EXPECT_EQ(p["capabilities"]["json_schema"], false);
   const auto models = client.Get("/v1/models");

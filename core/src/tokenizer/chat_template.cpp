@@ -75,6 +75,38 @@ AssistantParts split_reasoning(std::string_view text) {
   return parts;
 }
 
+// The system turn that lists the tools, after the first system message's
+// content when there is one.
+void append_tools_turn(ChatPrompt &out, const std::vector<std::string> &tools,
+                       const ChatMessage *system) {
+  append_marker(out, kImStart);
+  std::string &text = out.text;
+  text.append("system\n");
+  if (system != nullptr)
+    text.append(system->content).append("\n\n");
+  text.append("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+              "You are provided with function signatures within <tools></tools> XML tags:\n"
+              "<tools>");
+  for (const std::string &tool : tools)
+    text.append("\n").append(tool);
+  text.append("\n</tools>\n\nFor each function call, return a json object with function name and "
+              "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+              "<function-name>, \"arguments\": <args-json-object>}\n</tool_call>");
+  append_marker(out, kImEnd);
+  text.append("\n");
+}
+
+// An assistant turn's calls; a newline before each but a first one that
+// follows no content.
+void append_tool_calls(std::string &text, const ChatMessage &m, bool after_content) {
+  for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+    if (k > 0 || after_content)
+      text.append("\n");
+    text.append("<tool_call>\n{\"name\": \"").append(m.tool_calls[k].name);
+    text.append("\", \"arguments\": ").append(m.tool_calls[k].arguments).append("}\n</tool_call>");
+  }
+}
+
 void append_assistant(ChatPrompt &out, const ChatMessage &m, bool keep_reasoning, bool is_last) {
   const AssistantParts parts = split_reasoning(m.content);
   append_marker(out, kImStart);
@@ -88,6 +120,7 @@ void append_assistant(ChatPrompt &out, const ChatMessage &m, bool keep_reasoning
   } else {
     text.append(parts.content); // history before the last query: reasoning dropped
   }
+  append_tool_calls(text, m, !parts.content.empty());
   append_marker(out, kImEnd);
   text.append("\n");
 }
@@ -115,7 +148,13 @@ void append_generation_prompt(ChatPrompt &out, bool thinking) {
 ChatPrompt render_qwen3(std::span<const ChatMessage> messages, const ChatOptions &options) {
   ChatPrompt out;
   const size_t last_query = last_query_index(messages);
-  for (size_t i = 0; i < messages.size(); ++i) {
+  size_t first = 0;
+  if (!options.tools.empty()) {
+    const bool system = !messages.empty() && messages[0].role == "system";
+    append_tools_turn(out, options.tools, system ? &messages[0] : nullptr);
+    first = system ? 1 : 0;
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage &m = messages[i];
     if (m.role == "system" || m.role == "user") {
       append_turn(out, m.role, m.content);
@@ -135,8 +174,23 @@ ChatPrompt render_qwen3(std::span<const ChatMessage> messages, const ChatOptions
 
 ChatPrompt render_chatml(std::span<const ChatMessage> messages, const ChatOptions &options) {
   ChatPrompt out;
-  for (const ChatMessage &m : messages)
-    append_turn(out, m.role, m.content);
+  size_t first = 0;
+  if (!options.tools.empty()) {
+    const bool system = !messages.empty() && messages[0].role == "system";
+    append_tools_turn(out, options.tools, system ? &messages[0] : nullptr);
+    first = system ? 1 : 0;
+  }
+  for (const ChatMessage &m : messages.subspan(first)) {
+    if (m.tool_calls.empty()) {
+      append_turn(out, m.role, m.content);
+      continue;
+    }
+    append_marker(out, kImStart);
+    out.text.append(m.role).append("\n").append(m.content);
+    append_tool_calls(out.text, m, !m.content.empty());
+    append_marker(out, kImEnd);
+    out.text.append("\n");
+  }
   if (options.add_generation_prompt)
     append_generation_prompt(out, /*thinking=*/true);
   return out;

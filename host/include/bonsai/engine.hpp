@@ -324,6 +324,10 @@ struct GenerateRequest {
   // (`messages`, or `prompt` with `chat`) is always plain text.
   bool parse_special = true;
   bool enable_thinking = true; // chat: false pre-fills an empty <think></think> block
+  // Chat: tools the model may call, each as the JSON text the template lists
+  // (ChatOptions::tools); assistant messages carry their calls in
+  // ChatMessage::tool_calls.
+  std::vector<std::string> tools;
 
   // false (default): the session starts over for this prompt, reusing the
   // longest prefix already in its KV cache. true: the prompt is appended after

@@ -11,6 +11,7 @@ std::vector<int32_t> request_prompt(const Engine::Impl &engine, const GenerateRe
     return request.prompt_tokens;
   ChatOptions chat;
   chat.enable_thinking = request.enable_thinking;
+  chat.tools = request.tools;
   try {
     // Chat content is plain text: only the template's markers become
     // control tokens, so a message cannot forge a turn.

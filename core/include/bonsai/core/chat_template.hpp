@@ -12,9 +12,16 @@
 
 namespace bonsai {
 
+// A call an assistant turn made (OpenAI's tool_calls[i].function).
+struct ToolCall {
+  std::string name;
+  std::string arguments; // JSON text, written into the prompt as it is
+};
+
 struct ChatMessage {
   std::string role; // "system", "user", "assistant" or "tool"
   std::string content;
+  std::vector<ToolCall> tool_calls = {}; // an assistant turn's calls, after its content
 };
 
 enum class ChatTemplateKind {
@@ -25,6 +32,9 @@ enum class ChatTemplateKind {
 struct ChatOptions {
   bool add_generation_prompt = true; // end with the opening of an assistant turn
   bool enable_thinking = true;       // false: pre-fill an empty <think></think> block
+  // Tools the model may call, each as the JSON text the template lists in the
+  // system turn (Qwen3's template writes Python's json.dumps of each tool).
+  std::vector<std::string> tools = {};
 };
 
 // Receives one human-readable warning line; core has no logging of its own.
@@ -46,12 +56,14 @@ struct ChatPrompt {
   std::vector<TextSpan> control_spans;
 };
 
-// Qwen3ChatML reproduces Qwen3's Jinja template for plain messages (no tool
-// definitions): a leading system message, `<think>` reasoning stripped from
-// assistant turns before the last user query, consecutive tool results grouped
-// into one user turn. Roles other than system/user/assistant/tool throw
+// Qwen3ChatML reproduces Qwen3's Jinja template: a leading system message
+// (with the tool list after it when there are tools), `<think>` reasoning
+// stripped from assistant turns before the last user query, an assistant
+// turn's calls as `<tool_call>` blocks, consecutive tool results grouped into
+// one user turn. Roles other than system/user/assistant/tool throw
 // bonsai::Error. ChatMLFallback writes `<|im_start|>role\ncontent<|im_end|>\n`
-// for every message and ignores enable_thinking.
+// for every message and ignores enable_thinking; tools and calls it writes as
+// Qwen3 does (every Bonsai model is a Qwen3).
 ChatPrompt render_chat_prompt(ChatTemplateKind kind, std::span<const ChatMessage> messages,
                               const ChatOptions &options = {});
 

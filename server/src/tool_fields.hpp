@@ -1,0 +1,24 @@
+#pragma once
+// The tool fields of a chat request (docs/server.md, "Tools"): `tools`,
+// `tool_choice`, `parallel_tool_calls`, and the JSON text the chat template
+// writes for them. Each helper throws ApiError 400 naming the field.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace bonsai::server {
+
+struct ToolsRequest {
+  std::vector<std::string> rendered; // each tool as the template lists it (python_json)
+  bool parse_calls = false;          // tools offered and tool_choice not "none"
+  bool parallel = true;              // parallel_tool_calls: false keeps the first call only
+};
+
+ToolsRequest tools_request(const nlohmann::json &body);
+
+// `value` as Python's json.dumps writes it, what Qwen3's template prints with
+// `tojson`: ", " and ": " between items, non-ASCII text as it is.
+std::string python_json(const nlohmann::json &value);
+
+} // namespace bonsai::server
