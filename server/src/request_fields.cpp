@@ -1,6 +1,7 @@
 #include "request_fields.hpp"
 
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -100,6 +101,13 @@ std::string message_content(const json &message, size_t index) {
   return text;
 }
 
+// The fields a message may have: OpenAI's, and what SDKs keep on an assistant
+// reply they send back (refusal, parsed, annotations, audio, function_call:
+// ignored; reasoning_content / reasoning: used).
+const std::set<std::string> kMessageFields = {
+    "role",    "content",     "name",  "tool_calls",  "tool_call_id",  "reasoning_content",
+    "reasoning", "refusal", "parsed", "annotations", "audio", "function_call"};
+
 // An assistant message's "tool_calls": [{id?, type: "function", function:
 // {name, arguments}}], arguments a JSON text (as OpenAI sends it) or an object.
 std::vector<ToolCall> message_tool_calls(const json &calls, const std::string &where) {
@@ -146,8 +154,7 @@ std::vector<ChatMessage> chat_messages(const json &body) {
     if (!m.is_object())
       throw bad_request(fmt::format("'{}' must be an object", where), where);
     for (const auto &[key, value] : m.items())
-      if (key != "role" && key != "content" && key != "name" && key != "tool_calls" &&
-          key != "tool_call_id")
+      if (!kMessageFields.contains(key))
         throw bad_request(fmt::format("'{}' has an unknown field '{}'", where, key), where);
     const auto role = m.find("role");
     if (role == m.end() || !role->is_string())
@@ -167,6 +174,17 @@ std::vector<ChatMessage> chat_messages(const json &body) {
                           where + ".tool_calls");
       message.tool_calls = message_tool_calls(*calls, where + ".tool_calls");
     }
+    // An assistant reply sent back as the client got it: its reasoning goes
+    // back in the think block the template expects.
+    for (const char *name : {"reasoning_content", "reasoning"})
+      if (const json *reasoning = field(m, name); reasoning != nullptr) {
+        if (!reasoning->is_string())
+          throw bad_request(fmt::format("'{}.{}' must be a string", where, name),
+                            where + "." + name);
+        if (r == "assistant" && !reasoning->get_ref<const std::string &>().empty())
+          message.content = "<think>\n" + reasoning->get<std::string>() + "\n</think>\n\n" +
+                            message.content;
+      }
     if (const json *id = field(m, "tool_call_id"); id != nullptr && !id->is_string())
       throw bad_request(fmt::format("'{}.tool_call_id' must be a string", where),
                         where + ".tool_call_id");

@@ -50,6 +50,9 @@ struct bonsai_context {
   // FAKE_SCRIPTED: the reply (token ids of $BONSAI_FAKE_SCRIPT, "id,id,...",
   // read at create_context) and the state of its steps.
   std::vector<int32_t> script;
+  // $BONSAI_FAKE_SCRIPT_WHEN "t,t,.../r,r,...": once the sequence holds the
+  // tokens t (e.g. a tool result), the reply is r instead.
+  std::vector<int32_t> trigger, triggered_script;
   int32_t n_vocab = 0;
   std::vector<int32_t> history; // the sequence's tokens by position (its "KV cache")
   std::vector<int32_t> step_tokens;
@@ -107,12 +110,21 @@ bonsai_status fake_create_context(const bonsai_context_desc *desc, bonsai_contex
   if (ctx == nullptr)
     return BONSAI_ERR_OUT_OF_MEMORY;
 #if FAKE_VARIANT == FAKE_SCRIPTED
-  if (const char *script = std::getenv("BONSAI_FAKE_SCRIPT"); script != nullptr)
-    for (const char *at = script; *at != '\0';) {
+  // "id,id,..." into `out`; a '/' ends the list (returned past it).
+  const auto read_ids = [](const char *at, std::vector<int32_t> &out) {
+    while (*at != '\0' && *at != '/') {
       char *end = nullptr;
-      ctx->script.push_back(static_cast<int32_t>(std::strtol(at, &end, 10)));
-      at = *end == ',' ? end + 1 : end + std::strlen(end);
+      out.push_back(static_cast<int32_t>(std::strtol(at, &end, 10)));
+      if (end == at)
+        break;
+      at = *end == ',' ? end + 1 : end;
     }
+    return *at == '/' ? at + 1 : at;
+  };
+  if (const char *script = std::getenv("BONSAI_FAKE_SCRIPT"); script != nullptr)
+    read_ids(script, ctx->script);
+  if (const char *when = std::getenv("BONSAI_FAKE_SCRIPT_WHEN"); when != nullptr)
+    read_ids(read_ids(when, ctx->trigger), ctx->triggered_script);
 #endif
   ctx->max_batch = desc->max_batch;
 #if FAKE_VARIANT == FAKE_MATMUL_FAILS
@@ -221,9 +233,11 @@ bonsai_status fake_matmul(bonsai_context *ctx, const bonsai_matmul_desc *desc) {
 bonsai_status fake_bind_model(bonsai_context *ctx, const bonsai_model_desc *model) {
   if (ctx->script.empty())
     return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: BONSAI_FAKE_SCRIPT is not set");
-  for (int32_t id : ctx->script)
-    if (id < 0 || id >= model->n_vocab)
-      return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT, "fake: a script id is outside the vocabulary");
+  for (const auto *ids : {&ctx->script, &ctx->trigger, &ctx->triggered_script})
+    for (int32_t id : *ids)
+      if (id < 0 || id >= model->n_vocab)
+        return fail(ctx, BONSAI_ERR_INVALID_ARGUMENT,
+                    "fake: a script id is outside the vocabulary");
   ctx->n_vocab = model->n_vocab;
   ctx->history.clear();
   return BONSAI_OK;
@@ -254,7 +268,12 @@ bonsai_status fake_lm_head(bonsai_context *ctx, const bonsai_lm_head_desc *desc)
     std::vector<int32_t> sequence = ctx->history;
     sequence.insert(sequence.end(), ctx->step_tokens.begin(),
                     ctx->step_tokens.begin() + desc->first_token + i + 1);
-    const int32_t next = scripted_next(sequence, ctx->script);
+    const bool triggered =
+        !ctx->trigger.empty() && !ctx->triggered_script.empty() &&
+        std::search(sequence.begin(), sequence.end(), ctx->trigger.begin(), ctx->trigger.end()) !=
+            sequence.end();
+    const int32_t next =
+        scripted_next(sequence, triggered ? ctx->triggered_script : ctx->script);
     if (desc->logits != nullptr) {
       float *row = desc->logits + static_cast<size_t>(i) * static_cast<size_t>(ctx->n_vocab);
       std::fill(row, row + ctx->n_vocab, 0.0f);

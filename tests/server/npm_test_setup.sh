@@ -3,15 +3,17 @@
 # SKIP_RETURN_CODE) say why.
 
 # read_args "$@": the arguments every run.sh takes, BONSAI_BIN MODEL.gguf
-# WORK_DIR; sets bin, model and work (created, absolute). Exits 2 otherwise.
+# WORK_DIR, then any more (a run.sh's own); sets bin, model and work
+# (created, absolute) and `more` (an array). Exits 2 otherwise.
 read_args() {
-  if [[ $# -ne 3 ]]; then
-    echo "usage: $0 BONSAI_BIN MODEL.gguf WORK_DIR" >&2
+  if [[ $# -lt 3 ]]; then
+    echo "usage: $0 BONSAI_BIN MODEL.gguf WORK_DIR [...]" >&2
     exit 2
   fi
   bin=$1 model=$2
   mkdir -p "$3"
   work=$(cd "$3" && pwd)
+  more=("${@:4}")
 }
 
 # Exits 77 unless node and npm are installed.

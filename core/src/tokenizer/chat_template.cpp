@@ -180,7 +180,12 @@ ChatPrompt render_chatml(std::span<const ChatMessage> messages, const ChatOption
     append_tools_turn(out, options.tools, system ? &messages[0] : nullptr);
     first = system ? 1 : 0;
   }
-  for (const ChatMessage &m : messages.subspan(first)) {
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage &m = messages[i];
+    if (m.role == "tool") { // results go back as Qwen3 writes them
+      append_tool(out, messages, i);
+      continue;
+    }
     if (m.tool_calls.empty()) {
       append_turn(out, m.role, m.content);
       continue;

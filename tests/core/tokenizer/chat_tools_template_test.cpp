@@ -54,8 +54,10 @@ TEST(ChatTools, AnAgentLoopRendersCallsAndResults) {
                 {"tool", "18C"},
                 {"tool", "24C"}};
   // The turn after the last query has no reasoning and is not the last
-  // message: the template writes its content as it is, then the calls.
-  EXPECT_EQ(apply_chat_template(ChatTemplateKind::Qwen3ChatML, m, with_tool()),
+  // message: the template writes its content as it is, then the calls. The
+  // plain ChatML renderer writes tools, calls and results the same way.
+  for (ChatTemplateKind kind : {ChatTemplateKind::Qwen3ChatML, ChatTemplateKind::ChatMLFallback})
+    EXPECT_EQ(apply_chat_template(kind, m, with_tool()),
             "<|im_start|>system\n" + kToolsTurnTail +
                 "<|im_start|>user\nWeather in Paris and Rome?<|im_end|>\n"
                 "<|im_start|>assistant\nLet me check.\n"

@@ -62,8 +62,8 @@ struct ChatPrompt {
 // turn's calls as `<tool_call>` blocks, consecutive tool results grouped into
 // one user turn. Roles other than system/user/assistant/tool throw
 // bonsai::Error. ChatMLFallback writes `<|im_start|>role\ncontent<|im_end|>\n`
-// for every message and ignores enable_thinking; tools and calls it writes as
-// Qwen3 does (every Bonsai model is a Qwen3).
+// for every message and ignores enable_thinking; tools, calls and tool
+// results it writes as Qwen3 does (every Bonsai model is a Qwen3).
 ChatPrompt render_chat_prompt(ChatTemplateKind kind, std::span<const ChatMessage> messages,
                               const ChatOptions &options = {});
 
