@@ -28,6 +28,7 @@ struct ServeArgs {
   std::string api_key_file;
   std::string cache_isolation = "key";
   std::string reasoning_format = "reasoning_content";
+  int64_t reasoning_budget = -1;
   std::string alias; // --alias, llama-server's --model-id
   bool no_webui = false;
   int64_t max_body_kib = 1024;
@@ -78,6 +79,8 @@ void check(const ServeArgs &a) {
   require(a.reasoning_format == "reasoning_content" || a.reasoning_format == "deepseek" ||
               a.reasoning_format == "reasoning" || a.reasoning_format == "none",
           "--reasoning-format must be reasoning_content, reasoning or none");
+  require(a.reasoning_budget >= -1 && a.reasoning_budget <= 1'000'000'000,
+          "--reasoning-budget must be -1 (no limit) or 0..1000000000 tokens");
   for (const std::string &key : a.api_keys)
     require(!key.empty() && key.find_first_of(" \t\r\n") == std::string::npos,
             "an --api-key is empty or holds white space");
@@ -149,6 +152,9 @@ int serve_command(const Args &args) {
       "reasoning-format", po::value(&a.reasoning_format)->value_name("FORMAT"),
       "where a chat reply's <think> block goes: reasoning_content (default), reasoning, or "
       "none (left in the content); a request may ask with \"reasoning_format\"")(
+      "reasoning-budget", po::value(&a.reasoning_budget)->value_name("N"),
+      "most tokens of a chat reply's <think> block before </think> is forced (default -1: no "
+      "limit); a request may set \"reasoning_budget\"")(
       "cache-isolation", po::value(&a.cache_isolation)->value_name("MODE"),
       "whose requests share prompt-cache prefixes: key (same API key; all without keys), "
       "request (none), off (all) (default key)")(
@@ -202,6 +208,7 @@ int serve_command(const Args &args) {
     if (const char *key = std::getenv("BONSAI_API_KEY"); key != nullptr && *key != '\0')
       a.server.api_keys.push_back(key);
   a.server.cache_isolation = cache_isolation(a.cache_isolation);
+  a.server.reasoning_budget = static_cast<int32_t>(a.reasoning_budget);
   a.server.reasoning_format = a.reasoning_format == "none" ? server::ReasoningFormat::none
                               : a.reasoning_format == "reasoning"
                                   ? server::ReasoningFormat::reasoning

@@ -39,7 +39,7 @@ const std::set<std::string> kChatFields = {
     "messages",           "max_completion_tokens", "chat_template_kwargs",
     "enable_thinking",    "top_logprobs",          "tools",
     "tool_choice",        "response_format",       "reasoning_format",
-    "parallel_tool_calls"};
+    "parallel_tool_calls", "reasoning_budget"};
 // parse_special is bonsai's own: whether control-token text in the prompt
 // becomes control tokens (default true, as llama.cpp's /completion does).
 const std::set<std::string> kCompletionFields = {"prompt", "echo", "suffix", "best_of",
@@ -228,6 +228,8 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
     spec.parse_tool_calls = tools.parse_calls;
     spec.parallel_tool_calls = tools.parallel;
     spec.reasoning_format = reasoning_format(body, context.reasoning_format);
+    g.reasoning_budget = static_cast<int32_t>(
+        integer_field(body, "reasoning_budget", -1, 1'000'000'000, context.reasoning_budget));
     // Without a limit a reply runs to a stop token or the end of the context.
     const int64_t legacy = integer_field(body, "max_tokens", 1, kMaxTokens, -1);
     g.n_predict =

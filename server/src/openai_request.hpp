@@ -42,6 +42,7 @@ struct RequestContext {
   int32_t max_stop_strings = 16;
   size_t max_stop_string_bytes = 1024;
   ReasoningFormat reasoning_format = ReasoningFormat::reasoning_content; // the server's default
+  int32_t reasoning_budget = -1;                                         // the server's default
 };
 
 CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body,

@@ -79,3 +79,22 @@ TEST(ServerReasoning, UnknownFormatIsABadRequestNamingTheField) {
 }
 
 } // namespace
+
+namespace {
+
+// reasoning_budget 2: after "<think>", "P" and "l" the server puts </think>
+// in the model's place, so the reasoning is "Pl".
+TEST(ServerReasoning, BudgetClosesTheThinkBlock) {
+  const ScriptedServer s(kScript);
+  const auto r = chat(s, {{"reasoning_budget", 2}, {"max_tokens", 6}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(parse(r.body)["choices"][0]["message"]["reasoning_content"], "Pl");
+  const auto unlimited = chat(s, {{"reasoning_budget", -1}});
+  ASSERT_EQ(unlimited.status, 200) << unlimited.body;
+  EXPECT_EQ(parse(unlimited.body)["choices"][0]["message"]["reasoning_content"], "Plan it");
+  const auto bad = chat(s, {{"reasoning_budget", -2}});
+  ASSERT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(parse(bad.body)["error"]["param"], "reasoning_budget");
+}
+
+} // namespace

@@ -324,6 +324,10 @@ struct GenerateRequest {
   // (`messages`, or `prompt` with `chat`) is always plain text.
   bool parse_special = true;
   bool enable_thinking = true; // chat: false pre-fills an empty <think></think> block
+  // Most tokens a <think> block may hold before </think> is put in its place
+  // (the block then ends and the answer follows); -1: no limit. Counts the
+  // block the prompt opened too.
+  int32_t reasoning_budget = -1;
   // Chat: tools the model may call, each as the JSON text the template lists
   // (ChatOptions::tools); assistant messages carry their calls in
   // ChatMessage::tool_calls.

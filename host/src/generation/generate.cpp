@@ -145,12 +145,15 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       callback_stopped = true;
   };
 
+  host::ThinkBudget think_budget(engine, request, s.history); // the prompt is in it now
   std::optional<StopReason> stop;
   if (request.n_predict == 0)
     stop = StopReason::length;
   while (!stop) {
     if (!device_greedy)
       next = sampler->sample(s.scratch_logits);
+    next = think_budget.choose(next);
+    think_budget.accept(next);
     ++result.stats.gen_tokens;
     if (std::find(stop_tokens.begin(), stop_tokens.end(), next) != stop_tokens.end()) {
       s.pending = next; // the turn's end belongs in the history of a chat

@@ -53,9 +53,40 @@ void check_generation_limits(const GenerateRequest &request) {
   if (request.n_predict < -1)
     throw InvalidArgument(fmt::format("generate: n_predict must be >= 0 or -1 (no limit), got {}",
                                       request.n_predict));
+  if (request.reasoning_budget < -1)
+    throw InvalidArgument(fmt::format(
+        "generate: reasoning_budget must be >= 0 or -1 (no limit), got {}",
+        request.reasoning_budget));
   for (const auto &stop : request.stop_strings)
     if (stop.empty())
       throw InvalidArgument("generate: a stop string is empty");
+}
+
+ThinkBudget::ThinkBudget(const Engine::Impl &engine, const GenerateRequest &request,
+                         std::span<const int32_t> prompt) {
+  const std::vector<int32_t> open = engine.tokenizer.encode("<think>", true);
+  const std::vector<int32_t> close = engine.tokenizer.encode("</think>", true);
+  if (request.reasoning_budget < 0 || open.size() != 1 || close.size() != 1)
+    return;
+  budget_ = request.reasoning_budget;
+  open_ = open[0];
+  close_ = close[0];
+  for (int32_t token : prompt)
+    accept(token); // the last think tag of the prompt decides
+  count_ = 0;      // a block the prompt opened starts its budget now
+}
+
+void ThinkBudget::accept(int32_t token) {
+  if (budget_ < 0)
+    return;
+  if (token == open_) {
+    inside_ = true;
+    count_ = 0;
+  } else if (token == close_) {
+    inside_ = false;
+  } else if (inside_) {
+    ++count_;
+  }
 }
 
 std::string TextStream::push(int32_t token, bool &stopped) {

@@ -2,6 +2,7 @@
 // What Session::generate and bonsai::Generation share: the prompt of a
 // request, its sampler parameters, and the text stream (UTF-8 assembly, then
 // stop strings) that turns chosen tokens into released text.
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,29 @@ SamplerParams sampler_params(const SamplingParams &sampling);
 // Throws InvalidArgument for what Session::generate and Generation refuse in
 // every request: n_predict below -1, an empty stop string.
 void check_generation_limits(const GenerateRequest &request);
+
+// GenerateRequest::reasoning_budget: once a think block holds that many
+// tokens, the next token is </think> whatever the model would choose. The
+// block may be opened by the prompt (a template that prefills <think>) or by
+// the reply. A vocabulary without think tokens, or a budget of -1, changes
+// nothing.
+class ThinkBudget {
+public:
+  ThinkBudget(const Engine::Impl &engine, const GenerateRequest &request,
+              std::span<const int32_t> prompt);
+  // The token to take instead of `chosen`.
+  int32_t choose(int32_t chosen) const {
+    return budget_ >= 0 && inside_ && count_ >= budget_ ? close_ : chosen;
+  }
+  // Follows the block with each token taken.
+  void accept(int32_t token);
+
+private:
+  int32_t budget_ = -1;
+  int32_t open_ = -1, close_ = -1; // the <think> and </think> ids
+  bool inside_ = false;
+  int32_t count_ = 0; // tokens inside the open block
+};
 
 // Turns accepted tokens into released text: UTF-8 assembly (core's stream
 // decoder), then the stop-string filter. Ids past the tokenizer's vocabulary

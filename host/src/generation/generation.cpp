@@ -15,6 +15,7 @@ struct Generation::Impl {
   std::vector<int32_t> stop_tokens;
   std::optional<Sampler> sampler; // empty: greedy argmax without penalties
   host::TextStream stream;
+  host::ThinkBudget think_budget;
   int32_t generated = 0;
   bool done = false;
 
@@ -22,7 +23,8 @@ struct Generation::Impl {
       : engine(std::move(engine_impl)), prompt(host::request_prompt(*engine, request)),
         n_predict(request.n_predict),
         stop_tokens(request.stop_tokens ? *request.stop_tokens : engine->tokenizer.stop_ids()),
-        stream(engine->tokenizer, request.stop_strings) {}
+        stream(engine->tokenizer, request.stop_strings),
+        think_budget(*engine, request, prompt) {}
 };
 
 Generation::Generation(const Engine &engine, const GenerateRequest &request)
@@ -56,7 +58,8 @@ GenerationStep Generation::next(std::span<const float> logits) {
     throw InvalidArgument(fmt::format("Generation::next: {} logits for a vocabulary of {}",
                                       logits.size(), g.engine->n_vocab()));
   GenerationStep step;
-  step.token = g.sampler ? g.sampler->sample(logits) : argmax(logits);
+  step.token = g.think_budget.choose(g.sampler ? g.sampler->sample(logits) : argmax(logits));
+  g.think_budget.accept(step.token);
   bool string_stopped = false;
   if (std::find(g.stop_tokens.begin(), g.stop_tokens.end(), step.token) != g.stop_tokens.end()) {
     step.stop = StopReason::stop_token;

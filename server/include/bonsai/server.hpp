@@ -63,6 +63,10 @@ struct ServerOptions {
   std::string model_id; // the model's name in the API; empty: the file name without .gguf
   CacheIsolation cache_isolation = CacheIsolation::key;
   ReasoningFormat reasoning_format = ReasoningFormat::reasoning_content;
+  // Most tokens of a chat reply's think block before </think> is forced
+  // (GenerateRequest::reasoning_budget); -1: no limit. A request may set its
+  // own with "reasoning_budget".
+  int32_t reasoning_budget = -1;
 
   bool web_ui = true; // the chat page at / (and /chat.js, /chat.css)
 
