@@ -35,11 +35,17 @@ const std::set<std::string> kCommonFields = {"model",
                                              "repeat_penalty",
                                              "logprobs",
                                              "logit_bias"};
-const std::set<std::string> kChatFields = {
-    "messages",           "max_completion_tokens", "chat_template_kwargs",
-    "enable_thinking",    "top_logprobs",          "tools",
-    "tool_choice",        "response_format",       "reasoning_format",
-    "parallel_tool_calls", "reasoning_budget"};
+const std::set<std::string> kChatFields = {"messages",
+                                           "max_completion_tokens",
+                                           "chat_template_kwargs",
+                                           "enable_thinking",
+                                           "top_logprobs",
+                                           "tools",
+                                           "tool_choice",
+                                           "response_format",
+                                           "reasoning_format",
+                                           "parallel_tool_calls",
+                                           "reasoning_budget"};
 // parse_special is bonsai's own: whether control-token text in the prompt
 // becomes control tokens (default true, as llama.cpp's /completion does).
 const std::set<std::string> kCompletionFields = {"prompt", "echo", "suffix", "best_of",

@@ -105,8 +105,8 @@ std::string message_content(const json &message, size_t index) {
 // reply they send back (refusal, parsed, annotations, audio, function_call:
 // ignored; reasoning_content / reasoning: used).
 const std::set<std::string> kMessageFields = {
-    "role",    "content",     "name",  "tool_calls",  "tool_call_id",  "reasoning_content",
-    "reasoning", "refusal", "parsed", "annotations", "audio", "function_call"};
+    "role",      "content", "name",   "tool_calls",  "tool_call_id", "reasoning_content",
+    "reasoning", "refusal", "parsed", "annotations", "audio",        "function_call"};
 
 // An assistant message's "tool_calls": [{id?, type: "function", function:
 // {name, arguments}}], arguments a JSON text (as OpenAI sends it) or an object.
@@ -182,8 +182,8 @@ std::vector<ChatMessage> chat_messages(const json &body) {
           throw bad_request(fmt::format("'{}.{}' must be a string", where, name),
                             where + "." + name);
         if (r == "assistant" && !reasoning->get_ref<const std::string &>().empty())
-          message.content = "<think>\n" + reasoning->get<std::string>() + "\n</think>\n\n" +
-                            message.content;
+          message.content =
+              "<think>\n" + reasoning->get<std::string>() + "\n</think>\n\n" + message.content;
       }
     if (const json *id = field(m, "tool_call_id"); id != nullptr && !id->is_string())
       throw bad_request(fmt::format("'{}.tool_call_id' must be a string", where),

@@ -46,9 +46,69 @@ JsonLimits call_limits() {
   return limits;
 }
 
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front()))
+    s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back()))
+    s.remove_suffix(1);
+  return s;
+}
+
+// A parameter's text as a JSON value: JSON when it is some (a number, true,
+// an object, a quoted string), else the text as a string.
+json parameter_value(std::string_view text) {
+  try {
+    return parse_json_within(text, call_limits());
+  } catch (const ApiError &) {
+    return std::string(text);
+  }
+}
+
+// The XML form of qwen35-family templates:
+// <function=NAME><parameter=P>VALUE</parameter>...</function>.
+bool parse_xml_call(std::string_view body, std::string &name, json &arguments) {
+  constexpr std::string_view kFunction = "<function=", kEndFunction = "</function>";
+  constexpr std::string_view kParameter = "<parameter=", kEndParameter = "</parameter>";
+  body = trim(body);
+  if (!body.starts_with(kFunction) || !body.ends_with(kEndFunction))
+    return false;
+  body = body.substr(kFunction.size(), body.size() - kFunction.size() - kEndFunction.size());
+  const size_t name_end = body.find('>');
+  if (name_end == std::string_view::npos || name_end == 0)
+    return false;
+  name = std::string(body.substr(0, name_end));
+  arguments = json::object();
+  for (std::string_view rest = trim(body.substr(name_end + 1)); !rest.empty(); rest = trim(rest)) {
+    if (!rest.starts_with(kParameter))
+      return false;
+    rest.remove_prefix(kParameter.size());
+    const size_t key_end = rest.find('>');
+    const size_t value_end = rest.find(kEndParameter);
+    if (key_end == std::string_view::npos || key_end == 0 || value_end == std::string_view::npos ||
+        value_end < key_end)
+      return false;
+    std::string_view value = rest.substr(key_end + 1, value_end - key_end - 1);
+    if (value.starts_with('\n')) // the template's line breaks around a value
+      value.remove_prefix(1);
+    if (value.ends_with('\n'))
+      value.remove_suffix(1);
+    arguments[std::string(rest.substr(0, key_end))] = parameter_value(value);
+    rest.remove_prefix(value_end + kEndParameter.size());
+  }
+  return true;
+}
+
 } // namespace
 
 bool ToolCallSplit::parse_call(std::string_view body, ParsedToolCall &call) const {
+  std::string xml_name;
+  json xml_arguments;
+  if (parse_xml_call(body, xml_name, xml_arguments)) {
+    call.name = std::move(xml_name);
+    call.arguments = xml_arguments.dump(-1, ' ', false, json::error_handler_t::replace);
+    call.id = new_call_id();
+    return true;
+  }
   json value;
   try {
     value = parse_json_within(body, call_limits());

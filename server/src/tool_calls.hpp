@@ -1,8 +1,10 @@
 #pragma once
 // Finds the tool calls in a chat reply's content as it streams (docs/server.md,
 // "Tools"): each `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`
-// becomes a call with an id; the text around the calls stays content. A
-// block whose JSON does not parse stays content, tags and all, never an error.
+// (Qwen3) or `<tool_call><function=NAME><parameter=P>VALUE</parameter>...
+// </function></tool_call>` (qwen35-family templates) becomes a call with an
+// id; the text around the calls stays content. A block that does not parse
+// stays content, tags and all, never an error.
 #include <string>
 #include <string_view>
 #include <vector>

@@ -89,3 +89,21 @@ TEST(ToolCallSplit, DeepNestingIsContentNotACrash) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(ToolCallSplit, TheXmlFormOfQwen35TemplatesIsACall) {
+  expect_calls("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+               "<parameter=days>\n3\n</parameter>\n<parameter=units>\n{\"temp\": \"C\"}\n"
+               "</parameter>\n</function>\n</tool_call>",
+               "", {{"get_weather", {{"city", "Paris"}, {"days", 3}, {"units", {{"temp", "C"}}}}}});
+  expect_calls("<tool_call><function=ping></function></tool_call>", "",
+               {{"ping", nlohmann::json::object()}});
+}
+
+TEST(ToolCallSplit, ABrokenXmlCallStaysContent) {
+  const std::string broken = "<tool_call><function=f><parameter=x>1</function></tool_call>";
+  expect_calls(broken, broken, {});
+}
+
+} // namespace

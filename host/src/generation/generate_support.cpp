@@ -54,9 +54,9 @@ void check_generation_limits(const GenerateRequest &request) {
     throw InvalidArgument(fmt::format("generate: n_predict must be >= 0 or -1 (no limit), got {}",
                                       request.n_predict));
   if (request.reasoning_budget < -1)
-    throw InvalidArgument(fmt::format(
-        "generate: reasoning_budget must be >= 0 or -1 (no limit), got {}",
-        request.reasoning_budget));
+    throw InvalidArgument(
+        fmt::format("generate: reasoning_budget must be >= 0 or -1 (no limit), got {}",
+                    request.reasoning_budget));
   for (const auto &stop : request.stop_strings)
     if (stop.empty())
       throw InvalidArgument("generate: a stop string is empty");

@@ -23,8 +23,7 @@ struct Generation::Impl {
       : engine(std::move(engine_impl)), prompt(host::request_prompt(*engine, request)),
         n_predict(request.n_predict),
         stop_tokens(request.stop_tokens ? *request.stop_tokens : engine->tokenizer.stop_ids()),
-        stream(engine->tokenizer, request.stop_strings),
-        think_budget(*engine, request, prompt) {}
+        stream(engine->tokenizer, request.stop_strings), think_budget(*engine, request, prompt) {}
 };
 
 Generation::Generation(const Engine &engine, const GenerateRequest &request)
