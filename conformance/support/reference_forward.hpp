@@ -34,6 +34,29 @@ inline RefMatrix dequantize_matrix(GgmlType type, const void *data, int64_t rows
   return m;
 }
 
+// y = W x, in double.
+inline std::vector<double> ref_matvec(const RefMatrix &m, const std::vector<double> &x) {
+  std::vector<double> y(static_cast<size_t>(m.rows), 0.0);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c)
+      y[static_cast<size_t>(r)] +=
+          m.w[static_cast<size_t>(r * m.cols + c)] * x[static_cast<size_t>(c)];
+  return y;
+}
+
+// v / sqrt(mean(v^2) + eps) * w, in double.
+inline std::vector<double> ref_rmsnorm(const std::vector<double> &v, const std::vector<double> &w,
+                                       double eps) {
+  double ss = 0.0;
+  for (double e : v)
+    ss += e * e;
+  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(v.size()) + eps);
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = v[i] * inv * w[i];
+  return out;
+}
+
 struct RefDims {
   int n_embd = 0;
   int n_layer = 0;
@@ -79,23 +102,10 @@ public:
 
 private:
   static std::vector<double> matvec(const RefMatrix &m, const std::vector<double> &x) {
-    std::vector<double> y(static_cast<size_t>(m.rows), 0.0);
-    for (int64_t r = 0; r < m.rows; ++r)
-      for (int64_t c = 0; c < m.cols; ++c)
-        y[static_cast<size_t>(r)] +=
-            m.w[static_cast<size_t>(r * m.cols + c)] * x[static_cast<size_t>(c)];
-    return y;
+    return ref_matvec(m, x);
   }
-
   std::vector<double> rmsnorm(const std::vector<double> &v, const std::vector<double> &w) const {
-    double ss = 0.0;
-    for (double e : v)
-      ss += e * e;
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(v.size()) + m_.dims.rms_eps);
-    std::vector<double> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      out[i] = v[i] * inv * w[i];
-    return out;
+    return ref_rmsnorm(v, w, m_.dims.rms_eps);
   }
 
   // Per-head RMSNorm then NEOX RoPE: pairs (i, i + head_dim / 2).

@@ -189,23 +189,10 @@ private:
   static double softplus(double v) { return v > 20.0 ? v : std::log1p(std::exp(v)); }
 
   static std::vector<double> matvec(const RefMatrix &m, const std::vector<double> &x) {
-    std::vector<double> y(static_cast<size_t>(m.rows), 0.0);
-    for (int64_t r = 0; r < m.rows; ++r)
-      for (int64_t c = 0; c < m.cols; ++c)
-        y[static_cast<size_t>(r)] +=
-            m.w[static_cast<size_t>(r * m.cols + c)] * x[static_cast<size_t>(c)];
-    return y;
+    return ref_matvec(m, x);
   }
-
   std::vector<double> rmsnorm(const std::vector<double> &v, const std::vector<double> &w) const {
-    double ss = 0.0;
-    for (double e : v)
-      ss += e * e;
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(v.size()) + m_.eps);
-    std::vector<double> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      out[i] = v[i] * inv * w[i];
-    return out;
+    return ref_rmsnorm(v, w, m_.eps);
   }
 
   // Whether M-RoPE gives pair i a text token's position (else the extra

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tag_scan.hpp"
+
 namespace bonsai::server {
 namespace {
 
@@ -10,18 +12,6 @@ constexpr std::string_view kClose = "</think>";
 // A tool call ends the reasoning of a model that plans its call there and
 // never closes the block; the call itself is content.
 constexpr std::string_view kToolCall = "<tool_call>";
-
-bool is_space(char c) {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-// How many chars at the end of `text` are the start of `tag` (not all of it).
-size_t partial_tag_at_end(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
-    if (text.substr(text.size() - n) == tag.substr(0, n))
-      return n;
-  return 0;
-}
 
 } // namespace
 

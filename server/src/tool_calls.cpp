@@ -7,6 +7,7 @@
 
 #include "api_error.hpp"
 #include "json_limits.hpp"
+#include "tag_scan.hpp"
 
 namespace bonsai::server {
 namespace {
@@ -15,18 +16,6 @@ using json = nlohmann::json;
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
-
-bool is_space(char c) {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
-// How many chars at the end of `text` are the start of `tag` (not all of it).
-size_t partial_tag_at_end(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n)
-    if (text.substr(text.size() - n) == tag.substr(0, n))
-      return n;
-  return 0;
-}
 
 std::string new_call_id() {
   thread_local std::mt19937_64 rng{std::random_device{}()};

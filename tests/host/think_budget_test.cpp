@@ -15,22 +15,32 @@ using namespace host_test;
 
 constexpr int32_t kThink = 2003, kEndThink = 2004;
 
-std::vector<int32_t> reply(int32_t budget, float temperature) {
-  setenv("BONSAI_FAKE_SCRIPT", "2003,47,75,276,432,2004,271,50,552,270,287,2002", 1);
+// A session of tiny-q1 on the scripted plugin, whose contexts reply `script`
+// (read when the session's context is made).
+bonsai::Session scripted_session(const bonsai::Engine &engine, const char *script) {
+  setenv("BONSAI_FAKE_SCRIPT", script, 1);
+  auto session = engine.create_session();
+  unsetenv("BONSAI_FAKE_SCRIPT");
+  return session;
+}
+
+bonsai::Engine scripted_engine() {
   bonsai::EngineOptions options;
   options.backend = fake_plugin("scripted");
   options.n_ctx = 64;
-  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
-  auto session = engine.create_session();
+  return bonsai::Engine::open(tiny_q1(), options);
+}
+
+std::vector<int32_t> reply(int32_t budget, float temperature) {
+  const bonsai::Engine engine = scripted_engine();
+  auto session = scripted_session(engine, "2003,47,75,276,432,2004,271,50,552,270,287,2002");
   bonsai::GenerateRequest request;
   request.prompt_tokens = {100, 101, 102};
   request.n_predict = 8;
   request.sampling.temperature = temperature;
   request.sampling.top_k = 1; // sampled, but the script's token is the only candidate
   request.reasoning_budget = budget;
-  auto tokens = session.generate(request).tokens;
-  unsetenv("BONSAI_FAKE_SCRIPT");
-  return tokens;
+  return session.generate(request).tokens;
 }
 
 TEST(ThinkBudget, TheBlockClosesAfterTheBudget) {
@@ -51,17 +61,12 @@ TEST(ThinkBudget, NoBudgetLeavesTheReplyAlone) {
 }
 
 TEST(ThinkBudget, ABudgetBelowMinusOneIsRefused) {
-  setenv("BONSAI_FAKE_SCRIPT", "2003,2004", 1);
-  bonsai::EngineOptions options;
-  options.backend = fake_plugin("scripted");
-  options.n_ctx = 64;
-  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
-  auto session = engine.create_session();
+  const bonsai::Engine engine = scripted_engine();
+  auto session = scripted_session(engine, "2003,2004");
   bonsai::GenerateRequest request;
   request.prompt_tokens = {100};
   request.reasoning_budget = -2;
   EXPECT_THROW(session.generate(request), bonsai::InvalidArgument);
-  unsetenv("BONSAI_FAKE_SCRIPT");
 }
 
 } // namespace

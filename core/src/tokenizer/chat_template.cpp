@@ -78,6 +78,20 @@ AssistantParts split_reasoning(std::string_view text) {
 // The system turn that lists the tools, after the first system message's
 // content when there is one.
 void append_tools_turn(ChatPrompt &out, const std::vector<std::string> &tools,
+                       const ChatMessage *system);
+
+// With tools, their system turn (holding a leading system message); returns
+// the index of the first message still to render.
+size_t append_tools_if_any(ChatPrompt &out, std::span<const ChatMessage> messages,
+                           const std::vector<std::string> &tools) {
+  if (tools.empty())
+    return 0;
+  const bool system = !messages.empty() && messages[0].role == "system";
+  append_tools_turn(out, tools, system ? &messages[0] : nullptr);
+  return system ? 1 : 0;
+}
+
+void append_tools_turn(ChatPrompt &out, const std::vector<std::string> &tools,
                        const ChatMessage *system) {
   append_marker(out, kImStart);
   std::string &text = out.text;
@@ -148,12 +162,7 @@ void append_generation_prompt(ChatPrompt &out, bool thinking) {
 ChatPrompt render_qwen3(std::span<const ChatMessage> messages, const ChatOptions &options) {
   ChatPrompt out;
   const size_t last_query = last_query_index(messages);
-  size_t first = 0;
-  if (!options.tools.empty()) {
-    const bool system = !messages.empty() && messages[0].role == "system";
-    append_tools_turn(out, options.tools, system ? &messages[0] : nullptr);
-    first = system ? 1 : 0;
-  }
+  const size_t first = append_tools_if_any(out, messages, options.tools);
   for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage &m = messages[i];
     if (m.role == "system" || m.role == "user") {
@@ -174,12 +183,7 @@ ChatPrompt render_qwen3(std::span<const ChatMessage> messages, const ChatOptions
 
 ChatPrompt render_chatml(std::span<const ChatMessage> messages, const ChatOptions &options) {
   ChatPrompt out;
-  size_t first = 0;
-  if (!options.tools.empty()) {
-    const bool system = !messages.empty() && messages[0].role == "system";
-    append_tools_turn(out, options.tools, system ? &messages[0] : nullptr);
-    first = system ? 1 : 0;
-  }
+  const size_t first = append_tools_if_any(out, messages, options.tools);
   for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage &m = messages[i];
     if (m.role == "tool") { // results go back as Qwen3 writes them

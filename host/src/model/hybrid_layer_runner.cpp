@@ -188,19 +188,15 @@ void HybridLayerRunner::attention(int32_t layer, int32_t n_tokens) {
   projection_.matmul(w.wv, n_tokens, h_.data(), v_.data());
   const size_t cache = a.index * static_cast<size_t>(config_.n_ctx) * kv_dim_;
   const int32_t group = n_head_ / n_head_kv_;
+  const HeadsRotation q_rotation{a.q_norm.data(), head_dim_, eps_, rope_rates_, rope_magnitude_};
+  const HeadsRotation k_rotation{a.k_norm.data(), head_dim_, eps_, rope_rates_, rope_magnitude_};
   for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
     const int32_t pos = length_ + static_cast<int32_t>(t);
-    for (int32_t head = 0; head < n_head_; ++head) {
-      float *q = q_.data() + t * q_dim_ + head * head_dim_;
-      std::copy_n(qg_.data() + t * 2 * q_dim_ + 2 * head * head_dim_, head_dim_, q);
-      rms_norm(q, a.q_norm.data(), head_dim_, eps_, q);
-      rope_neox(q, pos, rope_rates_, rope_magnitude_);
-    }
-    for (int32_t head = 0; head < n_head_kv_; ++head) {
-      float *k = k_.data() + t * kv_dim_ + head * head_dim_;
-      rms_norm(k, a.k_norm.data(), head_dim_, eps_, k);
-      rope_neox(k, pos, rope_rates_, rope_magnitude_);
-    }
+    for (int32_t head = 0; head < n_head_; ++head) // the query half of each head's pair
+      std::copy_n(qg_.data() + t * 2 * q_dim_ + 2 * head * head_dim_, head_dim_,
+                  q_.data() + t * q_dim_ + head * head_dim_);
+    norm_and_rotate(q_.data() + t * q_dim_, n_head_, pos, q_rotation);
+    norm_and_rotate(k_.data() + t * kv_dim_, n_head_kv_, pos, k_rotation);
     const size_t row = cache + static_cast<size_t>(pos) * kv_dim_;
     std::copy_n(k_.data() + t * kv_dim_, kv_dim_, k_cache_.data() + row);
     std::copy_n(v_.data() + t * kv_dim_, kv_dim_, v_cache_.data() + row);

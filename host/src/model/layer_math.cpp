@@ -38,6 +38,14 @@ void rope_neox(float *head, int32_t pos, std::span<const double> rates, double m
   }
 }
 
+void norm_and_rotate(float *heads, int32_t n_heads, int32_t pos, const HeadsRotation &how) {
+  for (int32_t h = 0; h < n_heads; ++h) {
+    float *head = heads + static_cast<int64_t>(h) * how.head_dim;
+    rms_norm(head, how.norm, how.head_dim, how.eps, head);
+    rope_neox(head, pos, how.rates, how.magnitude);
+  }
+}
+
 void attend(const HeadAttention &head, float *scores, float *out) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(head.head_dim));
   float max_score = -std::numeric_limits<float>::infinity();

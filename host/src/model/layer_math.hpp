@@ -29,6 +29,17 @@ inline float sigmoid(float v) {
   return 1.0f / (1.0f + std::exp(-v));
 }
 
+// Per-head RMSNorm (one weight for every head) then NeoX RoPE, for n_heads
+// consecutive heads of head_dim values: the Q/K path of both architectures.
+struct HeadsRotation {
+  const float *norm = nullptr; // head_dim weights
+  int32_t head_dim = 0;
+  float eps = 0.0f;
+  std::span<const double> rates; // RoPE rate per rotated pair
+  double magnitude = 1.0;
+};
+void norm_and_rotate(float *heads, int32_t n_heads, int32_t pos, const HeadsRotation &how);
+
 // Causal attention of one query head over n_visible cached positions of its
 // KV head: keys/values point at that head's values of position 0, rows
 // `stride` floats apart. scores holds n_visible floats of scratch.

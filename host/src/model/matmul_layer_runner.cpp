@@ -74,18 +74,12 @@ void MatmulLayerRunner::run_layer(int32_t layer, int32_t n_tokens) {
   projection_.matmul(w.wv, n_tokens, h_.data(), v_.data());
 
   const size_t layer_offset = static_cast<size_t>(layer) * config_.n_ctx * kv_dim_;
+  const HeadsRotation q_rotation{norms.q.data(), head_dim_, eps_, inv_freq_, rope_magnitude_};
+  const HeadsRotation k_rotation{norms.k.data(), head_dim_, eps_, inv_freq_, rope_magnitude_};
   for (size_t t = 0; t < n; ++t) {
     const int32_t pos = length_ + static_cast<int32_t>(t);
-    for (int32_t head = 0; head < n_head_; ++head) {
-      float *q = q_.data() + t * q_dim_ + head * head_dim_;
-      rms_norm(q, norms.q.data(), head_dim_, eps_, q);
-      rope_neox(q, pos, inv_freq_, rope_magnitude_);
-    }
-    for (int32_t head = 0; head < n_head_kv_; ++head) {
-      float *k = k_.data() + t * kv_dim_ + head * head_dim_;
-      rms_norm(k, norms.k.data(), head_dim_, eps_, k);
-      rope_neox(k, pos, inv_freq_, rope_magnitude_);
-    }
+    norm_and_rotate(q_.data() + t * q_dim_, n_head_, pos, q_rotation);
+    norm_and_rotate(k_.data() + t * kv_dim_, n_head_kv_, pos, k_rotation);
     const size_t slot = layer_offset + static_cast<size_t>(pos) * kv_dim_;
     std::copy_n(k_.data() + t * kv_dim_, kv_dim_, k_cache_.data() + slot);
     std::copy_n(v_.data() + t * kv_dim_, kv_dim_, v_cache_.data() + slot);
