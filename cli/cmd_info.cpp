@@ -100,6 +100,18 @@ int info_command(const Args &args) {
        human_count(spec.n_params()) + " (weights " + human_bytes(spec.weight_bytes()) + ")");
   line(out, "weight types:", type_census(spec));
   line(out, "layers:", std::to_string(hp.n_layer));
+  if (const auto &y = hp.hybrid) {
+    const DeltaNetHparams &g = y->delta_net;
+    const auto recurrent = std::count(y->recurrent.begin(), y->recurrent.end(), true);
+    line(out, "deltanet:",
+         std::to_string(recurrent) + " gated DeltaNet layers, " + std::to_string(g.n_k_heads) +
+             " q/k and " + std::to_string(g.n_v_heads) + " value heads of " +
+             std::to_string(g.head_dim) + ", conv " + std::to_string(g.conv_kernel));
+    line(out, "attention:",
+         std::to_string(hp.n_layer - recurrent) + " gated attention layers, " +
+             std::to_string(y->n_rot) + " rotary dims; " + std::to_string(y->n_nextn) +
+             " MTP layer(s) not run");
+  }
   line(out, "embedding:", std::to_string(hp.n_embd));
   line(out, "heads:",
        std::to_string(hp.n_head) + " query, " + std::to_string(hp.n_head_kv) +

@@ -39,3 +39,23 @@ TEST(Qwen35Cli, BenchMeasuresPromptAndGeneration) {
 
 } // namespace
 } // namespace bonsai::test
+
+namespace bonsai::test {
+namespace {
+
+TEST(Qwen35Cli, InfoNamesTheLayerKinds) {
+  const auto r = run_bonsai({"info", "-m", data_file("tiny-q35-q1.gguf")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("architecture:  qwen35\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("deltanet:      3 gated DeltaNet layers, 2 q/k and 4 value heads of 64, "
+                       "conv 4\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("attention:     1 gated attention layers, 32 rotary dims; 1 MTP layer(s) "
+                       "not run\n"),
+            std::string::npos)
+      << r.out;
+}
+
+} // namespace
+} // namespace bonsai::test
