@@ -43,13 +43,15 @@ Batch Engine::create_batch(const BatchOptions &options) const {
   if (ext != nullptr && ext->max_slots >= options.max_sequences) {
     batch->runner = std::make_unique<host::SlotBatchRunner>(std::move(session), *ext);
   } else {
+    const std::string why =
+        impl_->spec.arch() == Architecture::qwen35
+            ? std::string("runs no qwen35 layers (the ABI has no recurrent layer kind yet)")
+        : ext == nullptr
+            ? std::string("offers no multi-sequence step (ABI 1.1 sequences extension)")
+            : fmt::format("holds at most {} KV slots per context", ext->max_slots);
     host::logger().warn("plugin {} {}; the batch steps its sequences one after another, each "
                         "with its own context and weights",
-                        impl_->plugin().info.name,
-                        ext == nullptr
-                            ? "offers no multi-sequence step (ABI 1.1 sequences "
-                              "extension)"
-                            : fmt::format("holds at most {} KV slots per context", ext->max_slots));
+                        impl_->plugin().info.name, why);
     batch->runner =
         std::make_unique<host::SessionBatchRunner>(std::move(session), options.on_progress);
   }
