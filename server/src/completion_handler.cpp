@@ -3,7 +3,6 @@
 // queued, and its events are answered as a whole reply or streamed as
 // server-sent events. A client that goes away cancels its job at once.
 #include <algorithm>
-#include <span>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
@@ -33,22 +32,6 @@ void check_context(const CompletionSpec &spec, const Generation &generation, int
                       "context_length_exceeded");
 }
 
-// Whether the prompt ends inside a think block (a template that prefills
-// "<think>"): the last think tag in it decides.
-bool prompt_opens_reasoning(const Engine &engine, std::span<const int32_t> prompt) {
-  const std::vector<int32_t> open = engine.tokenize("<think>", true);
-  const std::vector<int32_t> close = engine.tokenize("</think>", true);
-  if (open.size() != 1 || close.size() != 1)
-    return false; // the vocabulary has no think tokens
-  for (auto it = prompt.rbegin(); it != prompt.rend(); ++it) {
-    if (*it == close[0])
-      return false;
-    if (*it == open[0])
-      return true;
-  }
-  return false;
-}
-
 // Parses the request and tokenizes its prompt (worker thread).
 std::shared_ptr<Job> make_job(const Server::Impl &impl, Endpoint endpoint, const std::string &body,
                               uint64_t tenant) {
@@ -61,7 +44,7 @@ std::shared_ptr<Job> make_job(const Server::Impl &impl, Endpoint endpoint, const
   }
   check_context(spec, *generation, impl.scheduler->n_ctx());
   if (endpoint == Endpoint::chat && spec.reasoning_format != ReasoningFormat::none)
-    spec.reasoning_open = prompt_opens_reasoning(*impl.engine, generation->prompt());
+    spec.reasoning_open = generation->prompt_opens_reasoning();
   return std::make_shared<Job>(std::move(spec), std::move(*generation), tenant);
 }
 

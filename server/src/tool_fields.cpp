@@ -1,5 +1,7 @@
 #include "tool_fields.hpp"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "api_error.hpp"

@@ -101,17 +101,16 @@ RopeSettings read_rope(const KeyReader &r, const Qwen3Hparams &h) {
 void read_forward_pass_keys(const gguf::File &file, const std::string &arch, Qwen3Hparams &h) {
   const KeyReader r(file, arch);
   h.rope = read_rope(r, h);
-  if (h.arch == Architecture::qwen35) {
-    // Partial, sectioned rotation is part of qwen35 (read in hparams.cpp), and
-    // llama.cpp never reads attention.scale for it: 1/sqrt(head_dim) always.
-  } else if (r.find("rope.dimension_count")) {
-    const uint64_t n_rot = file.get_u64(r.key("rope.dimension_count"));
-    if (static_cast<int64_t>(n_rot) != h.head_dim)
-      r.refuse("rope.dimension_count", std::to_string(n_rot),
-               "a partial rotary embedding (head dim " + std::to_string(h.head_dim) +
-                   "); bonsai rotates whole heads");
-  }
+  // Partial, sectioned rotation is part of qwen35 (read in hparams.cpp), and
+  // llama.cpp never reads attention.scale for it: 1/sqrt(head_dim) always.
   if (h.arch != Architecture::qwen35) {
+    if (r.find("rope.dimension_count")) {
+      const uint64_t n_rot = file.get_u64(r.key("rope.dimension_count"));
+      if (static_cast<int64_t>(n_rot) != h.head_dim)
+        r.refuse("rope.dimension_count", std::to_string(n_rot),
+                 "a partial rotary embedding (head dim " + std::to_string(h.head_dim) +
+                     "); bonsai rotates whole heads");
+    }
     r.require_absent("rope.dimension_sections", "multi-section (M-RoPE) rotary embedding");
     r.require_value("attention.scale", 1.0 / std::sqrt(static_cast<double>(h.head_dim)),
                     "a custom attention scale");
@@ -128,10 +127,6 @@ void read_forward_pass_keys(const gguf::File &file, const std::string &arch, Qwe
   if (r.find("attention.causal") && !file.find(r.key("attention.causal"))->as_bool("causal"))
     r.refuse("attention.causal", "false", "non-causal attention; bonsai runs decoders");
 }
-
-} // namespace bonsai
-
-namespace bonsai {
 
 std::vector<double> attention_rope_rates(const Qwen3Hparams &h) {
   if (!h.hybrid)
@@ -150,10 +145,6 @@ std::vector<double> attention_rope_rates(const Qwen3Hparams &h) {
       rates[i] = 0.0;
   }
   return rates;
-}
-
-const char *architecture_name(Architecture arch) {
-  return arch == Architecture::qwen35 ? "qwen35" : "qwen3";
 }
 
 } // namespace bonsai

@@ -78,20 +78,6 @@ AssistantParts split_reasoning(std::string_view text) {
 // The system turn that lists the tools, after the first system message's
 // content when there is one.
 void append_tools_turn(ChatPrompt &out, const std::vector<std::string> &tools,
-                       const ChatMessage *system);
-
-// With tools, their system turn (holding a leading system message); returns
-// the index of the first message still to render.
-size_t append_tools_if_any(ChatPrompt &out, std::span<const ChatMessage> messages,
-                           const std::vector<std::string> &tools) {
-  if (tools.empty())
-    return 0;
-  const bool system = !messages.empty() && messages[0].role == "system";
-  append_tools_turn(out, tools, system ? &messages[0] : nullptr);
-  return system ? 1 : 0;
-}
-
-void append_tools_turn(ChatPrompt &out, const std::vector<std::string> &tools,
                        const ChatMessage *system) {
   append_marker(out, kImStart);
   std::string &text = out.text;
@@ -108,6 +94,17 @@ void append_tools_turn(ChatPrompt &out, const std::vector<std::string> &tools,
               "<function-name>, \"arguments\": <args-json-object>}\n</tool_call>");
   append_marker(out, kImEnd);
   text.append("\n");
+}
+
+// With tools, their system turn (holding a leading system message); returns
+// the index of the first message still to render.
+size_t append_tools_if_any(ChatPrompt &out, std::span<const ChatMessage> messages,
+                           const std::vector<std::string> &tools) {
+  if (tools.empty())
+    return 0;
+  const bool system = !messages.empty() && messages[0].role == "system";
+  append_tools_turn(out, tools, system ? &messages[0] : nullptr);
+  return system ? 1 : 0;
 }
 
 // An assistant turn's calls; a newline before each but a first one that

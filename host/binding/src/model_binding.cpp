@@ -29,30 +29,24 @@ void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding
     bonsai_layer_weights w{};
     w.struct_size = sizeof w;
     w.attn_norm = upload(layer.attn_norm);
-    DeltaNetHandles gdn;
+    DeltaNetHandles gdn; // stays empty for an attention layer
     if (const auto &d = layer.delta_net) {
       gdn = {upload(d->qkv), upload(d->gate), upload(d->beta), upload(d->alpha), upload(d->out)};
-      w.ffn_norm = upload(layer.ffn_norm);
-      w.w_gate = upload(layer.ffn_gate);
-      w.w_up = upload(layer.ffn_up);
-      w.w_down = upload(layer.ffn_down);
-      out.layers.push_back(w);
-      out.delta_net.push_back(gdn);
-      continue;
+    } else {
+      w.wq = upload(layer.attn_q);
+      w.wk = upload(layer.attn_k);
+      w.wv = upload(layer.attn_v);
+      w.q_norm = upload(layer.attn_q_norm);
+      w.k_norm = upload(layer.attn_k_norm);
+      w.wo = upload(layer.attn_output);
     }
-    if (spec.arch() == Architecture::qwen35)
-      out.delta_net.push_back(gdn);
-    w.wq = upload(layer.attn_q);
-    w.wk = upload(layer.attn_k);
-    w.wv = upload(layer.attn_v);
-    w.q_norm = upload(layer.attn_q_norm);
-    w.k_norm = upload(layer.attn_k_norm);
-    w.wo = upload(layer.attn_output);
     w.ffn_norm = upload(layer.ffn_norm);
     w.w_gate = upload(layer.ffn_gate);
     w.w_up = upload(layer.ffn_up);
     w.w_down = upload(layer.ffn_down);
     out.layers.push_back(w);
+    if (spec.arch() == Architecture::qwen35)
+      out.delta_net.push_back(gdn);
   }
   desc.output_norm = upload(spec.output_norm);
   desc.lm_head = spec.output ? upload(*spec.output) : desc.token_embd;

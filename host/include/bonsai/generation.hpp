@@ -58,6 +58,9 @@ public:
   // the text still held back, which is not a stop string. Further next()
   // calls throw.
   std::string finish();
+  // Whether the prompt ends inside a <think> block (a template that prefills
+  // it): the reply then starts as reasoning.
+  bool prompt_opens_reasoning() const;
   // Tokens chosen so far that are part of the output (a stop token is not).
   int32_t generated() const;
   bool done() const;

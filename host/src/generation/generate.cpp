@@ -145,7 +145,8 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       callback_stopped = true;
   };
 
-  host::ThinkBudget think_budget(engine, request, s.history); // the prompt is in it now
+  host::ThinkBudget think_budget(host::ThinkTags(engine.tokenizer), request.reasoning_budget,
+                                 s.history); // the prompt is in it now
   std::optional<StopReason> stop;
   if (request.n_predict == 0)
     stop = StopReason::length;

@@ -62,18 +62,34 @@ void check_generation_limits(const GenerateRequest &request) {
       throw InvalidArgument("generate: a stop string is empty");
 }
 
-ThinkBudget::ThinkBudget(const Engine::Impl &engine, const GenerateRequest &request,
-                         std::span<const int32_t> prompt) {
-  const std::vector<int32_t> open = engine.tokenizer.encode("<think>", true);
-  const std::vector<int32_t> close = engine.tokenizer.encode("</think>", true);
-  if (request.reasoning_budget < 0 || open.size() != 1 || close.size() != 1)
+ThinkTags::ThinkTags(const Tokenizer &tokenizer) {
+  const std::vector<int32_t> open_ids = tokenizer.encode("<think>", true);
+  const std::vector<int32_t> close_ids = tokenizer.encode("</think>", true);
+  if (open_ids.size() == 1 && close_ids.size() == 1) {
+    open = open_ids[0];
+    close = close_ids[0];
+  }
+}
+
+bool ThinkTags::ends_open(std::span<const int32_t> tokens) const {
+  if (!known())
+    return false;
+  for (auto it = tokens.rbegin(); it != tokens.rend(); ++it) {
+    if (*it == close)
+      return false;
+    if (*it == open)
+      return true;
+  }
+  return false;
+}
+
+ThinkBudget::ThinkBudget(const ThinkTags &tags, int32_t budget, std::span<const int32_t> prompt) {
+  if (budget < 0 || !tags.known())
     return;
-  budget_ = request.reasoning_budget;
-  open_ = open[0];
-  close_ = close[0];
-  for (int32_t token : prompt)
-    accept(token); // the last think tag of the prompt decides
-  count_ = 0;      // a block the prompt opened starts its budget now
+  budget_ = budget;
+  open_ = tags.open;
+  close_ = tags.close;
+  inside_ = tags.ends_open(prompt); // a block the prompt opened starts its budget now
 }
 
 void ThinkBudget::accept(int32_t token) {

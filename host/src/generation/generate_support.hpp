@@ -26,15 +26,24 @@ SamplerParams sampler_params(const SamplingParams &sampling);
 // every request: n_predict below -1, an empty stop string.
 void check_generation_limits(const GenerateRequest &request);
 
+// The ids of <think> and </think>, when the vocabulary has each as one token.
+struct ThinkTags {
+  explicit ThinkTags(const Tokenizer &tokenizer);
+  bool known() const { return open >= 0 && close >= 0; }
+  // Whether `tokens` end inside a think block (a template that prefills
+  // <think>): the last think tag among them opens one.
+  bool ends_open(std::span<const int32_t> tokens) const;
+
+  int32_t open = -1, close = -1;
+};
+
 // GenerateRequest::reasoning_budget: once a think block holds that many
 // tokens, the next token is </think> whatever the model would choose. The
-// block may be opened by the prompt (a template that prefills <think>) or by
-// the reply. A vocabulary without think tokens, or a budget of -1, changes
-// nothing.
+// block may be opened by the prompt or by the reply. A vocabulary without
+// think tokens, or a budget of -1, changes nothing.
 class ThinkBudget {
 public:
-  ThinkBudget(const Engine::Impl &engine, const GenerateRequest &request,
-              std::span<const int32_t> prompt);
+  ThinkBudget(const ThinkTags &tags, int32_t budget, std::span<const int32_t> prompt);
   // The token to take instead of `chosen`.
   int32_t choose(int32_t chosen) const {
     return budget_ >= 0 && inside_ && count_ >= budget_ ? close_ : chosen;

@@ -15,6 +15,8 @@ struct Generation::Impl {
   std::vector<int32_t> stop_tokens;
   std::optional<Sampler> sampler; // empty: greedy argmax without penalties
   host::TextStream stream;
+  host::ThinkTags think_tags;
+  bool prompt_opens_reasoning;
   host::ThinkBudget think_budget;
   int32_t generated = 0;
   bool done = false;
@@ -23,7 +25,9 @@ struct Generation::Impl {
       : engine(std::move(engine_impl)), prompt(host::request_prompt(*engine, request)),
         n_predict(request.n_predict),
         stop_tokens(request.stop_tokens ? *request.stop_tokens : engine->tokenizer.stop_ids()),
-        stream(engine->tokenizer, request.stop_strings), think_budget(*engine, request, prompt) {}
+        stream(engine->tokenizer, request.stop_strings), think_tags(engine->tokenizer),
+        prompt_opens_reasoning(think_tags.ends_open(prompt)),
+        think_budget(think_tags, request.reasoning_budget, prompt) {}
 };
 
 Generation::Generation(const Engine &engine, const GenerateRequest &request)
@@ -87,6 +91,10 @@ std::string Generation::finish() {
   impl_->done = true;
   bool string_stopped = false;
   return impl_->stream.finish(string_stopped);
+}
+
+bool Generation::prompt_opens_reasoning() const {
+  return impl_->prompt_opens_reasoning;
 }
 
 int32_t Generation::generated() const {

@@ -4,9 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include <fmt/format.h>
-
-#include "bonsai/core/error.hpp"
 #include "model/delta_rule.hpp"
 #include "model/layer_math.hpp"
 
@@ -276,17 +273,15 @@ void HybridLayerRunner::rebuild(int32_t position) {
 void HybridLayerRunner::truncate(int32_t n_keep) {
   if (n_keep >= length_ && !dirty_)
     return;
-  rebuild(std::min(n_keep, length_));
-  tokens_.resize(static_cast<size_t>(n_keep));
+  const int32_t keep = std::min(n_keep, length_);
+  rebuild(keep);
+  tokens_.resize(static_cast<size_t>(keep));
 }
 
 bool HybridLayerRunner::run_step(std::span<const int32_t> tokens, const StepOutputs &outputs,
                                  const std::atomic<bool> &cancel) {
   const auto n_tokens = static_cast<int32_t>(tokens.size());
-  if (n_tokens < 1 || n_tokens > config_.n_batch || length_ + n_tokens > config_.n_ctx)
-    throw Error(fmt::format("internal: step of {} tokens at position {} does not fit (batch {}, "
-                            "context {})",
-                            n_tokens, length_, config_.n_batch, config_.n_ctx));
+  check_step_fits(config_, n_tokens, length_);
   if (dirty_) // an earlier step failed part-way (a plugin error)
     rebuild(length_);
   projection_.embed(tokens, x_.data());

@@ -9,6 +9,13 @@
 
 namespace bonsai::host {
 
+void check_step_fits(const MatmulRunnerConfig &config, int32_t n_tokens, int32_t length) {
+  if (n_tokens < 1 || n_tokens > config.n_batch || length + n_tokens > config.n_ctx)
+    throw Error(fmt::format("internal: step of {} tokens at position {} does not fit (batch {}, "
+                            "context {})",
+                            n_tokens, length, config.n_batch, config.n_ctx));
+}
+
 MatmulLayerRunner::MatmulLayerRunner(const PluginContext &context, const ModelSpec &spec,
                                      const UploadedModel &weights, const MatmulRunnerConfig &config)
     : spec_(spec), weights_(weights), config_(config),
@@ -94,10 +101,7 @@ void MatmulLayerRunner::run_layer(int32_t layer, int32_t n_tokens) {
 bool MatmulLayerRunner::run_step(std::span<const int32_t> tokens, const StepOutputs &outputs,
                                  const std::atomic<bool> &cancel) {
   const auto n_tokens = static_cast<int32_t>(tokens.size());
-  if (n_tokens < 1 || n_tokens > config_.n_batch || length_ + n_tokens > config_.n_ctx)
-    throw Error(fmt::format("internal: step of {} tokens at position {} does not fit (batch {}, "
-                            "context {})",
-                            n_tokens, length_, config_.n_batch, config_.n_ctx));
+  check_step_fits(config_, n_tokens, length_);
   projection_.embed(tokens, x_.data());
   for (int32_t layer = 0; layer < static_cast<int32_t>(spec_.layers.size()); ++layer) {
     // KV rows written by an abandoned step lie past length_ and are

@@ -17,6 +17,10 @@ struct MatmulRunnerConfig {
   int32_t n_batch = 0; // most tokens per step
 };
 
+// Throws Error (an internal one: sessions check first) unless a step of
+// n_tokens at position `length` fits the batch and the context.
+void check_step_fits(const MatmulRunnerConfig &config, int32_t n_tokens, int32_t length);
+
 class MatmulLayerRunner final : public ForwardRunner {
 public:
   // `context`, `spec` and `weights` outlive this. Allocates the KV cache

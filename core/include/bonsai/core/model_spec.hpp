@@ -18,10 +18,7 @@
 
 namespace bonsai {
 
-enum class Architecture { qwen3, qwen35 };
-
-// "qwen3" or "qwen35", as general.architecture spells it.
-const char *architecture_name(Architecture arch);
+enum class Architecture { qwen3, qwen35 }; // general.architecture "qwen3" / "qwen35"
 
 // The gated DeltaNet (GDN) layers of a qwen35 model (qwen35.ssm.* keys).
 struct DeltaNetHparams {
