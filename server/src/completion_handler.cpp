@@ -39,10 +39,15 @@ std::shared_ptr<Job> make_job(const Server::Impl &impl, Endpoint endpoint, const
   std::optional<Generation> generation;
   try {
     generation.emplace(*impl.engine, spec.generate);
+  } catch (const FormatError &error) {
+    throw bad_request(error.what(), spec.format_param);
   } catch (const InvalidArgument &error) {
     throw bad_request(error.what(), endpoint == Endpoint::chat ? "messages" : "prompt");
   }
   check_context(spec, *generation, impl.scheduler->n_ctx());
+  // A constrained reply is finished within the context's room.
+  generation->set_token_room(impl.scheduler->n_ctx() -
+                             static_cast<int32_t>(generation->prompt().size()));
   if (endpoint == Endpoint::chat && spec.reasoning_format != ReasoningFormat::none)
     spec.reasoning_open = generation->prompt_opens_reasoning();
   return std::make_shared<Job>(std::move(spec), std::move(*generation), tenant);

@@ -12,11 +12,11 @@ namespace {
 using json = nlohmann::json;
 
 // The containers open at the current point of the parse.
-class LimitChecker {
+template <class Json> class LimitChecker {
 public:
   explicit LimitChecker(const JsonLimits &limits) : limits_(limits) {}
 
-  bool operator()(int, json::parse_event_t event, json &parsed) {
+  bool operator()(int, typename Json::parse_event_t event, Json &parsed) {
     switch (event) {
     case json::parse_event_t::object_start:
     case json::parse_event_t::array_start:
@@ -56,8 +56,9 @@ private:
       throw bad_request(fmt::format("An array in the request body holds more than {} items",
                                     limits_.max_array_items));
   }
-  void check_string(const json &value) const {
-    if (value.is_string() && value.get_ref<const std::string &>().size() > limits_.max_string_bytes)
+  void check_string(const Json &value) const {
+    if (value.is_string() &&
+        value.template get_ref<const std::string &>().size() > limits_.max_string_bytes)
       throw bad_request(fmt::format("A string in the request body is longer than {} bytes",
                                     limits_.max_string_bytes));
   }
@@ -66,16 +67,24 @@ private:
   std::vector<Container> open_;
 };
 
-} // namespace
-
-json parse_json_within(std::string_view text, const JsonLimits &limits) {
-  LimitChecker checker(limits);
+template <class Json> Json parse_within(std::string_view text, const JsonLimits &limits) {
+  LimitChecker<Json> checker(limits);
   try {
-    return json::parse(text, std::ref(checker));
+    return Json::parse(text, std::ref(checker));
   } catch (const json::exception &error) {
     // parse_error, and out_of_range for a number past double's range.
     throw bad_request(fmt::format("The request body is not valid JSON: {}", error.what()));
   }
+}
+
+} // namespace
+
+json parse_json_within(std::string_view text, const JsonLimits &limits) {
+  return parse_within<json>(text, limits);
+}
+
+nlohmann::ordered_json parse_ordered_json_within(std::string_view text, const JsonLimits &limits) {
+  return parse_within<nlohmann::ordered_json>(text, limits);
 }
 
 } // namespace bonsai::server

@@ -14,5 +14,8 @@ namespace bonsai::server {
 // Throws ApiError 400 naming the problem: malformed JSON, invalid UTF-8, a
 // number past double's range, or a limit passed.
 nlohmann::json parse_json_within(std::string_view text, const JsonLimits &limits);
+// The same, keeping the order of object keys (JSON Schema properties are
+// written in the order the client gave).
+nlohmann::ordered_json parse_ordered_json_within(std::string_view text, const JsonLimits &limits);
 
 } // namespace bonsai::server

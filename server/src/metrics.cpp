@@ -40,6 +40,13 @@ void Metrics::tokens(int64_t prompt, int64_t cached, int64_t generated) {
   generated_tokens_ += static_cast<uint64_t>(generated);
 }
 
+void Metrics::constrained(int64_t tokens, int64_t masks, double seconds) {
+  std::lock_guard lock(mutex_);
+  constrained_tokens_ += static_cast<uint64_t>(tokens);
+  constraint_masks_ += static_cast<uint64_t>(masks);
+  constraint_seconds_ += seconds;
+}
+
 void Metrics::time_to_first_token(double seconds) {
   std::lock_guard lock(mutex_);
   ttft_.observe(seconds);
@@ -77,6 +84,15 @@ std::string Metrics::render() const {
   out += fmt::format("bonsai_prompt_tokens_cached_total {}\n", cached_tokens_);
   header("bonsai_generated_tokens_total", "counter", "Tokens generated.");
   out += fmt::format("bonsai_generated_tokens_total {}\n", generated_tokens_);
+  header("bonsai_constrained_tokens_total", "counter",
+         "Tokens chosen under a response_format or a required tool call.");
+  out += fmt::format("bonsai_constrained_tokens_total {}\n", constrained_tokens_);
+  header("bonsai_constraint_masks_total", "counter",
+         "Constrained tokens for which the sampled token was refused and the full mask computed.");
+  out += fmt::format("bonsai_constraint_masks_total {}\n", constraint_masks_);
+  header("bonsai_constraint_seconds_total", "counter",
+         "Time spent checking tokens against formats and computing masks.");
+  out += fmt::format("bonsai_constraint_seconds_total {:.6f}\n", constraint_seconds_);
   header("bonsai_queue_depth", "gauge", "Requests waiting for a slot.");
   out += fmt::format("bonsai_queue_depth {}\n", gauges_.queue_depth);
   header("bonsai_slots_busy", "gauge", "Slots generating a reply.");

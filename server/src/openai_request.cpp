@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api_error.hpp"
+#include "format_fields.hpp"
 #include "json_limits.hpp"
 #include "request_fields.hpp"
 #include "tool_fields.hpp"
@@ -48,8 +49,8 @@ const std::set<std::string> kChatFields = {"messages",
                                            "reasoning_budget"};
 // parse_special is bonsai's own: whether control-token text in the prompt
 // becomes control tokens (default true, as llama.cpp's /completion does).
-const std::set<std::string> kCompletionFields = {"prompt", "echo", "suffix", "best_of",
-                                                 "parse_special"};
+const std::set<std::string> kCompletionFields = {"prompt",  "echo",          "suffix",
+                                                 "best_of", "parse_special", "response_format"};
 
 // Fields bonsai knows but cannot honour: refused unless they ask for the
 // default behaviour.
@@ -70,12 +71,6 @@ void refuse_unsupported(const json &body) {
   const json *logit_bias = field(body, "logit_bias");
   if (logit_bias != nullptr && !(logit_bias->is_object() && logit_bias->empty()))
     throw bad_request("'logit_bias' is not supported by bonsai serve", "logit_bias");
-  if (const json *format = field(body, "response_format"); format != nullptr) {
-    const json *type = format->is_object() ? field(*format, "type") : nullptr;
-    if (type == nullptr || !type->is_string() || *type != "text" || format->size() != 1)
-      throw bad_request("'response_format' other than {\"type\": \"text\"} is not supported",
-                        "response_format");
-  }
 }
 
 void check_known_fields(const json &body, Endpoint endpoint) {
@@ -245,6 +240,15 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
     g.parse_special = bool_field(body, "parse_special", true);
     g.n_predict = static_cast<int32_t>(integer_field(body, "max_tokens", 1, kMaxTokens, 16));
   }
+  // Constrained decoding; the schemas are read again with their keys in
+  // the client's order, which the reply follows.
+  std::optional<nlohmann::ordered_json> ordered;
+  if (wants_format(body))
+    ordered = parse_ordered_json_within(body_text, context.json);
+  FormatRequest format =
+      format_request(body, ordered ? &*ordered : nullptr, spec.parallel_tool_calls);
+  g.format = std::move(format.format);
+  spec.format_param = std::move(format.param);
   check_prompt_bytes(g, context, endpoint == Endpoint::chat ? "messages" : "prompt");
   return spec;
 }

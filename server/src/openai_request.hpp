@@ -31,6 +31,8 @@ struct CompletionSpec {
   // become tool_calls; parallel_tool_calls false keeps the first only.
   bool parse_tool_calls = false;
   bool parallel_tool_calls = true;
+  // The field a FormatError about GenerateRequest::format is reported against.
+  std::string format_param;
 };
 
 // What a request is checked against besides its own fields.

@@ -289,6 +289,8 @@ void Scheduler::take_row(Slot &slot, std::span<const float> logits) {
 void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string error) {
   Job &job = *slot.job;
   metrics_.tokens(slot.usage.prompt_tokens, slot.usage.cached_tokens, slot.usage.completion_tokens);
+  if (const GenerateStats c = job.generation.constraint_stats(); c.constrained_tokens > 0)
+    metrics_.constrained(c.constrained_tokens, c.constraint_masks, c.constraint_ms / 1000.0);
   job.push({std::move(text), how, std::move(error), slot.usage});
   slot.job.reset();
   slot.prompt_left.clear();

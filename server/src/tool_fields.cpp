@@ -110,24 +110,11 @@ ToolsRequest tools_request(const json &body) {
       request.rendered.push_back(python_json((*tools)[i]));
     }
   }
-  std::string choice = "auto";
-  if (const json *value = field(body, "tool_choice"); value != nullptr) {
-    if (value->is_object())
-      throw bad_request("'tool_choice' naming a function needs constrained decoding, which bonsai "
-                        "serve does not have yet; use \"auto\" or \"none\"",
-                        "tool_choice");
-    if (!value->is_string())
-      throw bad_request("'tool_choice' must be \"auto\", \"none\" or \"required\"", "tool_choice");
-    choice = value->get<std::string>();
-    if (choice == "required")
-      throw bad_request("'tool_choice' \"required\" needs constrained decoding, which bonsai "
-                        "serve does not have yet; use \"auto\" or \"none\"",
-                        "tool_choice");
-    if (choice != "auto" && choice != "none")
-      throw bad_request("'tool_choice' must be \"auto\", \"none\" or \"required\"", "tool_choice");
-  }
   // "none": the model is not told about the tools, and nothing is parsed.
-  if (choice == "none")
+  // (format_fields.cpp checks the field and enforces "required" and a named
+  // function.)
+  if (const json *choice = field(body, "tool_choice");
+      choice != nullptr && choice->is_string() && *choice == "none")
     request.rendered.clear();
   request.parse_calls = !request.rendered.empty();
   return request;

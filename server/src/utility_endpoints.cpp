@@ -146,7 +146,7 @@ std::string props_body(const Engine &engine, const PropsFacts &facts) {
                  {"streaming", true},
                  {"tools", true},     // tool_choice auto and none (docs/server.md, "Tools")
                  {"reasoning", true}, // reasoning_content (docs/server.md, "Reasoning")
-                 {"json_schema", false},
+                 {"json_schema", true},
                  {"logprobs", false}}}});
 }
 

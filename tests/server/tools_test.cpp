@@ -165,10 +165,11 @@ TEST(ServerTools, BadToolFieldsAreRefusedByName) {
        "tools[0].function.name"},
       {{{"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", 3}}}}}}},
        "tools[0].function.parameters"},
-      {{{"tools", {kWeatherTool}}, {"tool_choice", "required"}}, "tool_choice"},
+      {{{"tool_choice", "required"}}, "tool_choice"},
       {{{"tools", {kWeatherTool}},
-        {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}},
+        {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_time"}}}}}},
        "tool_choice"},
+      {{{"tools", {kWeatherTool}}, {"tool_choice", {{"type", "function"}}}}, "tool_choice"},
       {{{"tools", {kWeatherTool}}, {"tool_choice", "sometimes"}}, "tool_choice"},
       {{{"parallel_tool_calls", "yes"}}, "parallel_tool_calls"},
   };

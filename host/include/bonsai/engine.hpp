@@ -63,6 +63,14 @@ public:
   using Error::Error;
 };
 
+// GenerateRequest::format cannot be followed: a JSON Schema outside the
+// supported subset (the message names the keyword and where it is), a
+// malformed schema, a bad tool name. Thrown before any work is done.
+class BONSAI_HOST_API FormatError : public InvalidArgument {
+public:
+  using InvalidArgument::InvalidArgument;
+};
+
 // The request does not fit in the session's context window (prompt longer than
 // n_ctx, position + n_predict > n_ctx, eval past the end). Thrown before any
 // work is done; the session is unchanged.
@@ -310,6 +318,26 @@ struct SamplingParams {
   }
 };
 
+// Constrained decoding (docs/structured-output.md): tokens the format does
+// not allow are never chosen, and the reply is finished within the tokens it
+// may take, so a complete reply always follows the format.
+struct ReplyFormat {
+  enum class Kind {
+    text,        // no constraint
+    json_object, // any JSON object
+    json_schema, // a JSON value valid under `schema`
+    tool_calls,  // one or more calls (one unless parallel_tool_calls) of `tools`
+  };
+  struct Tool {
+    std::string name;
+    std::string parameters; // JSON Schema text of the arguments; empty: any object
+  };
+  Kind kind = Kind::text;
+  std::string schema; // json_schema: the JSON Schema, as JSON text
+  std::vector<Tool> tools;
+  bool parallel_tool_calls = true;
+};
+
 struct GenerateRequest {
   // The prompt, in order of precedence: `prompt_tokens` if non-empty, else
   // `messages` if non-empty (formatted with the chat template, assistant turn
@@ -349,6 +377,9 @@ struct GenerateRequest {
   // Tokens that end generation (not part of the output). nullopt: the model's
   // default_stop_tokens(); empty vector: none.
   std::optional<std::vector<int32_t>> stop_tokens;
+  // What the reply must look like. In a chat whose thinking is on, the model
+  // may write its <think> block first; the format applies after it.
+  ReplyFormat format;
   // Fill GenerateResult::logprobs. The logits of every step are then copied
   // to the host (greedy decoding otherwise takes only the backend's argmax).
   bool logprobs = false;
@@ -377,6 +408,12 @@ struct GenerateStats {
   // prompt_ms), so N tokens take N - 1 steps when the last is not fed back.
   double gen_tps = 0;    // gen_steps / gen seconds (0 if none)
   int32_t gen_steps = 0; // single-token forward passes after the prompt
+  // Constrained decoding (GenerateRequest::format): tokens chosen under the
+  // format, how many needed the full mask (the sampled token was refused),
+  // and the time spent checking and masking.
+  int32_t constrained_tokens = 0;
+  int32_t constraint_masks = 0;
+  double constraint_ms = 0;
 };
 
 struct GenerateResult {

@@ -40,8 +40,9 @@ class BONSAI_HOST_API Generation {
 public:
   // Tokenizes the request's prompt and checks it as Session::generate does
   // (InvalidArgument for an empty prompt, ids out of range, bad sampling,
-  // n_predict < -1, an empty stop string). continue_session and logprobs are
-  // not used; n_predict -1 means no limit (the caller watches the context).
+  // n_predict < -1, an empty stop string; FormatError for a format that
+  // cannot be followed). continue_session and logprobs are not used; n_predict -1 means no limit
+  // (the caller watches the context).
   Generation(const Engine &engine, const GenerateRequest &request);
   Generation(Generation &&) noexcept;
   Generation &operator=(Generation &&) noexcept;
@@ -58,6 +59,13 @@ public:
   // the text still held back, which is not a stop string. Further next()
   // calls throw.
   std::string finish();
+  // The most tokens the reply can still hold, from now on (the caller's
+  // context room). Constrained decoding (GenerateRequest::format) then
+  // finishes the reply within it. InvalidArgument when negative.
+  void set_token_room(int32_t room);
+  // GenerateStats' constrained_tokens, constraint_masks and constraint_ms so
+  // far (the other fields are 0).
+  GenerateStats constraint_stats() const;
   // Whether the prompt ends inside a <think> block (a template that prefills
   // it): the reply then starts as reasoning.
   bool prompt_opens_reasoning() const;

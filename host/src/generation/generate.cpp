@@ -9,6 +9,7 @@
 
 #include "bonsai/core/sampling.hpp"
 #include "bonsai/core/tokenizer.hpp"
+#include "generation/constrained_choice.hpp"
 #include "generation/generate_support.hpp"
 #include "model/session_impl.hpp"
 
@@ -73,10 +74,13 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     throw InvalidArgument("generate: the prompt is empty");
   engine.check_tokens(prompt, "generate: prompt");
   host::check_generation_limits(request);
-  const bool device_greedy = request.sampling.is_greedy() && !request.logprobs;
+  const bool device_greedy = request.sampling.is_greedy() && !request.logprobs &&
+                             request.format.kind == ReplyFormat::Kind::text;
   const SamplerParams chosen_sampling = host::sampler_params(request.sampling);
   const std::vector<int32_t> stop_tokens =
       request.stop_tokens ? *request.stop_tokens : engine.tokenizer.stop_ids();
+
+  host::ConstrainedChoice constrained(engine, request, prompt, stop_tokens);
 
   // What stays in the KV cache and what must be evaluated.
   int32_t keep = 0;
@@ -151,10 +155,19 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   if (request.n_predict == 0)
     stop = StopReason::length;
   while (!stop) {
-    if (!device_greedy)
+    if (constrained.active()) {
+      const auto made = static_cast<int32_t>(result.tokens.size());
+      const int32_t budget = host::tighter_budget(
+          request.n_predict < 0 ? -1 : request.n_predict - made,
+          static_cast<int32_t>(s.n_ctx() - static_cast<int64_t>(s.history.size())));
+      next = constrained.choose(s.scratch_logits, &*sampler, budget);
+    } else if (!device_greedy) {
       next = sampler->sample(s.scratch_logits);
+    }
     next = think_budget.choose(next);
     think_budget.accept(next);
+    if (constrained.active())
+      constrained.accept(next);
     ++result.stats.gen_tokens;
     if (std::find(stop_tokens.begin(), stop_tokens.end(), next) != stop_tokens.end()) {
       s.pending = next; // the turn's end belongs in the history of a chat
@@ -199,6 +212,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   }
   const auto gen_end = Clock::now();
   result.stop_reason = *stop;
+  constrained.add_to(result.stats);
   result.stats.gen_ms = ms_between(prompt_end, gen_end);
   result.stats.gen_tps = per_second(result.stats.gen_steps, result.stats.gen_ms);
   return result;

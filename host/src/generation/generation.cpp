@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "generation/constrained_choice.hpp"
 #include "generation/generate_support.hpp"
 
 namespace bonsai {
@@ -18,6 +19,8 @@ struct Generation::Impl {
   host::ThinkTags think_tags;
   bool prompt_opens_reasoning;
   host::ThinkBudget think_budget;
+  host::ConstrainedChoice constrained;
+  int32_t token_room = -1; // set_token_room(); -1: not set
   int32_t generated = 0;
   bool done = false;
 
@@ -27,7 +30,14 @@ struct Generation::Impl {
         stop_tokens(request.stop_tokens ? *request.stop_tokens : engine->tokenizer.stop_ids()),
         stream(engine->tokenizer, request.stop_strings), think_tags(engine->tokenizer),
         prompt_opens_reasoning(think_tags.ends_open(prompt)),
-        think_budget(think_tags, request.reasoning_budget, prompt) {}
+        think_budget(think_tags, request.reasoning_budget, prompt),
+        constrained(*engine, request, prompt, stop_tokens) {}
+
+  // Tokens the reply may still take, this step's included (-1: no limit).
+  int32_t budget() const {
+    return host::tighter_budget(n_predict < 0 ? -1 : n_predict - generated,
+                                token_room < 0 ? -1 : token_room - generated);
+  }
 };
 
 Generation::Generation(const Engine &engine, const GenerateRequest &request)
@@ -61,8 +71,14 @@ GenerationStep Generation::next(std::span<const float> logits) {
     throw InvalidArgument(fmt::format("Generation::next: {} logits for a vocabulary of {}",
                                       logits.size(), g.engine->n_vocab()));
   GenerationStep step;
-  step.token = g.think_budget.choose(g.sampler ? g.sampler->sample(logits) : argmax(logits));
+  Sampler *sampler = g.sampler ? &*g.sampler : nullptr;
+  const int32_t chosen = g.constrained.active()
+                             ? g.constrained.choose(logits, sampler, g.budget())
+                             : (sampler ? sampler->sample(logits) : argmax(logits));
+  step.token = g.think_budget.choose(chosen);
   g.think_budget.accept(step.token);
+  if (g.constrained.active())
+    g.constrained.accept(step.token);
   bool string_stopped = false;
   if (std::find(g.stop_tokens.begin(), g.stop_tokens.end(), step.token) != g.stop_tokens.end()) {
     step.stop = StopReason::stop_token;
@@ -91,6 +107,18 @@ std::string Generation::finish() {
   impl_->done = true;
   bool string_stopped = false;
   return impl_->stream.finish(string_stopped);
+}
+
+void Generation::set_token_room(int32_t room) {
+  if (room < 0)
+    throw InvalidArgument("Generation::set_token_room: the room must not be negative");
+  impl_->token_room = impl_->generated + room;
+}
+
+GenerateStats Generation::constraint_stats() const {
+  GenerateStats stats;
+  impl_->constrained.add_to(stats);
+  return stats;
 }
 
 bool Generation::prompt_opens_reasoning() const {

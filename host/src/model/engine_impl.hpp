@@ -11,6 +11,7 @@
 #include "bonsai/core/chat_template.hpp"
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/model_spec.hpp"
+#include "bonsai/core/token_constraint.hpp"
 #include "bonsai/core/tokenizer.hpp"
 #include "bonsai/engine.hpp"
 #include "plugins/plugin_catalog.hpp"
@@ -49,6 +50,15 @@ struct Engine::Impl {
         tokenizer(std::move(tokenizer)) {}
 
   int32_t n_vocab() const { return static_cast<int32_t>(spec.hparams.n_vocab); }
+  // The vocabulary sorted for constrained decoding, built on first use
+  // (~30 ms for Qwen3) and shared by every request: it is read-only.
+  std::shared_ptr<const TokenIndex> token_index() const {
+    std::call_once(token_index_built,
+                   [&] { token_index_ = std::make_shared<const TokenIndex>(tokenizer); });
+    return token_index_;
+  }
+  mutable std::once_flag token_index_built;
+  mutable std::shared_ptr<const TokenIndex> token_index_;
   // Renders `messages` with the model's template; InvalidArgument for an
   // unknown role.
   ChatPrompt render_chat(std::span<const ChatMessage> messages, const ChatOptions &options) const;

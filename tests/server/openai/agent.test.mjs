@@ -69,8 +69,21 @@ test('runTools: call, tool result, answer', async () => {
   assert.deepEqual(sent.slice(0, 3), ['user', 'assistant', 'tool']);
 });
 
-test('tool_choice required is refused with a 400 that says why', async () => {
+test('tool_choice required keeps a reply that already calls the tool', async () => {
+  // The model's own reply follows the format, so constrained decoding changes nothing.
+  const r = await client.chat.completions.create({
+    model, messages: question, tools, tool_choice: 'required' });
+  const c = r.choices[0];
+  assert.equal(c.finish_reason, 'tool_calls');
+  assert.equal(c.message.reasoning_content, 'I need the weather.');
+  assert.equal(c.message.tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(c.message.tool_calls[0].function.arguments), { city: 'Paris' });
+});
+
+test('tool_choice naming a function that is not offered is a 400 that says why', async () => {
   await assert.rejects(
-    client.chat.completions.create({ model, messages: question, tools, tool_choice: 'required' }),
-    (e) => e instanceof OpenAI.BadRequestError && /constrained decoding/.test(e.message));
+    client.chat.completions.create({
+      model, messages: question, tools,
+      tool_choice: { type: 'function', function: { name: 'get_time' } } }),
+    (e) => e instanceof OpenAI.BadRequestError && /not in 'tools'/.test(e.message));
 });

@@ -1,0 +1,186 @@
+// Grammar's factories and the fixed point that gives every node the fewest
+// bytes it can read.
+#include "bonsai/core/grammar.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "schema_compiler.hpp"
+
+namespace bonsai {
+namespace {
+
+using namespace constrain;
+using ojson = nlohmann::ordered_json;
+
+constexpr int32_t kMaxParallelCalls = 16;
+
+ojson parse_schema(std::string_view text, const std::string &what) {
+  try {
+    return ojson::parse(text);
+  } catch (const nlohmann::json::exception &e) {
+    throw Error(fmt::format("{}: not valid JSON ({})", what, e.what()));
+  }
+}
+
+int32_t add_sum(int32_t a, int32_t b) {
+  return static_cast<int32_t>(std::min<int64_t>(int64_t{a} + b, kUnreachable));
+}
+
+} // namespace
+
+void constrain::GrammarData::compute_min_bytes() {
+  min_bytes.assign(nodes.size(), kUnreachable);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const Node &n = nodes[i];
+      auto m = [&](int32_t k) { return k < 0 ? 0 : min_bytes[static_cast<size_t>(k)]; };
+      int32_t v = kUnreachable;
+      switch (n.kind) {
+      case NodeKind::literal:
+      case NodeKind::until:
+        v = static_cast<int32_t>(n.text.size());
+        break;
+      case NodeKind::string:
+        v = 2 + (n.regex >= 0 ? regexes[static_cast<size_t>(n.regex)].min_bytes_to_match(
+                                    regexes[static_cast<size_t>(n.regex)].start())
+                              : n.min);
+        break;
+      case NodeKind::number:
+        v = 1;
+        break;
+      case NodeKind::ws:
+        v = 0;
+        break;
+      case NodeKind::seq:
+        v = 0;
+        for (const int32_t k : n.kids)
+          v = add_sum(v, m(k));
+        break;
+      case NodeKind::alt:
+        for (const int32_t k : n.kids)
+          v = std::min(v, m(k));
+        break;
+      case NodeKind::repeat: {
+        const int64_t item = m(n.kids[0]), sep = n.kids.size() > 1 ? m(n.kids[1]) : 0;
+        v = n.min == 0 ? 0
+                       : static_cast<int32_t>(
+                             std::min<int64_t>(item + (n.min - 1) * (sep + item), kUnreachable));
+        break;
+      }
+      case NodeKind::object: {
+        v = m(n.close);
+        bool first = true;
+        for (const ObjectMember &member : n.members)
+          if (member.required) {
+            v = add_sum(v, m(first ? member.first : member.next));
+            first = false;
+          }
+        break;
+      }
+      }
+      if (v < min_bytes[i]) {
+        min_bytes[i] = v;
+        changed = true;
+      }
+    }
+  }
+}
+
+Grammar Grammar::json_schema(std::string_view schema, const GrammarLimits &limits) {
+  const ojson doc = parse_schema(schema, "json_schema");
+  auto data = std::make_shared<GrammarData>();
+  SchemaCompiler compiler(*data, limits);
+  data->root = compiler.value(doc, doc, "#");
+  data->compute_min_bytes();
+  if (data->min_bytes[static_cast<size_t>(data->root)] >= kUnreachable)
+    throw Error("json_schema: no finite JSON value matches the schema");
+  return Grammar(std::move(data));
+}
+
+Grammar Grammar::json_object() {
+  auto data = std::make_shared<GrammarData>();
+  SchemaCompiler compiler(*data, GrammarLimits{});
+  data->root = compiler.any_object();
+  data->compute_min_bytes();
+  return Grammar(std::move(data));
+}
+
+Grammar Grammar::tool_calls(std::span<const ToolSchema> tools, bool parallel,
+                            const GrammarLimits &limits) {
+  if (tools.empty())
+    throw Error("tool calls: no tool to call");
+  auto data = std::make_shared<GrammarData>();
+  SchemaCompiler compiler(*data, limits);
+  std::vector<int32_t> calls;
+  for (const ToolSchema &tool : tools) {
+    for (const char c : tool.name)
+      if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20)
+        throw Error(fmt::format("tool calls: the tool name {} holds a quote, a backslash or a "
+                                "control character",
+                                nlohmann::json(tool.name).dump()));
+    const std::string where = fmt::format("tool '{}' parameters", tool.name);
+    int32_t arguments;
+    if (tool.parameters.empty()) {
+      arguments = compiler.any_object();
+    } else {
+      const ojson doc = parse_schema(tool.parameters, where);
+      try {
+        arguments = compiler.value(doc, doc, "#");
+      } catch (const Error &e) {
+        throw Error(fmt::format("{}: {}", where, e.what()));
+      }
+    }
+    calls.push_back(compiler.seq(
+        {compiler.literal("<tool_call>\n{\"name\": \"" + tool.name + "\", \"arguments\": "),
+         arguments, compiler.literal("}\n</tool_call>")}));
+  }
+  Node rep;
+  rep.kind = NodeKind::repeat;
+  rep.kids = {compiler.alt(std::move(calls)), compiler.literal("\n")};
+  rep.min = 1;
+  rep.max = parallel ? kMaxParallelCalls : 1;
+  data->root = compiler.add(std::move(rep));
+  data->compute_min_bytes();
+  return Grammar(std::move(data));
+}
+
+Grammar Grammar::after_reasoning(bool opened) const {
+  auto data = std::make_shared<GrammarData>(*data_);
+  auto add = [&](Node n) {
+    data->nodes.push_back(std::move(n));
+    return static_cast<int32_t>(data->nodes.size() - 1);
+  };
+  Node until;
+  until.kind = NodeKind::until;
+  until.text = "</think>";
+  const int32_t block_end = add(std::move(until));
+  Node ws;
+  ws.kind = NodeKind::ws;
+  ws.max = 20;
+  const int32_t space = add(std::move(ws));
+  int32_t block = block_end;
+  if (!opened) {
+    Node open;
+    open.kind = NodeKind::literal;
+    open.text = "<think>";
+    Node both;
+    both.kind = NodeKind::seq;
+    both.kids = {add(std::move(open)), block_end};
+    Node nothing;
+    nothing.kind = NodeKind::literal;
+    Node optional;
+    optional.kind = NodeKind::alt;
+    optional.kids = {add(std::move(both)), add(std::move(nothing))};
+    block = add(std::move(optional));
+  }
+  Node root;
+  root.kind = NodeKind::seq;
+  root.kids = {block, space, data->root};
+  data->root = add(std::move(root));
+  data->compute_min_bytes();
+  return Grammar(std::move(data));
+}
+
+} // namespace bonsai

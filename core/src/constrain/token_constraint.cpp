@@ -1,0 +1,199 @@
+// TokenIndex (the vocabulary sorted by bytes) and TokenConstraint's checks
+// and masks.
+#include "bonsai/core/token_constraint.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "matcher_state.hpp"
+
+namespace bonsai {
+namespace {
+
+using namespace constrain;
+
+// Characters in a token that a JSON string holds as is, or -1 when a byte is
+// a quote, a backslash, a control, or part of an incomplete or invalid
+// UTF-8 sequence.
+int32_t count_plain_chars(std::string_view bytes) {
+  int32_t chars = 0;
+  for (size_t i = 0; i < bytes.size();) {
+    const auto b = static_cast<uint8_t>(bytes[i]);
+    if (b < 0x80) {
+      if (b < 0x20 || b == '"' || b == '\\')
+        return -1;
+      ++i;
+    } else {
+      const size_t len = b >= 0xC2 && b <= 0xDF   ? 2
+                         : b >= 0xE0 && b <= 0xEF ? 3
+                         : b >= 0xF0 && b <= 0xF4 ? 4
+                                                  : 0;
+      if (len == 0 || i + len > bytes.size())
+        return -1;
+      const auto second = static_cast<uint8_t>(bytes[i + 1]);
+      if ((b == 0xE0 && second < 0xA0) || (b == 0xED && second > 0x9F) ||
+          (b == 0xF0 && second < 0x90) || (b == 0xF4 && second > 0x8F))
+        return -1;
+      for (size_t k = 1; k < len; ++k)
+        if ((static_cast<uint8_t>(bytes[i + k]) & 0xC0) != 0x80)
+          return -1;
+      i += len;
+    }
+    ++chars;
+  }
+  return chars;
+}
+
+void sort_entries(std::vector<TokenIndex::Entry> &entries, const std::string &bytes) {
+  auto view = [&](const TokenIndex::Entry &e) {
+    return std::string_view(bytes).substr(e.offset, e.length);
+  };
+  std::sort(entries.begin(), entries.end(),
+            [&](const auto &a, const auto &b) { return view(a) < view(b); });
+  for (size_t i = 1; i < entries.size(); ++i) {
+    const std::string_view prev = view(entries[i - 1]), cur = view(entries[i]);
+    const auto mismatch = std::mismatch(prev.begin(), prev.end(), cur.begin(), cur.end());
+    entries[i].shared = static_cast<uint32_t>(mismatch.first - prev.begin());
+  }
+  if (!entries.empty())
+    entries[0].shared = 0;
+}
+
+} // namespace
+
+TokenIndex::TokenIndex(const Tokenizer &tokenizer) : n_vocab_(tokenizer.n_vocab()) {
+  offset_.resize(static_cast<size_t>(n_vocab_));
+  length_.resize(static_cast<size_t>(n_vocab_));
+  plain_chars_.assign(static_cast<size_t>(n_vocab_), -1);
+  usable_.assign(static_cast<size_t>(n_vocab_), 0);
+  for (int32_t id = 0; id < n_vocab_; ++id) {
+    const std::string_view b = tokenizer.token_bytes(id);
+    offset_[static_cast<size_t>(id)] = static_cast<uint32_t>(bytes_.size());
+    length_[static_cast<size_t>(id)] = static_cast<uint32_t>(b.size());
+    bytes_.append(b);
+    const TokenType type = tokenizer.token_type(id);
+    if (b.empty() || type == TokenType::Control || type == TokenType::Unused)
+      continue;
+    const Entry e{id, offset_[static_cast<size_t>(id)], static_cast<uint32_t>(b.size()), 0};
+    all_.push_back(e);
+    usable_[static_cast<size_t>(id)] = 1;
+    plain_chars_[static_cast<size_t>(id)] = count_plain_chars(b);
+    if (plain_chars_[static_cast<size_t>(id)] < 0)
+      not_plain_.push_back(e);
+  }
+  sort_entries(all_, bytes_);
+  sort_entries(not_plain_, bytes_);
+}
+
+std::string_view TokenIndex::token_bytes(int32_t id) const {
+  return std::string_view(bytes_).substr(offset_[static_cast<size_t>(id)],
+                                         length_[static_cast<size_t>(id)]);
+}
+
+TokenConstraint::TokenConstraint(Grammar grammar, std::shared_ptr<const TokenIndex> index,
+                                 std::vector<int32_t> end_tokens)
+    : matcher_(std::move(grammar)), index_(std::move(index)), end_tokens_(std::move(end_tokens)) {
+  mask_.assign(static_cast<size_t>(index_->n_vocab()), 0);
+}
+
+bool TokenConstraint::is_end_token(int32_t token) const {
+  return std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end();
+}
+
+bool TokenConstraint::fits(const GrammarMatcher &after, int32_t budget) const {
+  // Every byte is a token of its own, so N bytes take at most N tokens; one
+  // more is kept for the end token, so that a complete reply ends as the
+  // model's own turn would.
+  return budget < 0 || after.min_bytes_to_complete() <= budget - 2;
+}
+
+bool TokenConstraint::allows(int32_t token, int32_t budget) const {
+  if (token < 0 || token >= index_->n_vocab())
+    return false;
+  if (is_end_token(token))
+    return matcher_.complete();
+  if (!index_->usable(token))
+    return false;
+  GrammarMatcher trial = matcher_;
+  return trial.advance(index_->token_bytes(token)) && fits(trial, budget);
+}
+
+void TokenConstraint::accept(int32_t token) {
+  if (is_end_token(token)) {
+    if (!matcher_.complete())
+      throw Error("constrained decoding: the reply ended before the grammar was complete");
+    return;
+  }
+  if (token < 0 || token >= index_->n_vocab() || !matcher_.advance(index_->token_bytes(token)))
+    throw Error(fmt::format("constrained decoding: the grammar does not allow token {}", token));
+}
+
+// Inside a plain JSON string (no pattern, no length still owed, no names to
+// avoid) every plain token is allowed, within the maximum length.
+bool TokenConstraint::plain_string_shortcut(int32_t budget, int32_t &max_chars) const {
+  const auto &stacks = matcher_.state().stacks;
+  if (stacks.size() != 1 || stacks[0].frames.empty())
+    return false;
+  const Stack &st = stacks[0];
+  const GrammarData &g = matcher_.grammar().data();
+  const Node &n = g.nodes[static_cast<size_t>(st.frames.back().node)];
+  if (n.kind != NodeKind::string || st.lex.phase != 1 || st.lex.utf8_left != 0 || n.regex >= 0 ||
+      st.lex.chars < n.min || (!n.excluded.empty() && st.lex.key_depth >= 0))
+    return false;
+  // Plain text leaves the bytes still needed unchanged: it must fit already.
+  if (budget >= 0 && matcher_.min_bytes_to_complete() > budget - 2)
+    return false;
+  max_chars = n.max < 0 ? INT32_MAX : n.max - st.lex.chars;
+  return true;
+}
+
+void TokenConstraint::walk(const std::vector<TokenIndex::Entry> &entries, int32_t budget) {
+  size_t longest = 0;
+  for (const auto &e : entries)
+    longest = std::max<size_t>(longest, e.length);
+  if (path_.size() < longest + 1)
+    path_.resize(longest + 1, matcher_);
+  path_[0] = matcher_;
+  size_t built = 0;            // path_[0..built] follow the current token's bytes
+  size_t failed_at = SIZE_MAX; // byte of the last walked token that was refused
+  for (const TokenIndex::Entry &e : entries) {
+    if (e.shared > failed_at)
+      continue; // shares the refused byte
+    built = std::min<size_t>(built, e.shared);
+    failed_at = SIZE_MAX;
+    const std::string_view bytes = index_->bytes_of(e);
+    for (size_t d = built; d < bytes.size(); ++d) {
+      path_[d + 1] = path_[d];
+      if (!path_[d + 1].advance(bytes.substr(d, 1))) {
+        failed_at = d;
+        break;
+      }
+      built = d + 1;
+    }
+    if (failed_at == SIZE_MAX && fits(path_[bytes.size()], budget))
+      mask_[static_cast<size_t>(e.id)] = 1;
+  }
+}
+
+const std::vector<uint8_t> &TokenConstraint::mask(int32_t budget) {
+  std::fill(mask_.begin(), mask_.end(), 0);
+  int32_t max_chars = 0;
+  if (plain_string_shortcut(budget, max_chars)) {
+    for (const auto &e : index_->all()) {
+      const int32_t chars = index_->plain_chars(e.id);
+      if (chars >= 0 && chars <= max_chars)
+        mask_[static_cast<size_t>(e.id)] = 1;
+    }
+    walk(index_->not_plain(), budget);
+  } else {
+    walk(index_->all(), budget);
+  }
+  if (matcher_.complete())
+    for (const int32_t t : end_tokens_)
+      if (t >= 0 && t < index_->n_vocab())
+        mask_[static_cast<size_t>(t)] = 1;
+  return mask_;
+}
+
+} // namespace bonsai
