@@ -82,7 +82,10 @@ std::string result_json(const Engine &engine, const GenerateRequest &request,
                                 {"generated_tokens", s.gen_tokens},
                                 {"decode_steps", s.gen_steps},
                                 {"generation_ms", s.gen_ms},
-                                {"generation_per_second", s.gen_tps}}}};
+                                {"generation_per_second", s.gen_tps},
+                                {"constrained_tokens", s.constrained_tokens},
+                                {"constraint_masks", s.constraint_masks},
+                                {"constraint_ms", s.constraint_ms}}}};
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -111,6 +114,7 @@ int run_command(const Args &argv) {
   PromptArgs prompt_args;
   GenerationArgs generation;
   bool json = false;
+  std::string json_schema, json_schema_file;
   bool display_prompt = false;
   bool no_display_prompt = false;
   CommandLine command_line("run", "run -m FILE (-p TEXT | -f FILE) [options]");
@@ -121,7 +125,11 @@ int run_command(const Args &argv) {
       "instead of streaming the text")("display-prompt", po::bool_switch(&display_prompt),
                                        "print the prompt before the completion")(
       "no-display-prompt", po::bool_switch(&no_display_prompt),
-      "print only the completion (the default)");
+      "print only the completion (the default)")(
+      "json-schema,j", po::value(&json_schema)->value_name("SCHEMA"),
+      "constrain the reply to JSON valid under this JSON Schema (docs/structured-output.md)")(
+      "json-schema-file", po::value(&json_schema_file)->value_name("FILE"),
+      "the same, with the schema read from FILE");
   if (!command_line.parse(argv))
     return kExitOk;
   check_flags(prompt_args);
@@ -131,6 +139,10 @@ int run_command(const Args &argv) {
     throw UsageError("--display-prompt does not apply to --json (the object holds the text)");
   if (!prompt_args.thinking.empty() && json)
     throw UsageError("--thinking does not apply to --json (the object holds the whole text)");
+  if (!json_schema.empty() && !json_schema_file.empty())
+    throw UsageError("--json-schema and --json-schema-file cannot be used together");
+  if (!json_schema_file.empty())
+    json_schema = read_text_file(json_schema_file, "--json-schema-file");
   const std::string prompt = read_prompt(prompt_args);
 
   Engine engine = open_engine(engine_args);
@@ -142,6 +154,13 @@ int run_command(const Args &argv) {
   request.stop_strings = generation.stop;
   if (generation.ignore_eos)
     request.stop_tokens = std::vector<int32_t>{};
+  if (!json_schema.empty()) {
+    request.format.kind = ReplyFormat::Kind::json_schema;
+    request.format.schema = json_schema;
+    // A thinking chat may reason before the JSON (the format then follows).
+    request.chat = chat;
+    request.enable_thinking = prompt_args.think != Toggle::off;
+  }
   request.n_predict = static_cast<int32_t>(
       fit_to_context({.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size()),
                       .n_predict = generation.n_predict,

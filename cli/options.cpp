@@ -420,6 +420,18 @@ std::vector<int32_t> parse_int_list(const std::string &flag, const std::string &
   }
 }
 
+std::string read_text_file(const std::string &path, const char *flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(path + ": cannot open the file given to " + flag);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad())
+    throw Error(path + ": error while reading the file given to " + flag);
+  if (text.empty())
+    throw Error(path + ": the file given to " + flag + " is empty");
+  return text;
+}
+
 std::string read_prompt(const PromptArgs &args) {
   const bool has_text = !args.text.empty();
   const bool has_file = !args.file.empty();
@@ -433,15 +445,10 @@ std::string read_prompt(const PromptArgs &args) {
   if (args.file == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   } else {
-    std::ifstream in(args.file, std::ios::binary);
-    if (!in)
-      throw Error(args.file + ": cannot open the prompt file");
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (in.bad())
-      throw Error(args.file + ": error while reading the prompt file");
+    return read_text_file(args.file, "-f/--file");
   }
   if (text.empty())
-    throw Error(args.file + ": the prompt file is empty");
+    throw Error("the prompt on standard input is empty");
   return text;
 }
 

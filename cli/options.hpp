@@ -114,6 +114,10 @@ private:
 // naming `flag` for anything else (empty items, words, out of range).
 std::vector<int32_t> parse_int_list(const std::string &flag, const std::string &text, int32_t min);
 
+// The whole of a file named on the command line; Error naming the file and
+// the flag when it cannot be read or is empty.
+std::string read_text_file(const std::string &path, const char *flag);
+
 // The prompt text from -p or -f (exactly one of them). Throws UsageError when
 // both or neither are given, bonsai::Error when the file cannot be read.
 std::string read_prompt(const PromptArgs &args);

@@ -9,12 +9,16 @@ std::string format_stats(std::string_view backend, const GenerateStats &s, StopR
   char reused[48] = "";
   if (s.reused_tokens > 0)
     std::snprintf(reused, sizeof reused, " (+%d reused)", s.reused_tokens);
-  char line[320];
+  char constrained[96] = "";
+  if (s.constrained_tokens > 0)
+    std::snprintf(constrained, sizeof constrained, " | constrained %d tokens, %d masks, %.1f ms",
+                  s.constrained_tokens, s.constraint_masks, s.constraint_ms);
+  char line[420];
   std::snprintf(line, sizeof line,
                 "stats: backend %.*s | load %.1f ms | prompt %d tokens%s, %.1f t/s | "
-                "generated %d tokens, %.1f t/s | seed %llu | stop: %.*s",
+                "generated %d tokens, %.1f t/s%s | seed %llu | stop: %.*s",
                 static_cast<int>(backend.size()), backend.data(), s.load_ms, s.prompt_tokens,
-                reused, s.prompt_tps, s.gen_tokens, s.gen_tps,
+                reused, s.prompt_tps, s.gen_tokens, s.gen_tps, constrained,
                 static_cast<unsigned long long>(seed),
                 static_cast<int>(to_string(stop_reason).size()), to_string(stop_reason).data());
   return line;

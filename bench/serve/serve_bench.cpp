@@ -14,6 +14,10 @@
 // "failed" column and a line on stderr say how many, and why the first one
 // did), 2 for a bad command line.
 //
+// With --json-schema, every completion asks for that schema (response_format)
+// and a last line reports the server's constrained-decoding cost per token,
+// from the /metrics counters before and after the run.
+//
 //   bonsai serve -m MODEL --parallel 8 &
 //   bonsai-serve-bench --port 8080 --streams 1,4,8 --requests 4 --max-tokens 64
 #include <algorithm>
@@ -22,8 +26,10 @@
 #include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <iterator>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -43,7 +49,7 @@ constexpr int kExitUsage = 2;
 
 const char *const kUsage =
     "usage: bonsai-serve-bench [--host ADDR] [--port N] [--streams N,...] [--requests N]\n"
-    "                          [--max-tokens N] [--prompt-words N]\n"
+    "                          [--max-tokens N] [--prompt-words N] [--json-schema FILE]\n"
     "\n"
     "Load generator for a running `bonsai serve`: for each count in --streams, that many\n"
     "clients at once each send --requests streamed completions (temperature 0), one\n"
@@ -56,6 +62,8 @@ const char *const kUsage =
     "  --requests N       completions each client sends (default 4)\n"
     "  --max-tokens N     max_tokens of each completion (default 64)\n"
     "  --prompt-words N   words appended to each prompt (default 32)\n"
+    "  --json-schema FILE every completion must follow this JSON Schema (response_format);\n"
+    "                     the constrained-decoding cost per token is reported at the end\n"
     "  -h, --help         show this help and exit\n"
     "\n"
     "tokens: the completion_tokens the server reports for each stream; TTFT and ITL:\n"
@@ -69,6 +77,7 @@ struct Options {
   int requests = 4;
   int max_tokens = 64;
   int prompt_words = 32;
+  std::optional<json> schema; // --json-schema
 };
 
 // A mistake on the command line: reported with exit status 2.
@@ -112,8 +121,21 @@ std::vector<int> int_list(const std::string &flag, const std::string &text) {
   }
 }
 
-const char *const kValueFlags[] = {"--host",     "--port",       "--streams",
-                                   "--requests", "--max-tokens", "--prompt-words"};
+const char *const kValueFlags[] = {"--host",       "--port",         "--streams",    "--requests",
+                                   "--max-tokens", "--prompt-words", "--json-schema"};
+
+json read_schema(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    throw UsageError("--json-schema: cannot read '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return json::parse(text.str());
+  } catch (const json::exception &e) {
+    throw UsageError("--json-schema: '" + path + "' is not JSON (" + e.what() + ")");
+  }
+}
 
 bool is_flag(const std::string &flag) {
   return std::find(std::begin(kValueFlags), std::end(kValueFlags), flag) != std::end(kValueFlags);
@@ -135,6 +157,8 @@ void set_option(Options &o, const std::string &flag, const std::string &value) {
     o.max_tokens = int_value(flag, value, 1);
   } else if (flag == "--prompt-words") {
     o.prompt_words = int_value(flag, value, 0);
+  } else if (flag == "--json-schema") {
+    o.schema = read_schema(value);
   }
 }
 
@@ -267,12 +291,15 @@ std::string request_body(const Options &o, int client, int round) {
   std::string prompt = "Client " + std::to_string(client) + " round " + std::to_string(round);
   for (int w = 0; w < o.prompt_words; ++w)
     prompt += " word";
-  return json{{"prompt", prompt},
-              {"max_tokens", o.max_tokens},
-              {"temperature", 0},
-              {"stream", true},
-              {"stream_options", {{"include_usage", true}}}}
-      .dump();
+  json body = {{"prompt", prompt},
+               {"max_tokens", o.max_tokens},
+               {"temperature", 0},
+               {"stream", true},
+               {"stream_options", {{"include_usage", true}}}};
+  if (o.schema)
+    body["response_format"] = {{"type", "json_schema"},
+                               {"json_schema", {{"name", "bench"}, {"schema", *o.schema}}}};
+  return body.dump();
 }
 
 // One streamed completion; adds its tokens and latencies to `out`.
@@ -334,7 +361,39 @@ Sample run_row(const Options &o, int streams, double &seconds) {
   return all;
 }
 
+// The server's constrained-decoding counters (/metrics); `read` false when
+// they cannot be read.
+struct ConstraintCounters {
+  bool read = false;
+  double tokens = 0, masks = 0, seconds = 0;
+};
+
+ConstraintCounters constraint_counters(const Options &o) {
+  ConstraintCounters c;
+  httplib::Client http(o.host, o.port);
+  const httplib::Result result = http.Get("/metrics");
+  if (!result || result->status != 200)
+    return c;
+  c.read = true;
+  std::istringstream lines(result->body);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t space = line.find(' ');
+    if (line.empty() || line[0] == '#' || space == std::string::npos)
+      continue;
+    const std::string name = line.substr(0, space);
+    const double value = std::atof(line.c_str() + space + 1);
+    if (name == "bonsai_constrained_tokens_total")
+      c.tokens = value;
+    else if (name == "bonsai_constraint_masks_total")
+      c.masks = value;
+    else if (name == "bonsai_constraint_seconds_total")
+      c.seconds = value;
+  }
+  return c;
+}
+
 int run(const Options &o) {
+  const ConstraintCounters before = o.schema ? constraint_counters(o) : ConstraintCounters{};
   std::printf("| streams | requests | tokens | t/s aggregate | TTFT p50 ms | TTFT p99 ms | ITL "
               "p50 ms | ITL p99 ms | failed |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   Sample total;
@@ -347,6 +406,18 @@ int run(const Options &o) {
                 percentile(row.itl_ms, 0.5), percentile(row.itl_ms, 0.99), row.failures);
     std::fflush(stdout);
     total.add(row);
+  }
+  if (o.schema) {
+    const ConstraintCounters after = constraint_counters(o);
+    if (before.read && after.read && after.tokens > before.tokens) {
+      const double tokens = after.tokens - before.tokens;
+      std::printf("\nconstrained decoding: %.0f tokens, %.0f full masks (%.1f%%), %.1f us per "
+                  "token (server's /metrics)\n",
+                  tokens, after.masks - before.masks, 100.0 * (after.masks - before.masks) / tokens,
+                  1e6 * (after.seconds - before.seconds) / tokens);
+    } else {
+      std::printf("\nconstrained decoding: the server's /metrics counters could not be read\n");
+    }
   }
   if (total.failures == 0)
     return kExitOk;

@@ -537,7 +537,8 @@ GrammarMatcher::GrammarMatcher(const GrammarMatcher &other)
 
 GrammarMatcher &GrammarMatcher::operator=(const GrammarMatcher &other) {
   if (this != &other) {
-    grammar_ = other.grammar_;
+    if (&grammar_.data() != &other.grammar_.data())
+      grammar_ = other.grammar_;
     *state_ = *other.state_; // reuses the vectors' storage
   }
   return *this;
@@ -547,7 +548,7 @@ GrammarMatcher::~GrammarMatcher() = default;
 
 bool GrammarMatcher::advance(std::string_view bytes) {
   const Walker walker(grammar_.data());
-  std::vector<Stack> next;
+  std::vector<Stack> &next = state_->scratch;
   for (const char c : bytes) {
     next.clear();
     for (Stack &st : state_->stacks) {

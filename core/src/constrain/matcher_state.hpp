@@ -42,5 +42,14 @@ struct Stack {
 namespace bonsai {
 struct GrammarMatcher::State {
   std::vector<constrain::Stack> stacks;
+  // advance()'s next set, kept for its storage; not part of the state.
+  std::vector<constrain::Stack> scratch;
+
+  State() = default;
+  State(const State &other) : stacks(other.stacks) {}
+  State &operator=(const State &other) {
+    stacks = other.stacks;
+    return *this;
+  }
 };
 } // namespace bonsai

@@ -60,6 +60,39 @@ void sort_entries(std::vector<TokenIndex::Entry> &entries, const std::string &by
     entries[0].shared = 0;
 }
 
+// Builds the trie of sorted entries: each entry shares `shared` bytes with
+// the one before, so its new nodes hang below that one's path.
+TokenIndex::Trie build_trie(const std::vector<TokenIndex::Entry> &entries,
+                            const std::string &bytes) {
+  TokenIndex::Trie trie;
+  trie.nodes.emplace_back();        // the root
+  std::vector<uint32_t> path = {0}; // node at each depth of the previous entry
+  for (const TokenIndex::Entry &e : entries) {
+    const std::string_view b = std::string_view(bytes).substr(e.offset, e.length);
+    trie.depth = std::max(trie.depth, b.size());
+    if (e.shared == b.size() && path.size() == b.size() + 1) {
+      trie.aliases.push_back({path.back(), e.id}); // the same bytes as the entry before
+      continue;
+    }
+    uint32_t previous_sibling = path.size() > e.shared + 1 ? path[e.shared + 1] : 0;
+    path.resize(e.shared + 1);
+    for (size_t d = e.shared; d < b.size(); ++d) {
+      const auto node = static_cast<uint32_t>(trie.nodes.size());
+      TokenIndex::TrieNode n;
+      n.byte = static_cast<uint8_t>(b[d]);
+      trie.nodes.push_back(n);
+      if (previous_sibling != 0)
+        trie.nodes[previous_sibling].next_sibling = node;
+      else
+        trie.nodes[path.back()].first_child = node;
+      previous_sibling = 0; // deeper nodes are first children
+      path.push_back(node);
+    }
+    trie.nodes[path.back()].token = e.id;
+  }
+  return trie;
+}
+
 } // namespace
 
 TokenIndex::TokenIndex(const Tokenizer &tokenizer) : n_vocab_(tokenizer.n_vocab()) {
@@ -67,6 +100,7 @@ TokenIndex::TokenIndex(const Tokenizer &tokenizer) : n_vocab_(tokenizer.n_vocab(
   length_.resize(static_cast<size_t>(n_vocab_));
   plain_chars_.assign(static_cast<size_t>(n_vocab_), -1);
   usable_.assign(static_cast<size_t>(n_vocab_), 0);
+  plain_mask_.assign(static_cast<size_t>(n_vocab_), 0);
   for (int32_t id = 0; id < n_vocab_; ++id) {
     const std::string_view b = tokenizer.token_bytes(id);
     offset_[static_cast<size_t>(id)] = static_cast<uint32_t>(bytes_.size());
@@ -78,12 +112,19 @@ TokenIndex::TokenIndex(const Tokenizer &tokenizer) : n_vocab_(tokenizer.n_vocab(
     const Entry e{id, offset_[static_cast<size_t>(id)], static_cast<uint32_t>(b.size()), 0};
     all_.push_back(e);
     usable_[static_cast<size_t>(id)] = 1;
-    plain_chars_[static_cast<size_t>(id)] = count_plain_chars(b);
-    if (plain_chars_[static_cast<size_t>(id)] < 0)
+    const int32_t chars = count_plain_chars(b);
+    plain_chars_[static_cast<size_t>(id)] = chars;
+    if (chars < 0) {
       not_plain_.push_back(e);
+    } else {
+      plain_mask_[static_cast<size_t>(id)] = 1;
+      most_plain_chars_ = std::max(most_plain_chars_, chars);
+    }
   }
   sort_entries(all_, bytes_);
   sort_entries(not_plain_, bytes_);
+  all_trie_ = build_trie(all_, bytes_);
+  not_plain_trie_ = build_trie(not_plain_, bytes_);
 }
 
 std::string_view TokenIndex::token_bytes(int32_t id) const {
@@ -130,8 +171,9 @@ void TokenConstraint::accept(int32_t token) {
 }
 
 // Inside a plain JSON string (no pattern, no length still owed, no names to
-// avoid) every plain token is allowed, within the maximum length.
-bool TokenConstraint::plain_string_shortcut(int32_t budget, int32_t &max_chars) const {
+// avoid) a plain token only adds characters: it is allowed within the
+// maximum length, and it leaves the bytes still needed unchanged.
+bool TokenConstraint::in_plain_string(int32_t &max_chars) const {
   const auto &stacks = matcher_.state().stacks;
   if (stacks.size() != 1 || stacks[0].frames.empty())
     return false;
@@ -141,53 +183,56 @@ bool TokenConstraint::plain_string_shortcut(int32_t budget, int32_t &max_chars) 
   if (n.kind != NodeKind::string || st.lex.phase != 1 || st.lex.utf8_left != 0 || n.regex >= 0 ||
       st.lex.chars < n.min || (!n.excluded.empty() && st.lex.key_depth >= 0))
     return false;
-  // Plain text leaves the bytes still needed unchanged: it must fit already.
-  if (budget >= 0 && matcher_.min_bytes_to_complete() > budget - 2)
-    return false;
   max_chars = n.max < 0 ? INT32_MAX : n.max - st.lex.chars;
   return true;
 }
 
-void TokenConstraint::walk(const std::vector<TokenIndex::Entry> &entries, int32_t budget) {
-  size_t longest = 0;
-  for (const auto &e : entries)
-    longest = std::max<size_t>(longest, e.length);
-  if (path_.size() < longest + 1)
-    path_.resize(longest + 1, matcher_);
+void TokenConstraint::walk(const TokenIndex::Trie &trie, int32_t budget) {
+  if (path_.size() < trie.depth + 1)
+    path_.resize(trie.depth + 1, matcher_);
   path_[0] = matcher_;
-  size_t built = 0;            // path_[0..built] follow the current token's bytes
-  size_t failed_at = SIZE_MAX; // byte of the last walked token that was refused
-  for (const TokenIndex::Entry &e : entries) {
-    if (e.shared > failed_at)
-      continue; // shares the refused byte
-    built = std::min<size_t>(built, e.shared);
-    failed_at = SIZE_MAX;
-    const std::string_view bytes = index_->bytes_of(e);
-    for (size_t d = built; d < bytes.size(); ++d) {
-      path_[d + 1] = path_[d];
-      if (!path_[d + 1].advance(bytes.substr(d, 1))) {
-        failed_at = d;
-        break;
-      }
-      built = d + 1;
-    }
-    if (failed_at == SIZE_MAX && fits(path_[bytes.size()], budget))
-      mask_[static_cast<size_t>(e.id)] = 1;
+  // Depth first: path_[d] holds the matcher after the d bytes of the node
+  // being visited, which the parent's visit left in path_[d - 1].
+  pending_.clear();
+  for (uint32_t c = trie.nodes[0].first_child; c != 0; c = trie.nodes[c].next_sibling)
+    pending_.push_back({c, 1});
+  while (!pending_.empty()) {
+    const Visit v = pending_.back();
+    pending_.pop_back();
+    const TokenIndex::TrieNode &n = trie.nodes[v.node];
+    GrammarMatcher &here = path_[v.depth];
+    here = path_[v.depth - 1];
+    const char byte = static_cast<char>(n.byte);
+    if (!here.advance(std::string_view(&byte, 1)))
+      continue; // no token below this prefix can follow
+    if (n.token >= 0 && fits(here, budget))
+      mask_[static_cast<size_t>(n.token)] = 1;
+    for (uint32_t c = n.first_child; c != 0; c = trie.nodes[c].next_sibling)
+      pending_.push_back({c, v.depth + 1});
   }
+  for (const auto &[node, token] : trie.aliases)
+    mask_[static_cast<size_t>(token)] = mask_[static_cast<size_t>(trie.nodes[node].token)];
 }
 
 const std::vector<uint8_t> &TokenConstraint::mask(int32_t budget) {
   std::fill(mask_.begin(), mask_.end(), 0);
   int32_t max_chars = 0;
-  if (plain_string_shortcut(budget, max_chars)) {
-    for (const auto &e : index_->all()) {
-      const int32_t chars = index_->plain_chars(e.id);
-      if (chars >= 0 && chars <= max_chars)
-        mask_[static_cast<size_t>(e.id)] = 1;
+  if (in_plain_string(max_chars)) {
+    // A plain token leaves the bytes still needed as they are: all of them
+    // fit the budget, or none does (then only a closing quote may come).
+    const bool plain_fits = fits(matcher_, budget);
+    if (plain_fits && max_chars >= index_->most_plain_chars()) {
+      mask_ = index_->plain_mask();
+    } else if (plain_fits) {
+      for (const auto &e : index_->all()) {
+        const int32_t chars = index_->plain_chars(e.id);
+        if (chars >= 0 && chars <= max_chars)
+          mask_[static_cast<size_t>(e.id)] = 1;
+      }
     }
-    walk(index_->not_plain(), budget);
+    walk(index_->not_plain_trie(), budget);
   } else {
-    walk(index_->all(), budget);
+    walk(index_->all_trie(), budget);
   }
   if (matcher_.complete())
     for (const int32_t t : end_tokens_)

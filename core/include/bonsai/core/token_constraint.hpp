@@ -5,11 +5,11 @@
 // The usual step costs one token walk: sample as usual, then check the
 // chosen token (allows()). Only when the grammar refuses it is the full mask
 // computed (mask()), and the step samples again from the allowed tokens.
-// The mask walks the vocabulary in byte order so that tokens sharing a
+// The mask walks a byte trie of the vocabulary, so that tokens sharing a
 // prefix share the work and a dead prefix skips all its tokens; inside a
 // plain JSON string, where almost every token is allowed, tokens made only
-// of ordinary characters are allowed as a class and only the rest are
-// walked.
+// of ordinary characters are allowed as a class and only the rest (about
+// 6,000 of Qwen3's 151,669) are walked.
 //
 // The reply must also end in time: given the tokens left (the budget), a
 // token is allowed only if the fewest bytes that complete the reply after it,
@@ -50,6 +50,25 @@ public:
   // Characters of a plain token (only characters a JSON string holds without
   // an escape, each complete); -1 for the others.
   int32_t plain_chars(int32_t id) const { return plain_chars_[static_cast<size_t>(id)]; }
+  // 1 for every plain token, by id; and the most characters one holds.
+  const std::vector<uint8_t> &plain_mask() const { return plain_mask_; }
+  int32_t most_plain_chars() const { return most_plain_chars_; }
+  // The same tokens as byte tries: a node per distinct prefix, children
+  // linked as siblings. Node 0 is the root.
+  struct TrieNode {
+    uint32_t first_child = 0;  // 0: none
+    uint32_t next_sibling = 0; // 0: none
+    int32_t token = -1;        // the token these bytes spell, or -1
+    uint8_t byte = 0;
+  };
+  struct Trie {
+    std::vector<TrieNode> nodes;
+    // Tokens with the same bytes as a node's token: (node, token).
+    std::vector<std::pair<uint32_t, int32_t>> aliases;
+    size_t depth = 0; // the longest token
+  };
+  const Trie &all_trie() const { return all_trie_; }
+  const Trie &not_plain_trie() const { return not_plain_trie_; }
   // Whether a grammar may produce the token at all (it is in all()).
   bool usable(int32_t id) const { return usable_[static_cast<size_t>(id)] != 0; }
 
@@ -59,7 +78,9 @@ private:
   std::vector<uint32_t> offset_, length_; // by id
   std::vector<Entry> all_, not_plain_;
   std::vector<int32_t> plain_chars_;
-  std::vector<uint8_t> usable_;
+  std::vector<uint8_t> usable_, plain_mask_;
+  int32_t most_plain_chars_ = 0;
+  Trie all_trie_, not_plain_trie_;
 };
 
 class TokenConstraint {
@@ -82,14 +103,18 @@ public:
 
 private:
   bool fits(const GrammarMatcher &after, int32_t budget) const;
-  bool plain_string_shortcut(int32_t budget, int32_t &max_chars) const;
-  void walk(const std::vector<TokenIndex::Entry> &entries, int32_t budget);
+  bool in_plain_string(int32_t &max_chars) const;
+  void walk(const TokenIndex::Trie &trie, int32_t budget);
 
   GrammarMatcher matcher_;
   std::shared_ptr<const TokenIndex> index_;
   std::vector<int32_t> end_tokens_;
   std::vector<uint8_t> mask_;
   std::vector<GrammarMatcher> path_; // matcher after each byte of the walk's current token
+  struct Visit {
+    uint32_t node, depth;
+  };
+  std::vector<Visit> pending_; // the walk's nodes still to visit
 };
 
 } // namespace bonsai
