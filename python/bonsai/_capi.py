@@ -97,6 +97,8 @@ class GenerateParams(Structure):
         ("system_prompt", c_char_p),
         ("enable_thinking", c_int32),
         ("logprobs", c_int32),
+        ("json_reply", c_int32),
+        ("json_schema", c_char_p),
     ]
 
 

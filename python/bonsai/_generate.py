@@ -105,6 +105,12 @@ def _params(lib: ctypes.CDLL, request: Request, n_predict: int,
         params.stop_strings = ctypes.cast(stops, POINTER(c_char_p))
         params.n_stop_strings = len(request.stop)
     params.logprobs = 1 if request.logprobs else 0
+    if request.json_reply:
+        params.json_reply = 1
+        if request.json_schema is not None:
+            schema = request.json_schema.encode("utf-8")
+            keep.append(schema)
+            params.json_schema = schema
     return params
 
 

@@ -8,8 +8,9 @@ request behaves the same through either door.
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
@@ -48,6 +49,10 @@ class Request:
     sampling: Sampling
     stop: list[str]
     logprobs: bool
+    # response_format: the reply is JSON (json_reply), valid under json_schema
+    # (JSON text; None: any object).
+    json_reply: bool = False
+    json_schema: Optional[str] = None
 
 
 def _type_name(value: Any) -> str:
@@ -192,17 +197,47 @@ def completion_prompt(prompt: Any) -> Union[str, list[int]]:
     raise TypeError(f"prompt must be a string or a list of token ids, not {_type_name(prompt)}")
 
 
-def refuse_unsupported(tools: Any, tool_choice: Any, response_format: Any) -> None:
-    """Tools and structured output: not supported yet in-process (``bonsai serve`` has tools)."""
+def refuse_unsupported(tools: Any, tool_choice: Any) -> None:
+    """Tools: not supported yet in-process (``bonsai serve`` has them)."""
     if tools is not None:
         raise ValueError("tools are not supported yet by the Python package (bonsai serve "
                          "supports them: docs/server.md, Tools); pass tools=None")
     if tool_choice is not None:
         raise ValueError("tool_choice is not supported yet by the Python package; pass "
                          "tool_choice=None")
-    if response_format is not None and response_format != {"type": "text"}:
-        raise ValueError(f"response_format {response_format!r} is not supported yet: bonsai "
-                         f"has no constrained (JSON) output; pass None or {{'type': 'text'}}")
+
+
+def response_format(value: Any) -> tuple[bool, Optional[str]]:
+    """OpenAI's response_format as (json_reply, json_schema text): None or {"type": "text"},
+    {"type": "json_object"}, or {"type": "json_schema", "json_schema": {"schema": ...}}
+    (docs/structured-output.md). The schema itself is checked by the library."""
+    if value is None:
+        return False, None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"response_format must be a dict, not {_type_name(value)}")
+    kind = value.get("type")
+    extra = set(value) - {"type", "json_schema"}
+    if extra:
+        raise ValueError(f"response_format has unknown key {sorted(extra)[0]!r}")
+    if kind == "text":
+        return False, None
+    if kind == "json_object":
+        return True, None
+    if kind != "json_schema":
+        raise ValueError(f"response_format['type'] must be 'text', 'json_object' or "
+                         f"'json_schema', not {kind!r}")
+    spec = value.get("json_schema")
+    if not isinstance(spec, Mapping) or "schema" not in spec:
+        raise ValueError("response_format['json_schema'] must be a dict holding 'schema'")
+    unknown = set(spec) - {"name", "description", "schema", "strict"}
+    if unknown:
+        raise ValueError(f"response_format['json_schema'] has unknown key {sorted(unknown)[0]!r}")
+    schema = spec["schema"]
+    if not isinstance(schema, (Mapping, bool)):
+        raise TypeError(f"response_format['json_schema']['schema'] must be a dict, not "
+                        f"{_type_name(schema)}")
+    # Key order is kept: the reply writes properties in the schema's order.
+    return True, c_string("response_format schema", json.dumps(schema)).decode("utf-8")
 
 
 def chat_logprobs(logprobs: Any, top_logprobs: Any) -> bool:

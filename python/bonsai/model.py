@@ -205,6 +205,7 @@ class Bonsai(ClosesOnExit):
         stream: bool = False, seed: Optional[int] = None, repeat_penalty: float = 1.0,
         top_k: int = DEFAULT_TOP_K, logprobs: Union[None, bool, int] = None,
         presence_penalty: float = 0.0, frequency_penalty: float = 0.0,
+        response_format: Optional[Mapping[str, Any]] = None,
     ) -> Union[dict[str, Any], CompletionStream]:
         """Continues `prompt` (text, or a list of token ids) as is.
 
@@ -213,8 +214,10 @@ class Bonsai(ClosesOnExit):
         token or the end of the context; a limit past the context's end stops
         there (finish_reason "length"). ``temperature=0`` is greedy.
         ``logprobs=True`` (or 0) gives each generated token's log probability.
+        ``response_format`` asks for JSON, as in :meth:`create_chat_completion`.
         """
         checked = _params.completion_prompt(prompt)
+        json_reply, json_schema = _params.response_format(response_format)
         request = _params.Request(
             prompt_tokens=checked if isinstance(checked, list) else None,
             messages=None, enable_thinking=True,
@@ -223,6 +226,7 @@ class Bonsai(ClosesOnExit):
                                       presence_penalty, frequency_penalty),
             stop=_params.stop_strings(stop),
             logprobs=_params.completion_logprobs(logprobs),
+            json_reply=json_reply, json_schema=json_schema,
         )
         if isinstance(checked, str):
             # Tokenized here so that the usage counts the whole prompt.
@@ -250,11 +254,16 @@ class Bonsai(ClosesOnExit):
         ``{"type": "text", "text": ...}`` parts). Returns a ``chat.completion``
         dict, or with ``stream=True`` a :class:`CompletionStream` of
         ``chat.completion.chunk`` dicts. ``enable_thinking=False`` pre-fills an
-        empty ``<think></think>`` block so Qwen3 answers directly. `tools`,
-        `tool_choice` and a `response_format` other than ``{"type": "text"}``
-        are not supported yet and raise :class:`ValueError`.
+        empty ``<think></think>`` block so Qwen3 answers directly.
+        ``response_format`` ``{"type": "json_object"}`` or ``{"type":
+        "json_schema", "json_schema": {"schema": ...}}`` makes the reply JSON
+        by constrained decoding (docs/structured-output.md); a schema outside
+        the supported subset raises :class:`BonsaiError` naming the keyword.
+        `tools` and `tool_choice` are not supported yet and raise
+        :class:`ValueError`.
         """
-        _params.refuse_unsupported(tools, tool_choice, response_format)
+        _params.refuse_unsupported(tools, tool_choice)
+        json_reply, json_schema = _params.response_format(response_format)
         request = _params.Request(
             prompt_tokens=None, messages=_params.chat_messages(messages),
             enable_thinking=_bool("enable_thinking", enable_thinking),
@@ -263,6 +272,7 @@ class Bonsai(ClosesOnExit):
                                       presence_penalty, frequency_penalty),
             stop=_params.stop_strings(stop),
             logprobs=_params.chat_logprobs(logprobs, top_logprobs),
+            json_reply=json_reply, json_schema=json_schema,
         )
         return self._run(request, _openai.Header(chat=True, model=self.model_path),
                          _bool("stream", stream))

@@ -181,6 +181,8 @@ Thrown thrown_by(const std::function<void()> &call) {
     return {"ModelError", e.what()};
   } catch (const PluginError &e) {
     return {"PluginError", e.what()};
+  } catch (const FormatError &e) {
+    return {"FormatError", e.what()};
   } catch (const InvalidArgument &e) {
     return {"InvalidArgument", e.what()};
   } catch (const ContextFullError &e) {

@@ -62,7 +62,7 @@ std::vector<uint8_t> tiny_q1_with(const std::function<void(ModelParts &)> &edit,
 struct Row {
   const char *name;
   std::function<void(ModelParts &)> edit;
-  const char *message; // "MODEL" stands for the file's path
+  const char *message;                 // "MODEL" stands for the file's path
   const char *source = "tiny-q1.gguf"; // the golden file edited
 };
 
@@ -146,7 +146,9 @@ const Row kRows[] = {
      "conv_dim])",
      "tiny-q35-q1.gguf"},
     {"Qwen35WrongShape",
-     [](ModelParts &m) { m.tensor("blk.0.ssm_conv1d.weight").dims = {8, 256}; },
+     [](ModelParts &m) {
+       m.tensor("blk.0.ssm_conv1d.weight").dims = {8, 256};
+     },
      "MODEL: tensor 'blk.0.ssm_conv1d.weight' has shape [8, 256], expected [4, 512] "
      "[conv_kernel, conv_dim]",
      "tiny-q35-q1.gguf"},

@@ -116,5 +116,38 @@ TEST_F(RuntimeInputErrors, InvalidUtf8InThePrompt) {
       model_ + ": cannot tokenize text that is not valid UTF-8 (byte 0xED at offset 3)");
 }
 
+TEST_F(RuntimeInputErrors, ReplyFormatsThatCannotBeFollowed) {
+  Session session = engine_->create_session();
+  GenerateRequest request;
+  request.prompt = "hi";
+  request.format.kind = ReplyFormat::Kind::json_schema;
+  const std::pair<std::string, std::string> rows[] = {
+      {R"({"type": "string", "format": "date"})",
+       "json_schema: the keyword 'format' is not supported (at #)"},
+      {R"({"type": "object", "properties": {"next": {"$ref": "#"}}})",
+       "json_schema: the recursive '$ref' \"#\" is not supported (at #/properties/next)"},
+      {R"({"type": "string", "pattern": "(?<=a)b"})",
+       "json_schema: pattern: look-around groups ((?=, (?!, (?<=, (?<!) are not supported (at #)"},
+      {R"({"type": "string", "minLength": 4, "maxLength": 2})",
+       "json_schema: 'maxLength' is below 'minLength': nothing matches (at #)"},
+      {"{\"type\": ", "json_schema: not valid JSON ("},
+  };
+  for (const auto &[schema, message] : rows) {
+    request.format.schema = schema;
+    const Thrown t = thrown_by([&] { session.generate(request); });
+    EXPECT_EQ(t.type, "FormatError") << schema;
+    EXPECT_EQ(t.message.substr(0, message.size()), message) << schema;
+  }
+  request.format.kind = ReplyFormat::Kind::tool_calls;
+  request.format.tools = {{"say \"hi\"", ""}};
+  const Thrown t = thrown_by([&] { session.generate(request); });
+  EXPECT_EQ(t.message, "tool calls: the tool name \"say \\\"hi\\\"\" holds a quote, a "
+                       "backslash or a control character");
+  EXPECT_EQ(session.position(), 0);
+  expect_cli_error(run_bonsai({"run", "-m", model_, "--backend", cpu_plugin(), "-p", "hi", "-j",
+                               R"({"type": "integer", "multipleOf": 2})"}),
+                   1, "json_schema: the keyword 'multipleOf' is not supported (at #)");
+}
+
 } // namespace
 } // namespace bonsai::errors_test

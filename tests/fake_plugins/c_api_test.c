@@ -227,6 +227,27 @@ static int check_more(bonsai_session *session, const int32_t *prompt, int n_prom
   bonsai_generate_result_free(&result);
   params.logprobs = 0;
 
+  /* A JSON reply: an enum of two words, so the text is one of them, quoted;
+   * a schema with an unsupported keyword fails with its name. */
+  bonsai_generate_params json = params;
+  json.json_reply = 1;
+  json.json_schema = "{\"enum\": [\"yes\", \"no\"]}";
+  json.n_predict = 8;
+  if (bonsai_generate(session, &json, NULL, NULL, &result) != 0 ||
+      (strcmp(result.text, "\"yes\"") != 0 && strcmp(result.text, "\"no\"") != 0)) {
+    fprintf(stderr, "json reply: '%s' (%s)\n", result.text ? result.text : "",
+            bonsai_last_error());
+    ++failures;
+  }
+  bonsai_generate_result_free(&result);
+  json.json_schema = "{\"type\": \"integer\", \"minimum\": 3}";
+  if (bonsai_generate(session, &json, NULL, NULL, &result) != -1 ||
+      strstr(bonsai_last_error(), "'minimum' is not supported") == NULL) {
+    fprintf(stderr, "an unsupported keyword: '%s'\n", bonsai_last_error());
+    ++failures;
+  }
+  bonsai_generate_result_free(&result);
+
   /* Detokenize undoes tokenize; a short buffer gets a cut, terminated text. */
   const char *text = "Hello world, 1234!";
   int32_t ids[32];

@@ -69,8 +69,9 @@ def test_a_bad_plugin_option_is_the_plugins_message():
     ({"tools": [{"type": "function", "function": {"name": "f"}}]}, ValueError,
      "tools are not supported yet by the Python package"),
     ({"tool_choice": "auto"}, ValueError, "not supported yet"),
-    ({"response_format": {"type": "json_object"}}, ValueError,
-     "response_format .* is not supported yet"),
+    ({"response_format": {"type": "yaml"}}, ValueError, "'text', 'json_object' or 'json_schema'"),
+    ({"response_format": {"type": "json_schema"}}, ValueError, "holding 'schema'"),
+    ({"response_format": "json"}, TypeError, "response_format must be a dict"),
     ({"logprobs": 1}, TypeError, "logprobs"),
     ({"top_logprobs": 3}, ValueError, "top_logprobs is not supported"),
 ])

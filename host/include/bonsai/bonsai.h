@@ -115,6 +115,11 @@ typedef struct bonsai_generate_params {
   const char *system_prompt; /* with `chat` and `prompt`: a system turn first (NULL: none) */
   int32_t enable_thinking;   /* chat: 0 pre-fills an empty <think></think> block */
   int32_t logprobs;          /* non-zero: keep log probabilities (bonsai_session_logprobs) */
+  /* Appended with constrained decoding (docs/structured-output.md); a caller
+   * built before them gets plain text. A schema bonsai cannot enforce fails
+   * the call, and bonsai_last_error() names the keyword. */
+  int32_t json_reply;      /* non-zero: the reply is JSON, valid under json_schema */
+  const char *json_schema; /* with json_reply: a JSON Schema, as JSON text; NULL: any object */
 } bonsai_generate_params;
 
 BONSAI_API bonsai_generate_params bonsai_generate_params_default(void);

@@ -201,6 +201,12 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
             params->struct_size >= offsetof(bonsai_generate_params, logprobs) + sizeof p.logprobs;
         request.logprobs = knows_logprobs && p.logprobs != 0;
         request.chat = p.chat != 0;
+        if (p.json_reply != 0) {
+          request.format.kind = p.json_schema != nullptr ? bonsai::ReplyFormat::Kind::json_schema
+                                                         : bonsai::ReplyFormat::Kind::json_object;
+          if (p.json_schema != nullptr)
+            request.format.schema = p.json_schema;
+        }
         request.n_predict = p.n_predict;
         request.sampling.temperature = p.temperature;
         request.sampling.top_k = p.top_k;
