@@ -17,7 +17,9 @@ using namespace constrain;
 constexpr size_t kMaxFrames = 256;
 constexpr int32_t kMaxIntegerDigits = 16;
 constexpr int32_t kMaxFractionDigits = 16;
-constexpr int32_t kMaxExponentDigits = 3;
+// Two exponent digits keep every number inside a double's range, which most
+// JSON parsers need (16 digits e99 is about 1e115).
+constexpr int32_t kMaxExponentDigits = 2;
 
 // Number phases.
 enum : uint8_t {
@@ -382,14 +384,20 @@ private:
   // A pattern must be able to read some character that starts with the
   // bytes read so far; otherwise the prefix would be a dead end.
   bool pattern_can_take(const Lexer &lx, const Node &n) const {
-    if (n.regex < 0)
-      return true;
+    return n.regex < 0 || pattern_bytes_after_pending(lx, n) >= 0;
+  }
+
+  // Fewest bytes to a match once the character being read is complete (its
+  // own bytes not counted); -1: no character with these first bytes fits.
+  int32_t pattern_bytes_after_pending(const Lexer &lx, const Node &n) const {
     const int shift = 6 * lx.utf8_left;
     const int length = lx.lead >= 0xF0 ? 4 : lx.lead >= 0xE0 ? 3 : 2;
     const uint32_t smallest = length == 4 ? 0x10000 : length == 3 ? 0x800 : 0x80;
     const uint32_t lo = std::max(lx.cp << shift, smallest);
     const uint32_t hi = std::min((lx.cp << shift) | ((1u << shift) - 1), 0x10FFFFu);
-    return lo <= hi && g_.regexes[static_cast<size_t>(n.regex)].can_step_within(lx.nfa, lo, hi);
+    if (lo > hi)
+      return -1;
+    return g_.regexes[static_cast<size_t>(n.regex)].min_bytes_after_step_within(lx.nfa, lo, hi);
   }
 
   Fed feed_string(Lexer &lx, const Node &n, uint8_t b) const {
@@ -469,9 +477,11 @@ private:
     case NodeKind::string: {
       int32_t pending = lx.phase == 0 ? 1 : lx.phase == 2 ? 1 : lx.utf8_left;
       int32_t chars = std::max(0, n.min - lx.chars - (lx.phase == 2 || lx.utf8_left > 0 ? 1 : 0));
-      if (n.regex >= 0)
-        chars =
-            std::max(chars, g_.regexes[static_cast<size_t>(n.regex)].min_bytes_to_match(lx.nfa));
+      // A pattern string has no length limits (the compiler refuses both).
+      if (n.regex >= 0 && lx.utf8_left > 0)
+        chars = pattern_bytes_after_pending(lx, n);
+      else if (n.regex >= 0)
+        chars = g_.regexes[static_cast<size_t>(n.regex)].min_bytes_to_match(lx.nfa);
       else if (chars == 0 && lx.phase == 1 && lx.utf8_left == 0 && equals_excluded(lx, n))
         chars = 1;
       return pending + chars + 1;

@@ -530,16 +530,26 @@ NfaSet RegexNfa::step(const NfaSet &from, uint32_t cp) const {
 }
 
 bool RegexNfa::can_step_within(const NfaSet &set, uint32_t lo, uint32_t hi) const {
+  return min_bytes_after_step_within(set, lo, hi) >= 0;
+}
+
+int32_t RegexNfa::min_bytes_after_step_within(const NfaSet &set, uint32_t lo, uint32_t hi) const {
+  int32_t best = -1;
   for (size_t w = 0; w < set.size(); ++w)
     for (uint64_t bits = set[w]; bits != 0; bits &= bits - 1) {
       const NfaState &s = states_[w * 64 + static_cast<size_t>(__builtin_ctzll(bits))];
-      if (s.ranges.empty() || distance_[static_cast<size_t>(s.next)] < 0)
+      if (s.ranges.empty())
+        continue;
+      const int32_t d = distance_[static_cast<size_t>(s.next)];
+      if (d < 0 || (best >= 0 && d >= best))
         continue;
       for (const auto &r : s.ranges)
-        if (r.lo <= hi && lo <= r.hi)
-          return true;
+        if (r.lo <= hi && lo <= r.hi) {
+          best = d;
+          break;
+        }
     }
-  return false;
+  return best;
 }
 
 bool RegexNfa::accepts(const NfaSet &set) const {

@@ -39,6 +39,9 @@ public:
   // Whether some code point in [lo, hi] can be read from `set` (for a
   // character whose first UTF-8 bytes are known).
   bool can_step_within(const NfaSet &set, uint32_t lo, uint32_t hi) const;
+  // Fewest bytes to a match after reading some code point in [lo, hi] from
+  // `set` (not counting that code point's own bytes); -1: none.
+  int32_t min_bytes_after_step_within(const NfaSet &set, uint32_t lo, uint32_t hi) const;
   bool accepts(const NfaSet &set) const;
   // Fewest UTF-8 bytes that take some state of `set` to a match; -1: none.
   int32_t min_bytes_to_match(const NfaSet &set) const;
