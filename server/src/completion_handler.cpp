@@ -18,6 +18,8 @@
 namespace bonsai::server {
 namespace {
 
+using json = nlohmann::json;
+
 // Rejects a prompt that leaves no room to generate before it takes a slot.
 // A larger max_tokens than the context has left is not an error: the reply
 // ends at the context's end with finish_reason "length" (clients that
@@ -116,15 +118,19 @@ private:
       return false;
     }
     const Piece piece = next_piece(event);
+    take_logprobs(event);
     if (piece.calls.empty()) {
       if (!piece.parts.empty() || event.finish) {
-        exchange.write(
-            sse(chunk_body(header_, piece.parts, event.finish, first_chunk_, streamed_calls_ > 0)));
+        const std::optional<json> lp = pending_logprobs();
+        exchange.write(sse(chunk_body(header_, piece.parts, event.finish, first_chunk_,
+                                      streamed_calls_ > 0, lp ? &*lp : nullptr)));
         first_chunk_ = false;
       }
     } else {
       if (!piece.parts.empty()) {
-        exchange.write(sse(chunk_body(header_, piece.parts, std::nullopt, first_chunk_)));
+        const std::optional<json> lp = pending_logprobs();
+        exchange.write(sse(chunk_body(header_, piece.parts, std::nullopt, first_chunk_, false,
+                                      lp ? &*lp : nullptr)));
         first_chunk_ = false;
       }
       for (const ParsedToolCall &call : piece.calls) {
@@ -133,8 +139,11 @@ private:
           exchange.write(sse(body));
         first_chunk_ = false;
       }
-      if (event.finish)
-        exchange.write(sse(chunk_body(header_, {}, event.finish, false, true)));
+      if (event.finish) {
+        const std::optional<json> lp = pending_logprobs();
+        exchange.write(
+            sse(chunk_body(header_, {}, event.finish, false, true, lp ? &*lp : nullptr)));
+      }
     }
     if (!event.finish)
       return true;
@@ -147,6 +156,7 @@ private:
 
   bool collect(Exchange &exchange, JobEvent &event) {
     Piece piece = next_piece(event);
+    take_logprobs(event);
     reply_.reasoning += piece.parts.reasoning;
     reply_.content += piece.parts.content;
     for (ParsedToolCall &call : piece.calls)
@@ -158,10 +168,28 @@ private:
       exchange.respond(error_response(503, "server_error", "The request was cancelled"));
     else if (event.finish == Finish::error)
       exchange.respond(error_response(job_error(event)));
-    else
-      exchange.respond(
-          HttpResponse(200, completion_body(header_, reply_, calls_, *event.finish, event.usage)));
+    else {
+      const std::optional<json> lp = pending_logprobs();
+      exchange.respond(HttpResponse(200, completion_body(header_, reply_, calls_, *event.finish,
+                                                         event.usage, lp ? &*lp : nullptr)));
+    }
     return false;
+  }
+
+  // With logprobs: the event's tokens wait until a chunk (or the reply)
+  // carries them.
+  void take_logprobs(JobEvent &event) {
+    for (StepLogprobs &entry : event.logprobs)
+      logprobs_.push_back(std::move(entry));
+  }
+  // The waiting tokens' logprobs, now sent (nullopt without logprobs; an
+  // empty list when none waits).
+  std::optional<json> pending_logprobs() {
+    if (!job_->spec.generate.logprobs)
+      return std::nullopt;
+    json out = logprobs_json(job_->spec.endpoint, logprobs_, logprob_offset_);
+    logprobs_.clear();
+    return out;
   }
 
   struct Piece {
@@ -220,6 +248,8 @@ private:
   std::vector<ParsedToolCall> calls_;   // its calls
   size_t streamed_calls_ = 0;           // calls streamed so far (the next one's index)
   size_t kept_calls_ = 0;               // calls found so far (parallel_tool_calls false)
+  std::vector<StepLogprobs> logprobs_;  // tokens whose logprobs are not sent yet
+  size_t logprob_offset_ = 0;           // bytes of the reply before them (completions)
 };
 
 // Back on the I/O thread with the parsed job (or why there is none).

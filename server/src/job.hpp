@@ -38,6 +38,9 @@ struct JobEvent {
   std::optional<Finish> finish; // set on the last event
   std::string error;            // with Finish::error
   JobUsage usage;               // on the last event
+  // With logprobs: the tokens generated since the last event (the text may
+  // be held back while they are not).
+  std::vector<StepLogprobs> logprobs;
 };
 
 class Job {

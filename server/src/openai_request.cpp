@@ -59,13 +59,8 @@ void refuse_unsupported(const json &body) {
     throw bad_request("'n' must be 1: bonsai returns one choice per request", "n");
   if (integer_field(body, "best_of", 1, 1'000'000, 1) != 1)
     throw bad_request("'best_of' must be 1: bonsai returns one choice per request", "best_of");
-  const json *logprobs = field(body, "logprobs");
-  if (logprobs != nullptr && !(logprobs->is_boolean() && !logprobs->get<bool>()) &&
-      !(logprobs->is_number_integer() && logprobs->get<int64_t>() == 0))
-    throw bad_request("'logprobs' is not supported by bonsai serve", "logprobs");
-  for (const char *name : {"top_logprobs", "suffix"})
-    if (field(body, name) != nullptr)
-      throw bad_request(fmt::format("'{}' is not supported by bonsai serve", name), name);
+  if (field(body, "suffix") != nullptr)
+    throw bad_request("'suffix' is not supported by bonsai serve", "suffix");
   if (bool_field(body, "echo", false))
     throw bad_request("'echo' is not supported by bonsai serve", "echo");
   const json *logit_bias = field(body, "logit_bias");
@@ -229,6 +224,11 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
     spec.parse_tool_calls = tools.parse_calls;
     spec.parallel_tool_calls = tools.parallel;
     spec.reasoning_format = reasoning_format(body, context.reasoning_format);
+    // logprobs: true, and top_logprobs 0..20 alternatives (OpenAI's chat shape).
+    g.logprobs = bool_field(body, "logprobs", false);
+    g.top_logprobs = static_cast<int32_t>(integer_field(body, "top_logprobs", 0, 20, 0));
+    if (g.top_logprobs > 0 && !g.logprobs)
+      throw bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
     g.reasoning_budget = static_cast<int32_t>(
         integer_field(body, "reasoning_budget", -1, 1'000'000'000, context.reasoning_budget));
     // Without a limit a reply runs to a stop token or the end of the context.
@@ -238,6 +238,15 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
   } else {
     completion_prompt(body, context.n_vocab, g);
     g.parse_special = bool_field(body, "parse_special", true);
+    // logprobs: N (0..5), the chosen token's log probability and N
+    // alternatives (OpenAI's legacy shape); true counts as 0.
+    if (const json *logprobs = field(body, "logprobs");
+        logprobs != nullptr && logprobs->is_boolean()) {
+      g.logprobs = logprobs->get<bool>();
+    } else if (logprobs != nullptr) {
+      g.top_logprobs = static_cast<int32_t>(integer_field(body, "logprobs", 0, 5, 0));
+      g.logprobs = true;
+    }
     g.n_predict = static_cast<int32_t>(integer_field(body, "max_tokens", 1, kMaxTokens, 16));
   }
   // Constrained decoding; the schemas are read again with their keys in

@@ -86,13 +86,57 @@ std::string models_body(const ModelFacts &model) {
                                         {"size", model.size}}}}})}});
 }
 
+json logprobs_json(Endpoint endpoint, const std::vector<StepLogprobs> &entries, size_t &offset) {
+  // A token's bytes may be part of a UTF-8 character: `token` is its text
+  // with U+FFFD for such bytes (dump's replace), `bytes` the exact bytes.
+  const auto bytes = [](const std::string &text) {
+    json list = json::array();
+    for (const unsigned char c : text)
+      list.push_back(c);
+    return list;
+  };
+  if (endpoint == Endpoint::chat) {
+    json content = json::array();
+    for (const StepLogprobs &e : entries) {
+      json top = json::array();
+      for (const TokenLogprob &alt : e.top)
+        top.push_back(
+            {{"token", alt.bytes}, {"logprob", alt.logprob}, {"bytes", bytes(alt.bytes)}});
+      content.push_back({{"token", e.chosen.bytes},
+                         {"logprob", e.chosen.logprob},
+                         {"bytes", bytes(e.chosen.bytes)},
+                         {"top_logprobs", std::move(top)}});
+    }
+    return {{"content", std::move(content)}, {"refusal", nullptr}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), tops = json::array(),
+       offsets = json::array();
+  bool any_top = false;
+  for (const StepLogprobs &e : entries) {
+    tokens.push_back(e.chosen.bytes);
+    token_logprobs.push_back(e.chosen.logprob);
+    json top = json::object();
+    for (const TokenLogprob &alt : e.top)
+      top[alt.bytes] = alt.logprob;
+    any_top = any_top || !e.top.empty();
+    tops.push_back(std::move(top));
+    offsets.push_back(offset);
+    offset += e.chosen.bytes.size();
+  }
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(token_logprobs)},
+          {"top_logprobs", any_top ? std::move(tops) : json(nullptr)},
+          {"text_offset", std::move(offsets)}};
+}
+
 std::string completion_body(const ResponseHeader &header, const ReplyParts &reply,
                             const std::vector<ParsedToolCall> &calls, Finish finish,
-                            const JobUsage &usage) {
+                            const JobUsage &usage, const json *logprobs) {
   const bool chat = header.endpoint == Endpoint::chat;
   json body = base(header, chat ? "chat.completion" : "text_completion");
-  json choice = {
-      {"index", 0}, {"finish_reason", finish_json(finish, !calls.empty())}, {"logprobs", nullptr}};
+  json choice = {{"index", 0},
+                 {"finish_reason", finish_json(finish, !calls.empty())},
+                 {"logprobs", logprobs != nullptr ? *logprobs : json(nullptr)}};
   if (chat) {
     json message = {{"role", "assistant"}, {"content", reply.content}};
     if (!reply.reasoning.empty())
@@ -117,11 +161,13 @@ std::string completion_body(const ResponseHeader &header, const ReplyParts &repl
 }
 
 std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
-                       std::optional<Finish> finish, bool first, bool called_tools) {
+                       std::optional<Finish> finish, bool first, bool called_tools,
+                       const json *logprobs) {
   const bool chat = header.endpoint == Endpoint::chat;
   json body = base(header, chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {
-      {"index", 0}, {"finish_reason", finish_json(finish, called_tools)}, {"logprobs", nullptr}};
+  json choice = {{"index", 0},
+                 {"finish_reason", finish_json(finish, called_tools)},
+                 {"logprobs", logprobs != nullptr ? *logprobs : json(nullptr)}};
   if (chat) {
     json delta = json::object();
     if (first)

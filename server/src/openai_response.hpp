@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "api_error.hpp"
 #include "job.hpp"
 #include "reasoning_split.hpp"
@@ -44,14 +46,22 @@ std::string models_body(const ModelFacts &model);
 // A whole reply; `reply.reasoning` only for a chat (message.<reasoning_field>,
 // left out when empty). With `calls`, message.tool_calls lists them, content is
 // null when empty, and a reply that stopped has finish_reason "tool_calls".
+// `logprobs`: the choice's logprobs (logprobs_json), null when not given.
 std::string completion_body(const ResponseHeader &header, const ReplyParts &reply,
                             const std::vector<ParsedToolCall> &calls, Finish finish,
-                            const JobUsage &usage);
+                            const JobUsage &usage, const nlohmann::json *logprobs = nullptr);
 // One streamed chunk: the assistant role comes with the first chunk of a chat;
 // reasoning and content as delta fields when non-empty. `called_tools`: the
 // reply made calls, so a stop is finish_reason "tool_calls".
 std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
-                       std::optional<Finish> finish, bool first, bool called_tools = false);
+                       std::optional<Finish> finish, bool first, bool called_tools = false,
+                       const nlohmann::json *logprobs = nullptr);
+// A choice's logprobs for `entries`, in OpenAI's shape: chat {"content":
+// [{token, logprob, bytes, top_logprobs}], "refusal": null}; completions
+// {tokens, token_logprobs, top_logprobs, text_offset}. `offset` is the bytes
+// of the reply before these tokens, and is moved past them.
+nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<StepLogprobs> &entries,
+                             size_t &offset);
 // The chunks of one streamed call, number `index` of the reply: the first
 // carries its id, type and name with empty arguments, the next the arguments.
 std::vector<std::string> tool_call_chunk_bodies(const ResponseHeader &header,

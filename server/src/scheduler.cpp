@@ -1,6 +1,7 @@
 #include "scheduler.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -272,6 +273,8 @@ void Scheduler::take_row(Slot &slot, std::span<const float> logits) {
 
   GenerationStep step = job.generation.next(logits);
   slot.usage.completion_tokens = job.generation.generated();
+  if (step.logprobs)
+    slot.logprobs.push_back(std::move(*step.logprobs));
   if (step.stop) {
     finish(slot, finish_of(*step.stop), std::move(step.text));
     return;
@@ -283,7 +286,7 @@ void Scheduler::take_row(Slot &slot, std::span<const float> logits) {
   }
   slot.next_token = step.token;
   if (!step.text.empty())
-    job.push({std::move(step.text), std::nullopt, {}, {}});
+    job.push({std::move(step.text), std::nullopt, {}, {}, std::exchange(slot.logprobs, {})});
 }
 
 void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string error) {
@@ -291,7 +294,7 @@ void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string err
   metrics_.tokens(slot.usage.prompt_tokens, slot.usage.cached_tokens, slot.usage.completion_tokens);
   if (const GenerateStats c = job.generation.constraint_stats(); c.constrained_tokens > 0)
     metrics_.constrained(c.constrained_tokens, c.constraint_masks, c.constraint_ms / 1000.0);
-  job.push({std::move(text), how, std::move(error), slot.usage});
+  job.push({std::move(text), how, std::move(error), slot.usage, std::exchange(slot.logprobs, {})});
   slot.job.reset();
   slot.prompt_left.clear();
   slot.prompt_done = 0;
@@ -299,7 +302,7 @@ void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string err
 }
 
 void Scheduler::end_queued(const std::shared_ptr<Job> &job, Finish how) {
-  job->push({{}, how, {}, {}});
+  job->push({{}, how, {}, {}, {}});
 }
 
 void Scheduler::publish_gauges() {

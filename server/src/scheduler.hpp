@@ -52,6 +52,7 @@ private:
     Clock::time_point last_token_at;
     uint64_t tenant = 0; // whose tokens the KV cache holds
     JobUsage usage;
+    std::vector<StepLogprobs> logprobs; // not yet pushed with an event
   };
 
   void loop();

@@ -147,7 +147,7 @@ std::string props_body(const Engine &engine, const PropsFacts &facts) {
                  {"tools", true},     // tool_choice auto and none (docs/server.md, "Tools")
                  {"reasoning", true}, // reasoning_content (docs/server.md, "Reasoning")
                  {"json_schema", true},
-                 {"logprobs", false}}}});
+                 {"logprobs", true}}}});
 }
 
 } // namespace bonsai::server

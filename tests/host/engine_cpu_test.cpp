@@ -126,12 +126,21 @@ TEST_F(EngineCpu, GreedyWithLogprobsKeepsTheGoldenTokens) {
   auto session = engine_->create_session();
   bonsai::GenerateRequest request = greedy_request(golden_);
   request.logprobs = true;
+  request.top_logprobs = 3;
   const auto result = session.generate(request);
   EXPECT_EQ(result.tokens, golden_.greedy);
   ASSERT_EQ(result.logprobs.size(), golden_.greedy.size());
-  for (const float lp : result.logprobs) {
+  ASSERT_EQ(result.top_logprobs.size(), golden_.greedy.size());
+  for (size_t i = 0; i < result.logprobs.size(); ++i) {
+    const float lp = result.logprobs[i];
     EXPECT_LE(lp, 0.0f);
     EXPECT_GE(lp, -std::log(2048.0f) - 1e-4f); // the argmax is at least uniform
+    // Greedy: the chosen token is the best alternative, the others follow.
+    const auto &top = result.top_logprobs[i];
+    ASSERT_EQ(top.size(), 3u);
+    EXPECT_EQ(top[0].token, result.tokens[i]);
+    EXPECT_FLOAT_EQ(top[0].logprob, lp);
+    EXPECT_GE(top[1].logprob, top[2].logprob);
   }
   EXPECT_TRUE(session.generate(greedy_request(golden_)).logprobs.empty());
 }

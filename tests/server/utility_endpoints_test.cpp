@@ -103,6 +103,7 @@ TEST(UtilityEndpoints, props_and_models_state_the_context_and_what_requests_may_
   EXPECT_EQ(p["capabilities"]["tools"], true);     // auto and none; required needs constraints
   EXPECT_EQ(p["capabilities"]["reasoning"], true); // reasoning_content
   EXPECT_EQ(p["capabilities"]["json_schema"], true);
+  EXPECT_EQ(p["capabilities"]["logprobs"], true);
   const auto models = client.Get("/v1/models");
   ASSERT_TRUE(models);
   const json model = parse(models->body)["data"][0];

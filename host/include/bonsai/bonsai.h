@@ -158,8 +158,9 @@ BONSAI_API int32_t bonsai_tokenize(const bonsai_engine *engine, const char *text
 
 /* The log probabilities of the last bonsai_generate() on this session that
  * set params.logprobs: for each generated token (result.tokens), its natural
- * log probability under the model's distribution at that step (the softmax of
- * the raw logits, before temperature, penalties or truncation). Copies up to
+ * log probability under the distribution it was drawn from (the logits after
+ * the repeat penalty and a JSON format's mask, divided by the temperature, 1
+ * when greedy; before top-k, top-p and min-p). Copies up to
  * `capacity` values into `out` and returns how many there are (0 when the last
  * call did not ask for them), or -1 for a NULL session. */
 BONSAI_API int32_t bonsai_session_logprobs(const bonsai_session *session, float *out,

@@ -380,9 +380,28 @@ struct GenerateRequest {
   // What the reply must look like. In a chat whose thinking is on, the model
   // may write its <think> block first; the format applies after it.
   ReplyFormat format;
-  // Fill GenerateResult::logprobs. The logits of every step are then copied
-  // to the host (greedy decoding otherwise takes only the backend's argmax).
+  // Fill GenerateResult::logprobs (and Generation's steps). The logits of
+  // every step are then copied to the host (greedy decoding otherwise takes
+  // only the backend's argmax). See TokenLogprob for the distribution.
   bool logprobs = false;
+  // With logprobs: also the most likely tokens of each step, best first
+  // (0..20).
+  int32_t top_logprobs = 0;
+};
+
+// A token and its natural log probability under the distribution the step
+// drew from: the logits after the penalties and the reply format's mask,
+// divided by the temperature (1 for greedy), before top-k, top-p and min-p.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0;
+  std::string bytes; // what the token decodes to (may be part of a UTF-8 character)
+};
+
+// One generated token's log probability and the step's best alternatives.
+struct StepLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top; // GenerateRequest::top_logprobs of them, best first
 };
 
 enum class StopReason {
@@ -422,9 +441,10 @@ struct GenerateResult {
   StopReason stop_reason = StopReason::length;
   GenerateStats stats;
   // With GenerateRequest::logprobs: for each of `tokens`, its natural log
-  // probability under the model's distribution at that step (the softmax of
-  // the raw logits, before temperature, penalties or truncation).
+  // probability (TokenLogprob says under which distribution), and with
+  // top_logprobs the step's best alternatives.
   std::vector<float> logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
 };
 
 // Receives generated text as complete UTF-8 pieces, in order; return false

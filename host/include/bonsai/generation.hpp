@@ -34,6 +34,8 @@ struct GenerationStep {
   // part of the output), stop_string, or length (n_predict tokens). Then the
   // token need not be fed to the model.
   std::optional<StopReason> stop;
+  // With GenerateRequest::logprobs, for a token that is part of the output.
+  std::optional<StepLogprobs> logprobs;
 };
 
 class BONSAI_HOST_API Generation {
@@ -41,7 +43,7 @@ public:
   // Tokenizes the request's prompt and checks it as Session::generate does
   // (InvalidArgument for an empty prompt, ids out of range, bad sampling,
   // n_predict < -1, an empty stop string; FormatError for a format that
-  // cannot be followed). continue_session and logprobs are not used; n_predict -1 means no limit
+  // cannot be followed). continue_session is not used; n_predict -1 means no limit
   // (the caller watches the context).
   Generation(const Engine &engine, const GenerateRequest &request);
   Generation(Generation &&) noexcept;

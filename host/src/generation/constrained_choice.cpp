@@ -72,6 +72,7 @@ int32_t ConstrainedChoice::choose(std::span<const float> logits, Sampler *sample
   const int32_t first = sampler ? sampler->sample(logits) : argmax(logits);
   const auto start = Clock::now();
   ++tokens_;
+  masked_last_ = false;
   if (constraint_->allows(first, budget)) {
     ms_ += ms_since(start);
     return first;
@@ -91,6 +92,7 @@ int32_t ConstrainedChoice::choose(std::span<const float> logits, Sampler *sample
   for (size_t i = 0; i < masked_.size(); ++i)
     if (i >= mask->size() || (*mask)[i] == 0)
       masked_[i] = -std::numeric_limits<float>::infinity();
+  masked_last_ = true;
   ms_ += ms_since(start);
   return sampler ? sampler->sample(masked_) : argmax(masked_);
 }

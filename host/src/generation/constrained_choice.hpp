@@ -28,10 +28,16 @@ public:
   // budget can put </think> in its place).
   void accept(int32_t token);
   void add_to(GenerateStats &stats) const;
+  // The logits the last choose() drew from: `logits` itself, or its masked
+  // copy when the first draw was refused.
+  std::span<const float> drawn_from(std::span<const float> logits) const {
+    return masked_last_ ? std::span<const float>(masked_) : logits;
+  }
 
 private:
   std::optional<TokenConstraint> constraint_;
   std::vector<float> masked_;
+  bool masked_last_ = false;
   int32_t tokens_ = 0, masks_ = 0;
   double ms_ = 0;
 };

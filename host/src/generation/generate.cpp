@@ -11,6 +11,7 @@
 #include "bonsai/core/tokenizer.hpp"
 #include "generation/constrained_choice.hpp"
 #include "generation/generate_support.hpp"
+#include "generation/step_logprobs.hpp"
 #include "model/session_impl.hpp"
 
 namespace bonsai {
@@ -20,22 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
-}
-
-// log(softmax(logits)[index]), with the max subtracted so that exp cannot
-// overflow. Non-finite logits count as probability 0, as the sampler treats
-// them.
-float log_softmax_at(const std::vector<float> &logits, int32_t index) {
-  float top = -std::numeric_limits<float>::infinity();
-  for (const float v : logits)
-    if (std::isfinite(v))
-      top = std::max(top, v);
-  double sum = 0.0;
-  for (const float v : logits)
-    if (std::isfinite(v))
-      sum += std::exp(static_cast<double>(v) - top);
-  return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(index)]) - top -
-                            std::log(sum));
 }
 
 double per_second(int32_t count, double ms) {
@@ -175,8 +160,18 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       break;
     }
     result.tokens.push_back(next);
-    if (request.logprobs)
-      result.logprobs.push_back(log_softmax_at(s.scratch_logits, next));
+    if (request.logprobs) {
+      const std::span<const float> drawn = constrained.active()
+                                               ? constrained.drawn_from(s.scratch_logits)
+                                               : std::span<const float>(s.scratch_logits);
+      StepLogprobs lp =
+          host::step_logprobs({host::drawn_scores(drawn, &*sampler), request.sampling.temperature,
+                               next, request.top_logprobs},
+                              engine.tokenizer);
+      result.logprobs.push_back(lp.chosen.logprob);
+      if (request.top_logprobs > 0)
+        result.top_logprobs.push_back(std::move(lp.top));
+    }
     bool string_stopped = false;
     release(stream.push(next, string_stopped));
     s.pending = next;

@@ -60,6 +60,9 @@ void check_generation_limits(const GenerateRequest &request) {
   for (const auto &stop : request.stop_strings)
     if (stop.empty())
       throw InvalidArgument("generate: a stop string is empty");
+  if (request.top_logprobs < 0 || request.top_logprobs > 20)
+    throw InvalidArgument(
+        fmt::format("generate: top_logprobs must be 0..20, got {}", request.top_logprobs));
 }
 
 ThinkTags::ThinkTags(const Tokenizer &tokenizer) {

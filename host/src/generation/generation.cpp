@@ -6,6 +6,7 @@
 
 #include "generation/constrained_choice.hpp"
 #include "generation/generate_support.hpp"
+#include "generation/step_logprobs.hpp"
 
 namespace bonsai {
 
@@ -13,6 +14,9 @@ struct Generation::Impl {
   std::shared_ptr<const Engine::Impl> engine;
   std::vector<int32_t> prompt;
   int32_t n_predict = 0;
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  float temperature = 0.0f;
   std::vector<int32_t> stop_tokens;
   std::optional<Sampler> sampler; // empty: greedy argmax without penalties
   host::TextStream stream;
@@ -26,7 +30,8 @@ struct Generation::Impl {
 
   Impl(std::shared_ptr<const Engine::Impl> engine_impl, const GenerateRequest &request)
       : engine(std::move(engine_impl)), prompt(host::request_prompt(*engine, request)),
-        n_predict(request.n_predict),
+        n_predict(request.n_predict), logprobs(request.logprobs),
+        top_logprobs(request.top_logprobs), temperature(request.sampling.temperature),
         stop_tokens(request.stop_tokens ? *request.stop_tokens : engine->tokenizer.stop_ids()),
         stream(engine->tokenizer, request.stop_strings), think_tags(engine->tokenizer),
         prompt_opens_reasoning(think_tags.ends_open(prompt)),
@@ -79,8 +84,17 @@ GenerationStep Generation::next(std::span<const float> logits) {
   g.think_budget.accept(step.token);
   if (g.constrained.active())
     g.constrained.accept(step.token);
+  const bool ends =
+      std::find(g.stop_tokens.begin(), g.stop_tokens.end(), step.token) != g.stop_tokens.end();
+  if (g.logprobs && !ends) {
+    const std::span<const float> drawn =
+        g.constrained.active() ? g.constrained.drawn_from(logits) : logits;
+    step.logprobs = host::step_logprobs(
+        {host::drawn_scores(drawn, sampler), g.temperature, step.token, g.top_logprobs},
+        g.engine->tokenizer);
+  }
   bool string_stopped = false;
-  if (std::find(g.stop_tokens.begin(), g.stop_tokens.end(), step.token) != g.stop_tokens.end()) {
+  if (ends) {
     step.stop = StopReason::stop_token;
   } else {
     ++g.generated;

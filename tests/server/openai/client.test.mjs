@@ -96,6 +96,31 @@ test('text completion, streamed', async () => {
   assert.equal(text, complText);
 });
 
+test('chat logprobs: one entry per token, alternatives best first', async () => {
+  const r = await client.chat.completions.create({ ...chatReq, logprobs: true, top_logprobs: 3 });
+  const c = r.choices[0];
+  const entries = c.logprobs.content;
+  assert.equal(entries.length, r.usage.completion_tokens);
+  const bytes = [];
+  for (const e of entries) {
+    assert.ok(e.logprob <= 0);
+    assert.equal(e.top_logprobs.length, 3);
+    assert.ok(e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob);
+    assert.equal(e.token, e.top_logprobs[0].token); // temperature 0: the best one
+    bytes.push(...e.bytes);
+  }
+  assert.equal(Buffer.from(bytes).toString('utf8'), c.message.content);
+});
+
+test('completion logprobs in the legacy shape', async () => {
+  const r = await client.completions.create({ ...complReq, logprobs: 2 });
+  const lp = r.choices[0].logprobs;
+  assert.equal(lp.tokens.length, r.usage.completion_tokens);
+  assert.equal(lp.token_logprobs.length, lp.tokens.length);
+  assert.equal(Object.keys(lp.top_logprobs[0]).length, 2);
+  assert.equal(lp.text_offset[0], 0);
+});
+
 test('any model name asks for the one model served', async () => {
   const r = await client.chat.completions.create({ ...chatReq, model: 'gpt-4o-mini' });
   assert.equal(r.model, model);

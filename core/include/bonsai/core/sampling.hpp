@@ -63,6 +63,10 @@ public:
   // -inf/NaN (unless greedy), or an accepted token lies outside them.
   int32_t sample(std::span<const float> logits);
 
+  // The logits after the penalty stage, as sample() would see them (the
+  // logits themselves when no penalty applies). Valid until the next call.
+  std::span<const float> penalized(std::span<const float> logits) { return with_penalties(logits); }
+
   // Records a token for the penalties (kept: the last repeat_last_n). Throws
   // bonsai::Error for a negative id.
   void accept(int32_t token);
