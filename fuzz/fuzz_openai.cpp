@@ -82,6 +82,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     else
       require(!g.prompt.empty() || !g.prompt_tokens.empty(), "a completion has a prompt");
     require(spec.stream || !spec.include_usage, "include_usage only when streaming");
+    require(spec.n >= 1 && spec.n <= 16, "n in [1, 16]");
+    require(g.top_logprobs >= 0 && g.top_logprobs <= 20, "top_logprobs in [0, 20]");
+    require(g.logprobs || g.top_logprobs == 0, "top_logprobs only with logprobs");
+    require((g.format.kind == bonsai::ReplyFormat::Kind::text) == spec.format_param.empty(),
+            "a reply format names the field its errors belong to");
   } catch (const ApiError &error) {
     require(error.status == 400, "a refused request is 400");
     require(nlohmann::json::accept(error_body(error)), "the error body is JSON");

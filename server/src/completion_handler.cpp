@@ -8,12 +8,11 @@
 #include <fmt/format.h>
 
 #include "bonsai/generation.hpp"
+#include "choice_assembly.hpp"
 #include "error_response.hpp"
 #include "openai_response.hpp"
-#include "reasoning_split.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
-#include "tool_calls.hpp"
 
 namespace bonsai::server {
 namespace {
@@ -34,25 +33,33 @@ void check_context(const CompletionSpec &spec, const Generation &generation, int
                       "context_length_exceeded");
 }
 
-// Parses the request and tokenizes its prompt (worker thread).
-std::shared_ptr<Job> make_job(const Server::Impl &impl, Endpoint endpoint, const std::string &body,
-                              uint64_t tenant) {
+// Parses the request and tokenizes its prompt (worker thread): one job per
+// choice (`n`), the k-th with seed + k when a seed is given.
+std::vector<std::shared_ptr<Job>> make_jobs(const Server::Impl &impl, Endpoint endpoint,
+                                            const std::string &body, uint64_t tenant) {
   CompletionSpec spec = parse_completion_request(endpoint, body, impl.request_context);
-  std::optional<Generation> generation;
-  try {
-    generation.emplace(*impl.engine, spec.generate);
-  } catch (const FormatError &error) {
-    throw bad_request(error.what(), spec.format_param);
-  } catch (const InvalidArgument &error) {
-    throw bad_request(error.what(), endpoint == Endpoint::chat ? "messages" : "prompt");
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int32_t k = 0; k < spec.n; ++k) {
+    CompletionSpec choice = spec;
+    if (choice.generate.sampling.seed)
+      *choice.generate.sampling.seed += static_cast<uint64_t>(k);
+    std::optional<Generation> generation;
+    try {
+      generation.emplace(*impl.engine, choice.generate);
+    } catch (const FormatError &error) {
+      throw bad_request(error.what(), choice.format_param);
+    } catch (const InvalidArgument &error) {
+      throw bad_request(error.what(), endpoint == Endpoint::chat ? "messages" : "prompt");
+    }
+    check_context(choice, *generation, impl.scheduler->n_ctx());
+    // A constrained reply is finished within the context's room.
+    generation->set_token_room(impl.scheduler->n_ctx() -
+                               static_cast<int32_t>(generation->prompt().size()));
+    if (endpoint == Endpoint::chat && choice.reasoning_format != ReasoningFormat::none)
+      choice.reasoning_open = generation->prompt_opens_reasoning();
+    jobs.push_back(std::make_shared<Job>(std::move(choice), std::move(*generation), tenant));
   }
-  check_context(spec, *generation, impl.scheduler->n_ctx());
-  // A constrained reply is finished within the context's room.
-  generation->set_token_room(impl.scheduler->n_ctx() -
-                             static_cast<int32_t>(generation->prompt().size()));
-  if (endpoint == Endpoint::chat && spec.reasoning_format != ReasoningFormat::none)
-    spec.reasoning_open = generation->prompt_opens_reasoning();
-  return std::make_shared<Job>(std::move(spec), std::move(*generation), tenant);
+  return jobs;
 }
 
 std::string sse(const std::string &data) {
@@ -63,205 +70,137 @@ ApiError job_error(const JobEvent &event) {
   return ApiError(500, "server_error", "The backend failed: " + event.error);
 }
 
-// One queued job and the exchange it answers (I/O thread). The exchange
-// holds it; the job's waker reaches it through a weak pointer, so a client
-// that leaves drops it, and dropping it cancels the job.
+// The queued jobs of one request (one per choice) and the exchange they
+// answer (I/O thread). The exchange holds it; the jobs' wakers reach it
+// through a weak pointer, so a client that leaves drops it, and dropping it
+// cancels the jobs.
 class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
 public:
-  CompletionRun(const std::shared_ptr<Exchange> &exchange, std::shared_ptr<Job> job)
-      : exchange_(exchange), job_(std::move(job)), header_(new_response_header(job_->spec)) {
-    if (job_->spec.endpoint == Endpoint::chat &&
-        job_->spec.reasoning_format != ReasoningFormat::none)
-      split_.emplace(job_->spec.reasoning_open);
-    if (job_->spec.parse_tool_calls)
-      tools_.emplace();
+  CompletionRun(const std::shared_ptr<Exchange> &exchange, std::vector<std::shared_ptr<Job>> jobs)
+      : exchange_(exchange), jobs_(std::move(jobs)), header_(new_response_header(jobs_[0]->spec)),
+        finishes_(jobs_.size()) {
+    for (size_t k = 0; k < jobs_.size(); ++k)
+      choices_.push_back(
+          std::make_unique<ChoiceAssembly>(jobs_[k]->spec, header_, static_cast<int32_t>(k)));
   }
-  ~CompletionRun() {
-    if (!job_->finished())
-      job_->cancelled.store(true);
-  }
+  ~CompletionRun() { cancel_all(); }
 
   void start(Exchange &exchange) {
     exchange.hold(shared_from_this());
-    exchange.on_client_gone([job = job_] { job->cancelled.store(true); });
-    if (job_->spec.stream)
+    exchange.on_client_gone([jobs = jobs_] {
+      for (const auto &job : jobs)
+        job->cancelled.store(true);
+    });
+    if (stream())
       exchange.begin_stream(
           HttpResponse(200, "", "text/event-stream").header("Cache-Control", "no-cache"));
-    job_->set_waker([self = weak_from_this(), io = exchange.executor()] {
-      boost::asio::post(io, [self] {
-        if (auto run = self.lock())
-          run->pump();
+    for (const auto &job : jobs_)
+      job->set_waker([self = weak_from_this(), io = exchange.executor()] {
+        boost::asio::post(io, [self] {
+          if (auto run = self.lock())
+            run->pump();
+        });
       });
-    });
   }
 
 private:
+  bool stream() const { return jobs_[0]->spec.stream; }
+
+  void cancel_all() {
+    for (const auto &job : jobs_)
+      if (!job->finished())
+        job->cancelled.store(true);
+  }
+
   void pump() {
     const std::shared_ptr<Exchange> exchange = exchange_.lock();
     if (!exchange || exchange->over())
       return;
-    while (std::optional<JobEvent> event = job_->try_pop()) {
-      if (job_->spec.stream ? !stream(*exchange, *event) : !collect(*exchange, *event))
-        return;
+    for (size_t k = 0; k < jobs_.size(); ++k)
+      while (std::optional<JobEvent> event = jobs_[k]->try_pop())
+        if (!(stream() ? stream_event(*exchange, k, *event) : collect(*exchange, k, *event)))
+          return;
+  }
+
+  // Counts a choice's last event; true once every choice has finished.
+  bool last_of_all(size_t k, const JobEvent &event) {
+    finishes_[k] = *event.finish;
+    if (k == 0) {
+      usage_.prompt_tokens = event.usage.prompt_tokens;
+      usage_.cached_tokens = event.usage.cached_tokens;
     }
+    usage_.completion_tokens += event.usage.completion_tokens;
+    return ++finished_ == jobs_.size();
   }
 
   // False once the answer is complete.
-  bool stream(Exchange &exchange, JobEvent &event) {
+  bool stream_event(Exchange &exchange, size_t k, JobEvent &event) {
     if (event.finish == Finish::cancelled) {
+      cancel_all();
       exchange.end_stream(); // the server is shutting down: no [DONE]
       return false;
     }
     if (event.finish == Finish::error) {
+      cancel_all();
       exchange.write(sse(error_body(job_error(event))) + sse("[DONE]"));
       exchange.end_stream();
       return false;
     }
-    const Piece piece = next_piece(event);
-    take_logprobs(event);
-    if (piece.calls.empty()) {
-      if (!piece.parts.empty() || event.finish) {
-        const std::optional<json> lp = pending_logprobs();
-        exchange.write(sse(chunk_body(header_, piece.parts, event.finish, first_chunk_,
-                                      streamed_calls_ > 0, lp ? &*lp : nullptr)));
-        first_chunk_ = false;
-      }
-    } else {
-      if (!piece.parts.empty()) {
-        const std::optional<json> lp = pending_logprobs();
-        exchange.write(sse(chunk_body(header_, piece.parts, std::nullopt, first_chunk_, false,
-                                      lp ? &*lp : nullptr)));
-        first_chunk_ = false;
-      }
-      for (const ParsedToolCall &call : piece.calls) {
-        for (const std::string &body :
-             tool_call_chunk_bodies(header_, call, streamed_calls_++, first_chunk_))
-          exchange.write(sse(body));
-        first_chunk_ = false;
-      }
-      if (event.finish) {
-        const std::optional<json> lp = pending_logprobs();
-        exchange.write(
-            sse(chunk_body(header_, {}, event.finish, false, true, lp ? &*lp : nullptr)));
-      }
-    }
-    if (!event.finish)
+    for (const std::string &body : choices_[k]->stream(event))
+      exchange.write(sse(body));
+    if (!event.finish || !last_of_all(k, event))
       return true;
-    if (job_->spec.include_usage)
-      exchange.write(sse(usage_chunk_body(header_, event.usage)));
+    if (jobs_[0]->spec.include_usage)
+      exchange.write(sse(usage_chunk_body(header_, usage_)));
     exchange.write(sse("[DONE]"));
     exchange.end_stream();
     return false;
   }
 
-  bool collect(Exchange &exchange, JobEvent &event) {
-    Piece piece = next_piece(event);
-    take_logprobs(event);
-    reply_.reasoning += piece.parts.reasoning;
-    reply_.content += piece.parts.content;
-    for (ParsedToolCall &call : piece.calls)
-      calls_.push_back(std::move(call));
-    if (!event.finish)
-      return true;
-    trim_reasoning(reply_.reasoning);
-    if (event.finish == Finish::cancelled)
-      exchange.respond(error_response(503, "server_error", "The request was cancelled"));
-    else if (event.finish == Finish::error)
-      exchange.respond(error_response(job_error(event)));
-    else {
-      const std::optional<json> lp = pending_logprobs();
-      exchange.respond(HttpResponse(200, completion_body(header_, reply_, calls_, *event.finish,
-                                                         event.usage, lp ? &*lp : nullptr)));
+  bool collect(Exchange &exchange, size_t k, JobEvent &event) {
+    if (event.finish == Finish::cancelled || event.finish == Finish::error) {
+      cancel_all();
+      exchange.respond(event.finish == Finish::cancelled
+                           ? error_response(503, "server_error", "The request was cancelled")
+                           : error_response(job_error(event)));
+      return false;
     }
+    choices_[k]->collect(event);
+    if (!event.finish || !last_of_all(k, event))
+      return true;
+    std::vector<json> choices;
+    for (size_t c = 0; c < choices_.size(); ++c)
+      choices.push_back(choices_[c]->choice(finishes_[c]));
+    exchange.respond(HttpResponse(200, completion_body(header_, choices, usage_)));
     return false;
   }
 
-  // With logprobs: the event's tokens wait until a chunk (or the reply)
-  // carries them.
-  void take_logprobs(JobEvent &event) {
-    for (StepLogprobs &entry : event.logprobs)
-      logprobs_.push_back(std::move(entry));
-  }
-  // The waiting tokens' logprobs, now sent (nullopt without logprobs; an
-  // empty list when none waits).
-  std::optional<json> pending_logprobs() {
-    if (!job_->spec.generate.logprobs)
-      return std::nullopt;
-    json out = logprobs_json(job_->spec.endpoint, logprobs_, logprob_offset_);
-    logprobs_.clear();
-    return out;
-  }
-
-  struct Piece {
-    ReplyParts parts;
-    std::vector<ParsedToolCall> calls;
-  };
-
-  // The event's text as reasoning, content and tool calls.
-  Piece next_piece(const JobEvent &event) {
-    Piece piece{split(event), {}};
-    if (!tools_)
-      return piece;
-    ContentPiece found = tools_->feed(piece.parts.content);
-    if (event.finish) {
-      ContentPiece rest = tools_->finish();
-      found.content += rest.content;
-      for (ParsedToolCall &call : rest.calls)
-        found.calls.push_back(std::move(call));
-    }
-    piece.parts.content = std::move(found.content);
-    for (ParsedToolCall &call : found.calls)
-      if (job_->spec.parallel_tool_calls || kept_calls_++ == 0) // false: the first call only
-        piece.calls.push_back(std::move(call));
-    return piece;
-  }
-
-  // The event's text as reasoning and content (all content without a split).
-  ReplyParts split(const JobEvent &event) {
-    if (!split_)
-      return {{}, event.text};
-    ReplyParts parts = split_->feed(event.text);
-    if (event.finish) {
-      const ReplyParts rest = split_->finish();
-      parts.reasoning += rest.reasoning;
-      parts.content += rest.content;
-    }
-    return parts;
-  }
-
-  // A whole reply's reasoning without the blank lines around it.
-  static void trim_reasoning(std::string &text) {
-    const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
-    while (!text.empty() && space(text.back()))
-      text.pop_back();
-    const auto first = std::find_if_not(text.begin(), text.end(), space);
-    text.erase(text.begin(), first);
-  }
-
   std::weak_ptr<Exchange> exchange_;
-  const std::shared_ptr<Job> job_;
+  const std::vector<std::shared_ptr<Job>> jobs_;
   const ResponseHeader header_;
-  bool first_chunk_ = true;
-  std::optional<ReasoningSplit> split_; // chat, unless reasoning stays inline
-  std::optional<ToolCallSplit> tools_;  // chat with tools
-  ReplyParts reply_;                    // a whole reply, collected
-  std::vector<ParsedToolCall> calls_;   // its calls
-  size_t streamed_calls_ = 0;           // calls streamed so far (the next one's index)
-  size_t kept_calls_ = 0;               // calls found so far (parallel_tool_calls false)
-  std::vector<StepLogprobs> logprobs_;  // tokens whose logprobs are not sent yet
-  size_t logprob_offset_ = 0;           // bytes of the reply before them (completions)
+  std::vector<std::unique_ptr<ChoiceAssembly>> choices_; // one per job, in index order
+  std::vector<Finish> finishes_;
+  size_t finished_ = 0; // choices whose last event is in
+  JobUsage usage_;      // the prompt once, the completions summed
 };
 
-// Back on the I/O thread with the parsed job (or why there is none).
-void queue_job(Server::Impl &impl, Exchange &exchange, std::shared_ptr<Job> job) {
+// Back on the I/O thread with the parsed jobs: all are queued, or none.
+void queue_jobs(Server::Impl &impl, Exchange &exchange, std::vector<std::shared_ptr<Job>> jobs) {
   if (exchange.over())
     return; // the client left while its request was parsed
   Scheduler *scheduler = impl.ready_scheduler();
-  const Scheduler::Submitted submitted =
-      scheduler != nullptr ? scheduler->submit(job) : Scheduler::Submitted::stopping;
+  Scheduler::Submitted submitted = Scheduler::Submitted::stopping;
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    submitted = scheduler != nullptr ? scheduler->submit(jobs[k]) : Scheduler::Submitted::stopping;
+    if (submitted != Scheduler::Submitted::queued) {
+      for (size_t queued = 0; queued < k; ++queued)
+        jobs[queued]->cancelled.store(true);
+      break;
+    }
+  }
   switch (submitted) {
   case Scheduler::Submitted::queued:
-    std::make_shared<CompletionRun>(exchange.shared_from_this(), std::move(job))->start(exchange);
+    std::make_shared<CompletionRun>(exchange.shared_from_this(), std::move(jobs))->start(exchange);
     return;
   case Scheduler::Submitted::queue_full:
     return exchange.respond(
@@ -311,8 +250,10 @@ void start_completion(Server::Impl &impl, const std::shared_ptr<Exchange> &excha
                                                 : "The server is not serving"));
   run_on_worker(impl, exchange, [&impl, exchange, endpoint, tenant] {
     // The scheduler was seen ready; once set it lives as long as the server.
-    std::shared_ptr<Job> job = make_job(impl, endpoint, exchange->request().message.body(), tenant);
-    return std::function<void()>([&impl, exchange, job] { queue_job(impl, *exchange, job); });
+    std::vector<std::shared_ptr<Job>> jobs =
+        make_jobs(impl, endpoint, exchange->request().message.body(), tenant);
+    return std::function<void()>(
+        [&impl, exchange, jobs]() mutable { queue_jobs(impl, *exchange, std::move(jobs)); });
   });
 }
 

@@ -52,11 +52,11 @@ const std::set<std::string> kChatFields = {"messages",
 const std::set<std::string> kCompletionFields = {"prompt",  "echo",          "suffix",
                                                  "best_of", "parse_special", "response_format"};
 
+constexpr int64_t kMaxChoices = 16;
+
 // Fields bonsai knows but cannot honour: refused unless they ask for the
 // default behaviour.
 void refuse_unsupported(const json &body) {
-  if (integer_field(body, "n", 1, 1'000'000, 1) != 1)
-    throw bad_request("'n' must be 1: bonsai returns one choice per request", "n");
   if (integer_field(body, "best_of", 1, 1'000'000, 1) != 1)
     throw bad_request("'best_of' must be 1: bonsai returns one choice per request", "best_of");
   if (field(body, "suffix") != nullptr)
@@ -204,6 +204,8 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
   g.sampling = sampling(body);
   g.stop_strings = stop_strings(body, context);
   spec.stream = bool_field(body, "stream", false);
+  // n choices run as n sequences (each its own seed when one is given).
+  spec.n = static_cast<int32_t>(integer_field(body, "n", 1, kMaxChoices, 1));
   if (const json *options = field(body, "stream_options"); options != nullptr) {
     if (!options->is_object())
       throw bad_request("'stream_options' must be an object", "stream_options");

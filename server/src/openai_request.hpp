@@ -21,6 +21,7 @@ struct CompletionSpec {
   // sampling, stop strings, enable_thinking.
   GenerateRequest generate;
   bool stream = false;
+  int32_t n = 1;              // choices (1..16), each its own job
   bool include_usage = false; // stream_options.include_usage
   std::string model;          // the model id to echo back
   // Chat: where the think block goes, and whether the prompt already opened

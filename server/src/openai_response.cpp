@@ -129,12 +129,10 @@ json logprobs_json(Endpoint endpoint, const std::vector<StepLogprobs> &entries, 
           {"text_offset", std::move(offsets)}};
 }
 
-std::string completion_body(const ResponseHeader &header, const ReplyParts &reply,
-                            const std::vector<ParsedToolCall> &calls, Finish finish,
-                            const JobUsage &usage, const json *logprobs) {
+json choice_json(const ResponseHeader &header, int32_t index, const ReplyParts &reply,
+                 const std::vector<ParsedToolCall> &calls, Finish finish, const json *logprobs) {
   const bool chat = header.endpoint == Endpoint::chat;
-  json body = base(header, chat ? "chat.completion" : "text_completion");
-  json choice = {{"index", 0},
+  json choice = {{"index", index},
                  {"finish_reason", finish_json(finish, !calls.empty())},
                  {"logprobs", logprobs != nullptr ? *logprobs : json(nullptr)}};
   if (chat) {
@@ -155,26 +153,32 @@ std::string completion_body(const ResponseHeader &header, const ReplyParts &repl
   } else {
     choice["text"] = reply.content;
   }
-  body["choices"] = json::array({choice});
+  return choice;
+}
+
+std::string completion_body(const ResponseHeader &header, const std::vector<json> &choices,
+                            const JobUsage &usage) {
+  json body =
+      base(header, header.endpoint == Endpoint::chat ? "chat.completion" : "text_completion");
+  body["choices"] = choices;
   body["usage"] = usage_json(usage);
   return dump(body);
 }
 
 std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
-                       std::optional<Finish> finish, bool first, bool called_tools,
-                       const json *logprobs) {
+                       const ChunkSpec &chunk) {
   const bool chat = header.endpoint == Endpoint::chat;
   json body = base(header, chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {{"index", 0},
-                 {"finish_reason", finish_json(finish, called_tools)},
-                 {"logprobs", logprobs != nullptr ? *logprobs : json(nullptr)}};
+  json choice = {{"index", chunk.index},
+                 {"finish_reason", finish_json(chunk.finish, chunk.called_tools)},
+                 {"logprobs", chunk.logprobs != nullptr ? *chunk.logprobs : json(nullptr)}};
   if (chat) {
     json delta = json::object();
-    if (first)
+    if (chunk.first)
       delta["role"] = "assistant";
     if (!piece.reasoning.empty())
       delta[header.reasoning_field] = piece.reasoning;
-    if (!piece.content.empty() || (first && !finish && piece.reasoning.empty()))
+    if (!piece.content.empty() || (chunk.first && !chunk.finish && piece.reasoning.empty()))
       delta["content"] = piece.content;
     choice["delta"] = delta;
   } else {
@@ -185,27 +189,27 @@ std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
 }
 
 std::vector<std::string> tool_call_chunk_bodies(const ResponseHeader &header,
-                                                const ParsedToolCall &call, size_t index,
-                                                bool first) {
+                                                const ParsedToolCall &call, size_t call_index,
+                                                const ChunkSpec &spec) {
   std::vector<std::string> chunks;
   const auto chunk = [&](json delta) {
     json body = base(header, "chat.completion.chunk");
-    body["choices"] = json::array({{{"index", 0},
+    body["choices"] = json::array({{{"index", spec.index},
                                     {"delta", std::move(delta)},
                                     {"finish_reason", nullptr},
                                     {"logprobs", nullptr}}});
     chunks.push_back(dump(body));
   };
   json opening = {
-      {"tool_calls", json::array({{{"index", index},
+      {"tool_calls", json::array({{{"index", call_index},
                                    {"id", call.id},
                                    {"type", "function"},
                                    {"function", {{"name", call.name}, {"arguments", ""}}}}})}};
-  if (first)
+  if (spec.first)
     opening["role"] = "assistant";
   chunk(std::move(opening));
   chunk({{"tool_calls",
-          json::array({{{"index", index}, {"function", {{"arguments", call.arguments}}}}})}});
+          json::array({{{"index", call_index}, {"function", {{"arguments", call.arguments}}}}})}});
   return chunks;
 }
 

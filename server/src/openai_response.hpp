@@ -43,19 +43,37 @@ struct ModelFacts {
   uint64_t size = 0; // bytes of the weights
 };
 std::string models_body(const ModelFacts &model);
-// A whole reply; `reply.reasoning` only for a chat (message.<reasoning_field>,
-// left out when empty). With `calls`, message.tool_calls lists them, content is
-// null when empty, and a reply that stopped has finish_reason "tool_calls".
-// `logprobs`: the choice's logprobs (logprobs_json), null when not given.
-std::string completion_body(const ResponseHeader &header, const ReplyParts &reply,
-                            const std::vector<ParsedToolCall> &calls, Finish finish,
-                            const JobUsage &usage, const nlohmann::json *logprobs = nullptr);
-// One streamed chunk: the assistant role comes with the first chunk of a chat;
-// reasoning and content as delta fields when non-empty. `called_tools`: the
-// reply made calls, so a stop is finish_reason "tool_calls".
+// One choice of a whole reply; `reply.reasoning` only for a chat
+// (message.<reasoning_field>, left out when empty). With `calls`,
+// message.tool_calls lists them, content is null when empty, and a reply that
+// stopped has finish_reason "tool_calls". `logprobs`: the choice's logprobs
+// (logprobs_json), null when not given.
+nlohmann::json choice_json(const ResponseHeader &header, int32_t index, const ReplyParts &reply,
+                           const std::vector<ParsedToolCall> &calls, Finish finish,
+                           const nlohmann::json *logprobs = nullptr);
+// A whole reply of `choices` (choice_json), in index order.
+std::string completion_body(const ResponseHeader &header,
+                            const std::vector<nlohmann::json> &choices, const JobUsage &usage);
+
+// What one streamed chunk says besides its text.
+struct ChunkSpec {
+  int32_t index = 0;                        // the choice
+  std::optional<Finish> finish;             // on the choice's last chunk
+  bool first = false;                       // the choice's first chunk: it carries the role
+  bool called_tools = false;                // the reply made calls: a stop is "tool_calls"
+  const nlohmann::json *logprobs = nullptr; // the tokens this chunk releases
+};
+// One streamed chunk: reasoning and content as delta fields when non-empty.
 std::string chunk_body(const ResponseHeader &header, const ReplyParts &piece,
-                       std::optional<Finish> finish, bool first, bool called_tools = false,
-                       const nlohmann::json *logprobs = nullptr);
+                       const ChunkSpec &chunk);
+// The chunks of one streamed call, number `call_index` of choice `chunk.index`:
+// the first carries its id, type and name with empty arguments, the next the
+// arguments.
+std::vector<std::string> tool_call_chunk_bodies(const ResponseHeader &header,
+                                                const ParsedToolCall &call, size_t call_index,
+                                                const ChunkSpec &chunk);
+// The last chunk when stream_options.include_usage is set: no choices.
+std::string usage_chunk_body(const ResponseHeader &header, const JobUsage &usage);
 // A choice's logprobs for `entries`, in OpenAI's shape: chat {"content":
 // [{token, logprob, bytes, top_logprobs}], "refusal": null}; completions
 // {tokens, token_logprobs, top_logprobs, text_offset}. `offset` is the bytes
