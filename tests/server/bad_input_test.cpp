@@ -19,6 +19,30 @@ struct BadRequest {
   const char *message; // a part of the error message
 };
 
+// A completion asking for JSON under `schema` (JSON text).
+std::string schema_request(const std::string &schema) {
+  return R"({"prompt": "hi", "response_format": {"type": "json_schema", "json_schema": )"
+         R"({"name": "x", "schema": )" +
+         schema + "}}}";
+}
+
+std::string nested_arrays(int depth) {
+  std::string s;
+  for (int i = 0; i < depth; ++i)
+    s += R"({"type": "array", "items": )";
+  s += "true";
+  for (int i = 0; i < depth; ++i)
+    s += "}";
+  return s;
+}
+
+std::string big_enum(int values) {
+  std::string s = R"({"enum": [0)";
+  for (int i = 1; i < values; ++i)
+    s.append(",").append(std::to_string(i));
+  return s + "]}";
+}
+
 const BadRequest kCatalogue[] = {
     {"malformed_json", "/v1/chat/completions", R"({"messages": [)", 400, "not valid JSON"},
     {"number_past_double", "/v1/completions", R"({"prompt": "hi", "top_p": 1e999})", 400,
@@ -58,8 +82,7 @@ const BadRequest kCatalogue[] = {
      R"({"prompt": "hi", "stream_options": {"include_usage": true}})", 400, "stream_options"},
     {"unknown_field", "/v1/completions", R"({"prompt": "hi", "temprature": 0.5})", 400,
      "Unrecognized request argument supplied: temprature"},
-    {"n_too_many", "/v1/completions", R"({"prompt": "hi", "n": 17})", 400,
-     "'n' must be between"},
+    {"n_too_many", "/v1/completions", R"({"prompt": "hi", "n": 17})", 400, "'n' must be between"},
     {"tool_choice_required", "/v1/chat/completions",
      R"({"messages": [{"role": "user", "content": "hi"}], "tools": [], "tool_choice": "required"})",
      400, "'tool_choice' \"required\" needs 'tools'"},
@@ -71,6 +94,19 @@ const BadRequest kCatalogue[] = {
      R"({"prompt": "hi", "response_format": {"type": "json_schema", "json_schema": {"name": "x",
         "schema": {"type": "string", "pattern": "(a)\\1"}}}})",
      400, "back-references are not supported"},
+    {"schema_nested_too_deep", "/v1/completions", schema_request(nested_arrays(40)), 400,
+     "the schema nests deeper than 32 levels"},
+    {"schema_huge_enum", "/v1/completions", schema_request(big_enum(3000)), 400,
+     "'enum' holds 3000 values (at most 1024)"},
+    {"schema_pattern_automaton_too_large", "/v1/completions",
+     schema_request(R"({"type": "string", "pattern": "(a{1000}){1000}"})"), 400,
+     "automaton states"},
+    {"schema_recursive_ref", "/v1/completions",
+     schema_request(R"({"type": "object", "properties": {"next": {"$ref": "#"}}})"), 400,
+     "the recursive '$ref' \"#\" is not supported"},
+    {"tool_schema_unsupported_keyword", "/v1/chat/completions",
+     R"({"messages": [{"role": "user", "content": "hi"}], "tool_choice": "required", "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer", "exclusiveMinimum": 0}}}}}]})",
+     400, "tool 'f' parameters: json_schema: the keyword 'exclusiveMinimum' is not supported"},
     {"tools_not_a_list", "/v1/chat/completions",
      R"({"messages": [{"role": "user", "content": "hi"}], "tools": {}})", 400,
      "'tools' must be a list"},
