@@ -44,15 +44,7 @@ struct ScriptedServer {
                          const json &messages = {{{"role", "user"}, {"content", "Hi"}}}) const {
     json body = {{"messages", messages}};
     body.update(extra);
-    httplib::Client client("127.0.0.1", server->port());
-    client.set_read_timeout(60, 0);
-    auto result = client.Post("/v1/chat/completions", body.dump(), "application/json");
-    if (!result) {
-      httplib::Response failed;
-      failed.status = -1;
-      return failed;
-    }
-    return result.value();
+    return post_json(server->port(), "/v1/chat/completions", body, 60);
   }
 
   std::unique_ptr<bonsai::server::Server> server;

@@ -85,6 +85,21 @@ inline json parse(const std::string &body) {
   return json::parse(body);
 }
 
+// POSTs a JSON body to the server on `port` (status -1 when the request
+// failed).
+inline httplib::Response post_json(int port, const std::string &path, const json &body,
+                                   int read_timeout_s = 120) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(read_timeout_s, 0);
+  auto result = client.Post(path.c_str(), body.dump(), "application/json");
+  if (!result) {
+    httplib::Response failed;
+    failed.status = -1;
+    return failed;
+  }
+  return result.value();
+}
+
 // POSTs `body` and returns the response (status -1 when the request failed).
 inline httplib::Response post(const RunningServer &server, const std::string &path,
                               const std::string &body, const httplib::Headers &headers = {}) {

@@ -97,15 +97,7 @@ protected:
   static httplib::Response chat(json body) {
     if (!body.contains("messages"))
       body["messages"] = {{{"role", "user"}, {"content", "Tell me about someone."}}};
-    httplib::Client client("127.0.0.1", server_->server->port());
-    client.set_read_timeout(120, 0);
-    auto result = client.Post("/v1/chat/completions", body.dump(), "application/json");
-    if (!result) {
-      httplib::Response failed;
-      failed.status = -1;
-      return failed;
-    }
-    return result.value();
+    return post_json(server_->server->port(), "/v1/chat/completions", body);
   }
 
   static json schema_format(const json &schema) {
