@@ -83,6 +83,8 @@ std::string result_json(const Engine &engine, const GenerateRequest &request,
                                 {"decode_steps", s.gen_steps},
                                 {"generation_ms", s.gen_ms},
                                 {"generation_per_second", s.gen_tps},
+                                {"drafted_tokens", s.drafted_tokens},
+                                {"accepted_tokens", s.accepted_tokens},
                                 {"constrained_tokens", s.constrained_tokens},
                                 {"constraint_masks", s.constraint_masks},
                                 {"constraint_ms", s.constraint_ms}}}};
@@ -115,6 +117,7 @@ int run_command(const Args &argv) {
   GenerationArgs generation;
   bool json = false;
   std::string json_schema, json_schema_file;
+  DraftOptions draft;
   bool display_prompt = false;
   bool no_display_prompt = false;
   CommandLine command_line("run", "run -m FILE (-p TEXT | -f FILE) [options]");
@@ -129,7 +132,14 @@ int run_command(const Args &argv) {
       "json-schema,j", po::value(&json_schema)->value_name("SCHEMA"),
       "constrain the reply to JSON valid under this JSON Schema (docs/structured-output.md)")(
       "json-schema-file", po::value(&json_schema_file)->value_name("FILE"),
-      "the same, with the schema read from FILE");
+      "the same, with the schema read from FILE")(
+      "draft-ngram", po::value(&draft.ngram)->value_name("N"),
+      "speculative decoding with prompt lookup: propose the tokens that followed the last N "
+      "tokens earlier in the context (docs/speculative.md)")(
+      "draft-max", po::value(&draft.max)->value_name("N")->default_value(draft.max),
+      "most tokens proposed per step")(
+      "draft-min", po::value(&draft.min)->value_name("N")->default_value(draft.min),
+      "fewer proposals than this: a plain step");
   if (!command_line.parse(argv))
     return kExitOk;
   check_flags(prompt_args);
@@ -139,6 +149,10 @@ int run_command(const Args &argv) {
     throw UsageError("--display-prompt does not apply to --json (the object holds the text)");
   if (!prompt_args.thinking.empty() && json)
     throw UsageError("--thinking does not apply to --json (the object holds the whole text)");
+  if (draft.ngram < 0)
+    throw UsageError("--draft-ngram must be >= 1 (or 0: no draft)");
+  if (draft.max < 1 || draft.min < 1 || draft.min > draft.max)
+    throw UsageError("--draft-min and --draft-max need 1 <= min <= max");
   if (!json_schema.empty() && !json_schema_file.empty())
     throw UsageError("--json-schema and --json-schema-file cannot be used together");
   if (!json_schema_file.empty())
@@ -154,6 +168,7 @@ int run_command(const Args &argv) {
   request.stop_strings = generation.stop;
   if (generation.ignore_eos)
     request.stop_tokens = std::vector<int32_t>{};
+  request.draft = draft;
   if (!json_schema.empty()) {
     request.format.kind = ReplyFormat::Kind::json_schema;
     request.format.schema = json_schema;

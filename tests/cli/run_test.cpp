@@ -40,6 +40,37 @@ TEST(Run, GreedyPrintsTextAndStats) {
   EXPECT_NE(r.err.find("stop: length"), std::string::npos) << r.err;
 }
 
+TEST(Run, APromptLookupDraftKeepsTheGreedyText) {
+  const std::vector<std::string> base = {"run",
+                                         "-m",
+                                         kTiny,
+                                         "--no-chat",
+                                         "-p",
+                                         "1 2 3 1 2 3 1 2 3 1 2 3",
+                                         "-n",
+                                         "40",
+                                         "--temp",
+                                         "0",
+                                         "--ignore-eos",
+                                         "--no-progress",
+                                         "--backend-options",
+                                         "kernels=reference"};
+  const auto plain = run_bonsai(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::vector<std::string> drafted_args = base;
+  drafted_args.insert(drafted_args.end(), {"--draft-ngram", "2", "--json"});
+  const auto drafted = run_bonsai(drafted_args);
+  ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
+  const auto doc = nlohmann::json::parse(drafted.out);
+  EXPECT_EQ(doc["text"].get<std::string>() + "\n", plain.out);
+  EXPECT_TRUE(doc["timings"].contains("drafted_tokens"));
+  const auto bad = run_bonsai({"run", "-m", kTiny, "-p", "x", "--draft-ngram", "2", "--draft-min",
+                               "5", "--draft-max", "3"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--draft-min and --draft-max need 1 <= min <= max"), std::string::npos)
+      << bad.err;
+}
+
 TEST(Run, GreedyTextIsEvalsGreedyContinuationDecoded) {
   // eval --greedy is checked against the golden ids (eval_test.cpp); run
   // must stream the same continuation as text. The prompt's Hugging Face ids

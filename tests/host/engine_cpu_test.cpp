@@ -19,15 +19,6 @@ namespace {
 using namespace host_test;
 using ::testing::HasSubstr;
 
-bonsai::EngineOptions cpu_options(int32_t n_ctx = 64) {
-  bonsai::EngineOptions options;
-  options.backend = cpu_plugin();
-  options.n_ctx = n_ctx;
-  options.n_threads = 2;
-  options.plugin_options = "kernels=reference";
-  return options;
-}
-
 bonsai::GenerateRequest greedy_request(const Greedy &golden) {
   bonsai::GenerateRequest request;
   request.prompt_tokens = golden.prompt;

@@ -32,6 +32,16 @@ inline std::string cpu_plugin() {
   return std::string(BONSAI_PLUGIN_DIR) + "/libbonsai_cpu.so";
 }
 
+// The CPU plugin with its exact kernels (the golden greedy tokens hold).
+inline bonsai::EngineOptions cpu_options(int32_t n_ctx = 64) {
+  bonsai::EngineOptions options;
+  options.backend = cpu_plugin();
+  options.n_ctx = n_ctx;
+  options.n_threads = 2;
+  options.plugin_options = "kernels=reference";
+  return options;
+}
+
 struct Greedy {
   std::vector<int32_t> prompt;
   std::vector<int32_t> greedy;

@@ -60,6 +60,33 @@ int32_t Sampler::sample(std::span<const float> logits) {
   return draw();
 }
 
+int32_t Sampler::sample_against(std::span<const float> logits, int32_t proposed) {
+  if (logits.empty())
+    throw Error("sampler: the logits are empty");
+  const std::span<const float> scores = with_penalties(logits);
+  if (params_.greedy())
+    return argmax(scores);
+  select_candidates(scores);
+  softmax();
+  if (params_.top_p < 1.0f)
+    keep_nucleus();
+  if (params_.min_p > 0.0f)
+    keep_above_min_p();
+  double total = 0.0, mass = 0.0;
+  for (const Candidate &c : candidates_) {
+    total += c.prob;
+    if (c.id == proposed)
+      mass += c.prob;
+  }
+  if (mass > 0.0 && next_uniform() * total < mass)
+    return proposed;
+  // Rejected: the rest of p, with the proposed token taken out.
+  for (Candidate &c : candidates_)
+    if (c.id == proposed)
+      c.prob = 0.0f;
+  return draw();
+}
+
 int32_t Sampler::draw() {
   double total = 0.0;
   for (const Candidate &c : candidates_)

@@ -338,6 +338,21 @@ struct ReplyFormat {
   bool parallel_tool_calls = true;
 };
 
+// Speculative decoding (docs/speculative.md): tokens proposed cheaply are
+// checked by the model in one multi-token step, and the reply is what the
+// model alone gives: the same tokens when greedy, the same distribution when
+// sampling. Session::generate only, for now.
+struct DraftOptions {
+  // > 0: prompt lookup: propose the tokens that followed the most recent
+  // earlier occurrence of the last `ngram` tokens of the context.
+  int32_t ngram = 0;
+  // Most tokens proposed per step. Within it, each step proposes the number
+  // that promises the most tokens per millisecond, from the measured step
+  // times and the share of proposals kept, or none when a plain step wins.
+  int32_t max = 16;
+  int32_t min = 1; // fewer proposals than this: a plain one-token step instead
+};
+
 struct GenerateRequest {
   // The prompt, in order of precedence: `prompt_tokens` if non-empty, else
   // `messages` if non-empty (formatted with the chat template, assistant turn
@@ -377,6 +392,9 @@ struct GenerateRequest {
   // Tokens that end generation (not part of the output). nullopt: the model's
   // default_stop_tokens(); empty vector: none.
   std::optional<std::vector<int32_t>> stop_tokens;
+  // Speculative decoding; none by default. Not with `format` or `logprobs`
+  // yet (InvalidArgument).
+  DraftOptions draft;
   // What the reply must look like. In a chat whose thinking is on, the model
   // may write its <think> block first; the format applies after it.
   ReplyFormat format;
@@ -426,7 +444,11 @@ struct GenerateStats {
   // first token is sampled from the prompt's logits (its cost is in
   // prompt_ms), so N tokens take N - 1 steps when the last is not fed back.
   double gen_tps = 0;    // gen_steps / gen seconds (0 if none)
-  int32_t gen_steps = 0; // single-token forward passes after the prompt
+  int32_t gen_steps = 0; // forward passes after the prompt (a verified draft is one)
+  // Speculative decoding: tokens proposed by the draft, and of them the ones
+  // the model kept.
+  int32_t drafted_tokens = 0;
+  int32_t accepted_tokens = 0;
   // Constrained decoding (GenerateRequest::format): tokens chosen under the
   // format, how many needed the full mask (the sampled token was refused),
   // and the time spent checking and masking.

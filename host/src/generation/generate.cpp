@@ -10,7 +10,9 @@
 #include "bonsai/core/sampling.hpp"
 #include "bonsai/core/tokenizer.hpp"
 #include "generation/constrained_choice.hpp"
+#include "generation/draft_policy.hpp"
 #include "generation/generate_support.hpp"
+#include "generation/ngram_draft.hpp"
 #include "generation/step_logprobs.hpp"
 #include "model/session_impl.hpp"
 
@@ -59,8 +61,18 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     throw InvalidArgument("generate: the prompt is empty");
   engine.check_tokens(prompt, "generate: prompt");
   host::check_generation_limits(request);
+  const bool drafting = request.draft.ngram > 0;
+  if (drafting && request.format.kind != ReplyFormat::Kind::text)
+    throw InvalidArgument("generate: a draft cannot be combined with a reply format yet");
+  if (drafting && request.logprobs)
+    throw InvalidArgument("generate: a draft cannot be combined with logprobs yet");
+  if (request.draft.ngram < 0 || request.draft.max < 1 || request.draft.min < 1 ||
+      request.draft.min > request.draft.max)
+    throw InvalidArgument(fmt::format(
+        "generate: the draft needs ngram >= 0 and 1 <= min <= max, got ngram {}, min {}, max {}",
+        request.draft.ngram, request.draft.min, request.draft.max));
   const bool device_greedy = request.sampling.is_greedy() && !request.logprobs &&
-                             request.format.kind == ReplyFormat::Kind::text;
+                             request.format.kind == ReplyFormat::Kind::text && !drafting;
   const SamplerParams chosen_sampling = host::sampler_params(request.sampling);
   const std::vector<int32_t> stop_tokens =
       request.stop_tokens ? *request.stop_tokens : engine.tokenizer.stop_ids();
@@ -139,55 +151,84 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   std::optional<StopReason> stop;
   if (request.n_predict == 0)
     stop = StopReason::length;
-  while (!stop) {
-    if (constrained.active()) {
-      const auto made = static_cast<int32_t>(result.tokens.size());
-      const int32_t budget = host::tighter_budget(
-          request.n_predict < 0 ? -1 : request.n_predict - made,
-          static_cast<int32_t>(s.n_ctx() - static_cast<int64_t>(s.history.size())));
-      next = constrained.choose(s.scratch_logits, &*sampler, budget);
-    } else if (!device_greedy) {
-      next = sampler->sample(s.scratch_logits);
-    }
-    next = think_budget.choose(next);
-    think_budget.accept(next);
-    if (constrained.active())
-      constrained.accept(next);
+
+  // Takes one chosen token into the reply; the reason to stop, if any.
+  // `drawn`: the logits it was drawn from (for its log probability).
+  auto emit = [&](int32_t token, std::span<const float> drawn) -> std::optional<StopReason> {
     ++result.stats.gen_tokens;
-    if (std::find(stop_tokens.begin(), stop_tokens.end(), next) != stop_tokens.end()) {
-      s.pending = next; // the turn's end belongs in the history of a chat
-      stop = StopReason::stop_token;
-      break;
+    if (std::find(stop_tokens.begin(), stop_tokens.end(), token) != stop_tokens.end()) {
+      s.pending = token; // the turn's end belongs in the history of a chat
+      return StopReason::stop_token;
     }
-    result.tokens.push_back(next);
+    result.tokens.push_back(token);
     if (request.logprobs) {
-      const std::span<const float> drawn = constrained.active()
-                                               ? constrained.drawn_from(s.scratch_logits)
-                                               : std::span<const float>(s.scratch_logits);
       StepLogprobs lp =
           host::step_logprobs({host::drawn_scores(drawn, &*sampler), request.sampling.temperature,
-                               next, request.top_logprobs},
+                               token, request.top_logprobs},
                               engine.tokenizer);
       result.logprobs.push_back(lp.chosen.logprob);
       if (request.top_logprobs > 0)
         result.top_logprobs.push_back(std::move(lp.top));
     }
     bool string_stopped = false;
-    release(stream.push(next, string_stopped));
-    s.pending = next;
-    if (string_stopped) {
-      stop = StopReason::stop_string;
-    } else if (callback_stopped || s.cancel_requested.load()) {
-      stop = StopReason::cancelled;
-    } else if (request.n_predict >= 0 &&
-               static_cast<int32_t>(result.tokens.size()) >= request.n_predict) {
-      stop = StopReason::length;
-    } else if (static_cast<int32_t>(s.history.size()) + 1 > s.n_ctx()) {
-      stop = StopReason::context_full;
+    release(stream.push(token, string_stopped));
+    s.pending = token;
+    if (string_stopped)
+      return StopReason::stop_string;
+    if (callback_stopped || s.cancel_requested.load())
+      return StopReason::cancelled;
+    if (request.n_predict >= 0 && static_cast<int32_t>(result.tokens.size()) >= request.n_predict)
+      return StopReason::length;
+    if (static_cast<int32_t>(s.history.size()) + 1 > s.n_ctx())
+      return StopReason::context_full;
+    return std::nullopt;
+  };
+
+  host::DraftPolicy policy(request.draft);
+  std::vector<float> rows;       // a verified draft's logits, one row per token
+  std::optional<int32_t> chosen; // a token already chosen, not in the cache yet
+  while (!stop) {
+    if (chosen) {
+      next = *chosen;
+      chosen.reset();
     } else {
+      if (constrained.active()) {
+        const auto made = static_cast<int32_t>(result.tokens.size());
+        const int32_t budget = host::tighter_budget(
+            request.n_predict < 0 ? -1 : request.n_predict - made,
+            static_cast<int32_t>(s.n_ctx() - static_cast<int64_t>(s.history.size())));
+        next = constrained.choose(s.scratch_logits, &*sampler, budget);
+      } else if (!device_greedy) {
+        next = sampler->sample(s.scratch_logits);
+      }
+      next = think_budget.choose(next);
+      think_budget.accept(next);
+      if (constrained.active())
+        constrained.accept(next);
+      const std::span<const float> drawn = constrained.active()
+                                               ? constrained.drawn_from(s.scratch_logits)
+                                               : std::span<const float>(s.scratch_logits);
+      if ((stop = emit(next, drawn)))
+        break;
+    }
+    if (sampler)
+      sampler->accept(next);
+
+    // The draft: as many tokens as the reply and the context can still take.
+    std::vector<int32_t> draft;
+    if (drafting) {
+      std::vector<int32_t> context = s.history;
+      context.push_back(next);
+      int32_t room = static_cast<int32_t>(s.n_ctx() - static_cast<int64_t>(s.history.size())) - 2;
+      if (request.n_predict >= 0)
+        room = std::min(room, request.n_predict - static_cast<int32_t>(result.tokens.size()) - 1);
+      draft = host::ngram_draft(context, request.draft.ngram, room);
+      draft.resize(static_cast<size_t>(policy.length(static_cast<int32_t>(draft.size()))));
+    }
+    const int32_t before = static_cast<int32_t>(s.history.size());
+    const auto step_start = Clock::now();
+    if (draft.empty()) {
       const int32_t one[1] = {next};
-      if (sampler)
-        sampler->accept(next);
       const bool stepped =
           device_greedy ? s.run_tokens(one, Impl::Want::last_argmax, nullptr, &next)
                         : s.run_tokens(one, Impl::Want::last_logits, &s.scratch_logits, nullptr);
@@ -196,8 +237,49 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
         stop = StopReason::cancelled;
       } else {
         ++result.stats.gen_steps;
+        policy.plain_step(ms_between(step_start, Clock::now()));
       }
+      continue;
     }
+
+    // Verify: the token plus the draft in one step, a row of logits each.
+    std::vector<int32_t> batch = {next};
+    batch.insert(batch.end(), draft.begin(), draft.end());
+    if (!s.run_tokens(batch, Impl::Want::all_logits, &rows, nullptr)) {
+      s.truncate_to(before);
+      s.pending = next;
+      stop = StopReason::cancelled;
+      break;
+    }
+    ++result.stats.gen_steps;
+    const double verify_ms = ms_between(step_start, Clock::now());
+    result.stats.drafted_tokens += static_cast<int32_t>(draft.size());
+    const auto n_vocab = static_cast<size_t>(engine.n_vocab());
+    int32_t kept = 0;
+    for (size_t i = 0; i <= draft.size(); ++i) {
+      const std::span<const float> row(rows.data() + i * n_vocab, n_vocab);
+      const bool proposed = i < draft.size();
+      int32_t token = proposed ? sampler->sample_against(row, draft[i]) : sampler->sample(row);
+      token = think_budget.choose(token);
+      think_budget.accept(token);
+      const bool in_cache = proposed && token == draft[i];
+      stop = emit(token, row);
+      if (in_cache) {
+        ++kept;
+        s.pending.reset(); // evaluated with the draft
+      }
+      if (stop || !in_cache) {
+        // The cache keeps the step's token and the drafts kept; a token
+        // chosen here is fed next (or left pending).
+        s.truncate_to(before + 1 + kept);
+        if (!stop)
+          chosen = token;
+        break;
+      }
+      sampler->accept(token);
+    }
+    result.stats.accepted_tokens += kept;
+    policy.verify_step(static_cast<int32_t>(draft.size()), kept, verify_ms);
   }
   if (*stop != StopReason::stop_string) {
     bool string_stopped = false;
@@ -209,7 +291,11 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   result.stop_reason = *stop;
   constrained.add_to(result.stats);
   result.stats.gen_ms = ms_between(prompt_end, gen_end);
-  result.stats.gen_tps = per_second(result.stats.gen_steps, result.stats.gen_ms);
+  // With a draft a step yields several tokens: count tokens after the first
+  // (what steps count without one).
+  result.stats.gen_tps =
+      per_second(drafting ? std::max(0, result.stats.gen_tokens - 1) : result.stats.gen_steps,
+                 result.stats.gen_ms);
   return result;
 }
 

@@ -63,6 +63,15 @@ public:
   // -inf/NaN (unless greedy), or an accepted token lies outside them.
   int32_t sample(std::span<const float> logits);
 
+  // Speculative decoding with a draft that proposed `proposed` for sure (a
+  // prompt-lookup draft: q puts all its mass on it). Accepts it with
+  // probability p(proposed), p being the distribution sample() draws from;
+  // otherwise draws from p without it, renormalized. The result is
+  // distributed exactly as sample()'s (the standard rule min(1, p/q), with
+  // the rest drawn from (p - q)+). Greedy: the argmax, whatever was proposed.
+  // Two uniform draws at most.
+  int32_t sample_against(std::span<const float> logits, int32_t proposed);
+
   // The logits after the penalty stage, as sample() would see them (the
   // logits themselves when no penalty applies). Valid until the next call.
   std::span<const float> penalized(std::span<const float> logits) { return with_penalties(logits); }

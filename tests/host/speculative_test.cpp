@@ -1,0 +1,106 @@
+// Speculative decoding with a prompt-lookup draft (docs/speculative.md): the
+// greedy reply is the model's own, token for token, whatever the draft
+// proposes; the golden greedy continuation of the float64 reference is the
+// independent expectation.
+#include <gtest/gtest.h>
+
+#include "bonsai/engine.hpp"
+#include "host_test_support.hpp"
+
+namespace {
+
+using namespace host_test;
+
+class Speculative : public ::testing::Test {
+protected:
+  void SetUp() override {
+    golden_ = load_greedy("tiny-q1.ref.greedy.json");
+    engine_ = std::make_unique<bonsai::Engine>(bonsai::Engine::open(tiny_q1(), cpu_options(256)));
+  }
+  bonsai::GenerateResult run(std::vector<int32_t> prompt, int32_t n, int32_t ngram,
+                             float temperature = 0.0f, uint64_t seed = 1) {
+    auto session = engine_->create_session();
+    bonsai::GenerateRequest request;
+    request.prompt_tokens = std::move(prompt);
+    request.n_predict = n;
+    request.sampling.temperature = temperature;
+    request.sampling.seed = seed;
+    request.stop_tokens.emplace();
+    request.draft.ngram = ngram;
+    request.draft.max = 6;
+    return session.generate(request);
+  }
+  Greedy golden_;
+  std::unique_ptr<bonsai::Engine> engine_;
+};
+
+TEST_F(Speculative, GreedyReplyIsTheGoldenOneWithADraft) {
+  // The golden continuation, with the prompt repeated so that lookups hit.
+  const auto plain = run(golden_.prompt, 24, 0);
+  EXPECT_EQ(plain.tokens, golden_.greedy);
+  for (const int32_t ngram : {1, 2, 3}) {
+    const auto drafted = run(golden_.prompt, 24, ngram);
+    EXPECT_EQ(drafted.tokens, golden_.greedy) << "ngram " << ngram;
+    EXPECT_EQ(drafted.stats.gen_tokens, 24);
+  }
+}
+
+TEST_F(Speculative, ARepetitiveContextDraftsAndKeepsTheModelsTokens) {
+  // A prompt that repeats itself, and a reply long enough to loop: the
+  // draft proposes tokens, some are kept, some not; the reply never changes.
+  std::vector<int32_t> prompt;
+  for (int r = 0; r < 3; ++r)
+    prompt.insert(prompt.end(), golden_.prompt.begin(), golden_.prompt.end());
+  const auto plain = run(prompt, 64, 0);
+  for (const int32_t ngram : {1, 2}) {
+    const auto drafted = run(prompt, 64, ngram);
+    EXPECT_EQ(drafted.tokens, plain.tokens) << "ngram " << ngram;
+    EXPECT_GT(drafted.stats.drafted_tokens, 0) << "ngram " << ngram;
+    EXPECT_LE(drafted.stats.accepted_tokens, drafted.stats.drafted_tokens);
+    // Each verified step yields the kept drafts plus one token.
+    EXPECT_LE(drafted.stats.gen_steps, 64);
+  }
+}
+
+TEST_F(Speculative, TheSessionContinuesAfterADraftedReply) {
+  // After a drafted reply the cache holds exactly the prompt and the reply:
+  // generating on from it equals generating on from a plain reply.
+  auto a = engine_->create_session();
+  auto b = engine_->create_session();
+  bonsai::GenerateRequest request;
+  request.prompt_tokens = golden_.prompt;
+  request.n_predict = 20;
+  request.sampling.temperature = 0;
+  request.stop_tokens.emplace();
+  const auto plain = a.generate(request);
+  request.draft.ngram = 1;
+  const auto drafted = b.generate(request);
+  ASSERT_EQ(plain.tokens, drafted.tokens);
+  EXPECT_EQ(a.position(), b.position());
+  bonsai::GenerateRequest more;
+  more.prompt_tokens = {5, 7, 9};
+  more.continue_session = true;
+  more.n_predict = 8;
+  more.sampling.temperature = 0;
+  more.stop_tokens.emplace();
+  EXPECT_EQ(a.generate(more).tokens, b.generate(more).tokens);
+}
+
+TEST_F(Speculative, BadDraftOptionsAreRefused) {
+  auto session = engine_->create_session();
+  bonsai::GenerateRequest request;
+  request.prompt_tokens = golden_.prompt;
+  request.draft.ngram = 2;
+  request.draft.min = 4;
+  request.draft.max = 2;
+  EXPECT_THROW(session.generate(request), bonsai::InvalidArgument);
+  request.draft.min = 1;
+  request.logprobs = true;
+  EXPECT_THROW(session.generate(request), bonsai::InvalidArgument);
+  request.logprobs = false;
+  request.format.kind = bonsai::ReplyFormat::Kind::json_object;
+  EXPECT_THROW(session.generate(request), bonsai::InvalidArgument);
+  EXPECT_EQ(session.position(), 0);
+}
+
+} // namespace
