@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,7 @@ int run_command(const Args &argv) {
   bool json = false;
   std::string json_schema, json_schema_file;
   DraftOptions draft;
+  std::string model_draft;
   bool display_prompt = false;
   bool no_display_prompt = false;
   CommandLine command_line("run", "run -m FILE (-p TEXT | -f FILE) [options]");
@@ -139,7 +141,12 @@ int run_command(const Args &argv) {
       "draft-max", po::value(&draft.max)->value_name("N")->default_value(draft.max),
       "most tokens proposed per step")(
       "draft-min", po::value(&draft.min)->value_name("N")->default_value(draft.min),
-      "fewer proposals than this: a plain step");
+      "fewer proposals than this: a plain step")(
+      "model-draft", po::value(&model_draft)->value_name("FILE"),
+      "speculative decoding with a draft model of the same vocabulary (-md; same backend and "
+      "threads)")("draft-p-min",
+                  po::value(&draft.p_min)->value_name("P")->default_value(draft.p_min),
+                  "the draft model stops proposing below this probability of its best token");
   if (!command_line.parse(argv))
     return kExitOk;
   check_flags(prompt_args);
@@ -151,6 +158,8 @@ int run_command(const Args &argv) {
     throw UsageError("--thinking does not apply to --json (the object holds the whole text)");
   if (draft.ngram < 0)
     throw UsageError("--draft-ngram must be >= 1 (or 0: no draft)");
+  if (!(draft.p_min >= 0.0f && draft.p_min <= 1.0f))
+    throw UsageError("--draft-p-min must be in [0, 1]");
   if (draft.max < 1 || draft.min < 1 || draft.min > draft.max)
     throw UsageError("--draft-min and --draft-max need 1 <= min <= max");
   if (!json_schema.empty() && !json_schema_file.empty())
@@ -183,6 +192,16 @@ int run_command(const Args &argv) {
                       .predict_flag = "-n/--n-predict"}));
 
   Session session = open_session(engine, engine_args);
+  // The draft model: the same backend, threads and context as the model.
+  std::optional<Engine> draft_engine;
+  std::optional<Session> draft_session;
+  if (!model_draft.empty()) {
+    EngineArgs draft_args = engine_args;
+    draft_args.model = model_draft;
+    draft_engine.emplace(open_engine(draft_args));
+    draft_session.emplace(open_session(*draft_engine, draft_args));
+    request.draft.model = &*draft_session;
+  }
   InterruptHandler interrupt(session);
   if (display_prompt)
     std::fputs(prompt.c_str(), stdout);

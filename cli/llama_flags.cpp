@@ -29,6 +29,7 @@ const LlamaFlag kLlamaFlags[] = {
     {{"-s"}, Action::alias, "--seed"},
     {{"-r", "--reverse-prompt"}, Action::alias, "--stop"},
     {{"-np"}, Action::alias, "--parallel"},
+    {{"-md"}, Action::alias, "--model-draft"},
     {{"-fa", "--flash-attn"},
      Action::ignore_toggle,
      "attention is always fused in bonsai; ignored"},

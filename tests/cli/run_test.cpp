@@ -64,6 +64,16 @@ TEST(Run, APromptLookupDraftKeepsTheGreedyText) {
   const auto doc = nlohmann::json::parse(drafted.out);
   EXPECT_EQ(doc["text"].get<std::string>() + "\n", plain.out);
   EXPECT_TRUE(doc["timings"].contains("drafted_tokens"));
+  // A draft model (here the model itself, -md as llama.cpp spells it).
+  std::vector<std::string> model_draft_args = base;
+  model_draft_args.insert(model_draft_args.end(), {"-md", kTiny, "--draft-p-min", "0"});
+  const auto with_model = run_bonsai(model_draft_args);
+  ASSERT_EQ(with_model.exit_code, 0) << with_model.err;
+  EXPECT_EQ(with_model.out, plain.out);
+  // Its first try reads the whole prompt and agrees with the model entirely.
+  const size_t at = with_model.err.find("proposed, ");
+  ASSERT_NE(at, std::string::npos) << with_model.err;
+  EXPECT_GE(std::stoi(with_model.err.substr(at + 10)), 4) << with_model.err;
   const auto bad = run_bonsai({"run", "-m", kTiny, "-p", "x", "--draft-ngram", "2", "--draft-min",
                                "5", "--draft-max", "3"});
   EXPECT_EQ(bad.exit_code, 2);

@@ -86,6 +86,30 @@ TEST_F(Speculative, TheSessionContinuesAfterADraftedReply) {
   EXPECT_EQ(a.generate(more).tokens, b.generate(more).tokens);
 }
 
+TEST_F(Speculative, ADraftModelNeverChangesTheGreedyReply) {
+  // Drafts that always agree (the model itself), and that mostly do not (a
+  // model with other weights over the same vocabulary).
+  for (const char *draft_file : {"tiny-q1.gguf", "tiny-q2.gguf"}) {
+    bonsai::Engine draft_engine = bonsai::Engine::open(data_path(draft_file), cpu_options(256));
+    bonsai::Session draft = draft_engine.create_session();
+    auto session = engine_->create_session();
+    bonsai::GenerateRequest request;
+    request.prompt_tokens = golden_.prompt;
+    request.n_predict = 24;
+    request.sampling.temperature = 0;
+    request.stop_tokens.emplace();
+    request.draft.model = &draft;
+    request.draft.max = 4;
+    request.draft.p_min = 0;
+    const auto result = session.generate(request);
+    EXPECT_EQ(result.tokens, golden_.greedy) << draft_file;
+    EXPECT_GT(result.stats.drafted_tokens, 0) << draft_file;
+    if (std::string(draft_file) == "tiny-q1.gguf") {
+      EXPECT_EQ(result.stats.accepted_tokens, result.stats.drafted_tokens);
+    }
+  }
+}
+
 TEST_F(Speculative, BadDraftOptionsAreRefused) {
   auto session = engine_->create_session();
   bonsai::GenerateRequest request;
@@ -99,6 +123,9 @@ TEST_F(Speculative, BadDraftOptionsAreRefused) {
   EXPECT_THROW(session.generate(request), bonsai::InvalidArgument);
   request.logprobs = false;
   request.format.kind = bonsai::ReplyFormat::Kind::json_object;
+  EXPECT_THROW(session.generate(request), bonsai::InvalidArgument);
+  request.format.kind = bonsai::ReplyFormat::Kind::text;
+  request.draft.model = &session; // a session cannot draft for itself
   EXPECT_THROW(session.generate(request), bonsai::InvalidArgument);
   EXPECT_EQ(session.position(), 0);
 }

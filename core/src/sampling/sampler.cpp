@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <unordered_map>
 
 #include "bonsai/core/error.hpp"
 #include "bonsai/core/sampling.hpp"
@@ -84,6 +85,63 @@ int32_t Sampler::sample_against(std::span<const float> logits, int32_t proposed)
   for (Candidate &c : candidates_)
     if (c.id == proposed)
       c.prob = 0.0f;
+  return draw();
+}
+
+std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) {
+  if (logits.empty())
+    throw Error("sampler: the logits are empty");
+  const std::span<const float> scores = with_penalties(logits);
+  if (params_.greedy())
+    return {{argmax(scores), 1.0f}};
+  select_candidates(scores);
+  softmax();
+  if (params_.top_p < 1.0f)
+    keep_nucleus();
+  if (params_.min_p > 0.0f)
+    keep_above_min_p();
+  double total = 0.0;
+  for (const Candidate &c : candidates_)
+    total += c.prob;
+  std::vector<TokenProb> out;
+  for (const Candidate &c : candidates_)
+    if (c.prob > 0.0f)
+      out.push_back({c.id, static_cast<float>(c.prob / total)});
+  return out;
+}
+
+int32_t Sampler::draw_from(std::span<const TokenProb> q) {
+  candidates_.clear();
+  for (const TokenProb &t : q)
+    candidates_.push_back({t.id, 0.0f, t.prob});
+  return draw();
+}
+
+int32_t Sampler::sample_against(std::span<const float> logits, int32_t proposed,
+                                std::span<const TokenProb> q) {
+  if (params_.greedy())
+    return argmax(with_penalties(logits));
+  const std::vector<TokenProb> p = distribution(logits);
+  double q_proposed = 0.0, p_proposed = 0.0;
+  for (const TokenProb &t : q)
+    if (t.id == proposed)
+      q_proposed = t.prob;
+  for (const TokenProb &t : p)
+    if (t.id == proposed)
+      p_proposed = t.prob;
+  if (p_proposed > 0.0 && next_uniform() * q_proposed < p_proposed)
+    return proposed; // u < min(1, p/q)
+  // Rejected: the residual max(0, p - q), over p's tokens.
+  std::unordered_map<int32_t, float> q_of;
+  q_of.reserve(q.size());
+  for (const TokenProb &t : q)
+    q_of[t.id] = t.prob;
+  candidates_.clear();
+  for (const TokenProb &t : p) {
+    const auto it = q_of.find(t.id);
+    candidates_.push_back(
+        {t.id, 0.0f, std::max(0.0f, t.prob - (it == q_of.end() ? 0.0f : it->second))});
+  }
   return draw();
 }
 

@@ -351,6 +351,13 @@ struct DraftOptions {
   // times and the share of proposals kept, or none when a plain step wins.
   int32_t max = 16;
   int32_t min = 1; // fewer proposals than this: a plain one-token step instead
+  // A draft model: a session of a smaller model with the same vocabulary
+  // (the caller opens it; generate() takes its cache over). It proposes its
+  // own next tokens; with `ngram` too, a lookup hit is proposed first.
+  Session *model = nullptr;
+  // With `model`: stop proposing once the draft's most likely token has a
+  // probability below this (0: never).
+  float p_min = 0.75f;
 };
 
 struct GenerateRequest {

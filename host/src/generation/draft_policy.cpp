@@ -7,7 +7,9 @@ namespace {
 
 constexpr double kDecay = 0.9;      // weight of the past in the averages
 constexpr int32_t kRetryAfter = 32; // plain steps before a short draft is tried again
-constexpr double kMargin = 1.05;    // a draft must promise 5 % more tokens per ms
+constexpr int32_t kRetryAfterMost = 1024;
+constexpr double kMargin = 1.05;     // a draft must promise 5 % more tokens per ms
+constexpr double kRetryShare = 0.05; // retries that keep nothing may cost this share of the time
 
 double average(double old, double sample) {
   return old < 0 ? sample : kDecay * old + (1 - kDecay) * sample;
@@ -36,8 +38,9 @@ int32_t DraftPolicy::length(int32_t offered) {
       best = k;
     }
   }
-  if (best == 0 && ++plain_since_try_ >= kRetryAfter) {
+  if (best == 0 && ++plain_since_try_ >= retry_after_) {
     plain_since_try_ = 0;
+    retrying_ = true;
     return std::max(options_.min, std::min(most, 2));
   }
   return best;
@@ -52,6 +55,16 @@ void DraftPolicy::verify_step(int32_t proposed, int32_t kept, double ms) {
     return;
   if (plain_ms_ >= 0)
     per_token_ms_ = average(per_token_ms_, std::max(0.0, ms - plain_ms_) / proposed);
+  if (retrying_) {
+    retrying_ = false;
+    // A retry that keeps nothing is spaced so that such retries cost at most
+    // kRetryShare of the time (a draft model catching up on the context is
+    // not cheap), and further apart each time it happens again.
+    const int32_t by_cost =
+        plain_ms_ > 0 ? static_cast<int32_t>(ms / (kRetryShare * plain_ms_)) : kRetryAfter;
+    retry_after_ =
+        kept > 0 ? kRetryAfter : std::min(kRetryAfterMost, std::max(by_cost, retry_after_ * 2));
+  }
   // Proposals after the first refused one were never tried.
   kept_ = kDecay * kept_ + kept;
   tried_ = kDecay * tried_ + kept + (kept < proposed ? 1 : 0);

@@ -4,7 +4,8 @@
 // it pays only when enough of them are kept. The policy measures both (step
 // times, and how often a proposal is kept) and proposes the length that
 // gives the most expected tokens per millisecond, or none when a plain step
-// wins, trying a short draft again now and then to notice a change.
+// wins, trying a short draft again now and then to notice a change (less
+// and less often while the retries keep nothing).
 #include <cstdint>
 
 #include "bonsai/engine.hpp"
@@ -26,6 +27,8 @@ private:
   double per_token_ms_ = -1;    // of each proposal checked in a step; < 0: not measured
   double kept_ = 1, tried_ = 2; // decayed counts: P(a proposal is kept) = kept_ / tried_
   int32_t plain_since_try_ = 0; // plain steps since a draft was last verified
+  int32_t retry_after_ = 32;    // doubles while retries keep nothing (up to 1024)
+  bool retrying_ = false;       // the last draft was a retry
 };
 
 } // namespace bonsai::host

@@ -12,6 +12,7 @@
 #include "generation/constrained_choice.hpp"
 #include "generation/draft_policy.hpp"
 #include "generation/generate_support.hpp"
+#include "generation/model_draft.hpp"
 #include "generation/ngram_draft.hpp"
 #include "generation/step_logprobs.hpp"
 #include "model/session_impl.hpp"
@@ -61,7 +62,9 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     throw InvalidArgument("generate: the prompt is empty");
   engine.check_tokens(prompt, "generate: prompt");
   host::check_generation_limits(request);
-  const bool drafting = request.draft.ngram > 0;
+  const bool drafting = request.draft.ngram > 0 || request.draft.model != nullptr;
+  if (request.draft.model == this)
+    throw InvalidArgument("generate: the draft model's session is this session");
   if (drafting && request.format.kind != ReplyFormat::Kind::text)
     throw InvalidArgument("generate: a draft cannot be combined with a reply format yet");
   if (drafting && request.logprobs)
@@ -185,6 +188,10 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   };
 
   host::DraftPolicy policy(request.draft);
+  std::optional<host::ModelDraft> model_draft;
+  if (request.draft.model != nullptr)
+    model_draft.emplace(*request.draft.model->impl_, request, engine.n_vocab());
+  host::DraftProposal proposal;
   std::vector<float> rows;       // a verified draft's logits, one row per token
   std::optional<int32_t> chosen; // a token already chosen, not in the cache yet
   while (!stop) {
@@ -215,18 +222,34 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       sampler->accept(next);
 
     // The draft: as many tokens as the reply and the context can still take.
+    const auto step_start = Clock::now();
     std::vector<int32_t> draft;
+    proposal.q.clear();
     if (drafting) {
       std::vector<int32_t> context = s.history;
       context.push_back(next);
       int32_t room = static_cast<int32_t>(s.n_ctx() - static_cast<int64_t>(s.history.size())) - 2;
       if (request.n_predict >= 0)
         room = std::min(room, request.n_predict - static_cast<int32_t>(result.tokens.size()) - 1);
-      draft = host::ngram_draft(context, request.draft.ngram, room);
-      draft.resize(static_cast<size_t>(policy.length(static_cast<int32_t>(draft.size()))));
+      if (request.draft.ngram > 0) {
+        draft = host::ngram_draft(context, request.draft.ngram, room);
+        draft.resize(static_cast<size_t>(policy.length(static_cast<int32_t>(draft.size()))));
+      }
+      if (draft.empty() && model_draft) {
+        const int32_t asked = policy.length(room);
+        if (!model_draft->propose(context, asked, proposal)) {
+          s.pending = next;
+          stop = StopReason::cancelled;
+          break;
+        }
+        draft = proposal.tokens;
+        // A draft that proposed nothing still cost its steps: the policy
+        // counts it as a proposal refused.
+        if (draft.empty() && asked > 0)
+          policy.verify_step(1, 0, ms_between(step_start, Clock::now()));
+      }
     }
     const int32_t before = static_cast<int32_t>(s.history.size());
-    const auto step_start = Clock::now();
     if (draft.empty()) {
       const int32_t one[1] = {next};
       const bool stepped =
@@ -259,7 +282,9 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     for (size_t i = 0; i <= draft.size(); ++i) {
       const std::span<const float> row(rows.data() + i * n_vocab, n_vocab);
       const bool proposed = i < draft.size();
-      int32_t token = proposed ? sampler->sample_against(row, draft[i]) : sampler->sample(row);
+      int32_t token = !proposed            ? sampler->sample(row)
+                      : proposal.q.empty() ? sampler->sample_against(row, draft[i])
+                                           : sampler->sample_against(row, draft[i], proposal.q[i]);
       token = think_budget.choose(token);
       think_budget.accept(token);
       const bool in_cache = proposed && token == draft[i];

@@ -83,6 +83,39 @@ TEST(SpeculativeRule, AnyProposalKeepsTheSamplersDistribution) {
   }
 }
 
+TEST(SpeculativeRule, ADraftDistributionQKeepsTheTargetsP) {
+  // A draft model with its own, different distribution q: x ~ q, then the
+  // rule. The output must follow p, the target's, whatever q is (even one
+  // that puts mass where p has none, after the nucleus).
+  const std::vector<float> draft_logits = {-1.0f, 0.5f, 2.5f, 0.0f, -0.5f, 1.0f};
+  for (const float top_p : {1.0f, 0.9f}) {
+    const float t = top_p < 1.0f ? 0.7f : 1.0f;
+    const std::vector<double> p = expected_p(t, top_p);
+    SamplerParams target_params;
+    target_params.temperature = t;
+    target_params.top_k = 0;
+    target_params.top_p = top_p;
+    target_params.min_p = 0;
+    target_params.seed = 77;
+    SamplerParams draft_params = target_params;
+    draft_params.top_p = 1.0f;
+    draft_params.seed = 78;
+    Sampler target(target_params), draft(draft_params);
+    const std::vector<TokenProb> q = draft.distribution(draft_logits);
+    double q_sum = 0;
+    for (const TokenProb &x : q)
+      q_sum += x.prob;
+    ASSERT_NEAR(q_sum, 1.0, 1e-5);
+    const int n = 40000;
+    std::vector<int> counts(p.size(), 0);
+    for (int i = 0; i < n; ++i) {
+      const int32_t proposed = draft.draw_from(q);
+      ++counts[static_cast<size_t>(target.sample_against(kLogits, proposed, q))];
+    }
+    EXPECT_LT(chi_square(counts, p, n), top_p < 1.0f ? 13.82 : 20.52) << "top_p " << top_p;
+  }
+}
+
 TEST(SpeculativeRule, GreedyIgnoresTheProposal) {
   SamplerParams params;
   params.temperature = 0;

@@ -51,6 +51,12 @@ int32_t argmax(std::span<const float> logits);
 void apply_penalties(const SamplerParams &params, std::span<const int32_t> recent,
                      std::span<float> logits);
 
+// One token of a distribution and its probability.
+struct TokenProb {
+  int32_t id = 0;
+  float prob = 0.0f;
+};
+
 class Sampler {
 public:
   // Validates the parameters (throws bonsai::Error) and seeds the generator.
@@ -71,6 +77,18 @@ public:
   // the rest drawn from (p - q)+). Greedy: the argmax, whatever was proposed.
   // Two uniform draws at most.
   int32_t sample_against(std::span<const float> logits, int32_t proposed);
+
+  // The distribution sample() draws from (its surviving candidates, the
+  // probabilities summing to 1), without drawing: for a draft model's q.
+  // Greedy: all the mass on the argmax.
+  std::vector<TokenProb> distribution(std::span<const float> logits);
+  // One draw from `q` (one uniform), as sample() draws.
+  int32_t draw_from(std::span<const TokenProb> q);
+  // Speculative decoding with a draft that drew `proposed` from `q`: keeps
+  // it with probability min(1, p/q), else draws from (p - q)+ renormalized;
+  // the result is distributed as sample()'s. Greedy: the argmax.
+  int32_t sample_against(std::span<const float> logits, int32_t proposed,
+                         std::span<const TokenProb> q);
 
   // The logits after the penalty stage, as sample() would see them (the
   // logits themselves when no penalty applies). Valid until the next call.

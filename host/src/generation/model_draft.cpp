@@ -1,0 +1,90 @@
+#include "generation/model_draft.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "generation/generate_support.hpp"
+
+namespace bonsai::host {
+namespace {
+
+// Most tokens a draft catches up on; further behind, it restarts from this
+// many of the context's last tokens.
+constexpr size_t kCatchUp = 16;
+
+// The largest softmax probability of the logits (temperature 1).
+float top_probability(std::span<const float> logits) {
+  float top = -INFINITY;
+  for (const float v : logits)
+    if (std::isfinite(v))
+      top = std::max(top, v);
+  double sum = 0;
+  for (const float v : logits)
+    if (std::isfinite(v))
+      sum += std::exp(static_cast<double>(v) - top);
+  return sum > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
+}
+
+SamplerParams draft_sampling(const GenerateRequest &request) {
+  SamplerParams params = sampler_params(request.sampling);
+  params.seed += 0x9E3779B97F4A7C15ull; // its own stream, not the target's
+  return params;
+}
+
+} // namespace
+
+ModelDraft::ModelDraft(Session::Impl &draft, const GenerateRequest &request, int32_t target_vocab)
+    : draft_(draft), p_min_(request.draft.p_min), greedy_(request.sampling.is_greedy()),
+      sampler_(draft_sampling(request)) {
+  if (draft.engine->n_vocab() != target_vocab)
+    throw InvalidArgument(fmt::format("generate: the draft model has {} vocabulary rows and the "
+                                      "model {}; a draft must share the vocabulary",
+                                      draft.engine->n_vocab(), target_vocab));
+}
+
+bool ModelDraft::propose(std::span<const int32_t> context, int32_t max, DraftProposal &out) {
+  out.tokens.clear();
+  out.q.clear();
+  if (max <= 0 || static_cast<int64_t>(context.size()) + max > draft_.n_ctx())
+    return true;
+  // Keep what the draft's cache shares with the context; evaluate the rest.
+  if (offset_ > context.size())
+    offset_ = 0;
+  std::span<const int32_t> own = context.subspan(offset_);
+  const auto mismatch =
+      std::mismatch(draft_.history.begin(), draft_.history.end(), own.begin(), own.end());
+  auto keep = std::min<size_t>(static_cast<size_t>(mismatch.first - draft_.history.begin()),
+                               own.size() - 1);
+  if (synced_ && own.size() - keep > kCatchUp) {
+    offset_ = context.size() - kCatchUp;
+    own = context.subspan(offset_);
+    keep = 0;
+  }
+  synced_ = true;
+  draft_.truncate_to(static_cast<int32_t>(keep));
+  std::vector<float> logits;
+  if (!draft_.run_tokens(own.subspan(keep), Session::Impl::Want::last_logits, &logits, nullptr))
+    return false;
+  for (int32_t i = 0; i < max; ++i) {
+    if (p_min_ > 0 && top_probability(logits) < p_min_)
+      break;
+    int32_t token;
+    if (greedy_) {
+      token = argmax(logits);
+    } else {
+      out.q.push_back(sampler_.distribution(logits));
+      token = sampler_.draw_from(out.q.back());
+    }
+    out.tokens.push_back(token);
+    if (i + 1 == max)
+      break; // the last proposal need not be evaluated
+    const int32_t one[1] = {token};
+    if (!draft_.run_tokens(one, Session::Impl::Want::last_logits, &logits, nullptr))
+      return false;
+  }
+  return true;
+}
+
+} // namespace bonsai::host
