@@ -43,8 +43,8 @@ int64_t reply_room(int64_t n_predict, int64_t n_ctx) {
 class Conversation {
 public:
   Conversation(const Engine &engine, Session &session, const ChatSettings &settings,
-               ThinkingDisplay thinking)
-      : engine_(engine), session_(session), settings_(settings), interrupt_(session),
+               const DraftRuntime &draft, ThinkingDisplay thinking)
+      : engine_(engine), session_(session), settings_(settings), draft_(draft), interrupt_(session),
         thinking_(thinking), think_(settings.style.think != Toggle::off),
         system_(settings.style.system) {
     clear();
@@ -177,6 +177,7 @@ private:
     request.stop_strings = settings_.generation.stop;
     if (settings_.generation.ignore_eos)
       request.stop_tokens = std::vector<int32_t>{};
+    request.draft = draft_.options;
     try {
       request.n_predict = static_cast<int32_t>(
           fit_to_context({.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size()),
@@ -225,6 +226,7 @@ private:
   const Engine &engine_;
   Session &session_;
   const ChatSettings &settings_;
+  const DraftRuntime &draft_;
   InterruptHandler interrupt_;
   LineReader reader_;
   ThinkingDisplay thinking_;
@@ -238,11 +240,13 @@ private:
 int chat_command(const Args &argv) {
   EngineArgs engine_args;
   ChatSettings settings;
+  DraftArgs draft_args;
   settings.generation.n_predict = -1; // a reply ends at the model's end-of-turn token
   CommandLine command_line("chat", "chat -m FILE [options]");
   command_line.engine(engine_args)
       .chat_style(settings.style)
       .generation(settings.generation)
+      .draft(draft_args)
       .logging();
   command_line.add_options()("stats", po::bool_switch(&settings.show_stats),
                              "print timing statistics after each reply");
@@ -265,7 +269,9 @@ int chat_command(const Args &argv) {
                engine.model().name.empty() ? engine.model().path.filename().c_str()
                                            : engine.model().name.c_str(),
                engine.backend().name.c_str());
-  Conversation conversation(engine, session, settings, thinking);
+  DraftRuntime draft;
+  open_draft(draft_args, engine_args, draft);
+  Conversation conversation(engine, session, settings, draft, thinking);
   conversation.loop();
   return kExitOk;
 }

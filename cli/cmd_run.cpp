@@ -118,12 +118,15 @@ int run_command(const Args &argv) {
   GenerationArgs generation;
   bool json = false;
   std::string json_schema, json_schema_file;
-  DraftOptions draft;
-  std::string model_draft;
+  DraftArgs draft;
   bool display_prompt = false;
   bool no_display_prompt = false;
   CommandLine command_line("run", "run -m FILE (-p TEXT | -f FILE) [options]");
-  command_line.engine(engine_args).prompt(prompt_args).generation(generation).logging();
+  command_line.engine(engine_args)
+      .prompt(prompt_args)
+      .generation(generation)
+      .draft(draft)
+      .logging();
   command_line.add_options()(
       "json", po::bool_switch(&json),
       "print one JSON object at the end (text, token ids, finish reason, seed, timings) "
@@ -134,19 +137,7 @@ int run_command(const Args &argv) {
       "json-schema,j", po::value(&json_schema)->value_name("SCHEMA"),
       "constrain the reply to JSON valid under this JSON Schema (docs/structured-output.md)")(
       "json-schema-file", po::value(&json_schema_file)->value_name("FILE"),
-      "the same, with the schema read from FILE")(
-      "draft-ngram", po::value(&draft.ngram)->value_name("N"),
-      "speculative decoding with prompt lookup: propose the tokens that followed the last N "
-      "tokens earlier in the context (docs/speculative.md)")(
-      "draft-max", po::value(&draft.max)->value_name("N")->default_value(draft.max),
-      "most tokens proposed per step")(
-      "draft-min", po::value(&draft.min)->value_name("N")->default_value(draft.min),
-      "fewer proposals than this: a plain step")(
-      "model-draft", po::value(&model_draft)->value_name("FILE"),
-      "speculative decoding with a draft model of the same vocabulary (-md; same backend and "
-      "threads)")("draft-p-min",
-                  po::value(&draft.p_min)->value_name("P")->default_value(draft.p_min),
-                  "the draft model stops proposing below this probability of its best token");
+      "the same, with the schema read from FILE");
   if (!command_line.parse(argv))
     return kExitOk;
   check_flags(prompt_args);
@@ -156,12 +147,6 @@ int run_command(const Args &argv) {
     throw UsageError("--display-prompt does not apply to --json (the object holds the text)");
   if (!prompt_args.thinking.empty() && json)
     throw UsageError("--thinking does not apply to --json (the object holds the whole text)");
-  if (draft.ngram < 0)
-    throw UsageError("--draft-ngram must be >= 1 (or 0: no draft)");
-  if (!(draft.p_min >= 0.0f && draft.p_min <= 1.0f))
-    throw UsageError("--draft-p-min must be in [0, 1]");
-  if (draft.max < 1 || draft.min < 1 || draft.min > draft.max)
-    throw UsageError("--draft-min and --draft-max need 1 <= min <= max");
   if (!json_schema.empty() && !json_schema_file.empty())
     throw UsageError("--json-schema and --json-schema-file cannot be used together");
   if (!json_schema_file.empty())
@@ -177,7 +162,6 @@ int run_command(const Args &argv) {
   request.stop_strings = generation.stop;
   if (generation.ignore_eos)
     request.stop_tokens = std::vector<int32_t>{};
-  request.draft = draft;
   if (!json_schema.empty()) {
     request.format.kind = ReplyFormat::Kind::json_schema;
     request.format.schema = json_schema;
@@ -192,16 +176,9 @@ int run_command(const Args &argv) {
                       .predict_flag = "-n/--n-predict"}));
 
   Session session = open_session(engine, engine_args);
-  // The draft model: the same backend, threads and context as the model.
-  std::optional<Engine> draft_engine;
-  std::optional<Session> draft_session;
-  if (!model_draft.empty()) {
-    EngineArgs draft_args = engine_args;
-    draft_args.model = model_draft;
-    draft_engine.emplace(open_engine(draft_args));
-    draft_session.emplace(open_session(*draft_engine, draft_args));
-    request.draft.model = &*draft_session;
-  }
+  DraftRuntime draft_runtime;
+  open_draft(draft, engine_args, draft_runtime);
+  request.draft = draft_runtime.options;
   InterruptHandler interrupt(session);
   if (display_prompt)
     std::fputs(prompt.c_str(), stdout);

@@ -71,4 +71,15 @@ Batch open_batch(const Engine &engine, const EngineArgs &args, int32_t max_seque
   });
 }
 
+void open_draft(const DraftArgs &args, const EngineArgs &engine_args, DraftRuntime &out) {
+  out.options = args.options;
+  if (args.model_draft.empty())
+    return;
+  EngineArgs draft_args = engine_args;
+  draft_args.model = args.model_draft;
+  out.engine.emplace(open_engine(draft_args));
+  out.session.emplace(open_session(*out.engine, draft_args));
+  out.options.model = &*out.session;
+}
+
 } // namespace bonsai::cli

@@ -1,6 +1,8 @@
 #pragma once
 // Opens the model and creates a session from the shared command-line flags,
 // drawing load/upload progress bars on a terminal.
+#include <optional>
+
 #include "bonsai/batch.hpp"
 #include "bonsai/engine.hpp"
 #include "options.hpp"
@@ -11,6 +13,16 @@ namespace bonsai::cli {
 // InvalidArgument), after checking that the model file exists and is a file.
 Engine open_engine(const EngineArgs &args);
 Session open_session(const Engine &engine, const EngineArgs &args);
+
+// The draft model of --model-draft, opened like the model (same backend,
+// threads and context), and the options that point at it.
+struct DraftRuntime {
+  std::optional<Engine> engine;
+  std::optional<Session> session;
+  DraftOptions options;
+};
+// Fills `out` from the flags; `out` must stay where it is while used.
+void open_draft(const DraftArgs &args, const EngineArgs &engine_args, DraftRuntime &out);
 // A batch of `max_sequences` sequences (bonsai bench -np).
 Batch open_batch(const Engine &engine, const EngineArgs &args, int32_t max_sequences);
 

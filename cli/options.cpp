@@ -306,6 +306,33 @@ CommandLine &CommandLine::generation(GenerationArgs &g) {
   return *this;
 }
 
+CommandLine &CommandLine::draft(DraftArgs &d) {
+  DraftOptions &o = d.options;
+  po::options_description group("Speculative decoding (docs/speculative.md)");
+  group.add_options()("model-draft", po::value(&d.model_draft)->value_name("FILE"),
+                      "propose with a draft model of the same vocabulary (-md; the same backend, "
+                      "threads and context)")(
+      "draft-ngram", po::value(&o.ngram)->value_name("N"),
+      "propose with prompt lookup: the tokens that followed the last N tokens earlier in the "
+      "context")("draft-max", po::value(&o.max)->value_name("N")->default_value(o.max),
+                 "most tokens proposed per step")(
+      "draft-min", po::value(&o.min)->value_name("N")->default_value(o.min),
+      "fewer proposals than this: a plain step")(
+      "draft-p-min",
+      po::value(&o.p_min)->value_name("P")->default_value(o.p_min, shortest(o.p_min)),
+      "the draft model stops proposing below this probability of its best token");
+  groups_.push_back(group);
+  checks_.push_back([&o] {
+    if (o.ngram < 0)
+      throw UsageError("--draft-ngram must be >= 1 (or 0: no lookup draft)");
+    if (o.max < 1 || o.min < 1 || o.min > o.max)
+      throw UsageError("--draft-min and --draft-max need 1 <= min <= max");
+    if (!(o.p_min >= 0.0f && o.p_min <= 1.0f))
+      throw UsageError("--draft-p-min must be in [0, 1]");
+  });
+  return *this;
+}
+
 CommandLine &CommandLine::logging() {
   general_.add_options()("log-level", po::value(&log_level_)->value_name("LEVEL"),
                          "trace, debug, info, warn (default), error or off");

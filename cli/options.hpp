@@ -54,6 +54,13 @@ struct GenerationArgs {
   std::vector<std::string> stop; // --stop / -r: end the answer at any of these strings
 };
 
+// Speculative decoding (docs/speculative.md): the draft's flags.
+struct DraftArgs {
+  DraftOptions options;    // --draft-ngram, --draft-max, --draft-min, --draft-p-min
+  std::string model_draft; // -md/--model-draft FILE
+  bool any() const { return options.ngram > 0 || !model_draft.empty(); }
+};
+
 // One subcommand's option table. Groups are added before parse().
 class CommandLine {
 public:
@@ -75,6 +82,8 @@ public:
   CommandLine &prompt(PromptArgs &args);     // -p, -f, --system, --chat, --think, --thinking
   CommandLine &chat_style(PromptArgs &args); // --system, --think, --thinking (chat)
   CommandLine &generation(GenerationArgs &args);
+  CommandLine &
+  draft(DraftArgs &args); // -md, --draft-ngram, --draft-max, --draft-min, --draft-p-min
   CommandLine &logging(); // --log-level
   // Options that only this subcommand has.
   po::options_description_easy_init add_options();

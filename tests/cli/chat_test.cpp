@@ -105,6 +105,35 @@ TEST(Chat, PipedInputGivesTheRepliesAloneOnStdout) {
   EXPECT_EQ(r.out, replies);
 }
 
+TEST(Chat, ADraftKeepsTheGreedyReplies) {
+  // Two turns, greedy, with the model itself as draft model and with a
+  // lookup draft: the replies are the plain ones (the second turn continues
+  // the cache the first left, drafts included).
+  const std::vector<std::string> base = {"chat",
+                                         "-m",
+                                         kTiny,
+                                         "-n",
+                                         "12",
+                                         "--temp",
+                                         "0",
+                                         "--ignore-eos",
+                                         "--no-progress",
+                                         "--backend-options",
+                                         "kernels=reference"};
+  const std::string input = "Hello\nHi again\n";
+  const auto plain = run_bonsai(base, input);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  for (const std::vector<std::string> &extra :
+       {std::vector<std::string>{"-md", kTiny, "--draft-p-min", "0", "--stats"},
+        std::vector<std::string>{"--draft-ngram", "1", "--stats"}}) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto drafted = run_bonsai(args, input);
+    ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
+    EXPECT_EQ(drafted.out, plain.out) << extra[0];
+  }
+}
+
 TEST(Chat, SlashCommandsSaveClearAndLoadTheConversation) {
   TempDir dir;
   const std::string saved = dir.file("conversation.json");
