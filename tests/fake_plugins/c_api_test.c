@@ -227,6 +227,28 @@ static int check_more(bonsai_session *session, const int32_t *prompt, int n_prom
   bonsai_generate_result_free(&result);
   params.logprobs = 0;
 
+  /* Speculative decoding with a prompt-lookup draft: the greedy reply is
+   * the plain one. */
+  bonsai_generate_result plain_result, drafted_result;
+  bonsai_generate_params drafted = params;
+  drafted.n_predict = 16;
+  bonsai_generate_params plain = drafted;
+  drafted.draft_ngram = 1;
+  if (bonsai_generate(session, &plain, NULL, NULL, &plain_result) != 0 ||
+      bonsai_generate(session, &drafted, NULL, NULL, &drafted_result) != 0 ||
+      strcmp(plain_result.text, drafted_result.text) != 0) {
+    fprintf(stderr, "a drafted reply differs: %s\n", bonsai_last_error());
+    ++failures;
+  }
+  bonsai_generate_result_free(&plain_result);
+  bonsai_generate_result_free(&drafted_result);
+  drafted.draft_session = session; /* a session cannot draft for itself */
+  if (bonsai_generate(session, &drafted, NULL, NULL, NULL) != -1 ||
+      strstr(bonsai_last_error(), "draft_session") == NULL) {
+    fprintf(stderr, "a self-draft was accepted: %s\n", bonsai_last_error());
+    ++failures;
+  }
+
   /* A JSON reply: an enum of two words, so the text is one of them, quoted;
    * a schema with an unsupported keyword fails with its name. */
   bonsai_generate_params json = params;

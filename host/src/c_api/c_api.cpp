@@ -158,6 +158,10 @@ bonsai_generate_params bonsai_generate_params_default(void) {
   params.min_p = sampling.min_p;
   params.repeat_penalty = sampling.repeat_penalty;
   params.enable_thinking = 1;
+  const bonsai::DraftOptions draft;
+  params.draft_max = draft.max;
+  params.draft_min = draft.min;
+  params.draft_p_min = draft.p_min;
   return params;
 }
 
@@ -207,6 +211,13 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
           if (p.json_schema != nullptr)
             request.format.schema = p.json_schema;
         }
+        if (p.draft_session == session)
+          throw bonsai::InvalidArgument("bonsai_generate: draft_session is the session itself");
+        request.draft.model = p.draft_session != nullptr ? &p.draft_session->session : nullptr;
+        request.draft.ngram = p.draft_ngram;
+        request.draft.max = p.draft_max;
+        request.draft.min = p.draft_min;
+        request.draft.p_min = p.draft_p_min;
         request.n_predict = p.n_predict;
         request.sampling.temperature = p.temperature;
         request.sampling.top_k = p.top_k;
