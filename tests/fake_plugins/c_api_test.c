@@ -257,8 +257,7 @@ static int check_more(bonsai_session *session, const int32_t *prompt, int n_prom
   json.n_predict = 8;
   if (bonsai_generate(session, &json, NULL, NULL, &result) != 0 ||
       (strcmp(result.text, "\"yes\"") != 0 && strcmp(result.text, "\"no\"") != 0)) {
-    fprintf(stderr, "json reply: '%s' (%s)\n", result.text ? result.text : "",
-            bonsai_last_error());
+    fprintf(stderr, "json reply: '%s' (%s)\n", result.text ? result.text : "", bonsai_last_error());
     ++failures;
   }
   bonsai_generate_result_free(&result);
