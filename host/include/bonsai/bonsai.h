@@ -124,10 +124,10 @@ typedef struct bonsai_generate_params {
    * before them gets no draft. The reply is the model's own either way. */
   bonsai_session *draft_session; /* a session of a draft model with the same vocabulary
                                     (its cache is taken over); NULL: none */
-  int32_t draft_ngram;  /* > 0: also propose by prompt lookup of the last N tokens */
-  int32_t draft_max;    /* most tokens proposed per step (default 16) */
-  int32_t draft_min;    /* fewer proposals than this: a plain step (default 1) */
-  float draft_p_min;    /* the draft model stops below this probability (default 0.75) */
+  int32_t draft_ngram; /* > 0: also propose by prompt lookup of the last N tokens */
+  int32_t draft_max;   /* most tokens proposed per step (default 16) */
+  int32_t draft_min;   /* fewer proposals than this: a plain step (default 1) */
+  float draft_p_min;   /* the draft model stops below this probability (default 0.75) */
 } bonsai_generate_params;
 
 BONSAI_API bonsai_generate_params bonsai_generate_params_default(void);
