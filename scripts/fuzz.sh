@@ -13,7 +13,7 @@ build="${BONSAI_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 seconds="${FUZZ_SECONDS:-60}"
 artifacts="${FUZZ_ARTIFACTS:-$build/artifacts}"
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(gguf model tokenizer openai http)
+[ ${#targets[@]} -eq 0 ] && targets=(gguf model tokenizer openai http grammar)
 
 "$root/scripts/install-deps.sh" fuzz
 
