@@ -320,9 +320,12 @@ CommandLine &CommandLine::draft(DraftArgs &d) {
       "fewer proposals than this: a plain step")(
       "draft-p-min",
       po::value(&o.p_min)->value_name("P")->default_value(o.p_min, shortest(o.p_min)),
-      "the draft model stops proposing below this probability of its best token");
+      "the draft model stops proposing below this probability of its best token")(
+      "draft-fixed", po::bool_switch(&d.fixed),
+      "propose --draft-max tokens every step instead of the length that measures best");
   groups_.push_back(group);
-  checks_.push_back([&o] {
+  checks_.push_back([&o, &d] {
+    o.adaptive = !d.fixed;
     if (o.ngram < 0)
       throw UsageError("--draft-ngram must be >= 1 (or 0: no lookup draft)");
     if (o.max < 1 || o.min < 1 || o.min > o.max)

@@ -58,6 +58,7 @@ struct GenerationArgs {
 struct DraftArgs {
   DraftOptions options;    // --draft-ngram, --draft-max, --draft-min, --draft-p-min
   std::string model_draft; // -md/--model-draft FILE
+  bool fixed = false;      // --draft-fixed
   bool any() const { return options.ngram > 0 || !model_draft.empty(); }
 };
 

@@ -1,9 +1,12 @@
 // bonsai-gguf follows the bonsai program's conventions: the GGUF file as the
 // first word or as -m FILE, --help on stdout with exit 0, command-line
 // mistakes as one error line with exit 2, runtime errors with exit 1.
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "bonsai/core/formats.hpp"
+#include "bonsai/core/gguf.hpp"
 #include "cli_harness.hpp"
 
 namespace bonsai::test {
@@ -141,6 +144,52 @@ TEST(GgufTool, RuntimeErrorsExitOne) {
   // tiny-q1 has 2048 tokens: the id is well formed, the file refuses it (as
   // bonsai treats a token id outside the vocabulary).
   expect_error(run_gguf_tool({"detokenize", kTiny, "9707"}), 1, "detokenize", "out of range");
+}
+
+// make-model --perturb-of: a copy whose matrices have a fraction of their
+// blocks replaced; metadata, norms and shapes untouched.
+TEST(GgufTool, PerturbedCopyReplacesTheAskedFractionOfBlocks) {
+  TempDir dir;
+  const auto count_differing_blocks = [](const std::string &a, const std::string &b) {
+    const gguf::File fa = gguf::File::open(a), fb = gguf::File::open(b);
+    EXPECT_EQ(fa.tensors().size(), fb.tensors().size());
+    size_t differ = 0, total = 0;
+    for (size_t i = 0; i < fa.tensors().size(); ++i) {
+      const auto &ta = fa.tensors()[i], &tb = fb.tensors()[i];
+      EXPECT_EQ(ta.name, tb.name);
+      EXPECT_EQ(ta.dims, tb.dims);
+      EXPECT_EQ(ta.type(), tb.type());
+      const size_t block = traits_of(ta.type()).block_bytes;
+      if (traits_of(ta.type()).block_elements == 1) {
+        EXPECT_EQ(std::memcmp(ta.data, tb.data, ta.nbytes), 0) << ta.name << " is not a matrix";
+        continue;
+      }
+      for (size_t off = 0; off < ta.nbytes; off += block, ++total)
+        differ += std::memcmp(ta.data + off, tb.data + off, block) != 0;
+    }
+    return std::pair{differ, total};
+  };
+  const std::string same = dir.file("same.gguf"), half = dir.file("half.gguf");
+  ASSERT_EQ(
+      run_gguf_tool({"make-model", "--perturb-of", kTiny, "--perturb", "0", "-o", same}).exit_code,
+      0);
+  EXPECT_EQ(count_differing_blocks(kTiny, same).first, 0u);
+  const auto r =
+      run_gguf_tool({"make-model", "--perturb-of", kTiny, "--perturb", "0.5", "-o", half});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto [differ, total] = count_differing_blocks(kTiny, half);
+  // Half the blocks are replaced; a replacement may be the block itself or
+  // an equal one, so somewhat fewer differ.
+  EXPECT_GT(differ, total * 4 / 10) << differ << " of " << total;
+  EXPECT_LT(differ, total * 6 / 10) << differ << " of " << total;
+  const auto bad = run_gguf_tool(
+      {"make-model", "--perturb-of", kTiny, "--perturb", "1.5", "-o", dir.file("bad.gguf")});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--perturb must be in [0, 1]"), std::string::npos) << bad.err;
+  const auto mixed = run_gguf_tool({"make-model", "--perturb-of", kTiny, "--perturb", "0.1",
+                                    "--preset", "tiny", "-o", dir.file("mixed.gguf")});
+  EXPECT_NE(mixed.err.find("--preset does not apply to --perturb-of"), std::string::npos)
+      << mixed.err;
 }
 
 } // namespace

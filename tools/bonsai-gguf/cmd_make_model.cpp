@@ -15,6 +15,7 @@
 #include "bonsai/core/gguf.hpp"
 #include "command.hpp"
 #include "command_line.hpp"
+#include "make_model_perturb.hpp"
 #include "make_model_vocab.hpp"
 #include "make_model_weights.hpp"
 
@@ -242,18 +243,23 @@ struct Options {
   std::string output;
   std::string name;
   uint64_t seed = 1;
+  std::optional<PerturbSpec> perturb; // --perturb-of: a copy, not a new model
 };
 
 const char *kSynopsis =
     "make-model --vocab VOCAB.gguf -o OUT.gguf [--preset 1.7b|4b|8b|27b|tiny|tiny-q35]\n"
-    "                              [shape options] [--type TYPE] [--seed N]";
+    "                              [shape options] [--type TYPE] [--seed N]\n"
+    "       make-model --perturb-of MODEL.gguf --perturb P -o OUT.gguf [--seed N]";
 const char *kAbout =
     "Writes a Qwen3 GGUF with random weights of the given shape (27b and tiny-q35:\n"
     "a qwen35 hybrid of gated DeltaNet and gated attention layers). Without --preset,\n"
     "--hidden --layers --heads --kv-heads --ffn are required; with one, they override it.\n"
     "Every matrix (embedding and LM head included) is in --type; norms are f32 in\n"
     "[0.8, 1.2). The tokenizer.* keys are copied from --vocab and the token list is\n"
-    "padded with [PAD{id}] (or cut, keeping control tokens) to --vocab-size rows.";
+    "padded with [PAD{id}] (or cut, keeping control tokens) to --vocab-size rows.\n"
+    "With --perturb-of, writes a copy of MODEL in which a fraction P of the blocks of\n"
+    "every quantized matrix is replaced by other blocks of the same matrix: a draft\n"
+    "that agrees with MODEL less as P grows (docs/speculative.md).";
 
 Options parse(const std::vector<std::string> &args, bool &help) {
   CommandLine command_line("make-model", kSynopsis, kAbout);
@@ -274,7 +280,9 @@ Options parse(const std::vector<std::string> &args, bool &help) {
     ("tied", po::bool_switch(), "LM head shares token_embd (1.7b and 4b default)")
     ("untied", po::bool_switch(), "separate output.weight (8b, tiny and custom default)")
     ("seed", po::value<uint64_t>()->value_name("N")->default_value(1), "random seed")
-    ("name", po::value<std::string>()->value_name("TEXT"), "general.name");
+    ("name", po::value<std::string>()->value_name("TEXT"), "general.name")
+    ("perturb-of", po::value<std::string>()->value_name("MODEL.gguf"), "copy this model with some blocks replaced (with --perturb)")
+    ("perturb", po::value<double>()->value_name("P"), "fraction of each matrix's blocks replaced, in [0, 1]");
   // clang-format on
   Options o;
   help = !command_line.parse(args);
@@ -282,6 +290,20 @@ Options parse(const std::vector<std::string> &args, bool &help) {
     return o;
   command_line.no_more_words();
   const po::variables_map &vm = command_line.values();
+  if (vm.count("perturb-of") || vm.count("perturb")) {
+    require(vm.count("perturb-of") && vm.count("perturb"),
+            "--perturb-of MODEL.gguf and --perturb P go together");
+    require(vm.count("output"), "-o OUT.gguf is required");
+    for (const char *key : {"vocab", "preset", "hidden", "layers", "heads", "kv-heads", "ffn",
+                            "head-dim", "vocab-size", "context-length", "name"})
+      require(!vm.count(key), std::string("--") + key + " does not apply to --perturb-of");
+    o.perturb = PerturbSpec{vm["perturb-of"].as<std::string>(), vm["output"].as<std::string>(),
+                            vm["perturb"].as<double>(), vm["seed"].as<uint64_t>()};
+    require(o.perturb->fraction >= 0.0 && o.perturb->fraction <= 1.0,
+            "--perturb must be in [0, 1]");
+    require(o.perturb->input != o.perturb->output, "the output must be another file");
+    return o;
+  }
   require(vm.count("vocab"), "--vocab VOCAB.gguf is required (e.g. tests/data/qwen3-vocab.gguf)");
   require(vm.count("output"), "-o OUT.gguf is required");
   o.vocab_path = vm["vocab"].as<std::string>();
@@ -348,6 +370,10 @@ int run_make_model(const std::vector<std::string> &args) {
   const Options o = parse(args, help);
   if (help)
     return kExitOk;
+  if (o.perturb) {
+    write_perturbed_copy(*o.perturb);
+    return kExitOk;
+  }
   const auto start = std::chrono::steady_clock::now();
 
   const gguf::File vocab = gguf::File::open(o.vocab_path);

@@ -351,6 +351,9 @@ struct DraftOptions {
   // times and the share of proposals kept, or none when a plain step wins.
   int32_t max = 16;
   int32_t min = 1; // fewer proposals than this: a plain one-token step instead
+  // false: propose `max` (what the draft offers, up to it) every step, for
+  // measuring acceptance or where a verified step costs about a plain one.
+  bool adaptive = true;
   // A draft model: a session of a smaller model with the same vocabulary
   // (the caller opens it; generate() takes its cache over). It proposes its
   // own next tokens; with `ngram` too, a lookup hit is proposed first.

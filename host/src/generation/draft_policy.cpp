@@ -19,7 +19,11 @@ double average(double old, double sample) {
 
 int32_t DraftPolicy::length(int32_t offered) {
   const int32_t most = std::min(offered, options_.max);
-  if (most < options_.min || plain_ms_ < 0)
+  if (most < options_.min)
+    return 0;
+  if (!options_.adaptive)
+    return most;
+  if (plain_ms_ < 0)
     return 0; // measure a plain step first
   if (per_token_ms_ < 0)
     return std::max(options_.min, std::min(most, 4)); // measure a verified step
