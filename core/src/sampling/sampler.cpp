@@ -43,7 +43,9 @@ std::span<const float> Sampler::with_penalties(std::span<const float> logits) {
   return penalized_;
 }
 
-int32_t Sampler::sample(std::span<const float> logits) {
+// The penalties, then (unless greedy) the candidate stages: candidates_
+// holds what a draw picks from. Returns the penalized scores.
+std::span<const float> Sampler::prepare(std::span<const float> logits) {
   if (logits.empty())
     throw Error("sampler: the logits are empty");
   if (logits.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
@@ -51,28 +53,25 @@ int32_t Sampler::sample(std::span<const float> logits) {
                 " logits do not fit in an int32 token id");
   const std::span<const float> scores = with_penalties(logits);
   if (params_.greedy())
-    return argmax(scores);
+    return scores;
   select_candidates(scores);
   softmax();
   if (params_.top_p < 1.0f)
     keep_nucleus();
   if (params_.min_p > 0.0f)
     keep_above_min_p();
-  return draw();
+  return scores;
+}
+
+int32_t Sampler::sample(std::span<const float> logits) {
+  const std::span<const float> scores = prepare(logits);
+  return params_.greedy() ? argmax(scores) : draw();
 }
 
 int32_t Sampler::sample_against(std::span<const float> logits, int32_t proposed) {
-  if (logits.empty())
-    throw Error("sampler: the logits are empty");
-  const std::span<const float> scores = with_penalties(logits);
+  const std::span<const float> scores = prepare(logits);
   if (params_.greedy())
     return argmax(scores);
-  select_candidates(scores);
-  softmax();
-  if (params_.top_p < 1.0f)
-    keep_nucleus();
-  if (params_.min_p > 0.0f)
-    keep_above_min_p();
   double total = 0.0, mass = 0.0;
   for (const Candidate &c : candidates_) {
     total += c.prob;
@@ -89,17 +88,9 @@ int32_t Sampler::sample_against(std::span<const float> logits, int32_t proposed)
 }
 
 std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) {
-  if (logits.empty())
-    throw Error("sampler: the logits are empty");
-  const std::span<const float> scores = with_penalties(logits);
+  const std::span<const float> scores = prepare(logits);
   if (params_.greedy())
     return {{argmax(scores), 1.0f}};
-  select_candidates(scores);
-  softmax();
-  if (params_.top_p < 1.0f)
-    keep_nucleus();
-  if (params_.min_p > 0.0f)
-    keep_above_min_p();
   double total = 0.0;
   for (const Candidate &c : candidates_)
     total += c.prob;

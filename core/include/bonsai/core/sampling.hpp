@@ -110,6 +110,7 @@ private:
     float prob;
   };
   std::span<const float> with_penalties(std::span<const float> logits);
+  std::span<const float> prepare(std::span<const float> logits);
   void select_candidates(std::span<const float> logits);
   void softmax();
   void keep_nucleus();
