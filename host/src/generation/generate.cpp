@@ -14,7 +14,7 @@
 #include "generation/generate_support.hpp"
 #include "generation/model_draft.hpp"
 #include "generation/ngram_draft.hpp"
-#include "generation/step_logprobs.hpp"
+#include "generation/token_picker.hpp"
 #include "model/session_impl.hpp"
 
 namespace bonsai {
@@ -151,13 +151,14 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
 
   host::ThinkBudget think_budget(host::ThinkTags(engine.tokenizer), request.reasoning_budget,
                                  s.history); // the prompt is in it now
+  host::TokenPicker picker(constrained, think_budget, request, engine.tokenizer);
   std::optional<StopReason> stop;
   if (request.n_predict == 0)
     stop = StopReason::length;
 
   // Takes one chosen token into the reply; the reason to stop, if any.
-  // `drawn`: the logits it was drawn from (for its log probability).
-  auto emit = [&](int32_t token, std::span<const float> drawn) -> std::optional<StopReason> {
+  // `logits`: its step's (for its log probability).
+  auto emit = [&](int32_t token, std::span<const float> logits) -> std::optional<StopReason> {
     ++result.stats.gen_tokens;
     if (std::find(stop_tokens.begin(), stop_tokens.end(), token) != stop_tokens.end()) {
       s.pending = token; // the turn's end belongs in the history of a chat
@@ -165,10 +166,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     }
     result.tokens.push_back(token);
     if (request.logprobs) {
-      StepLogprobs lp =
-          host::step_logprobs({host::drawn_scores(drawn, &*sampler), request.sampling.temperature,
-                               token, request.top_logprobs},
-                              engine.tokenizer);
+      StepLogprobs lp = picker.logprobs(token, logits, &*sampler);
       result.logprobs.push_back(lp.chosen.logprob);
       if (request.top_logprobs > 0)
         result.top_logprobs.push_back(std::move(lp.top));
@@ -199,23 +197,15 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       next = *chosen;
       chosen.reset();
     } else {
-      if (constrained.active()) {
+      if (!device_greedy) { // the device took the argmax already
         const auto made = static_cast<int32_t>(result.tokens.size());
         const int32_t budget = host::tighter_budget(
             request.n_predict < 0 ? -1 : request.n_predict - made,
             static_cast<int32_t>(s.n_ctx() - static_cast<int64_t>(s.history.size())));
-        next = constrained.choose(s.scratch_logits, &*sampler, budget);
-      } else if (!device_greedy) {
-        next = sampler->sample(s.scratch_logits);
+        next = picker.choose(s.scratch_logits, &*sampler, budget);
       }
-      next = think_budget.choose(next);
-      think_budget.accept(next);
-      if (constrained.active())
-        constrained.accept(next);
-      const std::span<const float> drawn = constrained.active()
-                                               ? constrained.drawn_from(s.scratch_logits)
-                                               : std::span<const float>(s.scratch_logits);
-      if ((stop = emit(next, drawn)))
+      next = picker.take(next);
+      if ((stop = emit(next, s.scratch_logits)))
         break;
     }
     if (sampler)
@@ -285,8 +275,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       int32_t token = !proposed            ? sampler->sample(row)
                       : proposal.q.empty() ? sampler->sample_against(row, draft[i])
                                            : sampler->sample_against(row, draft[i], proposal.q[i]);
-      token = think_budget.choose(token);
-      think_budget.accept(token);
+      token = picker.take(token);
       const bool in_cache = proposed && token == draft[i];
       stop = emit(token, row);
       if (in_cache) {

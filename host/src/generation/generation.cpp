@@ -6,7 +6,7 @@
 
 #include "generation/constrained_choice.hpp"
 #include "generation/generate_support.hpp"
-#include "generation/step_logprobs.hpp"
+#include "generation/token_picker.hpp"
 
 namespace bonsai {
 
@@ -15,8 +15,6 @@ struct Generation::Impl {
   std::vector<int32_t> prompt;
   int32_t n_predict = 0;
   bool logprobs = false;
-  int32_t top_logprobs = 0;
-  float temperature = 0.0f;
   std::vector<int32_t> stop_tokens;
   std::optional<Sampler> sampler; // empty: greedy argmax without penalties
   host::TextStream stream;
@@ -24,19 +22,20 @@ struct Generation::Impl {
   bool prompt_opens_reasoning;
   host::ThinkBudget think_budget;
   host::ConstrainedChoice constrained;
-  int32_t token_room = -1; // set_token_room(); -1: not set
+  host::TokenPicker picker; // over think_budget and constrained
+  int32_t token_room = -1;  // set_token_room(); -1: not set
   int32_t generated = 0;
   bool done = false;
 
   Impl(std::shared_ptr<const Engine::Impl> engine_impl, const GenerateRequest &request)
       : engine(std::move(engine_impl)), prompt(host::request_prompt(*engine, request)),
         n_predict(request.n_predict), logprobs(request.logprobs),
-        top_logprobs(request.top_logprobs), temperature(request.sampling.temperature),
         stop_tokens(request.stop_tokens ? *request.stop_tokens : engine->tokenizer.stop_ids()),
         stream(engine->tokenizer, request.stop_strings), think_tags(engine->tokenizer),
         prompt_opens_reasoning(think_tags.ends_open(prompt)),
         think_budget(think_tags, request.reasoning_budget, prompt),
-        constrained(*engine, request, prompt, stop_tokens) {}
+        constrained(*engine, request, prompt, stop_tokens),
+        picker(constrained, think_budget, request, engine->tokenizer) {}
 
   // Tokens the reply may still take, this step's included (-1: no limit).
   int32_t budget() const {
@@ -77,22 +76,11 @@ GenerationStep Generation::next(std::span<const float> logits) {
                                       logits.size(), g.engine->n_vocab()));
   GenerationStep step;
   Sampler *sampler = g.sampler ? &*g.sampler : nullptr;
-  const int32_t chosen = g.constrained.active()
-                             ? g.constrained.choose(logits, sampler, g.budget())
-                             : (sampler ? sampler->sample(logits) : argmax(logits));
-  step.token = g.think_budget.choose(chosen);
-  g.think_budget.accept(step.token);
-  if (g.constrained.active())
-    g.constrained.accept(step.token);
+  step.token = g.picker.take(g.picker.choose(logits, sampler, g.budget()));
   const bool ends =
       std::find(g.stop_tokens.begin(), g.stop_tokens.end(), step.token) != g.stop_tokens.end();
-  if (g.logprobs && !ends) {
-    const std::span<const float> drawn =
-        g.constrained.active() ? g.constrained.drawn_from(logits) : logits;
-    step.logprobs = host::step_logprobs(
-        {host::drawn_scores(drawn, sampler), g.temperature, step.token, g.top_logprobs},
-        g.engine->tokenizer);
-  }
+  if (g.logprobs && !ends)
+    step.logprobs = g.picker.logprobs(step.token, logits, sampler);
   bool string_stopped = false;
   if (ends) {
     step.stop = StopReason::stop_token;
