@@ -90,11 +90,26 @@ async function setSettings(page, { maxTokens, temperature, apiKey, system }) {
   if (apiKey !== undefined) await page.fill('#api-key', apiKey);
   if (system !== undefined) await page.fill('#system', system);
   await page.click('#save-settings');
+  // The dialog's close event saves the settings in a later task; under load
+  // the next key press can be handled first, so wait until they are stored.
+  const expected = { maxTokens, temperature, apiKey, system };
+  await page.waitForFunction((want) => {
+    if (document.getElementById('settings').open) return false;
+    const saved = JSON.parse(localStorage.getItem('bonsai.settings') || 'null');
+    if (!saved) return false;
+    return Object.entries(want).every(([key, value]) =>
+      value === undefined || String(saved[key] ?? '') === String(value));
+  }, expected);
 }
 
+// Types a message and sends it with Enter; resolves once its request has left,
+// so that a following idle() cannot see the page before the reply started.
 async function send(page, text) {
   await page.fill('#prompt', text);
-  await page.press('#prompt', 'Enter');
+  await Promise.all([
+    page.waitForRequest((r) => r.url().endsWith('/v1/chat/completions') && r.method() === 'POST'),
+    page.press('#prompt', 'Enter'),
+  ]);
 }
 
 // Waits until no reply is streaming.
@@ -260,6 +275,11 @@ test('replies render Markdown, reasoning collapsed and tool calls, and never run
 
 test('keyboard alone, 360 px wide, light and dark', async () => {
   const { context, page } = await openPage(plain, { viewport: { width: 360, height: 740 } });
+  // A short reply: without a limit the tiny model writes until the context
+  // is full, which under a sanitizer on a busy machine takes minutes.
+  await page.evaluate(() => localStorage.setItem('bonsai.settings',
+    JSON.stringify({ system: '', temperature: 0.8, maxTokens: 16, thinking: true, apiKey: '' })));
+  await page.reload();
   // Nothing wider than the screen; the conversation list folds away.
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= 360));
   assert.equal(await page.isVisible('#toggle-chats'), true);
@@ -270,7 +290,10 @@ test('keyboard alone, 360 px wide, light and dark', async () => {
   // The message box has focus on load: type and send with Enter.
   await page.focus('#prompt');
   await page.keyboard.type('typed, not clicked');
-  await page.keyboard.press('Enter');
+  await Promise.all([
+    page.waitForRequest((r) => r.url().endsWith('/v1/chat/completions')),
+    page.keyboard.press('Enter'),
+  ]);
   await idle(page);
   assert.equal(await page.textContent('.message.user .body'), 'typed, not clicked');
   // Settings open and close from the keyboard.
