@@ -134,7 +134,8 @@ int serve_command(const Args &args) {
   EngineArgs engine_args;
   ServeArgs a;
   CommandLine command_line("serve", "serve -m FILE [--host ADDR] [--port N] [--parallel N] ...");
-  command_line.engine(engine_args).logging();
+  DraftArgs draft;
+  command_line.engine(engine_args).draft(draft).logging();
   command_line.add_options()("host", po::value(&a.server.host)->value_name("ADDR"),
                              "address to listen on (default 127.0.0.1; 0.0.0.0 for every "
                              "interface)")("port", po::value(&a.server.port)->value_name("N"),
@@ -224,6 +225,13 @@ int serve_command(const Args &args) {
   a.server.idle_timeout = std::chrono::seconds(a.idle_timeout);
   engine_args.progress = false; // the model loads behind a running server
   check_model_path(engine_args.model);
+  a.server.draft = draft.options;
+  if (!draft.model_draft.empty()) {
+    check_model_path(draft.model_draft);
+    EngineArgs draft_args = engine_args;
+    draft_args.model = draft.model_draft;
+    a.server.draft_model = [draft_args] { return open_engine(draft_args); };
+  }
 
   raise_descriptor_limit(a.server.max_connections);
   const sigset_t stop_signals = block_stop_signals();

@@ -47,6 +47,12 @@ void Metrics::constrained(int64_t tokens, int64_t masks, double seconds) {
   constraint_seconds_ += seconds;
 }
 
+void Metrics::drafted(int64_t verified, int64_t kept) {
+  std::lock_guard lock(mutex_);
+  draft_tokens_ += static_cast<uint64_t>(verified);
+  draft_accepted_ += static_cast<uint64_t>(kept);
+}
+
 void Metrics::time_to_first_token(double seconds) {
   std::lock_guard lock(mutex_);
   ttft_.observe(seconds);
@@ -93,6 +99,12 @@ std::string Metrics::render() const {
   header("bonsai_constraint_seconds_total", "counter",
          "Time spent checking tokens against formats and computing masks.");
   out += fmt::format("bonsai_constraint_seconds_total {:.6f}\n", constraint_seconds_);
+  header("bonsai_draft_tokens_total", "counter",
+         "Drafted tokens (prompt lookup or a draft model) verified by the model.");
+  out += fmt::format("bonsai_draft_tokens_total {}\n", draft_tokens_);
+  header("bonsai_draft_accepted_tokens_total", "counter",
+         "Drafted tokens the model kept (each a step saved).");
+  out += fmt::format("bonsai_draft_accepted_tokens_total {}\n", draft_accepted_);
   header("bonsai_queue_depth", "gauge", "Requests waiting for a slot.");
   out += fmt::format("bonsai_queue_depth {}\n", gauges_.queue_depth);
   header("bonsai_slots_busy", "gauge", "Slots generating a reply.");

@@ -41,6 +41,8 @@ public:
   void tokens(int64_t prompt, int64_t cached, int64_t generated);
   // Constrained decoding of one finished request (Generation::constraint_stats).
   void constrained(int64_t tokens, int64_t masks, double seconds);
+  // Speculative decoding: proposals verified in a step, and those kept.
+  void drafted(int64_t verified, int64_t kept);
   void time_to_first_token(double seconds);
   void inter_token_latency(double seconds);
   void set_gauges(const SlotGauges &gauges);
@@ -50,6 +52,7 @@ public:
 private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_; // (endpoint, status) -> count
+  uint64_t draft_tokens_ = 0, draft_accepted_ = 0;
   uint64_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_tokens_ = 0;
   uint64_t constrained_tokens_ = 0, constraint_masks_ = 0;
   double constraint_seconds_ = 0;

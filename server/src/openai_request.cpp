@@ -35,7 +35,9 @@ const std::set<std::string> kCommonFields = {"model",
                                              "user",
                                              "repeat_penalty",
                                              "logprobs",
-                                             "logit_bias"};
+                                             "logit_bias",
+                                             "speculative.n_max",
+                                             "speculative.n_min"};
 const std::set<std::string> kChatFields = {"messages",
                                            "max_completion_tokens",
                                            "chat_template_kwargs",
@@ -73,6 +75,17 @@ void check_known_fields(const json &body, Endpoint endpoint) {
   for (const auto &[key, value] : body.items())
     if (!kCommonFields.contains(key) && !own.contains(key))
       throw bad_request(fmt::format("Unrecognized request argument supplied: {}", key), key);
+}
+
+// Speculative decoding: the server's draft settings, of which a request may
+// lower the most proposals per step (0: none) and raise the fewest worth a
+// verified step (llama-server's field names).
+DraftOptions draft_options(const json &body, const DraftOptions &server) {
+  DraftOptions d = server;
+  d.max = static_cast<int32_t>(integer_field(body, "speculative.n_max", 0, server.max, server.max));
+  d.min = static_cast<int32_t>(integer_field(body, "speculative.n_min", 1, std::max(d.max, 1),
+                                             std::min(server.min, std::max(d.max, 1))));
+  return d;
 }
 
 std::vector<std::string> stop_strings(const json &body, const RequestContext &context) {
@@ -260,6 +273,7 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
       format_request(body, ordered ? &*ordered : nullptr, spec.parallel_tool_calls);
   g.format = std::move(format.format);
   spec.format_param = std::move(format.param);
+  g.draft = draft_options(body, context.draft);
   check_prompt_bytes(g, context, endpoint == Endpoint::chat ? "messages" : "prompt");
   return spec;
 }

@@ -46,6 +46,9 @@ struct RequestContext {
   size_t max_stop_string_bytes = 1024;
   ReasoningFormat reasoning_format = ReasoningFormat::reasoning_content; // the server's default
   int32_t reasoning_budget = -1;                                         // the server's default
+  // Speculative decoding as the server runs it (ngram, max, min, adaptive;
+  // `model` unused): requests may lower max.
+  DraftOptions draft;
 };
 
 CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body,

@@ -21,9 +21,10 @@ Finish finish_of(StopReason reason) {
 
 } // namespace
 
-Scheduler::Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics)
-    : batch_(std::move(batch)), options_(options), metrics_(metrics), n_ctx_(batch_.n_ctx()),
-      n_batch_(batch_.n_batch()) {
+Scheduler::Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics,
+                     std::unique_ptr<DraftModel> draft)
+    : batch_(std::move(batch)), draft_(std::move(draft)), options_(options), metrics_(metrics),
+      n_ctx_(batch_.n_ctx()), n_batch_(batch_.n_batch()) {
   // Every running reply puts one token in each step.
   if (batch_.max_sequences() > n_batch_)
     throw InvalidArgument(fmt::format("{} slots need steps of at least {} tokens, but the batch "
@@ -197,40 +198,40 @@ void Scheduler::admit(std::deque<std::shared_ptr<Job>> &arrivals) {
 }
 
 void Scheduler::step() {
-  std::vector<SequenceInput> inputs;
-  std::vector<Slot *> row_slots; // the slot of each logits row
-  std::vector<Slot *> stepped;   // every slot in the step
-  int32_t decoding = 0;
+  const auto step_start = Clock::now();
+  std::vector<Slot *> decoding;
+  std::vector<Slot *> reading; // prompts, first come first served
   for (Slot &slot : slots_) {
-    if (slot.job && slot.next_token >= 0) {
-      inputs.push_back({slot.sequence, std::span<const int32_t>(&slot.next_token, 1), true});
-      row_slots.push_back(&slot);
-      stepped.push_back(&slot);
-      ++decoding;
-    }
-  }
-  // Prompts, first come first served, within what the step has left.
-  std::vector<Slot *> reading;
-  for (Slot &slot : slots_)
-    if (slot.job && slot.next_token < 0)
+    if (slot.job && slot.next_token >= 0)
+      decoding.push_back(&slot);
+    else if (slot.job)
       reading.push_back(&slot);
+  }
   std::sort(reading.begin(), reading.end(),
             [](const Slot *a, const Slot *b) { return a->admitted < b->admitted; });
-  int32_t budget =
-      std::min(n_batch_ - decoding, decoding > 0 ? std::max(options_.prefill_chunk, 1) : n_batch_);
+  const auto n_decoding = static_cast<int32_t>(decoding.size());
+  const int32_t prefill_share = reading.empty() ? 0 : std::max(options_.prefill_chunk, 1);
+  draft(decoding, n_batch_ - n_decoding - prefill_share);
+
+  std::vector<SequenceInput> inputs;
+  std::vector<Slot *> stepped; // the slot of each input
+  int32_t used = 0;
+  for (Slot *slot : decoding) {
+    inputs.push_back({slot->sequence, slot->fed, true, slot->fed.size() > 1});
+    stepped.push_back(slot);
+    used += static_cast<int32_t>(slot->fed.size());
+  }
+  int32_t budget = std::min(n_batch_ - used, n_decoding > 0 ? prefill_share : n_batch_);
   for (Slot *slot : reading) {
     if (budget <= 0)
       break;
     const auto left = static_cast<int32_t>(slot->prompt_left.size() - slot->prompt_done);
     const int32_t take = std::min(left, budget);
     budget -= take;
-    const bool last = take == left;
     inputs.push_back({slot->sequence,
                       std::span<const int32_t>(slot->prompt_left)
                           .subspan(slot->prompt_done, static_cast<size_t>(take)),
-                      last});
-    if (last)
-      row_slots.push_back(slot);
+                      take == left});
     stepped.push_back(slot);
   }
   if (inputs.empty())
@@ -245,15 +246,23 @@ void Scheduler::step() {
       fail_slot(*slot, error.what());
     return;
   }
+  const double step_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - step_start).count();
+  int32_t row = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    Slot *slot = stepped[i];
-    if (slot->next_token < 0)
-      slot->prompt_done += inputs[i].tokens.size();
-  }
-  for (size_t row = 0; row < row_slots.size(); ++row) {
-    Slot &slot = *row_slots[row];
+    Slot &slot = *stepped[i];
+    const bool decodes = slot.next_token >= 0;
+    if (!decodes)
+      slot.prompt_done += inputs[i].tokens.size();
+    if (!inputs[i].logits)
+      continue;
+    const int32_t first_row = row;
+    row += inputs[i].all_logits ? static_cast<int32_t>(inputs[i].tokens.size()) : 1;
     try {
-      take_row(slot, logits.row(static_cast<int32_t>(row)));
+      if (decodes)
+        take_verified(slot, logits, first_row, step_ms);
+      else
+        take_row(slot, logits.row(first_row));
     } catch (const std::exception &error) {
       if (slot.job)
         finish(slot, Finish::error, {}, error.what());
@@ -261,32 +270,130 @@ void Scheduler::step() {
   }
 }
 
+void Scheduler::draft(std::span<Slot *const> decoding, int32_t budget) {
+  std::vector<std::vector<int32_t>> contexts(decoding.size());
+  std::vector<DraftAsk> asks;
+  std::vector<Slot *> asking;
+  for (size_t i = 0; i < decoding.size(); ++i) {
+    Slot &slot = *decoding[i];
+    slot.fed.assign(1, slot.next_token);
+    // The step's token and the one after the last proposal must still fit.
+    const int32_t room = std::min(budget, n_ctx_ - batch_.position(slot.sequence) - 2);
+    const DraftOptions &wanted = slot.job->spec.generate.draft;
+    if (room <= 0 || wanted.max <= 0 || (wanted.ngram <= 0 && !draft_))
+      continue;
+    Generation &generation = slot.job->generation;
+    std::vector<int32_t> &context = contexts[i];
+    context = batch_.tokens(slot.sequence);
+    context.push_back(slot.next_token);
+    std::vector<int32_t> found = generation.lookup_draft(context);
+    if (!found.empty() || !draft_) {
+      found.resize(
+          static_cast<size_t>(generation.draft_length(static_cast<int32_t>(found.size()), room)));
+      slot.fed.insert(slot.fed.end(), found.begin(), found.end());
+      budget -= static_cast<int32_t>(found.size());
+      continue;
+    }
+    const int32_t asked = generation.draft_length(room, room);
+    if (asked <= 0)
+      continue;
+    asks.push_back({static_cast<int32_t>(&slot - slots_.data()), context, asked});
+    asking.push_back(&slot);
+    budget -= asked;
+  }
+  if (asks.empty())
+    return;
+  const auto draft_start = Clock::now();
+  std::vector<std::vector<int32_t>> proposals;
+  try {
+    proposals = draft_->propose(asks);
+  } catch (const Error &error) {
+    // Drafts only save time: the step goes on without them.
+    log_at(LogLevel::warn, "the draft model failed: {}; this step runs without drafts",
+           error.what());
+    return;
+  }
+  const double draft_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - draft_start).count();
+  for (size_t i = 0; i < asks.size(); ++i) {
+    Slot &slot = *asking[i];
+    if (proposals[i].empty()) // it cost the draft's steps: a proposal refused
+      slot.job->generation.record_step(1, 0, draft_ms);
+    slot.fed.insert(slot.fed.end(), proposals[i].begin(), proposals[i].end());
+  }
+}
+
 void Scheduler::take_row(Slot &slot, std::span<const float> logits) {
+  std::string text;
+  if (!take_step(slot, slot.job->generation.next(logits), text, true))
+    return;
+  end_of_step(slot, std::move(text));
+}
+
+void Scheduler::take_verified(Slot &slot, const BatchLogits &logits, int32_t first_row,
+                              double step_ms) {
+  const std::vector<int32_t> fed = std::move(slot.fed);
+  const auto n_proposed = static_cast<int32_t>(fed.size()) - 1;
+  const int32_t before = batch_.position(slot.sequence) - static_cast<int32_t>(fed.size());
+  Generation &generation = slot.job->generation;
+  std::string text;
+  int32_t kept = 0;
+  bool running = true;
+  for (int32_t i = 0; i <= n_proposed && running; ++i) {
+    const std::span<const float> row = logits.row(first_row + i);
+    const bool proposed = i < n_proposed;
+    GenerationStep step =
+        proposed ? generation.next(row, fed[static_cast<size_t>(i) + 1]) : generation.next(row);
+    const bool in_cache = proposed && !step.stop && step.token == fed[static_cast<size_t>(i) + 1];
+    if (!in_cache) {
+      // The cache keeps the tokens fed up to this row's; the rest were refused.
+      batch_.truncate(slot.sequence, before + 1 + i);
+      if (n_proposed > 0) {
+        metrics_.drafted(n_proposed, kept);
+        generation.record_step(n_proposed, kept, step_ms);
+      } else {
+        generation.record_step(0, 0, step_ms);
+      }
+    }
+    running = take_step(slot, std::move(step), text, i == 0);
+    if (!in_cache)
+      break;
+    ++kept;
+  }
+  if (running)
+    end_of_step(slot, std::move(text));
+}
+
+bool Scheduler::take_step(Slot &slot, GenerationStep step, std::string &text, bool first_of_step) {
   Job &job = *slot.job;
   const auto now = Clock::now();
-  if (slot.next_token < 0)
+  if (slot.next_token == -1)
     metrics_.time_to_first_token(seconds_between(job.queued_at, now));
-  else
-    metrics_.inter_token_latency(seconds_between(slot.last_token_at, now));
+  else // tokens after the first of a verified step arrive with it
+    metrics_.inter_token_latency(first_of_step ? seconds_between(slot.last_token_at, now) : 0.0);
   slot.last_token_at = now;
   slot.last_used = ++clock_;
-
-  GenerationStep step = job.generation.next(logits);
   slot.usage.completion_tokens = job.generation.generated();
   if (step.logprobs)
     slot.logprobs.push_back(std::move(*step.logprobs));
+  text += step.text;
   if (step.stop) {
-    finish(slot, finish_of(*step.stop), std::move(step.text));
-    return;
-  }
-  // Feeding the token needs one more position.
-  if (batch_.position(slot.sequence) + 1 > n_ctx_) {
-    finish(slot, Finish::length, step.text + job.generation.finish());
-    return;
+    finish(slot, finish_of(*step.stop), std::move(text));
+    return false;
   }
   slot.next_token = step.token;
-  if (!step.text.empty())
-    job.push({std::move(step.text), std::nullopt, {}, {}, std::exchange(slot.logprobs, {})});
+  return true;
+}
+
+void Scheduler::end_of_step(Slot &slot, std::string text) {
+  Job &job = *slot.job;
+  // Feeding the next token needs one more position.
+  if (batch_.position(slot.sequence) + 1 > n_ctx_) {
+    finish(slot, Finish::length, text + job.generation.finish());
+    return;
+  }
+  if (!text.empty())
+    job.push({std::move(text), std::nullopt, {}, {}, std::exchange(slot.logprobs, {})});
 }
 
 void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string error) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bonsai/batch.hpp"
+#include "draft_model.hpp"
 #include "job.hpp"
 #include "metrics.hpp"
 
@@ -26,8 +27,11 @@ struct SchedulerOptions {
 
 class Scheduler {
 public:
-  // One slot per sequence of `batch` (its max_sequences).
-  Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics);
+  // One slot per sequence of `batch` (its max_sequences). `draft`: the
+  // draft model of speculative decoding, or null; a job drafts when its
+  // GenerateRequest::draft asks for it (docs/speculative.md).
+  Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics,
+            std::unique_ptr<DraftModel> draft = nullptr);
   ~Scheduler(); // drain with no grace
   Scheduler(const Scheduler &) = delete;
   Scheduler &operator=(const Scheduler &) = delete;
@@ -53,6 +57,8 @@ private:
     uint64_t tenant = 0; // whose tokens the KV cache holds
     JobUsage usage;
     std::vector<StepLogprobs> logprobs; // not yet pushed with an event
+    // This step's input while decoding: next_token, then the proposals.
+    std::vector<int32_t> fed;
   };
 
   void loop();
@@ -64,12 +70,25 @@ private:
   void fail_slot(Slot &slot, const std::string &why);
   void admit(std::deque<std::shared_ptr<Job>> &arrivals);
   void step();
+  // Each decoding slot's proposals (lookup, then the draft model), within
+  // `budget` tokens beyond one per slot; fills Slot::fed.
+  void draft(std::span<Slot *const> decoding, int32_t budget);
   void take_row(Slot &slot, std::span<const float> logits);
+  // A decoding slot's rows after a step that fed Slot::fed: the proposals
+  // kept, the first one refused or the stop, the cache cut back to match.
+  void take_verified(Slot &slot, const BatchLogits &logits, int32_t first_row, double step_ms);
+  // The step's token for the slot: metrics, usage, text; false when the
+  // job finished (then `text` was sent with the finish).
+  bool take_step(Slot &slot, GenerationStep step, std::string &text, bool first_of_step);
+  // After a slot's last token of a step: ends the job when the context is
+  // full, else sends the step's text.
+  void end_of_step(Slot &slot, std::string text);
   void finish(Slot &slot, Finish how, std::string text = {}, std::string error = {});
   void end_queued(const std::shared_ptr<Job> &job, Finish how);
   void publish_gauges();
 
   Batch batch_;
+  std::unique_ptr<DraftModel> draft_;
   const SchedulerOptions options_;
   Metrics &metrics_;
   const int32_t n_ctx_;

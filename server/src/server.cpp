@@ -43,6 +43,13 @@ void check_options(const ServerOptions &o) {
   require(o.max_stop_strings >= 0 && o.max_stop_string_bytes >= 1,
           "the stop-string limits must be >= 0 strings and >= 1 byte");
   require(o.http_threads >= 0, "http_threads must be >= 0");
+  require(o.draft.ngram >= 0,
+          fmt::format("the draft n-gram is {}; it must be >= 0", o.draft.ngram));
+  require(o.draft.min >= 1 && o.draft.min <= o.draft.max,
+          fmt::format("the draft lengths need 1 <= min <= max, got min {}, max {}", o.draft.min,
+                      o.draft.max));
+  require(o.draft.p_min >= 0.0f && o.draft.p_min <= 1.0f,
+          fmt::format("the draft's p_min is {}; it must be in [0, 1]", o.draft.p_min));
   require(!o.host.empty(), "the listen address is empty");
   for (const std::string &key : o.api_keys)
     require(!key.empty() && key.find_first_of(" \t\r\n") == std::string::npos,
@@ -90,6 +97,8 @@ RequestContext request_context(const ServerOptions &o, const std::string &model_
   context.max_stop_string_bytes = o.max_stop_string_bytes;
   context.reasoning_format = o.reasoning_format;
   context.reasoning_budget = o.reasoning_budget;
+  context.draft = o.draft;
+  context.draft.model = nullptr;
   return context;
 }
 
@@ -116,8 +125,14 @@ void load_model(Server::Impl &impl, const Server::EngineLoader &load) {
     SchedulerOptions scheduler_options;
     scheduler_options.max_queue = impl.options.max_queue;
     scheduler_options.prefill_chunk = impl.options.prefill_chunk;
+    std::unique_ptr<DraftModel> draft;
+    if (impl.options.draft_model) {
+      log_at(LogLevel::info, "loading the draft model");
+      draft = std::make_unique<DraftModel>(impl.options.draft_model(), impl.options.parallel,
+                                           engine.n_vocab(), impl.options.draft.p_min);
+    }
     auto scheduler = std::make_unique<Scheduler>(engine.create_batch(batch_options),
-                                                 scheduler_options, impl.metrics);
+                                                 scheduler_options, impl.metrics, std::move(draft));
     std::lock_guard lock(impl.mutex);
     impl.model_id = model_id_of(impl.options, engine);
     impl.request_context = request_context(impl.options, impl.model_id, engine);

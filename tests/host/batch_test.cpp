@@ -111,6 +111,46 @@ TEST(BatchAbi10Plugin, SequencesSteppedOneByOneDecodeTheGoldenGreedyContinuation
   expect_golden_greedy_in_batch(batch, golden);
 }
 
+// SequenceInput::all_logits (what verifying drafted tokens needs): the
+// prompt and the first 7 golden tokens in one input give a row per token,
+// and from the prompt's last token on each row's argmax is the next golden
+// token; an input beside it that asks for its last row only gets one row,
+// in input order.
+void expect_a_row_per_token(const bonsai::Engine &engine) {
+  const Greedy golden = load_greedy("tiny-q1.ref.greedy.json");
+  bonsai::Batch batch = batch_of(engine, 2);
+  const int32_t a = batch.add_sequence();
+  const int32_t b = batch.add_sequence();
+  std::vector<int32_t> tokens = golden.prompt;
+  tokens.insert(tokens.end(), golden.greedy.begin(), golden.greedy.begin() + 7);
+  ASSERT_LE(tokens.size() + 1, static_cast<size_t>(batch.n_batch()));
+  const std::vector<int32_t> other = {golden.prompt.back()};
+  bonsai::SequenceInput inputs[] = {{a, tokens, true, true}, {b, other, true, false}};
+  const bonsai::BatchLogits out = batch.step(inputs);
+  ASSERT_EQ(out.n_rows, static_cast<int32_t>(tokens.size()) + 1);
+  const auto first = static_cast<int32_t>(golden.prompt.size()) - 1;
+  for (int32_t i = 0; i < 8; ++i) // the last row predicts the 8th
+    EXPECT_EQ(argmax(out.row(first + i)), golden.greedy[static_cast<size_t>(i)]) << "row " << i;
+  EXPECT_EQ(batch.position(a), static_cast<int32_t>(tokens.size()));
+  // b's one row: the logits after the single token, as a batch of one gives.
+  bonsai::Batch alone = batch_of(engine, 1);
+  const int32_t c = alone.add_sequence();
+  bonsai::SequenceInput single[] = {{c, other, true, false}};
+  EXPECT_EQ(argmax(out.row(out.n_rows - 1)), argmax(alone.step(single).row(0)));
+}
+
+TEST(BatchCpu, AllLogitsGivesARowPerTokenInInputOrder) {
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), batch_engine_options(cpu_plugin()));
+  expect_a_row_per_token(engine);
+}
+
+TEST(BatchAbi10Plugin, AllLogitsGivesARowPerTokenInInputOrder) {
+  bonsai::EngineOptions engine_options = batch_engine_options(BONSAI_ABI10_PLUGIN);
+  engine_options.plugin_options.clear();
+  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), engine_options);
+  expect_a_row_per_token(engine);
+}
+
 TEST(BatchCpu, RemovedSequenceIdIsReusedEmptyAndTruncateRewinds) {
   const Greedy golden = load_greedy("tiny-q1.ref.greedy.json");
   const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), batch_engine_options(cpu_plugin()));

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "bonsai/engine.hpp"
+#include "bonsai/generation.hpp"
 #include "host_test_support.hpp"
 
 namespace {
@@ -128,6 +129,73 @@ TEST_F(Speculative, BadDraftOptionsAreRefused) {
   request.draft.model = &session; // a session cannot draft for itself
   EXPECT_THROW(session.generate(request), bonsai::InvalidArgument);
   EXPECT_EQ(session.position(), 0);
+}
+
+// Generation::next(row, proposed), what bonsai serve verifies drafts with:
+// whatever is proposed, the tokens drawn follow the sampler's distribution.
+// A row with three live tokens (logits 2, 1, 0; softmax 0.665, 0.245,
+// 0.090) and the proposal always the middle one: 3,000 draws, chi-square
+// with 2 degrees of freedom under 13.8 (p = 0.001).
+TEST_F(Speculative, AGenerationVerifyingProposalsDrawsFromTheSamplersDistribution) {
+  bonsai::GenerateRequest request;
+  request.prompt_tokens = golden_.prompt;
+  request.n_predict = -1;
+  request.stop_tokens.emplace();
+  request.sampling.temperature = 1.0f;
+  request.sampling.top_k = 0;
+  request.sampling.top_p = 1.0f;
+  request.sampling.min_p = 0.0f;
+  request.sampling.seed = 7;
+  bonsai::Generation generation(*engine_, request);
+  std::vector<float> row(static_cast<size_t>(engine_->n_vocab()), -1e30f);
+  const int32_t live[3] = {100, 200, 300};
+  row[100] = 2.0f;
+  row[200] = 1.0f;
+  row[300] = 0.0f;
+  const double z = std::exp(2.0) + std::exp(1.0) + 1.0;
+  const double expected[3] = {std::exp(2.0) / z, std::exp(1.0) / z, 1.0 / z};
+  constexpr int kDraws = 3000;
+  int counts[3] = {0, 0, 0};
+  for (int i = 0; i < kDraws; ++i) {
+    const int32_t token = generation.next(row, 200).token;
+    const auto at = std::find(std::begin(live), std::end(live), token) - std::begin(live);
+    ASSERT_LT(at, 3) << "token " << token << " has no probability";
+    ++counts[at];
+  }
+  double chi2 = 0;
+  for (int k = 0; k < 3; ++k) {
+    const double e = expected[k] * kDraws;
+    chi2 += (counts[k] - e) * (counts[k] - e) / e;
+  }
+  EXPECT_LT(chi2, 13.8) << counts[0] << " " << counts[1] << " " << counts[2];
+}
+
+TEST_F(Speculative, AGenerationVerifiesOnlyWhereItCan) {
+  bonsai::GenerateRequest request;
+  request.prompt_tokens = golden_.prompt;
+  request.n_predict = 8;
+  request.sampling.temperature = 0;
+  request.stop_tokens.emplace();
+  bonsai::Generation generation(*engine_, request);
+  std::vector<float> row(static_cast<size_t>(engine_->n_vocab()), 0.0f);
+  row[42] = 5.0f;
+  // Greedy: the argmax, whatever was proposed.
+  EXPECT_EQ(generation.next(row, 7).token, 42);
+  EXPECT_THROW(generation.next(row, engine_->n_vocab()), bonsai::InvalidArgument);
+  EXPECT_THROW(generation.next(row, -1), bonsai::InvalidArgument);
+  // Adaptive (the default): a plain step is measured before any draft.
+  EXPECT_EQ(generation.draft_length(16, 100), 0);
+  request.draft.max = 16;
+  request.draft.adaptive = false;
+  bonsai::Generation asked(*engine_, request);
+  // Seven tokens left after the one chosen: the step's own and 6 proposals.
+  EXPECT_EQ(asked.next(row).token, 42);
+  EXPECT_EQ(asked.draft_length(16, 100), 6);
+  EXPECT_EQ(asked.draft_length(16, 3), 3);
+  request.format.kind = bonsai::ReplyFormat::Kind::json_object;
+  bonsai::Generation formatted(*engine_, request);
+  EXPECT_EQ(formatted.draft_length(16, 100), 0);
+  EXPECT_THROW(formatted.next(row, 7), bonsai::InvalidArgument);
 }
 
 } // namespace

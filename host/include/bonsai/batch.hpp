@@ -33,9 +33,13 @@ struct SequenceInput {
   int32_t sequence = 0;            // an id from Batch::add_sequence()
   std::span<const int32_t> tokens; // appended at the sequence's position (>= 1 token)
   bool logits = true;              // return the logits of its last token
+  // Return a row for every token instead (with `logits` set): what verifying
+  // drafted tokens needs, the logits that follow each of them.
+  bool all_logits = false;
 };
 
-// The logits a step returns: one row per input with `logits` set, in input order.
+// The logits a step returns, in input order: one row per input with `logits`
+// set, or one per token for an input with `all_logits` too.
 struct BatchLogits {
   int32_t n_vocab = 0;
   int32_t n_rows = 0;

@@ -57,6 +57,44 @@ public:
   // InvalidArgument when called after a step that stopped, or for a row of
   // the wrong size.
   GenerationStep next(std::span<const float> logits);
+  // Speculative decoding for a caller that verifies drafted tokens in its
+  // own steps (GenerateRequest::draft: ngram, max, min, adaptive; `model` is
+  // not used here, the caller drafts with its own model):
+  //
+  //   draft = gen.lookup_draft(context) or the caller's draft model's tokens;
+  //   draft.resize(gen.draft_length(draft.size(), room));
+  //   rows = <run {token} + draft, a row of logits after each>;
+  //   for i in 0..: step = i < draft.size() ? gen.next(rows[i], draft[i])
+  //                                         : gen.next(rows[i]);
+  //     stop at step.stop, or where step.token != draft[i] (the cache then
+  //     keeps the token fed and the proposals before i; step.token is next);
+  //   gen.record_step(draft.size(), kept, ms);
+  //
+  // Prompt lookup (draft.ngram > 0): the tokens that followed the most recent
+  // earlier occurrence of the last draft.ngram tokens of `context` (the
+  // sequence's tokens and the one about to be fed), up to draft.max; empty
+  // otherwise.
+  std::vector<int32_t> lookup_draft(std::span<const int32_t> context) const;
+  // How many of `offered` proposals to verify in the next step: at most
+  // draft.max, what the reply may still take after the fed token, and
+  // `room` (positions the caller's context has left after it); then what the
+  // draft policy expects to pay (adaptive), 0 meaning a plain step. Fewer
+  // than draft.min: 0.
+  int32_t draft_length(int32_t offered, int32_t room);
+  // How the step went: `verified` proposals (0: a plain step), `kept` of
+  // them kept, `ms` milliseconds; the policy learns from it.
+  void record_step(int32_t verified, int32_t kept, double ms);
+  // next() for the row that follows the token fed before `proposed`: the
+  // speculative sampling rule (keep `proposed` with probability min(1, p),
+  // else draw from the rest), so the choice is distributed exactly as
+  // next(logits)'s; greedy: the argmax. The proposal was kept when the
+  // step's token equals it. InvalidArgument for a request with a reply
+  // format (constrained decoding does not verify drafts yet).
+  GenerationStep next(std::span<const float> logits, int32_t proposed);
+  // Drafted and kept proposals so far (record_step's sums).
+  int32_t drafted_tokens() const;
+  int32_t accepted_tokens() const;
+
   // Ends the generation early (cancelled, or the caller's context is full):
   // the text still held back, which is not a stop string. Further next()
   // calls throw.

@@ -139,7 +139,9 @@ BatchLogits Batch::step(std::span<const SequenceInput> inputs) {
                                          "fit the context window of {} tokens",
                                          input.tokens.size(), position, input.sequence, n_ctx()));
     total += static_cast<int64_t>(input.tokens.size());
-    out.n_rows += input.logits ? 1 : 0;
+    out.n_rows += !input.logits      ? 0
+                  : input.all_logits ? static_cast<int32_t>(input.tokens.size())
+                                     : 1;
   }
   if (total > n_batch())
     throw InvalidArgument(fmt::format(
@@ -154,8 +156,11 @@ BatchLogits Batch::step(std::span<const SequenceInput> inputs) {
     e.sequence = input.sequence;
     e.tokens = input.tokens;
     e.first_pos = position(input.sequence);
-    if (input.logits)
-      e.logits = out.values.data() + static_cast<size_t>(row++) * out.n_vocab;
+    if (input.logits) {
+      e.logits = out.values.data() + static_cast<size_t>(row) * out.n_vocab;
+      e.all_rows = input.all_logits;
+      row += input.all_logits ? static_cast<int32_t>(input.tokens.size()) : 1;
+    }
     entries.push_back(e);
   }
   impl_->runner->step(entries);

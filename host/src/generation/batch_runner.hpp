@@ -12,6 +12,7 @@ struct BatchEntry {
   std::span<const int32_t> tokens;
   int32_t first_pos = 0;   // the sequence's position before the step
   float *logits = nullptr; // n_vocab floats for its last token, or NULL
+  bool all_rows = false;   // `logits` holds a row for every token instead
 };
 
 class BatchRunner {

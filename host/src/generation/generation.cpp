@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include "generation/constrained_choice.hpp"
+#include "generation/draft_policy.hpp"
 #include "generation/generate_support.hpp"
+#include "generation/ngram_draft.hpp"
 #include "generation/token_picker.hpp"
 
 namespace bonsai {
@@ -26,6 +28,9 @@ struct Generation::Impl {
   int32_t token_room = -1;  // set_token_room(); -1: not set
   int32_t generated = 0;
   bool done = false;
+  DraftOptions draft;
+  host::DraftPolicy policy;
+  int32_t drafted = 0, accepted = 0;
 
   Impl(std::shared_ptr<const Engine::Impl> engine_impl, const GenerateRequest &request)
       : engine(std::move(engine_impl)), prompt(host::request_prompt(*engine, request)),
@@ -35,7 +40,18 @@ struct Generation::Impl {
         prompt_opens_reasoning(think_tags.ends_open(prompt)),
         think_budget(think_tags, request.reasoning_budget, prompt),
         constrained(*engine, request, prompt, stop_tokens),
-        picker(constrained, think_budget, request, engine->tokenizer) {}
+        picker(constrained, think_budget, request, engine->tokenizer), draft(request.draft),
+        policy(request.draft) {}
+
+  void check_step(std::span<const float> logits) const {
+    if (done)
+      throw InvalidArgument("Generation::next: the generation has ended");
+    if (logits.size() != static_cast<size_t>(engine->n_vocab()))
+      throw InvalidArgument(fmt::format("Generation::next: {} logits for a vocabulary of {}",
+                                        logits.size(), engine->n_vocab()));
+  }
+  // The step for `raw`, the choice from `logits` before the reply takes it.
+  GenerationStep take(int32_t raw, std::span<const float> logits);
 
   // Tokens the reply may still take, this step's included (-1: no limit).
   int32_t budget() const {
@@ -67,40 +83,89 @@ const std::vector<int32_t> &Generation::prompt() const {
   return impl_->prompt;
 }
 
-GenerationStep Generation::next(std::span<const float> logits) {
-  Impl &g = *impl_;
-  if (g.done)
-    throw InvalidArgument("Generation::next: the generation has ended");
-  if (logits.size() != static_cast<size_t>(g.engine->n_vocab()))
-    throw InvalidArgument(fmt::format("Generation::next: {} logits for a vocabulary of {}",
-                                      logits.size(), g.engine->n_vocab()));
+GenerationStep Generation::Impl::take(int32_t raw, std::span<const float> logits) {
   GenerationStep step;
-  Sampler *sampler = g.sampler ? &*g.sampler : nullptr;
-  step.token = g.picker.take(g.picker.choose(logits, sampler, g.budget()));
+  Sampler *sampler_ptr = sampler ? &*sampler : nullptr;
+  step.token = picker.take(raw);
   const bool ends =
-      std::find(g.stop_tokens.begin(), g.stop_tokens.end(), step.token) != g.stop_tokens.end();
-  if (g.logprobs && !ends)
-    step.logprobs = g.picker.logprobs(step.token, logits, sampler);
+      std::find(stop_tokens.begin(), stop_tokens.end(), step.token) != stop_tokens.end();
+  if (logprobs && !ends)
+    step.logprobs = picker.logprobs(step.token, logits, sampler_ptr);
   bool string_stopped = false;
   if (ends) {
     step.stop = StopReason::stop_token;
   } else {
-    ++g.generated;
-    step.text = g.stream.push(step.token, string_stopped);
+    ++generated;
+    step.text = stream.push(step.token, string_stopped);
     if (string_stopped)
       step.stop = StopReason::stop_string;
-    else if (g.n_predict >= 0 && g.generated >= g.n_predict)
+    else if (n_predict >= 0 && generated >= n_predict)
       step.stop = StopReason::length;
-    else if (g.sampler)
-      g.sampler->accept(step.token);
+    else if (sampler)
+      sampler->accept(step.token);
   }
   if (step.stop && *step.stop != StopReason::stop_string) {
-    step.text += g.stream.finish(string_stopped);
+    step.text += stream.finish(string_stopped);
     if (string_stopped)
       step.stop = StopReason::stop_string;
   }
-  g.done = step.stop.has_value();
+  done = step.stop.has_value();
   return step;
+}
+
+GenerationStep Generation::next(std::span<const float> logits) {
+  Impl &g = *impl_;
+  g.check_step(logits);
+  Sampler *sampler = g.sampler ? &*g.sampler : nullptr;
+  return g.take(g.picker.choose(logits, sampler, g.budget()), logits);
+}
+
+GenerationStep Generation::next(std::span<const float> logits, int32_t proposed) {
+  Impl &g = *impl_;
+  g.check_step(logits);
+  if (g.constrained.active())
+    throw InvalidArgument("Generation::next: a reply format does not verify drafted tokens");
+  if (proposed < 0 || proposed >= g.engine->n_vocab())
+    throw InvalidArgument(
+        fmt::format("Generation::next: proposed token {} is out of range", proposed));
+  const int32_t raw = g.sampler ? g.sampler->sample_against(logits, proposed) : argmax(logits);
+  return g.take(raw, logits);
+}
+
+std::vector<int32_t> Generation::lookup_draft(std::span<const int32_t> context) const {
+  if (impl_->draft.ngram <= 0)
+    return {};
+  return host::ngram_draft(context, impl_->draft.ngram, impl_->draft.max);
+}
+
+int32_t Generation::draft_length(int32_t offered, int32_t room) {
+  Impl &g = *impl_;
+  if (g.done || g.constrained.active())
+    return 0;
+  int32_t most = std::min(offered, room);
+  // The fed token's successor is the step's own; proposals come after it.
+  if (const int32_t left = g.budget(); left >= 0)
+    most = std::min(most, left - 1);
+  return most <= 0 ? 0 : g.policy.length(most);
+}
+
+void Generation::record_step(int32_t verified, int32_t kept, double ms) {
+  Impl &g = *impl_;
+  if (verified <= 0) {
+    g.policy.plain_step(ms);
+    return;
+  }
+  g.drafted += verified;
+  g.accepted += kept;
+  g.policy.verify_step(verified, kept, ms);
+}
+
+int32_t Generation::drafted_tokens() const {
+  return impl_->drafted;
+}
+
+int32_t Generation::accepted_tokens() const {
+  return impl_->accepted;
 }
 
 std::string Generation::finish() {

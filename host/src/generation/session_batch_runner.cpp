@@ -43,7 +43,9 @@ void SessionBatchRunner::step(std::span<const BatchEntry> entries) {
         s.run_tokens(e.tokens, Session::Impl::Want::nothing, nullptr, nullptr);
         continue;
       }
-      s.run_tokens(e.tokens, Session::Impl::Want::last_logits, &logits_, nullptr);
+      s.run_tokens(e.tokens,
+                   e.all_rows ? Session::Impl::Want::all_logits : Session::Impl::Want::last_logits,
+                   &logits_, nullptr);
       std::copy(logits_.begin(), logits_.end(), e.logits);
     }
   } catch (...) {

@@ -65,14 +65,15 @@ void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
 
   // Order: entries without logits, then those wanting logits with several
   // tokens, then single tokens wanting logits. The last group's rows are
-  // contiguous, so one LM head call reads the head once for all of them.
+  // contiguous, so one LM head call reads the head once for all of them
+  // (an entry wanting a row per token gets its own call).
   std::vector<size_t> &order = order_;
   order.resize(entries.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
   const auto group = [&entries](size_t i) {
     const BatchEntry &e = entries[i];
-    return e.logits == nullptr ? 0 : e.tokens.size() > 1 ? 1 : 2;
+    return e.logits == nullptr ? 0 : (e.tokens.size() > 1 || e.all_rows) ? 1 : 2;
   };
   std::stable_sort(order.begin(), order.end(),
                    [&group](size_t a, size_t b) { return group(a) < group(b); });
@@ -121,6 +122,10 @@ void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
     if (e.logits == nullptr)
       continue;
     const int32_t last = first_row[index] + static_cast<int32_t>(e.tokens.size()) - 1;
+    if (e.all_rows) {
+      head(first_row[index], static_cast<int32_t>(e.tokens.size()), e.logits);
+      continue;
+    }
     if (e.tokens.size() > 1) {
       head(last, 1, e.logits);
       continue;
@@ -133,7 +138,7 @@ void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
     head_rows_.resize(static_cast<size_t>(single_count) * n_vocab);
     head(single_first, single_count, head_rows_.data());
     for (const BatchEntry &e : entries)
-      if (e.logits != nullptr && e.tokens.size() == 1) {
+      if (e.logits != nullptr && e.tokens.size() == 1 && !e.all_rows) {
         const size_t offset = static_cast<size_t>(first_row[&e - entries.data()] - single_first);
         std::memcpy(e.logits, head_rows_.data() + offset * n_vocab, n_vocab * sizeof(float));
       }

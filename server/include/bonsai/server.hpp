@@ -70,6 +70,16 @@ struct ServerOptions {
 
   bool web_ui = true; // the chat page at / (and /chat.js, /chat.css)
 
+  // Speculative decoding (docs/speculative.md): each running reply drafts
+  // tokens by prompt lookup (draft.ngram > 0) or with `draft_model`, and the
+  // batched step verifies them. draft.max, min, adaptive and p_min as in
+  // bonsai::DraftOptions; draft.model is not used. A request may lower the
+  // proposals per step ("speculative.n_max", 0: none).
+  DraftOptions draft;
+  // Opens the draft model (the model's vocabulary, usually a smaller model);
+  // empty: none. Called on the loading thread, after the model.
+  std::function<Engine()> draft_model;
+
   // Browser protection (docs/server.md, "Security"): Host names besides IP
   // literals and localhost, and origins whose pages may call the API.
   std::vector<std::string> allowed_hosts;
