@@ -12,6 +12,11 @@
 // P prompts of N tokens in shared steps, tgN x P decodes N tokens on each of
 // the P sequences, one shared step per token. The rate is the aggregate of
 // all sequences; per sequence it is that divided by P.
+// With a draft (-md FILE, --draft-ngram N; docs/speculative.md) each tgN row
+// of one sequence is followed by "tgN gen" and "tgN gen+draft": N tokens
+// generated greedily from a one-token prompt through Session::generate,
+// without and with the draft, so the two differ by the draft alone; stderr
+// says how many proposals were kept.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -118,6 +123,31 @@ double time_prompt(Runner &runner, const std::vector<int32_t> &tokens) {
   return seconds_since(start);
 }
 
+// Greedy generation of tokens.size() tokens through Session::generate from
+// the last of `tokens` as the prompt (after the cache's depth), with
+// `draft` when set; counts the proposals over every run.
+struct GenerateRun {
+  const DraftOptions *draft = nullptr;
+  int64_t drafted = 0, kept = 0;
+
+  double operator()(Runner &runner, const std::vector<int32_t> &tokens) {
+    GenerateRequest request;
+    request.prompt_tokens = {tokens.back()};
+    request.continue_session = true;
+    request.n_predict = static_cast<int32_t>(tokens.size());
+    request.sampling.temperature = 0;
+    request.stop_tokens.emplace(); // exactly n tokens
+    if (draft != nullptr)
+      request.draft = *draft;
+    const auto start = Clock::now();
+    const GenerateResult result = runner.session->generate(request);
+    const double seconds = seconds_since(start);
+    drafted += result.stats.drafted_tokens;
+    kept += result.stats.accepted_tokens;
+    return seconds;
+  }
+};
+
 double time_generation(Runner &runner, const std::vector<int32_t> &tokens) {
   const auto start = Clock::now();
   for (const int32_t token : tokens) {
@@ -192,6 +222,30 @@ BenchRow measure(const TestPoint &point, const char *prefix, int32_t count, Time
   return row;
 }
 
+// "tgN gen" and "tgN gen+draft" (see the top of the file), and the share of
+// proposals kept on stderr.
+template <class PrintRow>
+void measure_drafted(const TestPoint &point, int32_t n, const DraftOptions &draft,
+                     BenchProgress &progress, PrintRow &&print_row) {
+  const std::string base = test_name("tg", n, point.depth, 1);
+  GenerateRun plain;
+  progress.start_test(base + " gen", point.threads);
+  BenchRow row = measure(point, "tg", n, plain);
+  row.test = base + " gen";
+  print_row(row);
+  GenerateRun drafted{&draft};
+  progress.start_test(base + " gen+draft", point.threads);
+  row = measure(point, "tg", n, drafted);
+  row.test = base + " gen+draft";
+  print_row(row);
+  progress.clear();
+  std::fprintf(stderr, "%s gen+draft: %lld proposals verified, %lld kept (%.0f%%; warm-up included)\n", base.c_str(),
+               static_cast<long long>(drafted.drafted), static_cast<long long>(drafted.kept),
+               drafted.drafted > 0 ? 100.0 * static_cast<double>(drafted.kept) /
+                                         static_cast<double>(drafted.drafted)
+                                   : 0.0);
+}
+
 // The KV cache's bytes per element: 2 where bonsai's CPU or CUDA plugin was
 // asked for its f16 cache (--backend-options kv=f16), else 4 (f32, every
 // plugin's default).
@@ -204,13 +258,16 @@ int32_t kv_value_bytes_for(const Engine &engine, const EngineArgs &args) {
   return f16 ? 2 : 4;
 }
 
-// Rows the run prints: every combination, 0 in -p or -n skipping that test.
-int count_tests(const BenchArgs &a) {
+// Rows the run prints: every combination, 0 in -p or -n skipping that test;
+// with a draft, two more per tg row of one sequence.
+int count_tests(const BenchArgs &a, bool drafted) {
   const auto nonzero = [](const std::vector<int32_t> &v) {
     return static_cast<int>(std::count_if(v.begin(), v.end(), [](int32_t n) { return n > 0; }));
   };
-  return static_cast<int>(a.engine.thread_list.size() * a.parallel.size() * a.depth.size()) *
-         (nonzero(a.n_prompt) + nonzero(a.n_gen));
+  const auto per_depth = static_cast<int>(a.engine.thread_list.size() * a.depth.size());
+  const auto singles = static_cast<int>(std::count(a.parallel.begin(), a.parallel.end(), 1));
+  return per_depth * static_cast<int>(a.parallel.size()) * (nonzero(a.n_prompt) + nonzero(a.n_gen)) +
+         (drafted ? per_depth * singles * 2 * nonzero(a.n_gen) : 0);
 }
 
 void parse_lists(BenchArgs &a) {
@@ -232,7 +289,8 @@ int bench_command(const Args &argv) {
   BenchArgs a;
   CommandLine command_line("bench", "bench -m FILE [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-np "
                                     "N,..] [-r N] [--membw] [-o md|csv|json|jsonl]");
-  command_line.engine(a.engine, true).logging();
+  DraftArgs draft_args;
+  command_line.engine(a.engine, true).draft(draft_args).logging();
   command_line.add_options()(
       "n-prompt,p", po::value(&a.n_prompt_text)->value_name("N,..."),
       "prompt tokens of the ppN tests, one prefill each (0 = skip; default 512)")(
@@ -257,9 +315,11 @@ int bench_command(const Args &argv) {
   // Size the context and the batch to the tests unless the user chose. The
   // engine holds n_batch to n_ctx, and a decode step of -np P sequences
   // carries P tokens: the context is at least P, or -n 4 -np 8 could not run.
+  // A drafted row also holds its one-token prompt and, at its end, proposals.
   if (!command_line.given("ctx-size"))
     a.engine.n_ctx =
-        max_depth + std::max({largest(a.n_prompt), largest(a.n_gen), largest(a.parallel), 1});
+        max_depth + std::max({largest(a.n_prompt), largest(a.n_gen), largest(a.parallel), 1}) +
+        (draft_args.any() ? 1 + draft_args.options.max : 0);
   // With -np P a step carries P sequences' tokens: ppN x P in one step when
   // it fits 4096 tokens, else in chunks.
   if (!command_line.given("batch-size"))
@@ -268,7 +328,7 @@ int bench_command(const Args &argv) {
          std::min(max_depth, 512), largest(a.parallel), 1});
 
   const BenchFormat format = *parse_bench_format(a.output);
-  BenchProgress progress(count_tests(a), a.engine.progress);
+  BenchProgress progress(count_tests(a, draft_args.any()), a.engine.progress);
   bool any_row = false;
   // The header comes with the first row, so that a model that fails to load
   // prints nothing on stdout; each row is printed as soon as it is measured.
@@ -291,6 +351,8 @@ int bench_command(const Args &argv) {
         progress.clear();
       }
       Engine engine = open_engine(a.engine);
+      DraftRuntime draft;
+      open_draft(draft_args, a.engine, draft);
       const int32_t kv_value_bytes = kv_value_bytes_for(engine, a.engine);
       std::vector<int32_t> batch_sequences;
       std::optional<Session> session;
@@ -321,6 +383,8 @@ int bench_command(const Args &argv) {
             if (n > 0) {
               progress.start_test(test_name("tg", n, depth, parallel), threads);
               print_row(measure(point, "tg", n, time_generation));
+              if (draft_args.any() && parallel == 1)
+                measure_drafted(point, n, draft.options, progress, print_row);
             }
         }
       }

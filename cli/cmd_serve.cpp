@@ -228,8 +228,7 @@ int serve_command(const Args &args) {
   a.server.draft = draft.options;
   if (!draft.model_draft.empty()) {
     check_model_path(draft.model_draft);
-    EngineArgs draft_args = engine_args;
-    draft_args.model = draft.model_draft;
+    const EngineArgs draft_args = draft_engine_args(draft, engine_args);
     a.server.draft_model = [draft_args] { return open_engine(draft_args); };
   }
 

@@ -71,12 +71,25 @@ Batch open_batch(const Engine &engine, const EngineArgs &args, int32_t max_seque
   });
 }
 
+EngineArgs draft_engine_args(const DraftArgs &args, const EngineArgs &engine_args) {
+  EngineArgs draft_args = engine_args;
+  draft_args.model = args.model_draft;
+  draft_args.gpu_request.clear();
+  if (!args.backend_draft.empty()) {
+    draft_args.backend = args.backend_draft;
+    // Another backend's options would not fit it.
+    draft_args.backend_options = args.backend_options_draft;
+  } else if (!args.backend_options_draft.empty()) {
+    draft_args.backend_options = args.backend_options_draft;
+  }
+  return draft_args;
+}
+
 void open_draft(const DraftArgs &args, const EngineArgs &engine_args, DraftRuntime &out) {
   out.options = args.options;
   if (args.model_draft.empty())
     return;
-  EngineArgs draft_args = engine_args;
-  draft_args.model = args.model_draft;
+  const EngineArgs draft_args = draft_engine_args(args, engine_args);
   out.engine.emplace(open_engine(draft_args));
   out.session.emplace(open_session(*out.engine, draft_args));
   out.options.model = &*out.session;

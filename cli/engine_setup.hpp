@@ -14,8 +14,9 @@ namespace bonsai::cli {
 Engine open_engine(const EngineArgs &args);
 Session open_session(const Engine &engine, const EngineArgs &args);
 
-// The draft model of --model-draft, opened like the model (same backend,
-// threads and context), and the options that point at it.
+// The draft model of --model-draft, opened like the model (same threads and
+// context; same backend unless --backend-draft), and the options that point
+// at it.
 struct DraftRuntime {
   std::optional<Engine> engine;
   std::optional<Session> session;
@@ -23,6 +24,9 @@ struct DraftRuntime {
 };
 // Fills `out` from the flags; `out` must stay where it is while used.
 void open_draft(const DraftArgs &args, const EngineArgs &engine_args, DraftRuntime &out);
+// The draft model's engine arguments: the model's, with the draft's file and
+// any --backend-draft / --backend-options-draft.
+EngineArgs draft_engine_args(const DraftArgs &args, const EngineArgs &engine_args);
 // A batch of `max_sequences` sequences (bonsai bench -np).
 Batch open_batch(const Engine &engine, const EngineArgs &args, int32_t max_sequences);
 

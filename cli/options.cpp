@@ -310,8 +310,12 @@ CommandLine &CommandLine::draft(DraftArgs &d) {
   DraftOptions &o = d.options;
   po::options_description group("Speculative decoding (docs/speculative.md)");
   group.add_options()("model-draft", po::value(&d.model_draft)->value_name("FILE"),
-                      "propose with a draft model of the same vocabulary (-md; the same backend, "
-                      "threads and context)")(
+                      "propose with a draft model of the same vocabulary (-md; the same "
+                      "threads and context, and the same backend unless --backend-draft)")(
+      "backend-draft", po::value(&d.backend_draft)->value_name("NAME"),
+      "the draft model's backend (auto, cpu, cuda or a plugin path; default: the model's)")(
+      "backend-options-draft", po::value(&d.backend_options_draft)->value_name("K=V;..."),
+      "the draft model's plugin options (default: the model's, with the same backend)")(
       "draft-ngram", po::value(&o.ngram)->value_name("N"),
       "propose with prompt lookup: the tokens that followed the last N tokens earlier in the "
       "context")("draft-max", po::value(&o.max)->value_name("N")->default_value(o.max),
@@ -332,6 +336,8 @@ CommandLine &CommandLine::draft(DraftArgs &d) {
       throw UsageError("--draft-min and --draft-max need 1 <= min <= max");
     if (!(o.p_min >= 0.0f && o.p_min <= 1.0f))
       throw UsageError("--draft-p-min must be in [0, 1]");
+    if (d.model_draft.empty() && (!d.backend_draft.empty() || !d.backend_options_draft.empty()))
+      throw UsageError("--backend-draft and --backend-options-draft need a draft model (-md FILE)");
   });
   return *this;
 }

@@ -58,7 +58,10 @@ struct GenerationArgs {
 struct DraftArgs {
   DraftOptions options;    // --draft-ngram, --draft-max, --draft-min, --draft-p-min
   std::string model_draft; // -md/--model-draft FILE
-  bool fixed = false;      // --draft-fixed
+  // --backend-draft NAME and --backend-options-draft "k=v;..."; empty: the model's
+  std::string backend_draft;
+  std::string backend_options_draft;
+  bool fixed = false; // --draft-fixed
   bool any() const { return options.ngram > 0 || !model_draft.empty(); }
 };
 

@@ -99,6 +99,11 @@ class GenerateParams(Structure):
         ("logprobs", c_int32),
         ("json_reply", c_int32),
         ("json_schema", c_char_p),
+        ("draft_session", c_void_p),
+        ("draft_ngram", c_int32),
+        ("draft_max", c_int32),
+        ("draft_min", c_int32),
+        ("draft_p_min", c_float),
     ]
 
 

@@ -71,8 +71,8 @@ class CancelGuard:
             self._send()
 
 
-def _params(lib: ctypes.CDLL, request: Request, n_predict: int,
-            keep: list[Any]) -> _capi.GenerateParams:
+def _params(lib: ctypes.CDLL, request: Request, n_predict: int, keep: list[Any],
+            draft_session: Optional[Session] = None) -> _capi.GenerateParams:
     """The C parameters of `request`; `keep` holds the buffers they point into."""
     params = lib.bonsai_generate_params_default().value
     params.struct_size = ctypes.sizeof(_capi.GenerateParams)
@@ -111,6 +111,12 @@ def _params(lib: ctypes.CDLL, request: Request, n_predict: int,
             schema = request.json_schema.encode("utf-8")
             keep.append(schema)
             params.json_schema = schema
+    d = request.draft
+    params.draft_session = draft_session.handle if draft_session is not None else None
+    params.draft_ngram = d.ngram
+    params.draft_max = d.max
+    params.draft_min = d.min
+    params.draft_p_min = d.p_min
     return params
 
 
@@ -137,8 +143,10 @@ def _logprobs(lib: ctypes.CDLL, session: Session) -> list[float]:
 
 def generate(lib: ctypes.CDLL, session: Session, request: Request,
              on_text: Optional[Callable[[str], bool]] = None,
-             guard: Optional[CancelGuard] = None) -> Outcome:
-    """Runs `request` on `session`, passing each piece of text to `on_text`.
+             guard: Optional[CancelGuard] = None,
+             draft_session: Optional[Session] = None) -> Outcome:
+    """Runs `request` on `session`, passing each piece of text to `on_text`;
+    `draft_session` (a draft model's) proposes tokens when given.
 
     `on_text` returns False to stop (stop reason "cancelled"). An exception in
     it (a KeyboardInterrupt too) stops the generation and is raised here.
@@ -165,7 +173,7 @@ def generate(lib: ctypes.CDLL, session: Session, request: Request,
     result = _capi.GenerateResult()
     while True:
         keep: list[Any] = []
-        params = _params(lib, request, n_predict, keep)
+        params = _params(lib, request, n_predict, keep, draft_session)
         if guard is not None:
             guard._begin(session)
         try:

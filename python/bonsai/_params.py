@@ -35,6 +35,27 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class Draft:
+    """Speculative decoding settings (docs/speculative.md), checked."""
+
+    ngram: int = 0  # > 0: prompt lookup of the last `ngram` tokens
+    max: int = 16  # most tokens proposed per step
+    min: int = 1  # fewer proposals: a plain step
+    p_min: float = 0.75  # the draft model stops below this probability
+
+
+def draft(ngram: Any, max_tokens: Any, min_tokens: Any, p_min: Any) -> Draft:
+    """Checked draft settings."""
+    checked = Draft(ngram=integer("draft_ngram", ngram, 0),
+                    max=integer("draft_max", max_tokens, 1),
+                    min=integer("draft_min", min_tokens, 1),
+                    p_min=number("draft_p_min", p_min, 0.0, 1.0))
+    if checked.min > checked.max:
+        raise ValueError(f"draft_min ({checked.min}) must not exceed draft_max ({checked.max})")
+    return checked
+
+
+@dataclass(frozen=True)
 class Request:
     """One checked generation request.
 
@@ -53,6 +74,7 @@ class Request:
     # (JSON text; None: any object).
     json_reply: bool = False
     json_schema: Optional[str] = None
+    draft: Draft = Draft()  # what the Bonsai object was opened with
 
 
 def _type_name(value: Any) -> str:

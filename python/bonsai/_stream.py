@@ -43,7 +43,8 @@ def _close_open_streams() -> None:
 
 
 def _work(lib: ctypes.CDLL, engine: Engine, session: Any, request: Request,
-          guard: CancelGuard, out: "queue.Queue[tuple[str, Any]]", stream: bool) -> None:
+          guard: CancelGuard, out: "queue.Queue[tuple[str, Any]]", stream: bool,
+          draft: Optional[tuple[Engine, Any]]) -> None:
     """The worker thread's body. It holds no reference to the stream object, so a
     stream dropped by its reader is collected (and so cancelled)."""
     def on_text(text: str) -> bool:
@@ -51,33 +52,44 @@ def _work(lib: ctypes.CDLL, engine: Engine, session: Any, request: Request,
         return True
 
     try:
-        out.put(("done", generate(lib, session, request, on_text if stream else None, guard)))
+        out.put(("done", generate(lib, session, request, on_text if stream else None, guard,
+                                  draft[1] if draft is not None else None)))
     except BaseException as error:  # noqa: B036 - raised in the reader's thread
         out.put(("error", error))
     finally:
         engine.release_session(session)
+        if draft is not None:
+            draft[0].release_session(draft[1])
 
 
 def start_worker(engine: Engine, request: Request, guard: CancelGuard,
-                 out: "queue.Queue[tuple[str, Any]]", stream: bool) -> threading.Thread:
-    """Starts generating in a worker thread, on the calling thread's session.
+                 out: "queue.Queue[tuple[str, Any]]", stream: bool,
+                 draft_engine: Optional[Engine] = None) -> threading.Thread:
+    """Starts generating in a worker thread, on the calling thread's session (and
+    its session of `draft_engine`, the draft model, when given).
 
     Text pieces (when `stream`) and then ("done", Outcome) or ("error",
     exception) arrive on `out`.
     """
     session = engine.acquire_session()
+    draft: Optional[tuple[Engine, Any]] = None
     try:
+        if draft_engine is not None:
+            draft = (draft_engine, draft_engine.acquire_session())
         thread = threading.Thread(target=_work, name="bonsai-generate", daemon=True,
                                   args=(engine.lib, engine, session, request, guard, out,
-                                        stream))
+                                        stream, draft))
         thread.start()
     except BaseException:
         engine.release_session(session)
+        if draft is not None:
+            draft_engine.release_session(draft[1])
         raise
     return thread
 
 
-def run_in_worker(engine: Engine, request: Request) -> Outcome:
+def run_in_worker(engine: Engine, request: Request,
+                  draft_engine: Optional[Engine] = None) -> Outcome:
     """Generates in a worker thread and waits for the outcome.
 
     The caller waits in Python rather than inside the library, so Ctrl-C (a
@@ -88,7 +100,7 @@ def run_in_worker(engine: Engine, request: Request) -> Outcome:
     """
     guard = CancelGuard()
     out: "queue.Queue[tuple[str, Any]]" = queue.Queue()
-    thread = start_worker(engine, request, guard, out, stream=False)
+    thread = start_worker(engine, request, guard, out, stream=False, draft_engine=draft_engine)
     _open_workers.add(guard)
     try:
         kind, value = out.get()
@@ -115,9 +127,11 @@ class CompletionStream(Iterator[dict[str, Any]], ClosesOnExit):
     """
 
     def __init__(self, engine: Engine, request: Request, header: _openai.Header,
-                 token_bytes: _openai.TokenBytes, owner: object = None) -> None:
+                 token_bytes: _openai.TokenBytes, owner: object = None,
+                 draft_engine: Optional[Engine] = None) -> None:
         self._owner = owner  # the Bonsai object: not closed by the collector while streaming
         self._engine = engine
+        self._draft_engine = draft_engine
         self._request = request
         self._header = header
         self._token_bytes = token_bytes
@@ -131,7 +145,7 @@ class CompletionStream(Iterator[dict[str, Any]], ClosesOnExit):
     def _start(self) -> None:
         # The reader thread's own session (its KV cache), used by the worker.
         self._thread = start_worker(self._engine, self._request, self._guard, self._queue,
-                                    stream=True)
+                                    stream=True, draft_engine=self._draft_engine)
 
     def __iter__(self) -> "CompletionStream":
         return self

@@ -65,6 +65,11 @@ class Bonsai(ClosesOnExit):
             ``{"kernels": "reference"}`` for the CPU plugin's exact kernels.
         rope_scaling, rope_scale, rope_freq_base, yarn_orig_ctx: RoPE
             overrides as llama.cpp's flags (None keeps the file's).
+        draft_model, draft_ngram, draft_max, draft_min, draft_p_min:
+            speculative decoding (docs/speculative.md): a draft model of the
+            same vocabulary (opened with the same options) and/or prompt
+            lookup of the last `draft_ngram` tokens propose tokens that the
+            model verifies in one step; the replies are the model's own.
     """
 
     def __init__(self, model_path: PathLike, backend: str = "auto", *,
@@ -73,8 +78,12 @@ class Bonsai(ClosesOnExit):
                  plugin_options: Union[None, str, Mapping[str, Any]] = None,
                  rope_scaling: Optional[str] = None, rope_scale: Optional[float] = None,
                  rope_freq_base: Optional[float] = None,
-                 yarn_orig_ctx: Optional[int] = None) -> None:
+                 yarn_orig_ctx: Optional[int] = None,
+                 draft_model: Optional[PathLike] = None, draft_ngram: int = 0,
+                 draft_max: int = 16, draft_min: int = 1, draft_p_min: float = 0.75) -> None:
         self._engine: Optional[Engine] = None
+        self._draft_engine: Optional[Engine] = None
+        self._draft = _params.draft(draft_ngram, draft_max, draft_min, draft_p_min)
         self._vocab_bytes: dict[int, bytes] = {}
         self._vocab_lock = threading.Lock()
         self.model_path = os.fspath(model_path)
@@ -113,6 +122,14 @@ class Bonsai(ClosesOnExit):
         if not handle:
             raise BonsaiError(last_error(lib, f"could not open {self.model_path}"))
         self._engine = Engine(lib, handle)
+        if draft_model is not None:
+            draft_path = os.fspath(draft_model)
+            draft_handle = lib.bonsai_engine_open(os.fsencode(draft_path), byref(options))
+            if not draft_handle:
+                message = last_error(lib, f"could not open {draft_path}")
+                self._engine.close()
+                raise BonsaiError(f"the draft model: {message}")
+            self._draft_engine = Engine(lib, draft_handle)
 
     # ---- lifetime -------------------------------------------------------
 
@@ -121,6 +138,8 @@ class Bonsai(ClosesOnExit):
         :class:`BonsaiError`. Calling it again does nothing."""
         if self._engine is not None:
             self._engine.close()
+        if self._draft_engine is not None:
+            self._draft_engine.close()
 
 
     def _live_engine(self) -> Engine:
@@ -193,9 +212,16 @@ class Bonsai(ClosesOnExit):
     def _run(self, request: _params.Request, header: _openai.Header,
              stream: bool) -> Union[dict[str, Any], CompletionStream]:
         engine = self._live_engine()
+        # The library drafts for neither a JSON reply nor logprobs yet: those
+        # run without the draft.
+        drafts = not request.json_reply and not request.logprobs
+        draft_engine = self._draft_engine if drafts else None
+        if drafts:
+            request = replace(request, draft=self._draft)
         if stream:
-            return CompletionStream(engine, request, header, self._token_bytes, owner=self)
-        outcome = run_in_worker(engine, request)
+            return CompletionStream(engine, request, header, self._token_bytes, owner=self,
+                                    draft_engine=draft_engine)
+        outcome = run_in_worker(engine, request, draft_engine)
         return _openai.response(header, outcome, self._token_bytes)
 
     def create_completion(

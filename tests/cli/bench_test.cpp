@@ -41,6 +41,41 @@ TEST(Bench, JsonReportHasOneRowPerTest) {
   }
 }
 
+// With a draft, each tg row of one sequence is followed by "gen" and
+// "gen+draft" rows of the same token count, and stderr counts the proposals;
+// a draft flag without a draft model is a usage error.
+TEST(Bench, ADraftAddsGenerationRowsWithoutAndWithIt) {
+  const ProcessResult r = run_bonsai(
+      {"bench", "-m", data_file("tiny-q1.gguf"), "-p", "0", "-n", "8", "-r", "2", "-o", "json",
+       "-t", "1", "-md", data_file("tiny-q1.gguf"), "--draft-p-min", "0", "--draft-fixed",
+       "--draft-max", "3", "--backend-options", "kernels=reference", "--backend-draft", "cpu",
+       "--backend-options-draft", "kernels=reference"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const mini_json::Value rows = mini_json::parse(r.out);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["test"].as_string(), "tg8");
+  EXPECT_EQ(rows[1]["test"].as_string(), "tg8 gen");
+  EXPECT_EQ(rows[2]["test"].as_string(), "tg8 gen+draft");
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(rows[i]["n_tokens"].as_int(), 8);
+  // The model drafting for itself on the exact kernels, 3 proposals a step:
+  // every one is kept.
+  const size_t at = r.err.find("tg8 gen+draft: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  int verified = -1, kept = -1;
+  ASSERT_EQ(std::sscanf(r.err.c_str() + at, "tg8 gen+draft: %d proposals verified, %d kept",
+                        &verified, &kept),
+            2)
+      << r.err;
+  EXPECT_GT(verified, 0);
+  EXPECT_EQ(kept, verified);
+
+  const ProcessResult bad = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-n", "4",
+                                        "--backend-draft", "cpu"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("need a draft model"), std::string::npos) << bad.err;
+}
+
 TEST(Bench, MarkdownTableHasTheLlamaBenchColumns) {
   const ProcessResult r =
       run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n", "0", "-r", "1"});

@@ -1,0 +1,52 @@
+"""Speculative decoding from Python (docs/speculative.md): a draft model or prompt lookup
+proposes tokens, the model verifies them, and the greedy reply is still the float64
+reference's, whether the draft always agrees (the model itself), mostly disagrees (other
+weights, same vocabulary) or is prompt lookup."""
+
+from __future__ import annotations
+
+import pytest
+
+import bonsai
+from conftest import DATA_DIR, open_model
+
+
+@pytest.mark.parametrize("draft", [
+    {"draft_model": DATA_DIR / "tiny-q1.gguf", "draft_p_min": 0.0},
+    {"draft_model": DATA_DIR / "tiny-q2.gguf", "draft_p_min": 0.0, "draft_max": 4},
+    {"draft_ngram": 1},
+], ids=["agrees", "disagrees", "lookup"])
+def test_greedy_reply_is_the_reference_with_any_draft(draft, greedy_reference):
+    with open_model(**draft) as model:
+        reply = model.create_completion(greedy_reference["prompt"], max_tokens=24,
+                                        temperature=0)
+        assert reply["choices"][0]["text"] == model.detokenize(greedy_reference["greedy"])
+        # Streamed, the same text arrives.
+        streamed = "".join(chunk["choices"][0]["text"] for chunk in model.create_completion(
+            greedy_reference["prompt"], max_tokens=24, temperature=0, stream=True))
+        assert streamed == reply["choices"][0]["text"]
+
+
+def test_json_replies_and_logprobs_run_without_the_draft(greedy_reference):
+    with open_model(draft_model=DATA_DIR / "tiny-q1.gguf") as model:
+        reply = model.create_completion(greedy_reference["prompt"], max_tokens=24,
+                                        temperature=0, logprobs=True)
+        assert reply["choices"][0]["text"] == model.detokenize(greedy_reference["greedy"])
+        assert len(reply["choices"][0]["logprobs"]["token_logprobs"]) == 24
+
+
+@pytest.mark.parametrize("bad, error", [
+    ({"draft_ngram": -1}, ValueError),
+    ({"draft_max": 0}, ValueError),
+    ({"draft_min": 5, "draft_max": 4}, ValueError),
+    ({"draft_p_min": 1.5}, ValueError),
+    ({"draft_max": "4"}, TypeError),
+])
+def test_bad_draft_settings_are_refused(bad, error):
+    with pytest.raises(error):
+        open_model(**bad)
+
+
+def test_a_missing_draft_model_names_the_draft():
+    with pytest.raises(bonsai.BonsaiError, match="the draft model"):
+        open_model(draft_model=DATA_DIR / "no-such-draft.gguf")
