@@ -239,11 +239,12 @@ void measure_drafted(const TestPoint &point, int32_t n, const DraftOptions &draf
   row.test = base + " gen+draft";
   print_row(row);
   progress.clear();
-  std::fprintf(stderr, "%s gen+draft: %lld proposals verified, %lld kept (%.0f%%; warm-up included)\n", base.c_str(),
-               static_cast<long long>(drafted.drafted), static_cast<long long>(drafted.kept),
-               drafted.drafted > 0 ? 100.0 * static_cast<double>(drafted.kept) /
-                                         static_cast<double>(drafted.drafted)
-                                   : 0.0);
+  std::fprintf(
+      stderr, "%s gen+draft: %lld proposals verified, %lld kept (%.0f%%; warm-up included)\n",
+      base.c_str(), static_cast<long long>(drafted.drafted), static_cast<long long>(drafted.kept),
+      drafted.drafted > 0
+          ? 100.0 * static_cast<double>(drafted.kept) / static_cast<double>(drafted.drafted)
+          : 0.0);
 }
 
 // The KV cache's bytes per element: 2 where bonsai's CPU or CUDA plugin was
@@ -266,7 +267,8 @@ int count_tests(const BenchArgs &a, bool drafted) {
   };
   const auto per_depth = static_cast<int>(a.engine.thread_list.size() * a.depth.size());
   const auto singles = static_cast<int>(std::count(a.parallel.begin(), a.parallel.end(), 1));
-  return per_depth * static_cast<int>(a.parallel.size()) * (nonzero(a.n_prompt) + nonzero(a.n_gen)) +
+  return per_depth * static_cast<int>(a.parallel.size()) *
+             (nonzero(a.n_prompt) + nonzero(a.n_gen)) +
          (drafted ? per_depth * singles * 2 * nonzero(a.n_gen) : 0);
 }
 
@@ -317,9 +319,9 @@ int bench_command(const Args &argv) {
   // carries P tokens: the context is at least P, or -n 4 -np 8 could not run.
   // A drafted row also holds its one-token prompt and, at its end, proposals.
   if (!command_line.given("ctx-size"))
-    a.engine.n_ctx =
-        max_depth + std::max({largest(a.n_prompt), largest(a.n_gen), largest(a.parallel), 1}) +
-        (draft_args.any() ? 1 + draft_args.options.max : 0);
+    a.engine.n_ctx = max_depth +
+                     std::max({largest(a.n_prompt), largest(a.n_gen), largest(a.parallel), 1}) +
+                     (draft_args.any() ? 1 + draft_args.options.max : 0);
   // With -np P a step carries P sequences' tokens: ppN x P in one step when
   // it fits 4096 tokens, else in chunks.
   if (!command_line.given("batch-size"))

@@ -45,11 +45,32 @@ TEST(Bench, JsonReportHasOneRowPerTest) {
 // "gen+draft" rows of the same token count, and stderr counts the proposals;
 // a draft flag without a draft model is a usage error.
 TEST(Bench, ADraftAddsGenerationRowsWithoutAndWithIt) {
-  const ProcessResult r = run_bonsai(
-      {"bench", "-m", data_file("tiny-q1.gguf"), "-p", "0", "-n", "8", "-r", "2", "-o", "json",
-       "-t", "1", "-md", data_file("tiny-q1.gguf"), "--draft-p-min", "0", "--draft-fixed",
-       "--draft-max", "3", "--backend-options", "kernels=reference", "--backend-draft", "cpu",
-       "--backend-options-draft", "kernels=reference"});
+  const ProcessResult r = run_bonsai({"bench",
+                                      "-m",
+                                      data_file("tiny-q1.gguf"),
+                                      "-p",
+                                      "0",
+                                      "-n",
+                                      "8",
+                                      "-r",
+                                      "2",
+                                      "-o",
+                                      "json",
+                                      "-t",
+                                      "1",
+                                      "-md",
+                                      data_file("tiny-q1.gguf"),
+                                      "--draft-p-min",
+                                      "0",
+                                      "--draft-fixed",
+                                      "--draft-max",
+                                      "3",
+                                      "--backend-options",
+                                      "kernels=reference",
+                                      "--backend-draft",
+                                      "cpu",
+                                      "--backend-options-draft",
+                                      "kernels=reference"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const mini_json::Value rows = mini_json::parse(r.out);
   ASSERT_EQ(rows.size(), 3u);
@@ -70,8 +91,8 @@ TEST(Bench, ADraftAddsGenerationRowsWithoutAndWithIt) {
   EXPECT_GT(verified, 0);
   EXPECT_EQ(kept, verified);
 
-  const ProcessResult bad = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-n", "4",
-                                        "--backend-draft", "cpu"});
+  const ProcessResult bad =
+      run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-n", "4", "--backend-draft", "cpu"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("need a draft model"), std::string::npos) << bad.err;
 }
