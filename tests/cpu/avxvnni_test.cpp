@@ -4,8 +4,10 @@
 // the 8-token tiles (its accuracy against float64 is the golden suite's).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "activations.hpp"
@@ -92,6 +94,39 @@ TEST(AvxVnniKernels, Q1AndQ2RowsEqualTheAvx2SetBitForBit) {
       EXPECT_GT(magnitude, 0.0); // real sums, not zeros on both sides
     }
   }
+}
+
+// A token's results do not depend on its tile: tokens 8 and 9 repeat tokens
+// 0 and 1, so the 8-token tile (tokens 0..7) and the single-token kernel
+// that takes rows in pairs (tokens 8, 9; 37 rows, so an odd last row too)
+// must give the same floats, in both AVX2 sets.
+TEST(AvxVnniKernels, ATokensRowsAreTheSameInATileAndAlone) {
+  if (!cpu_features().has_avx2_set())
+    GTEST_SKIP() << "skipped: this CPU lacks AVX2 (" << cpu_features().describe() << ")";
+  const int64_t rows = 37, cols = 1024, blocks = cols / kActBlock;
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(10 * cols));
+  for (size_t i = 0; i < static_cast<size_t>(8 * cols); ++i)
+    x[i] = value(rng);
+  std::copy(x.begin(), x.begin() + 2 * cols, x.begin() + 8 * cols);
+  std::vector<const KernelSet *> sets = {avx2_kernel_set()};
+  if (cpu_features().has_avxvnni_set())
+    sets.push_back(avxvnni_kernel_set());
+  for (const KernelSet *set : sets)
+    for (const auto &[type, kind, block_bytes] :
+         {std::tuple{GgmlType::Q1_0, WeightKind::Q1_0, size_t{18}},
+          std::tuple{GgmlType::Q2_0, WeightKind::Q2_0, size_t{34}}}) {
+      SCOPED_TRACE(std::string(set->name) + ", type " + std::to_string(static_cast<int>(type)));
+      const std::vector<uint8_t> w = random_rows(block_bytes, rows, blocks, 3);
+      const std::vector<float> y =
+          rows_of(*set, type, kind, w, block_bytes * blocks, rows, cols, x, 10);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int t = 0; t < 2; ++t)
+          ASSERT_EQ(y[static_cast<size_t>((8 + t) * rows + r)],
+                    y[static_cast<size_t>(t * rows + r)])
+              << "row " << r << ", token " << t;
+    }
 }
 
 TEST(AvxVnniKernels, SelectedByNameOrRefusedWithTheCpusFeatures) {

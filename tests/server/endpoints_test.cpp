@@ -23,16 +23,6 @@ using namespace server_test;
 using test_support::sanitize_utf8;
 using ::testing::HasSubstr;
 
-struct Golden {
-  std::vector<int32_t> prompt, greedy;
-};
-
-Golden load_golden() {
-  std::ifstream in(data_path("tiny-q1.ref.greedy.json"));
-  const json doc = json::parse(in);
-  return {doc["prompt"].get<std::vector<int32_t>>(), doc["greedy"].get<std::vector<int32_t>>()};
-}
-
 // What Session::generate answers for the same greedy request.
 std::string session_text(const bonsai::GenerateRequest &request) {
   const bonsai::Engine engine = open_tiny();

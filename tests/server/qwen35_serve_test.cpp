@@ -15,22 +15,12 @@ namespace {
 using namespace server_test;
 using test_support::sanitize_utf8;
 
-struct Q35Golden {
-  std::vector<int32_t> prompt, greedy;
-};
-
-Q35Golden load_q35_golden() {
-  std::ifstream in(data_path("tiny-q35-q1.ref.greedy.json"));
-  const json doc = json::parse(in);
-  return {doc["prompt"].get<std::vector<int32_t>>(), doc["greedy"].get<std::vector<int32_t>>()};
-}
-
 json greedy_body(const std::vector<int32_t> &prompt, size_t n) {
   return {{"model", "tiny-q35-q1"}, {"prompt", prompt}, {"max_tokens", n}, {"temperature", 0}};
 }
 
 TEST(ServeQwen35, ConcurrentGreedyCompletionsAreTheFloat64Continuation) {
-  const Q35Golden golden = load_q35_golden();
+  const Golden golden = load_golden("tiny-q35-q1");
   const RunningServer server(server_options(4), 256, "tiny-q35-q1.gguf");
   const bonsai::Engine engine =
       bonsai::Engine::open(data_path("tiny-q35-q1.gguf"), engine_options(256));

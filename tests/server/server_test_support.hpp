@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -50,6 +51,17 @@ inline bonsai::EngineOptions engine_options(int32_t n_ctx = 512) {
 
 inline bonsai::Engine open_tiny(int32_t n_ctx = 512) {
   return bonsai::Engine::open(data_path("tiny-q1.gguf"), engine_options(n_ctx));
+}
+
+// A golden model's prompt and the float64 reference's greedy continuation
+// (tests/data/NAME.ref.greedy.json).
+struct Golden {
+  std::vector<int32_t> prompt, greedy;
+};
+inline Golden load_golden(const std::string &model = "tiny-q1") {
+  std::ifstream in(data_path(model + ".ref.greedy.json"));
+  const json doc = json::parse(in);
+  return {doc["prompt"].get<std::vector<int32_t>>(), doc["greedy"].get<std::vector<int32_t>>()};
 }
 
 inline bonsai::server::ServerOptions server_options(int32_t parallel = 2) {

@@ -21,16 +21,6 @@ namespace {
 
 using namespace server_test;
 
-struct Golden {
-  std::vector<int32_t> prompt, greedy;
-};
-
-Golden load_golden() {
-  std::ifstream in(data_path("tiny-q1.ref.greedy.json"));
-  const json doc = json::parse(in);
-  return {doc["prompt"].get<std::vector<int32_t>>(), doc["greedy"].get<std::vector<int32_t>>()};
-}
-
 // A server whose replies draft with `draft_file` (empty: none) and prompt
 // lookup of `ngram` tokens, proposing up to 4 tokens every step.
 bonsai::server::ServerOptions drafting(const std::string &draft_file, int32_t ngram,
@@ -62,6 +52,19 @@ std::string golden_text(const Golden &golden, size_t n) {
       std::span<const int32_t>(golden.greedy).first(std::min(n, golden.greedy.size()))));
 }
 
+// Posts the golden prompt for `n` greedy tokens and checks the reply is the
+// golden continuation; returns the reply.
+json expect_golden_completion(const RunningServer &server, const Golden &golden, size_t n,
+                              const json &extra = {}) {
+  const auto r = post(server, "/v1/completions", greedy_completion(golden.prompt, n, extra).dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (r.status != 200)
+    return json::object();
+  const json reply = parse(r.body);
+  EXPECT_EQ(reply["choices"][0]["text"], golden_text(golden, n));
+  return reply;
+}
+
 struct DraftCounts {
   double drafted = 0, kept = 0;
 };
@@ -76,10 +79,7 @@ TEST(ServeSpeculative, ADraftThatAlwaysAgreesKeepsEveryProposalAndTheGoldenReply
   const Golden golden = load_golden();
   const size_t n = golden.greedy.size();
   RunningServer server(drafting("tiny-q1.gguf", 0));
-  const auto r = post(server, "/v1/completions", greedy_completion(golden.prompt, n).dump());
-  ASSERT_EQ(r.status, 200) << r.body;
-  const json reply = parse(r.body);
-  EXPECT_EQ(reply["choices"][0]["text"], golden_text(golden, n));
+  const json reply = expect_golden_completion(server, golden, n);
   EXPECT_EQ(reply["usage"]["completion_tokens"], n);
   const DraftCounts counts = draft_counts(server);
   // Up to 4 proposals and the step's own token each step: at least
@@ -92,9 +92,7 @@ TEST(ServeSpeculative, ADraftThatMostlyDisagreesNeverChangesTheReply) {
   const Golden golden = load_golden();
   const size_t n = golden.greedy.size();
   RunningServer server(drafting("tiny-q2.gguf", 0));
-  const auto r = post(server, "/v1/completions", greedy_completion(golden.prompt, n).dump());
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(parse(r.body)["choices"][0]["text"], golden_text(golden, n));
+  expect_golden_completion(server, golden, n);
   const DraftCounts counts = draft_counts(server);
   EXPECT_GT(counts.drafted, 0);
   EXPECT_LT(counts.kept, counts.drafted);
@@ -137,9 +135,7 @@ TEST(ServeSpeculative, PromptLookupAloneKeepsTheGoldenReply) {
   const Golden golden = load_golden();
   const size_t n = golden.greedy.size();
   RunningServer server(drafting("", 1));
-  const auto r = post(server, "/v1/completions", greedy_completion(golden.prompt, n).dump());
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(parse(r.body)["choices"][0]["text"], golden_text(golden, n));
+  expect_golden_completion(server, golden, n);
   // The golden reply repeats its own tokens: lookups hit.
   EXPECT_GT(draft_counts(server).drafted, 0);
 }
@@ -147,10 +143,7 @@ TEST(ServeSpeculative, PromptLookupAloneKeepsTheGoldenReply) {
 TEST(ServeSpeculative, ARequestMayTurnItsDraftsOffButNotRaiseThem) {
   const Golden golden = load_golden();
   RunningServer server(drafting("tiny-q1.gguf", 0));
-  const auto off = post(server, "/v1/completions",
-                        greedy_completion(golden.prompt, 12, {{"speculative.n_max", 0}}).dump());
-  ASSERT_EQ(off.status, 200) << off.body;
-  EXPECT_EQ(parse(off.body)["choices"][0]["text"], golden_text(golden, 12));
+  expect_golden_completion(server, golden, 12, {{"speculative.n_max", 0}});
   EXPECT_EQ(draft_counts(server).drafted, 0);
 
   for (const json &bad : {json{{"speculative.n_max", 5}}, json{{"speculative.n_max", -1}},

@@ -12,7 +12,7 @@ int layout_position(QuantLayout layout, int e) {
   case QuantLayout::Q1Mask512:
     break;
   case QuantLayout::Q1Lanes:
-    return ((e % 16) / 4) * 32 + (e / 16) * 4 + e % 4;
+    return (e % 8 / 2) * 32 + e / 8 + (e % 2) * 16;
   case QuantLayout::Q2Lanes:
   case QuantLayout::Q2Lanes512:
     return (e % 4) * 32 + e / 4;
@@ -31,6 +31,8 @@ int layout_lane(QuantLayout layout, int e) {
 }
 
 int layout_scale_group(QuantLayout layout, int e) {
+  if (layout == QuantLayout::Q1Lanes)
+    return (layout_position(layout, e) % 32) / 4;
   return layout_has_lane_meta(layout) ? layout_lane(layout, e) : e / kActSub;
 }
 

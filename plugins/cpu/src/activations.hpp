@@ -32,8 +32,12 @@ inline constexpr int kSubsPerBlock = kActBlock / kActSub; // 8
 // meta_per_block), so a kernel needs no shuffles of scales.
 enum class QuantLayout {
   Natural, // at e
-  // At 32c + 4j + r for e = 16j + 4c + r: chunk c, bytes 4j..4j+3 hold four
-  // values of sub-block j, whose sign bits are nibble c % 2 of byte 2j + c / 2.
+  // The AVX2 Q1_0 order: a block's 16 sign bytes broadcast to both halves of
+  // a 32-byte register line up with the values without a shuffle. Value e
+  // (sign bit e % 8 of byte e / 8) is at 32c + i with c = e % 4 and i = e / 8
+  // for bits 0..3, i = 16 + e / 8 for bits 4..7: chunk c holds bit c of the
+  // 16 bytes, then bit c + 4. Its scale group is i / 4 (dword i / 4 of every
+  // chunk): 4 bytes times 4 bits, 16 values, not 16 consecutive ones.
   Q1Lanes,
   // At 32k + b for e = 4b + k: chunk k lines up with the k-th 2-bit code of
   // every Q2_0 byte b, and bytes 4j..4j+3 are values 16j..16j+15.

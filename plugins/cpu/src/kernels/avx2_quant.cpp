@@ -22,6 +22,10 @@ namespace {
 constexpr int kQuantTile = 8;
 constexpr int kTokenTile = 4;
 constexpr size_t kQ8Bytes = sizeof(BlockQ8_0);
+// Rows a single token (decode) reads at a time, prefetching ahead
+// (quant_rows): 4 measured 4-6 % above one row without a prefetch
+// (docs/performance.md, CPU round 3).
+constexpr int kDecodeRows = 4;
 
 #define BONSAI_QUANT_TARGET BONSAI_TARGET_AVX2
 #define BONSAI_QUANT_VNNI 0
@@ -120,10 +124,10 @@ template <int NT> BONSAI_TARGET_AVX2 void q8_tile(const RowJob &job, int t0) {
 } // namespace
 
 void avx2_rows_q1(const RowJob &job) {
-  run_tiles<quant_tile<Q1Unpack, kQuantTile>, quant_tile<Q1Unpack, 1>, kQuantTile>(job);
+  run_tiles<quant_tile<Q1Unpack, kQuantTile>, quant_rows<Q1Unpack, kDecodeRows>, kQuantTile>(job);
 }
 void avx2_rows_q2(const RowJob &job) {
-  run_tiles<quant_tile<Q2Unpack, kQuantTile>, quant_tile<Q2Unpack, 1>, kQuantTile>(job);
+  run_tiles<quant_tile<Q2Unpack, kQuantTile>, quant_rows<Q2Unpack, kDecodeRows>, kQuantTile>(job);
 }
 void avx2_rows_q2_g64(const RowJob &job) {
   run_tiles<q2_g64_tile<kTokenTile>, q2_g64_tile<1>, kTokenTile>(job);

@@ -7,29 +7,23 @@
 // int32 sums, so the two sets' results are bit-identical.
 // (No include guard: each including file needs its own copy.)
 
-// 0/1 bytes of the Q1Lanes order: chunk c byte 4j + r is value 16j + 4c + r,
-// i.e. bit 4 (c % 2) + r of sign byte 2j + c / 2. Both 128-bit halves hold a
-// copy of the 16 sign bytes, so in-lane shuffle indices reach all of them.
+// 0/1 bytes of the Q1Lanes order (activations.hpp): the 16 sign bytes in
+// both halves of a register, chunk c keeps bit c in the low half and bit
+// c + 4 in the high half; min(bit, 1) turns a set bit into exactly 1. No
+// shuffle: two operations per 32 weights.
 BONSAI_QUANT_TARGET inline void expand_q1_signs(const uint8_t *signs, __m256i bit[4]) {
   const __m256i bytes =
       _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(signs)));
-  const __m256i even_bytes =
-      _mm256_setr_epi8(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6, //
-                       8, 8, 8, 8, 10, 10, 10, 10, 12, 12, 12, 12, 14, 14, 14, 14);
-  const __m256i odd_bytes = _mm256_add_epi8(even_bytes, _mm256_set1_epi8(1));
-  const __m256i low_nibble = _mm256_set1_epi32(0x08040201);
-  const __m256i high_nibble = _mm256_set1_epi32(static_cast<int>(0x80402010u));
   const __m256i one = _mm256_set1_epi8(1);
-  const __m256i from_even = _mm256_shuffle_epi8(bytes, even_bytes);
-  const __m256i from_odd = _mm256_shuffle_epi8(bytes, odd_bytes);
-  // min(selected bit, 1) turns any set bit into exactly 1.
-  bit[0] = _mm256_min_epu8(_mm256_and_si256(from_even, low_nibble), one);
-  bit[1] = _mm256_min_epu8(_mm256_and_si256(from_even, high_nibble), one);
-  bit[2] = _mm256_min_epu8(_mm256_and_si256(from_odd, low_nibble), one);
-  bit[3] = _mm256_min_epu8(_mm256_and_si256(from_odd, high_nibble), one);
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m256i plane = _mm256_setr_m128i(_mm_set1_epi8(static_cast<char>(1 << (2 * c))),
+                                            _mm_set1_epi8(static_cast<char>(1 << (2 * c + 1))));
+    bit[c] = _mm256_min_epu8(_mm256_and_si256(bytes, plane), one);
+  }
 }
 
-// Lane j: sum over sub-block j of unpacked weight byte (0/1 sign bit, or a
+// Lane j: sum over scale group j of unpacked weight byte (0/1 sign bit, or a
 // 2-bit code) times int8 activation, in the layout the weight type asks for.
 BONSAI_QUANT_TARGET inline __m256i chunk_sums(const __m256i unpacked[4], const int8_t *xq) {
 #if BONSAI_QUANT_VNNI
@@ -149,6 +143,66 @@ template <class Unpack, int NT> BONSAI_QUANT_TARGET void quant_tile(const RowJob
     for (int t = 0; t < NT; ++t)
       job.y[static_cast<int64_t>(t0 + t) * job.ldy + r] =
           Unpack::kVectorFactor * hsum256(acc[t]) - corr[t];
+  }
+}
+
+// How far ahead of the rows being read the single-token kernel prefetches.
+inline constexpr size_t kPrefetchAhead = 4096;
+
+// One token against NR rows at a time (decode): each row keeps its own
+// accumulators and adds its blocks in the same order as quant_tile<Unpack,
+// 1>, so the results are bit for bit that kernel's. The NR rows are one
+// contiguous run read from NR places at once, which does not train the
+// hardware prefetcher: the kernel prefetches kPrefetchAhead bytes ahead (at
+// least one whole group), with integer addresses (the prefetched bytes may
+// lie past the weights; a prefetch never faults).
+template <class Unpack, int NR> BONSAI_QUANT_TARGET void quant_rows(const RowJob &job, int t0) {
+  const int64_t n_blocks = job.cols / kActBlock;
+  const QuantizedActs &q = job.q;
+  constexpr size_t kStep = NR * Unpack::kBytes;
+  int64_t r = 0;
+  for (; r + NR <= job.n_rows; r += NR) {
+    const uint8_t *rows = job.w + static_cast<size_t>(r) * job.w_row_bytes;
+    const uintptr_t stream = reinterpret_cast<uintptr_t>(rows) +
+                             std::max(kPrefetchAhead, kStep * static_cast<size_t>(n_blocks));
+    __m256 acc[NR];
+    float corr[NR];
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; ++i) {
+      acc[i] = _mm256_setzero_ps();
+      corr[i] = 0.0f;
+    }
+    for (int64_t b = 0; b < n_blocks; ++b) {
+#pragma GCC unroll 4
+      for (size_t line = 0; line < kStep + 64; line += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(stream + static_cast<size_t>(b) * kStep + line),
+                     _MM_HINT_T0);
+      const float dsum = q.dsum_block(t0, b);
+      const int8_t *xq = q.q_block(t0, b);
+      const __m256 xd = _mm256_loadu_ps(q.d_block(t0, b));
+#pragma GCC unroll 4
+      for (int i = 0; i < NR; ++i) {
+        const uint8_t *block = rows + static_cast<size_t>(i) * job.w_row_bytes +
+                               static_cast<size_t>(b) * Unpack::kBytes;
+        const float dw = load_f16(block);
+        corr[i] = std::fma(dw, dsum, corr[i]);
+        __m256i unpacked[4];
+        Unpack::unpack(block, unpacked);
+        acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(chunk_sums(unpacked, xq)), xd),
+                                 _mm256_set1_ps(dw), acc[i]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < NR; ++i)
+      job.y[static_cast<int64_t>(t0) * job.ldy + r + i] =
+          Unpack::kVectorFactor * hsum256(acc[i]) - corr[i];
+  }
+  if (r < job.n_rows) { // the last rows, one at a time
+    RowJob rest = job;
+    rest.w = job.w + static_cast<size_t>(r) * job.w_row_bytes;
+    rest.n_rows = job.n_rows - r;
+    rest.y = job.y + r;
+    quant_tile<Unpack, 1>(rest, t0);
   }
 }
 

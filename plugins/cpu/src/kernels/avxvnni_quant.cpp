@@ -17,6 +17,7 @@ namespace bonsai::cpu {
 namespace {
 
 constexpr int kQuantTile = 8; // tokens per tile, as the avx2 set
+constexpr int kDecodeRows = 4; // rows per decode step, as the avx2 set
 
 #define BONSAI_QUANT_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define BONSAI_QUANT_VNNI 1
@@ -25,10 +26,10 @@ constexpr int kQuantTile = 8; // tokens per tile, as the avx2 set
 } // namespace
 
 void avxvnni_rows_q1(const RowJob &job) {
-  run_tiles<quant_tile<Q1Unpack, kQuantTile>, quant_tile<Q1Unpack, 1>, kQuantTile>(job);
+  run_tiles<quant_tile<Q1Unpack, kQuantTile>, quant_rows<Q1Unpack, kDecodeRows>, kQuantTile>(job);
 }
 void avxvnni_rows_q2(const RowJob &job) {
-  run_tiles<quant_tile<Q2Unpack, kQuantTile>, quant_tile<Q2Unpack, 1>, kQuantTile>(job);
+  run_tiles<quant_tile<Q2Unpack, kQuantTile>, quant_rows<Q2Unpack, kDecodeRows>, kQuantTile>(job);
 }
 
 } // namespace bonsai::cpu
