@@ -1,16 +1,18 @@
-// The avxvnni kernel set takes the Q1_0 and Q2_0 dot products on AVX-VNNI
+// The avxvnni kernel set takes the Q1_0 and Q2_0 (both groups) dot products on AVX-VNNI
 // (vpdpbusd) instead of vpmaddubsw + vpmaddwd; the int32 sums are the same,
 // so its rows must equal the avx2 set's bit for bit, for one token and for
 // the 8-token tiles (its accuracy against float64 is the golden suite's).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <tuple>
 #include <vector>
 
 #include "activations.hpp"
+#include "bonsai/core/formats.hpp"
 #include "cpu_features.hpp"
 #include "kernels/kernel_set.hpp"
 
@@ -74,18 +76,21 @@ TEST(AvxVnniKernels, Q1AndQ2RowsEqualTheAvx2SetBitForBit) {
   struct Type {
     GgmlType type;
     WeightKind kind;
-    size_t block_bytes;
+    size_t block_bytes; // one scale each
+    int per_block;      // weight blocks per 128 inputs
   };
-  for (const Type t :
-       {Type{GgmlType::Q1_0, WeightKind::Q1_0, 18}, Type{GgmlType::Q2_0, WeightKind::Q2_0, 34}}) {
-    const std::vector<uint8_t> w = random_rows(t.block_bytes, rows, blocks, 9);
+  for (const Type t : {Type{GgmlType::Q1_0, WeightKind::Q1_0, 18, 1},
+                       Type{GgmlType::Q2_0, WeightKind::Q2_0, 34, 1},
+                       Type{GgmlType::Q2_0_G64, WeightKind::Q2_0_G64, 18, 2}}) {
+    const size_t row_bytes = t.block_bytes * static_cast<size_t>(t.per_block * blocks);
+    const std::vector<uint8_t> w = random_rows(t.block_bytes, rows, t.per_block * blocks, 9);
     for (int n_tokens : {1, 8, 11}) { // a single token, a full tile, a tile and three more
       SCOPED_TRACE(std::to_string(n_tokens) + " tokens, type " +
                    std::to_string(static_cast<int>(t.type)));
       const std::vector<float> a =
-          rows_of(avx2, t.type, t.kind, w, t.block_bytes * blocks, rows, cols, x, n_tokens);
+          rows_of(avx2, t.type, t.kind, w, row_bytes, rows, cols, x, n_tokens);
       const std::vector<float> b =
-          rows_of(vnni, t.type, t.kind, w, t.block_bytes * blocks, rows, cols, x, n_tokens);
+          rows_of(vnni, t.type, t.kind, w, row_bytes, rows, cols, x, n_tokens);
       ASSERT_EQ(a.size(), b.size());
       EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
       double magnitude = 0;
@@ -127,6 +132,82 @@ TEST(AvxVnniKernels, ATokensRowsAreTheSameInATileAndAlone) {
                     y[static_cast<size_t>(t * rows + r)])
               << "row " << r << ", token " << t;
     }
+}
+
+// Mainline Q2_0 (two 64-weight halves per 128 inputs) in both AVX2 sets,
+// against the dot product computed in double from the same quantized
+// activations: 16 blocks (the unsigned-code form with per-tile sums of the
+// activations) and 260 blocks (past the 256 those sums have room for: the
+// signed form), for 1 and 5 tokens (a 4-token tile and one more).
+TEST(AvxVnniKernels, MainlineQ2RowsAreTheExactDotOfTheQuantizedInputs) {
+  if (!cpu_features().has_avx2_set())
+    GTEST_SKIP() << "skipped: this CPU lacks AVX2 (" << cpu_features().describe() << ")";
+  std::vector<const KernelSet *> sets = {avx2_kernel_set()};
+  if (cpu_features().has_avxvnni_set())
+    sets.push_back(avxvnni_kernel_set());
+  const int64_t rows = 5;
+  const size_t pair_bytes = 2 * sizeof(bonsai::BlockQ2_0G64);
+  for (const KernelSet *set : sets)
+    for (const int64_t blocks : {int64_t{16}, int64_t{260}})
+      for (const int n_tokens : {1, 5}) {
+        SCOPED_TRACE(std::string(set->name) + ", " + std::to_string(blocks) + " blocks, " +
+                     std::to_string(n_tokens) + " tokens");
+        const int64_t cols = blocks * kActBlock;
+        std::mt19937 rng(static_cast<uint32_t>(blocks + n_tokens));
+        std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+        std::vector<float> x(static_cast<size_t>(n_tokens * cols));
+        for (float &v : x)
+          v = value(rng);
+        // Codes 0..2 (ternary), f16 scales of either sign.
+        std::vector<uint8_t> w(pair_bytes * static_cast<size_t>(rows * blocks));
+        for (size_t at = 0; at < w.size(); at += sizeof(bonsai::BlockQ2_0G64)) {
+          const uint16_t d =
+              static_cast<uint16_t>(0x2000 + rng() % 0x400) | (rng() % 2 ? 0x8000 : 0);
+          std::memcpy(&w[at], &d, 2);
+          for (size_t i = 2; i < sizeof(bonsai::BlockQ2_0G64); ++i) {
+            uint8_t byte = 0;
+            for (int k = 0; k < 4; ++k)
+              byte |= static_cast<uint8_t>((rng() % 3) << (2 * k));
+            w[at + i] = byte;
+          }
+        }
+        const QuantLayout layout = set->layout[static_cast<int>(WeightKind::Q2_0_G64)];
+        const std::vector<float> y = rows_of(*set, GgmlType::Q2_0_G64, WeightKind::Q2_0_G64, w,
+                                             pair_bytes * blocks, rows, cols, x, n_tokens);
+        // The same quantized activations, read back value by value.
+        const int64_t stride = padded_token_stride(n_tokens);
+        std::vector<int8_t> q(static_cast<size_t>(blocks * stride * kActBlock));
+        std::vector<float> d(static_cast<size_t>(blocks * stride * meta_per_block(layout)));
+        std::vector<float> dsum(static_cast<size_t>(blocks * stride));
+        for (int t = 0; t < n_tokens; ++t)
+          set->quantize(x.data() + static_cast<size_t>(t) * cols, cols, layout,
+                        {q.data() + t * kActBlock, d.data() + t * meta_per_block(layout),
+                         dsum.data() + t, stride});
+        for (int t = 0; t < n_tokens; ++t)
+          for (int64_t r = 0; r < rows; ++r) {
+            double want = 0, magnitude = 0;
+            for (int64_t b = 0; b < blocks; ++b) {
+              const int64_t slot = b * stride + t;
+              for (int e = 0; e < kActBlock; ++e) {
+                const double xv =
+                    q[static_cast<size_t>(slot * kActBlock + layout_position(layout, e))] *
+                    static_cast<double>(d[static_cast<size_t>(slot * meta_per_block(layout) +
+                                                              layout_scale_group(layout, e))]);
+                const uint8_t *half = &w[static_cast<size_t>(r * blocks + b) * pair_bytes +
+                                         (e < 64 ? 0 : sizeof(bonsai::BlockQ2_0G64))];
+                uint16_t dh;
+                std::memcpy(&dh, half, 2);
+                const int i = e % 64;
+                const int code = (half[2 + i / 4] >> (2 * (i % 4))) & 3;
+                const double wv = (code - 1) * static_cast<double>(bonsai::fp16_to_f32(dh));
+                want += wv * xv;
+                magnitude += std::abs(wv * xv);
+              }
+            }
+            const float got = y[static_cast<size_t>(t * rows + r)];
+            EXPECT_NEAR(got, want, 1e-5 * magnitude) << "token " << t << " row " << r;
+          }
+      }
 }
 
 TEST(AvxVnniKernels, SelectedByNameOrRefusedWithTheCpusFeatures) {

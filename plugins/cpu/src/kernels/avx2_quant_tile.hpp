@@ -146,6 +146,96 @@ template <class Unpack, int NT> BONSAI_QUANT_TARGET void quant_tile(const RowJob
   }
 }
 
+// Mainline Q2_0 (two 64-weight blocks per 128 activations): the 32 code
+// bytes of a pair, as one Q2_0 block's. With two weight scales per
+// activation block there is no single dsum correction, so each lane's sum is
+// taken signed: sum k x with k = code - 1, as sum code x - sum x. The codes
+// are unsigned bytes (chunk_sums takes them as they are) and sum x, per
+// token, block and lane, is computed once per tile of tokens (lane_sums),
+// not once per row. Sub-block lane j (values 16j..16j+15) takes the first
+// scale for j < 4.
+constexpr int64_t kMaxLaneSumBlocks = 256; // 32,768 inputs; wider rows take the signed form
+
+// Per token of the tile and block: lane j = sum of the quantized values of
+// sub-block j (Q2Lanes: bytes 4j..4j+3 of each chunk).
+template <int NT>
+BONSAI_QUANT_TARGET void lane_sums(const QuantizedActs &q, int t0, int64_t n_blocks, __m256i *out) {
+  const __m256i ones8 = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < n_blocks; ++b)
+    for (int t = 0; t < NT; ++t) {
+      const int8_t *xq = q.q_block(t0 + t, b);
+      __m256i s = _mm256_maddubs_epi16(ones8, load256(xq));
+      for (int c = 1; c < 4; ++c)
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(ones8, load256(xq + 32 * c)));
+      out[b * NT + t] = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+    }
+}
+
+template <int NT> BONSAI_QUANT_TARGET void q2_g64_tile(const RowJob &job, int t0) {
+  const int64_t n_blocks = job.cols / kActBlock;
+  constexpr size_t kPairBytes = 2 * sizeof(BlockQ2_0G64);
+  const bool by_codes = n_blocks <= kMaxLaneSumBlocks;
+  __m256i x_sums[kMaxLaneSumBlocks * NT]; // 32 KiB at NT = 4
+  if (by_codes)
+    lane_sums<NT>(job.q, t0, n_blocks, x_sums);
+  for (int64_t r = 0; r < job.n_rows; ++r) {
+    const uint8_t *row = job.w + static_cast<size_t>(r) * job.w_row_bytes;
+    __m256 acc[NT];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const uint8_t *pair = row + static_cast<size_t>(b) * kPairBytes;
+      const __m128i first = _mm_loadu_si128(reinterpret_cast<const __m128i *>(pair + 2));
+      const __m128i second =
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(pair + sizeof(BlockQ2_0G64) + 2));
+      const __m256i packed = _mm256_set_m128i(second, first);
+      const __m256i low2 = _mm256_set1_epi8(3);
+      const __m256 dw = _mm256_setr_m128(_mm_set1_ps(load_f16(pair)),
+                                         _mm_set1_ps(load_f16(pair + sizeof(BlockQ2_0G64))));
+      __m256i codes[4];
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c)
+        codes[c] = _mm256_and_si256(_mm256_srli_epi16(packed, 2 * c), low2);
+      if (by_codes) {
+#pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) {
+          const __m256i sums =
+              _mm256_sub_epi32(chunk_sums(codes, job.q.q_block(t0 + t, b)), x_sums[b * NT + t]);
+          const __m256 scaled =
+              _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_loadu_ps(job.q.d_block(t0 + t, b)));
+          acc[t] = _mm256_fmadd_ps(scaled, dw, acc[t]);
+        }
+        continue;
+      }
+      // Wider rows: the products signed, |k| * (x with k's sign).
+      const __m256i one = _mm256_set1_epi8(1);
+      __m256i k[4], k_abs[4];
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        k[c] = _mm256_sub_epi8(codes[c], one);
+        k_abs[c] = _mm256_sign_epi8(k[c], k[c]);
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t) {
+        const int8_t *xq = job.q.q_block(t0 + t, b);
+        __m256i s = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c)
+          s = _mm256_add_epi16(
+              s, _mm256_maddubs_epi16(k_abs[c], _mm256_sign_epi8(load256(xq + 32 * c), k[c])));
+        const __m256i sums = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+        const __m256 scaled =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_loadu_ps(job.q.d_block(t0 + t, b)));
+        acc[t] = _mm256_fmadd_ps(scaled, dw, acc[t]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t)
+      job.y[static_cast<int64_t>(t0 + t) * job.ldy + r] = hsum256(acc[t]);
+  }
+}
+
 // How far ahead of the rows being read the single-token kernel prefetches.
 inline constexpr size_t kPrefetchAhead = 4096;
 

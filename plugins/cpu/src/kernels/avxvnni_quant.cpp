@@ -16,8 +16,9 @@
 namespace bonsai::cpu {
 namespace {
 
-constexpr int kQuantTile = 8; // tokens per tile, as the avx2 set
+constexpr int kQuantTile = 8;  // tokens per tile, as the avx2 set
 constexpr int kDecodeRows = 4; // rows per decode step, as the avx2 set
+constexpr int kTokenTile = 4;  // mainline Q2_0 tokens per tile, as the avx2 set
 
 #define BONSAI_QUANT_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define BONSAI_QUANT_VNNI 1
@@ -27,6 +28,9 @@ constexpr int kDecodeRows = 4; // rows per decode step, as the avx2 set
 
 void avxvnni_rows_q1(const RowJob &job) {
   run_tiles<quant_tile<Q1Unpack, kQuantTile>, quant_rows<Q1Unpack, kDecodeRows>, kQuantTile>(job);
+}
+void avxvnni_rows_q2_g64(const RowJob &job) {
+  run_tiles<q2_g64_tile<kTokenTile>, q2_g64_tile<1>, kTokenTile>(job);
 }
 void avxvnni_rows_q2(const RowJob &job) {
   run_tiles<quant_tile<Q2Unpack, kQuantTile>, quant_rows<Q2Unpack, kDecodeRows>, kQuantTile>(job);

@@ -56,6 +56,7 @@ KernelSet make_avxvnni_set() {
   set.name = "avxvnni";
   set.rows[static_cast<int>(WeightKind::Q1_0)] = avxvnni_rows_q1;
   set.rows[static_cast<int>(WeightKind::Q2_0)] = avxvnni_rows_q2;
+  set.rows[static_cast<int>(WeightKind::Q2_0_G64)] = avxvnni_rows_q2_g64;
   return set;
 }
 #else

@@ -20,9 +20,10 @@ float avx2_softmax_weights(float *scores, int64_t n);
 void avx2_to_f16(const float *x, uint16_t *out, int64_t n);
 
 void avx512_rows_q1(const RowJob &job);
-// AVX-VNNI (256-bit vpdpbusd): Q1_0 and Q2_0 rows, bit-identical to avx2's.
+// AVX-VNNI (256-bit vpdpbusd): Q1_0, Q2_0 and mainline Q2_0 rows, bit-identical to avx2's.
 void avxvnni_rows_q1(const RowJob &job);
 void avxvnni_rows_q2(const RowJob &job);
+void avxvnni_rows_q2_g64(const RowJob &job);
 void avx512_key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale,
                              float *out, int64_t out_stride);
 void avx512_weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
