@@ -82,8 +82,8 @@ const bonsai_sequences_extension kSequences = Entry::sequences();
 const bonsai_backend_api kApi = Entry::table({
     .name = "cpu",
     .version = BONSAI_CPU_PLUGIN_VERSION,
-    .description =
-        "x86-64 CPU: 1-bit/ternary GEMV/GEMM (reference, AVX2, AVX-512 VNNI), oneTBB threads",
+    .description = "x86-64 CPU: 1-bit/ternary GEMV/GEMM (reference, AVX2, AVX-VNNI, AVX-512 VNNI), "
+                   "oneTBB threads",
     .probe = api_probe,
     .destroy_context = api_destroy_context,
     .supports_type = api_supports_type,
