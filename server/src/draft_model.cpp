@@ -20,12 +20,19 @@ DraftModel::DraftModel(const Engine &draft, int32_t slots, int32_t n_vocab, floa
 
 bool DraftModel::confident(std::span<const float> logits, int32_t &token) const {
   token = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  if (p_min_ <= 0.0f) // every token is confident enough: no softmax over the vocabulary
+    return true;
   // p(argmax) = 1 / sum exp(l - l_max).
   const float top = logits[static_cast<size_t>(token)];
   double sum = 0;
   for (const float l : logits)
     sum += std::exp(static_cast<double>(l - top));
   return 1.0 / sum >= static_cast<double>(p_min_);
+}
+
+void DraftModel::keep(int32_t slot, int32_t n) {
+  const int32_t sequence = sequence_of_.at(static_cast<size_t>(slot));
+  batch_.truncate(sequence, std::min(n, batch_.position(sequence)));
 }
 
 std::vector<std::vector<int32_t>> DraftModel::propose(std::span<const DraftAsk> asks) {

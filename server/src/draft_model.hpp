@@ -29,6 +29,10 @@ public:
   // where the draft is unsure or its context is full). Throws Error from
   // the draft's steps.
   std::vector<std::vector<int32_t>> propose(std::span<const DraftAsk> asks);
+  // A new job in `slot`: the draft keeps at most its first n tokens, so that
+  // it reuses no more of a previous job than the model's cache does (the
+  // prompt cache's tenant isolation holds for the draft too).
+  void keep(int32_t slot, int32_t n);
 
 private:
   // Argmax of a row and whether its probability reaches p_min.

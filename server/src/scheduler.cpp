@@ -184,6 +184,14 @@ void Scheduler::admit(std::deque<std::shared_ptr<Job>> &arrivals) {
       batch_.truncate(slot.sequence, 0);
       reused = 0;
     }
+    if (draft_) {
+      try {
+        draft_->keep(static_cast<int32_t>(&slot - slots_.data()),
+                     slot.tenant == job->tenant ? reused : 0);
+      } catch (const Error &error) {
+        log_at(LogLevel::warn, "the draft model failed: {}", error.what());
+      }
+    }
     slot.job = job;
     slot.tenant = job->tenant;
     slot.prompt_left.assign(prompt.begin() + reused, prompt.end());
