@@ -1,7 +1,8 @@
 #pragma once
 // A GGUF model loaded through a plugin: the mapped file, its ModelSpec, one
 // context with every weight uploaded by pointer (the mapping outlives the
-// context) and the model bound.
+// context) and the model bound: bind_model for qwen3, bind_layered_model
+// (ABI 1.2 layer kinds) for qwen35.
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ public:
   // Throws std::runtime_error (or bonsai::Error for a bad file).
   PluginModel(const bonsai_backend_api &api, const std::string &gguf_path,
               const ContextConfig &config);
+
+  // The plugin's layer-kinds extension, or nullptr when it has none (a
+  // qwen35 file then throws from the constructor).
+  static const bonsai_layer_kinds_extension *layer_kinds(const bonsai_backend_api &api);
 
   const ModelSpec &spec() const { return spec_; }
   bonsai_context *ctx() const { return ctx_.get(); }

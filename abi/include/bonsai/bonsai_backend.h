@@ -1,5 +1,5 @@
 /*
- * bonsai backend ABI, version 1.1.
+ * bonsai backend ABI, version 1.2.
  *
  * The contract between the bonsai host and a backend plugin (a shared library
  * such as libbonsai_cpu.so). A plugin includes this header and nothing else
@@ -39,7 +39,7 @@ extern "C" {
 /* The version a plugin or host was compiled against. A major bump breaks
  * compatibility; a minor bump only appends fields/functions. */
 #define BONSAI_ABI_MAJOR 1
-#define BONSAI_ABI_MINOR 1
+#define BONSAI_ABI_MINOR 2
 
 /* The single symbol a plugin exports (use BONSAI_PLUGIN_EXPORT on it). */
 #define BONSAI_BACKEND_ENTRY_SYMBOL "bonsai_backend_get_api"
@@ -277,7 +277,8 @@ typedef struct bonsai_lm_head_desc {
  * chain, uses the types it knows (checking struct_size before reading a
  * field) and skips the rest. The chain is static storage of the plugin. */
 typedef enum bonsai_extension_type {
-  BONSAI_EXTENSION_SEQUENCES = 1 /* bonsai_sequences_extension: KV slots, multi-sequence steps */
+  BONSAI_EXTENSION_SEQUENCES = 1,  /* bonsai_sequences_extension: KV slots, multi-sequence steps */
+  BONSAI_EXTENSION_LAYER_KINDS = 2 /* bonsai_layer_kinds_extension (ABI 1.2): hybrid models */
 } bonsai_extension_type;
 
 typedef struct bonsai_extension {
@@ -350,6 +351,161 @@ typedef struct bonsai_sequences_extension {
    * tolerance (docs/abi.md). */
   bonsai_status (*begin_batch)(bonsai_context *ctx, const bonsai_batch_step_desc *batch);
 } bonsai_sequences_extension;
+
+/* ------------------------------------------------------------------------ */
+/* Layer kinds and recurrent state (ABI 1.2)                                */
+/* ------------------------------------------------------------------------ */
+
+/* What mixes information across positions in one layer (the part before the
+ * MLP). bind_model's description is qwen3's, where every layer is attention;
+ * a layered model (bind_layered_model) names each layer's mixer, so a hybrid
+ * architecture is a list of kinds and a later one adds a kind, not an entry
+ * point (docs/abi.md, "Layer kinds"). */
+typedef enum bonsai_mixer_kind {
+  /* qwen35 full attention; mixer is a bonsai_gated_attention_mixer */
+  BONSAI_MIXER_GATED_ATTENTION = 1,
+  /* qwen35 gated DeltaNet, a recurrent layer; mixer is a bonsai_gated_delta_net_mixer */
+  BONSAI_MIXER_GATED_DELTA_NET = 2
+} bonsai_mixer_kind;
+
+/* Gated attention (docs/models.md): per-head RMS-normed queries and keys,
+ * NeoX RoPE on the first n_rot values of each head, causal grouped attention
+ * with scale 1/sqrt(head_dim), each head's output times sigmoid(gate). */
+typedef struct bonsai_gated_attention_mixer {
+  uint32_t struct_size; /* sizeof(bonsai_gated_attention_mixer) of the host */
+  int32_t n_head;       /* query heads */
+  int32_t n_head_kv;    /* key/value heads; n_head % n_head_kv == 0 */
+  int32_t head_dim;     /* per-head size (even) */
+  int32_t n_rot;        /* leading values of a head that RoPE turns: even, 2..head_dim */
+  float rope_magnitude; /* factor on cos and sin (YaRN); 0 means 1 */
+  /* n_rot / 2 angle rates: pair i (values i and i + n_rot/2) turns by
+   * pos * rope_inv_freq[i] radians. Borrowed for bind_layered_model. */
+  const double *rope_inv_freq;
+  /* 2 * n_head * head_dim rows of n_embd: for head h, rows 2*head_dim*h ...
+   * are its query and the next head_dim rows its output gate. */
+  const bonsai_weight *wq;
+  const bonsai_weight *wk;     /* n_head_kv * head_dim rows */
+  const bonsai_weight *wv;     /* n_head_kv * head_dim rows */
+  const bonsai_weight *q_norm; /* head_dim: RMSNorm weight of every query head */
+  const bonsai_weight *k_norm; /* head_dim: RMSNorm weight of every key head */
+  const bonsai_weight *wo;     /* n_embd rows of n_head * head_dim */
+} bonsai_gated_attention_mixer;
+
+/* Gated DeltaNet (docs/models.md): with H_k q/k heads and H_v value heads of
+ * head_dim d, m = qkv x feeds a causal depthwise conv of width conv_kernel
+ * and SiLU; q and k heads are L2-normed (eps on the sum of squares); value
+ * head h reads q/k head h mod H_k and keeps a d x d state S updated per token
+ * by S <- e^g S, S += k (beta (v - S^T k))^T, o = S^T q / sqrt(d), with
+ * beta = sigmoid(beta x) and g = softplus(alpha x + dt_bias) * a; the
+ * output is RMSNorm(o) * norm * SiLU(gate x), then out. The last
+ * conv_kernel - 1 conv inputs and every S are the sequence's recurrent
+ * state. */
+typedef struct bonsai_gated_delta_net_mixer {
+  uint32_t struct_size;         /* sizeof(bonsai_gated_delta_net_mixer) of the host */
+  int32_t conv_kernel;          /* K, the conv's width (>= 1) */
+  int32_t n_k_heads;            /* H_k, q/k heads */
+  int32_t n_v_heads;            /* H_v, value heads; a multiple of H_k */
+  int32_t head_dim;             /* d, every q/k/v head's size */
+  int32_t reserved;             /* 0 */
+  const bonsai_weight *qkv;     /* 2*H_k*d + H_v*d rows of n_embd: q | k | v channels */
+  const bonsai_weight *gate;    /* H_v * d rows of n_embd: z */
+  const bonsai_weight *beta;    /* H_v rows of n_embd: write strength logits */
+  const bonsai_weight *alpha;   /* H_v rows of n_embd: decay logits */
+  const bonsai_weight *conv;    /* one row of K taps per channel; tap K-1 takes the newest */
+  const bonsai_weight *dt_bias; /* H_v values */
+  const bonsai_weight *a;       /* H_v values, <= 0 (the file's -exp(A_log)) */
+  const bonsai_weight *norm;    /* d values: the output RMSNorm weight of every head */
+  const bonsai_weight *out;     /* n_embd rows of H_v * d */
+} bonsai_gated_delta_net_mixer;
+
+/* One layer of a layered model: x += mixer(RMSNorm(x) * attn_norm), then
+ * x += w_down(silu(w_gate h) * w_up h) with h = RMSNorm(x) * ffn_norm. */
+typedef struct bonsai_layer_desc {
+  uint32_t struct_size;           /* sizeof(bonsai_layer_desc) of the host */
+  uint32_t mixer_kind;            /* a bonsai_mixer_kind */
+  const void *mixer;              /* the kind's struct; it begins with its own struct_size */
+  const bonsai_weight *attn_norm; /* RMSNorm before the mixer, n_embd */
+  const bonsai_weight *ffn_norm;  /* RMSNorm before the MLP, n_embd */
+  const bonsai_weight *w_gate;    /* n_ff rows of n_embd */
+  const bonsai_weight *w_up;      /* n_ff rows of n_embd */
+  const bonsai_weight *w_down;    /* n_embd rows of n_ff */
+} bonsai_layer_desc;
+
+typedef struct bonsai_layered_model_desc {
+  uint32_t struct_size;             /* sizeof(bonsai_layered_model_desc) of the host */
+  int32_t n_embd;                   /* hidden size */
+  int32_t n_layer;                  /* layers */
+  int32_t n_ff;                     /* MLP inner size */
+  int32_t n_vocab;                  /* rows of token_embd and lm_head */
+  float rms_eps;                    /* epsilon of every RMSNorm and L2 norm */
+  const bonsai_weight *token_embd;  /* n_vocab rows of n_embd */
+  const bonsai_weight *output_norm; /* final RMSNorm, n_embd */
+  const bonsai_weight *lm_head;     /* n_vocab rows of n_embd; == token_embd when tied */
+  /* n_layer entries, stepped by layers[0].struct_size bytes as with
+   * bonsai_model_desc; they and their mixers are copied by the bind. */
+  const bonsai_layer_desc *layers;
+} bonsai_layered_model_desc;
+
+/* BONSAI_EXTENSION_LAYER_KINDS. A context binds either a qwen3 model
+ * (bind_model) or a layered one; binding again replaces it. Everything else
+ * is the usual protocol: begin_step or begin_batch, encode_layer per layer,
+ * lm_head, end_step, and the kv_* and slot_* functions, where each slot (the
+ * context's own cache too) holds, beside its KV cache, the recurrent state
+ * of its sequence: zero at length 0.
+ *
+ * A recurrent state describes all of a sequence's positions at once and
+ * cannot be cut back. The rules:
+ *  - A step that is never ended leaves the state as it was, as it leaves
+ *    the KV length.
+ *  - kv_reset, and truncating to 0, zero the state.
+ *  - kv_truncate, slot_truncate and slot_copy to 0 < n < length cut the KV
+ *    cache but leave the state behind: the slot refuses steps (BAD_STATE)
+ *    until a checkpoint is restored onto it. slot_copy of a whole slot
+ *    (n == from's length) copies the state too.
+ *  - A checkpoint is a copy of one slot's state at its length. Restoring it
+ *    onto a slot whose first positions hold the same tokens (the host's
+ *    duty: the plugin cannot check) sets that slot's state and cuts its
+ *    length to the checkpoint's position, so it steps on from there.
+ * A model without recurrent layers has a state of 0 bytes; every rule then
+ * reduces to ABI 1.1's. */
+typedef struct bonsai_layer_kinds_extension {
+  bonsai_extension header; /* type BONSAI_EXTENSION_LAYER_KINDS */
+
+  /* OK when bind_layered_model accepts layers of this bonsai_mixer_kind,
+   * UNSUPPORTED when not. Needs no context; callable at any time, so a host
+   * can choose a plugin before it loads a model. */
+  bonsai_status (*supports_mixer)(uint32_t mixer_kind);
+
+  /* Binds a layered model: validates shapes, copies the description and
+   * allocates activations for max_batch tokens, the KV cache of its
+   * attention layers for max_context positions and one recurrent state.
+   * UNSUPPORTED when a layer's kind is not supported (the host then runs
+   * the layers itself through matmul). */
+  bonsai_status (*bind_layered_model)(bonsai_context *ctx, const bonsai_layered_model_desc *model);
+
+  /* Writes the bytes of one sequence's recurrent state (what one checkpoint
+   * holds) to *bytes: 0 without recurrent layers. Needs a bound model. */
+  bonsai_status (*state_bytes)(const bonsai_context *ctx, uint64_t *bytes);
+
+  /* Copies slot `slot`'s recurrent state (0 = the context's own cache) and
+   * writes the new checkpoint's id (> 0) to *checkpoint. OUT_OF_MEMORY when
+   * the copy cannot be allocated; BAD_STATE when the slot's state is behind
+   * its length. Discards an open step. */
+  bonsai_status (*checkpoint_save)(bonsai_context *ctx, int32_t slot, int32_t *checkpoint);
+
+  /* Restores a checkpoint onto `slot`: its length becomes the checkpoint's
+   * position (INVALID_ARGUMENT when the slot is shorter) and its state the
+   * saved one. The checkpoint stays. Discards an open step. */
+  bonsai_status (*checkpoint_restore)(bonsai_context *ctx, int32_t checkpoint, int32_t slot);
+
+  /* Frees a checkpoint. Binding a model again frees all of them. */
+  bonsai_status (*checkpoint_free)(bonsai_context *ctx, int32_t checkpoint);
+
+  /* Writes a checkpoint's position (the length of the slot it was saved
+   * from) to *position. */
+  bonsai_status (*checkpoint_position)(const bonsai_context *ctx, int32_t checkpoint,
+                                       int32_t *position);
+} bonsai_layer_kinds_extension;
 
 /* ------------------------------------------------------------------------ */
 /* The API table                                                            */

@@ -7,6 +7,7 @@
 #include "common/log_internal.hpp"
 #include "generation/session_batch_runner.hpp"
 #include "generation/slot_batch_runner.hpp"
+#include "model/plugin_hybrid_runner.hpp"
 
 namespace bonsai {
 
@@ -38,14 +39,20 @@ Batch Engine::create_batch(const BatchOptions &options) const {
   batch->max_sequences = options.max_sequences;
   batch->sequences.resize(static_cast<size_t>(options.max_sequences));
   std::unique_ptr<Session::Impl> session = open_session(impl_, options.on_progress);
+  // qwen35 sequences share one context when the plugin runs their layers
+  // (ABI 1.2 layer kinds): the slot runner keeps their checkpoints.
+  const bool hybrid = impl_->spec.arch() == Architecture::qwen35;
   const bonsai_sequences_extension *ext =
       session->plugin_layers ? host::usable_sequences_extension(session->context->api()) : nullptr;
+  const bonsai_layer_kinds_extension *kinds =
+      hybrid ? host::qwen35_layer_kinds(session->context->api()) : nullptr;
   if (ext != nullptr && ext->max_slots >= options.max_sequences) {
-    batch->runner = std::make_unique<host::SlotBatchRunner>(std::move(session), *ext);
+    batch->runner = std::make_unique<host::SlotBatchRunner>(std::move(session), *ext, kinds,
+                                                            options.max_sequences);
   } else {
     const std::string why =
-        impl_->spec.arch() == Architecture::qwen35
-            ? std::string("runs no qwen35 layers (the ABI has no recurrent layer kind yet)")
+        hybrid && !session->plugin_layers
+            ? std::string("runs no qwen35 layers itself (ABI 1.2 layer kinds)")
         : ext == nullptr
             ? std::string("offers no multi-sequence step (ABI 1.1 sequences extension)")
             : fmt::format("holds at most {} KV slots per context", ext->max_slots);

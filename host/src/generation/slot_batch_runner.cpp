@@ -20,8 +20,44 @@ const bonsai_sequences_extension *usable_sequences_extension(const bonsai_backen
 }
 
 SlotBatchRunner::SlotBatchRunner(std::unique_ptr<Session::Impl> session,
-                                 const bonsai_sequences_extension &ext)
-    : session_(std::move(session)), ext_(ext), idle_slots_{0} {}
+                                 const bonsai_sequences_extension &ext,
+                                 const bonsai_layer_kinds_extension *kinds, int32_t max_sequences)
+    : session_(std::move(session)), ext_(ext), idle_slots_{0} {
+  if (kinds != nullptr)
+    checkpoints_ = std::make_unique<SlotCheckpoints>(
+        *session_->context, ext_, *kinds, max_sequences,
+        [this](int32_t slot, std::span<const int32_t> tokens) { advance(slot, tokens); });
+}
+
+void SlotBatchRunner::advance(int32_t slot, std::span<const int32_t> tokens) {
+  const PluginContext &context = *session_->context;
+  const auto n_batch = static_cast<size_t>(session_->engine->options.n_batch);
+  const auto n_layer = static_cast<int32_t>(session_->engine->spec.hparams.n_layer);
+  int32_t length = 0;
+  context.check(ext_.slot_length(context.get(), slot, &length), "slot_length");
+  for (size_t done = 0; done < tokens.size();) {
+    const size_t n = std::min(n_batch, tokens.size() - done);
+    positions_.resize(n);
+    for (size_t t = 0; t < n; ++t)
+      positions_[t] = length + static_cast<int32_t>(done + t);
+    bonsai_sequence_step s{};
+    s.struct_size = sizeof s;
+    s.slot = slot;
+    s.n_tokens = static_cast<int32_t>(n);
+    s.token_ids = tokens.data() + done;
+    s.positions = positions_.data();
+    bonsai_batch_step_desc batch{};
+    batch.struct_size = sizeof batch;
+    batch.n_sequences = 1;
+    batch.sequences = &s;
+    context.check(ext_.begin_batch(context.get(), &batch), "begin_batch");
+    for (int32_t layer = 0; layer < n_layer; ++layer)
+      context.check(context.api().encode_layer(context.get(), layer),
+                    fmt::format("encode_layer({})", layer));
+    context.check(context.api().end_step(context.get()), "end_step");
+    done += n;
+  }
+}
 
 void SlotBatchRunner::open(int32_t id) {
   if (slot_of_.size() <= static_cast<size_t>(id))
@@ -45,6 +81,10 @@ void SlotBatchRunner::close(int32_t id) {
 }
 
 void SlotBatchRunner::truncate(int32_t id, int32_t n_keep) {
+  if (checkpoints_) {
+    checkpoints_->truncate(id, slot_of(id), n_keep);
+    return;
+  }
   const PluginContext &context = *session_->context;
   context.check(ext_.slot_truncate(context.get(), slot_of(id), n_keep),
                 fmt::format("slot_truncate({})", n_keep));
@@ -55,6 +95,8 @@ void SlotBatchRunner::copy_prefix(int32_t from, int32_t to, std::span<const int3
   const auto n = static_cast<int32_t>(from_tokens.size());
   context.check(ext_.slot_copy(context.get(), slot_of(from), slot_of(to), n),
                 fmt::format("slot_copy({} positions)", n));
+  if (checkpoints_)
+    checkpoints_->copied_prefix(from, to, slot_of(to), from_tokens);
 }
 
 void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
@@ -144,6 +186,9 @@ void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
       }
   }
   context.check(api.end_step(ctx), "end_step");
+  if (checkpoints_)
+    for (const BatchEntry &e : entries)
+      checkpoints_->advanced(e.sequence, slot_of(e.sequence), e.tokens);
 }
 
 } // namespace bonsai::host

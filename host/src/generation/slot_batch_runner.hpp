@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "generation/batch_runner.hpp"
+#include "generation/slot_checkpoints.hpp"
 #include "model/session_impl.hpp"
 
 namespace bonsai::host {
@@ -15,7 +16,10 @@ const bonsai_sequences_extension *usable_sequences_extension(const bonsai_backen
 class SlotBatchRunner final : public BatchRunner {
 public:
   // `session` has the model bound by the plugin; `ext` is its plugin's.
-  SlotBatchRunner(std::unique_ptr<Session::Impl> session, const bonsai_sequences_extension &ext);
+  // `kinds` (its layer-kinds extension) when the model has recurrent layers:
+  // the runner then keeps checkpoints for up to max_sequences sequences.
+  SlotBatchRunner(std::unique_ptr<Session::Impl> session, const bonsai_sequences_extension &ext,
+                  const bonsai_layer_kinds_extension *kinds = nullptr, int32_t max_sequences = 1);
 
   void open(int32_t id) override;
   void close(int32_t id) override;
@@ -26,11 +30,14 @@ public:
 
 private:
   int32_t slot_of(int32_t id) const { return slot_of_.at(static_cast<size_t>(id)); }
+  // Runs `tokens` on `slot` alone, without an LM head (rebuilding a state).
+  void advance(int32_t slot, std::span<const int32_t> tokens);
 
   std::unique_ptr<Session::Impl> session_; // the context, its weights and the engine
   const bonsai_sequences_extension &ext_;
-  std::vector<int32_t> slot_of_;    // by sequence id; -1 when closed
-  std::vector<int32_t> idle_slots_; // made and emptied, waiting for a sequence
+  std::vector<int32_t> slot_of_;                 // by sequence id; -1 when closed
+  std::vector<int32_t> idle_slots_;              // made and emptied, waiting for a sequence
+  std::unique_ptr<SlotCheckpoints> checkpoints_; // recurrent models only
   // Per step, kept to avoid reallocating.
   std::vector<size_t> order_; // entries in the order they go to the plugin
   std::vector<int32_t> first_row_;

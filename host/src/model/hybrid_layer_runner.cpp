@@ -4,34 +4,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "model/delta_rule.hpp"
+#include "bonsai/core/delta_net.hpp"
+#include "model/checkpoint_policy.hpp"
 #include "model/layer_math.hpp"
 
 namespace bonsai::host {
-namespace {
-
-// Checkpoints may hold this much in all (27B: about 150 MiB of state each).
-constexpr size_t kCheckpointBudgetBytes = size_t{512} << 20;
-constexpr size_t kMostCheckpoints = 8;
-// Besides the end of every multi-token step, a checkpoint every this many
-// positions of decoding, so a rollback never runs more again.
-constexpr int32_t kCheckpointInterval = 64;
-
-float softplus(float v) {
-  return v > 20.0f ? v : std::log1p(std::exp(v));
-}
-
-// v / sqrt(sum(v^2) + eps): DeltaNet's L2 norm adds eps to the sum, not the mean.
-void l2_norm(float *v, int32_t n, float eps) {
-  double sum_sq = 0.0;
-  for (int32_t i = 0; i < n; ++i)
-    sum_sq += static_cast<double>(v[i]) * v[i];
-  const auto scale = static_cast<float>(1.0 / std::sqrt(sum_sq + eps));
-  for (int32_t i = 0; i < n; ++i)
-    v[i] *= scale;
-}
-
-} // namespace
 
 HybridLayerRunner::HybridLayerRunner(const PluginContext &context, const ModelSpec &spec,
                                      const UploadedModel &weights, const MatmulRunnerConfig &config)
@@ -53,6 +30,7 @@ HybridLayerRunner::HybridLayerRunner(const PluginContext &context, const ModelSp
   n_k_heads_ = static_cast<int32_t>(g.n_k_heads);
   n_v_heads_ = static_cast<int32_t>(g.n_v_heads);
   eps_ = hp.rms_eps;
+  shape_ = {conv_k_, n_k_heads_, n_v_heads_, gdn_dim_, eps_};
   rope_rates_ = attention_rope_rates(hp);
   rope_magnitude_ = rope_magnitude(hp.rope);
 
@@ -75,8 +53,7 @@ HybridLayerRunner::HybridLayerRunner(const PluginContext &context, const ModelSp
   v_cache_.assign(cache, 0.0f);
   conv_.assign(n_delta_net * static_cast<size_t>(conv_k_ - 1) * conv_dim_, 0.0f);
   ssm_.assign(n_delta_net * static_cast<size_t>(n_v_heads_) * gdn_dim_ * gdn_dim_, 0.0f);
-  max_checkpoints_ = std::clamp(kCheckpointBudgetBytes / std::max<size_t>(state_bytes(), 1),
-                                size_t{1}, kMostCheckpoints);
+  max_checkpoints_ = checkpoint_policy::capacity(state_bytes());
 
   const auto batch = static_cast<size_t>(config.n_batch);
   x_.resize(batch * n_embd_);
@@ -97,39 +74,26 @@ HybridLayerRunner::HybridLayerRunner(const PluginContext &context, const ModelSp
 }
 
 // The causal conv over the newest K inputs of every channel, SiLU, the q/k
-// L2 norms, beta = sigmoid and the per-head decay g = softplus(alpha +
-// dt_bias) * a (<= 0), token by token (the conv window moves with each).
+// L2 norms and the beta and decay gates, token by token (the conv window
+// moves with each).
 void HybridLayerRunner::conv_and_gates(const DeltaNetLayer &w, int32_t n_tokens) {
   const size_t C = static_cast<size_t>(conv_dim_);
-  const size_t K = static_cast<size_t>(conv_k_);
-  float *window = conv_.data() + w.index * (K - 1) * C;
+  float *window = conv_.data() + w.index * static_cast<size_t>(shape_.window_floats());
   for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
-    const float *mix = mix_.data() + t * C;
-    float *act = act_.data() + t * C;
-    for (size_t ch = 0; ch < C; ++ch) {
-      const float *taps = w.conv_taps.data() + ch * K;
-      float y = taps[K - 1] * mix[ch];
-      for (size_t i = 0; i + 1 < K; ++i)
-        y += taps[i] * window[i * C + ch];
-      act[ch] = silu(y);
-    }
-    if (K > 1) {
-      std::memmove(window, window + C, (K - 2) * C * sizeof(float));
-      std::copy_n(mix, C, window + (K - 2) * C);
-    }
-    for (int32_t head = 0; head < 2 * n_k_heads_; ++head) // q heads, then k heads
-      l2_norm(act + static_cast<size_t>(head) * gdn_dim_, gdn_dim_, eps_);
-    for (size_t h = 0; h < static_cast<size_t>(n_v_heads_); ++h) {
-      float &beta = beta_[t * n_v_heads_ + h];
-      beta = sigmoid(beta);
-      float &g = decay_[t * n_v_heads_ + h];
-      g = softplus(g + w.dt_bias[h]) * w.a[h];
-    }
+    DeltaNetConvToken token;
+    token.taps = w.conv_taps.data();
+    token.window_in = window;
+    token.window_out = window;
+    token.mix = mix_.data() + t * C;
+    token.act = act_.data() + t * C;
+    delta_net_conv_token(shape_, token);
+    delta_net_gates(shape_, w.dt_bias.data(), w.a.data(), beta_.data() + t * n_v_heads_,
+                    decay_.data() + t * n_v_heads_);
   }
 }
 
-// Per value head and token: S <- e^g S; S += k (beta (v - S^T k))^T; o = S^T q
-// / sqrt(d). S is [key i][value j]; value head h reads q/k head h mod H_k.
+// Per value head and token, the delta rule on that head's state in place.
+// Value head h reads q/k head h mod H_k.
 void HybridLayerRunner::recurrence(const DeltaNetLayer &w, int32_t n_tokens) {
   const int32_t d = gdn_dim_;
   const size_t C = static_cast<size_t>(conv_dim_);
@@ -139,12 +103,13 @@ void HybridLayerRunner::recurrence(const DeltaNetLayer &w, int32_t n_tokens) {
     for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
       const float *act = act_.data() + t * C;
       DeltaRuleStep step;
-      step.state = S;
+      step.state_in = S;
+      step.state_out = S;
       step.q = act + kh * d;
       step.k = act + key_dim_ + kh * d;
       step.v = act + 2 * key_dim_ + h * d;
       step.beta = beta_[t * n_v_heads_ + h];
-      step.decay = std::exp(decay_[t * n_v_heads_ + h]);
+      step.decay = decay_[t * n_v_heads_ + h];
       step.d = d;
       step.scratch = delta_.data();
       step.out = attn_.data() + t * value_dim_ + static_cast<size_t>(h) * d;
@@ -164,13 +129,8 @@ void HybridLayerRunner::delta_net(int32_t layer, int32_t n_tokens) {
   recurrence(w, n_tokens);
   // y_h = RMSNorm(o_h; ssm_norm) * silu(z_h), then the output projection.
   for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t)
-    for (size_t h = 0; h < static_cast<size_t>(n_v_heads_); ++h) {
-      float *o = attn_.data() + t * value_dim_ + h * gdn_dim_;
-      const float *z = z_.data() + t * value_dim_ + h * gdn_dim_;
-      rms_norm(o, w.norm.data(), gdn_dim_, eps_, o);
-      for (int32_t i = 0; i < gdn_dim_; ++i)
-        o[i] *= silu(z[i]);
-    }
+    delta_net_gated_norm(shape_, w.norm.data(), z_.data() + t * value_dim_,
+                         attn_.data() + t * value_dim_);
   projection_.matmul(m.out, n_tokens, attn_.data(), proj_.data());
 }
 
@@ -236,8 +196,7 @@ bool HybridLayerRunner::run_layers(int32_t n_tokens, const std::atomic<bool> *ca
 }
 
 void HybridLayerRunner::maybe_checkpoint(int32_t n_tokens) {
-  const bool crossed = (length_ - n_tokens) / kCheckpointInterval != length_ / kCheckpointInterval;
-  if (n_tokens == 1 && !crossed)
+  if (!checkpoint_policy::due(length_, n_tokens))
     return;
   if (!checkpoints_.empty() && checkpoints_.back().position == length_)
     return;

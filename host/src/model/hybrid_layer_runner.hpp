@@ -1,8 +1,8 @@
 #pragma once
 // Runs a qwen35 model (gated DeltaNet layers with a gated attention layer
 // every few; docs/models.md) on the host in f32, with the plugin's matmul
-// for every projection and the LM head. ABI 1.1 has no recurrent layer kind,
-// so this is how every plugin runs qwen35 for now.
+// for every projection and the LM head: how a plugin without the ABI 1.2
+// layer kinds (a 1.1 plugin, the CUDA plugin) runs qwen35.
 //
 // A sequence's recurrent state (each DeltaNet layer's last K-1 conv inputs
 // and d x d state per value head) cannot be cut back like a KV cache, so the
@@ -11,6 +11,7 @@
 // to n again; a step cancelled or failed half-way is undone the same way.
 #include <vector>
 
+#include "bonsai/core/delta_net.hpp"
 #include "bonsai/core/model_spec.hpp"
 #include "model/forward_runner.hpp"
 #include "model/host_projection.hpp"
@@ -67,6 +68,7 @@ private:
   int32_t n_embd_, n_head_, n_head_kv_, head_dim_, q_dim_, kv_dim_;
   int32_t conv_k_, conv_dim_, key_dim_, value_dim_, gdn_dim_, n_k_heads_, n_v_heads_;
   float eps_;
+  DeltaNetShape shape_;
   std::vector<double> rope_rates_;
   double rope_magnitude_ = 1.0;
   std::vector<std::vector<float>> attn_norms_;   // per layer

@@ -19,6 +19,10 @@ public:
   void truncate(int32_t n_keep) override;
   int32_t kv_length() const override { return length_; }
 
+  // The plugin's KV length changed by a call outside this runner (a
+  // checkpoint restore): follow it.
+  void follow_length(int32_t length) { length_ = length; }
+
 private:
   const PluginContext &context_;
   int32_t n_layer_ = 0;

@@ -5,6 +5,7 @@
 #include "common/log_internal.hpp"
 #include "model/hybrid_layer_runner.hpp"
 #include "model/matmul_layer_runner.hpp"
+#include "model/plugin_hybrid_runner.hpp"
 #include "model/plugin_layer_runner.hpp"
 #include "model/session_impl.hpp"
 
@@ -54,23 +55,34 @@ open_session_on(const std::shared_ptr<const Engine::Impl> &engine_impl,
     host::logger().warn("plugin {} was built against ABI 1.{}, which cannot pass scaled RoPE ({}); "
                         "the host runs the layers through its matmul (slower)",
                         plugin.info.name, api.abi_minor, engine.spec.hparams.rope.describe());
-  // ABI 1.1 has no recurrent layer kind: qwen35 layers always run on the host.
+  // qwen35 binds through the ABI 1.2 layer kinds; bind_model cannot describe it.
   const bool hybrid = engine.spec.arch() == Architecture::qwen35;
-  const bonsai_status bind = api.bind_model != nullptr && !rope_unknown_to_plugin && !hybrid
-                                 ? api.bind_model(context.get(), &session->weights.desc)
-                                 : BONSAI_ERR_UNSUPPORTED;
-  if (hybrid) {
-    host::logger().info("qwen35: the host runs the gated DeltaNet and attention layers through "
-                        "plugin {}'s matmul (the ABI has no recurrent layer kind yet)",
-                        plugin.info.name);
+  const bonsai_layer_kinds_extension *kinds = hybrid ? host::qwen35_layer_kinds(api) : nullptr;
+  const bonsai_status bind =
+      hybrid ? (kinds != nullptr
+                    ? kinds->bind_layered_model(context.get(), &session->weights.layered.desc)
+                    : BONSAI_ERR_UNSUPPORTED)
+      : api.bind_model != nullptr && !rope_unknown_to_plugin
+          ? api.bind_model(context.get(), &session->weights.desc)
+          : BONSAI_ERR_UNSUPPORTED;
+  if (hybrid && bind == BONSAI_OK) {
+    session->runner = std::make_unique<host::PluginHybridRunner>(
+        context, *kinds, static_cast<int32_t>(engine.spec.hparams.n_layer), engine.options.n_batch);
+    session->plugin_layers = true;
+  } else if (hybrid && bind == BONSAI_ERR_UNSUPPORTED) {
+    host::logger().info("qwen35: plugin {} {}; the host runs the gated DeltaNet and attention "
+                        "layers through its matmul (slower)",
+                        plugin.info.name,
+                        kinds == nullptr ? "has no gated DeltaNet layers (ABI 1.2 layer kinds)"
+                                         : "declined this model's layers");
     session->runner = std::make_unique<host::HybridLayerRunner>(
         context, engine.spec, session->weights,
         host::MatmulRunnerConfig{engine.options.n_ctx, engine.options.n_batch});
-  } else if (bind == BONSAI_OK) {
+  } else if (!hybrid && bind == BONSAI_OK) {
     session->runner = std::make_unique<host::PluginLayerRunner>(
         context, static_cast<int32_t>(engine.spec.hparams.n_layer));
     session->plugin_layers = true;
-  } else if (bind == BONSAI_ERR_UNSUPPORTED) {
+  } else if (!hybrid && bind == BONSAI_ERR_UNSUPPORTED) {
     if (!rope_unknown_to_plugin)
       host::logger().info("plugin {} does not run whole layers; the host runs them through its "
                           "matmul (slower)",
@@ -79,7 +91,7 @@ open_session_on(const std::shared_ptr<const Engine::Impl> &engine_impl,
         context, engine.spec, session->weights,
         host::MatmulRunnerConfig{engine.options.n_ctx, engine.options.n_batch});
   } else {
-    context.check(bind, "bind_model");
+    context.check(bind, hybrid ? "bind_layered_model" : "bind_model");
   }
   session->upload_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -10,7 +10,9 @@
 #include "bonsai/plugin/entry_guard.hpp"
 #include "bonsai/plugin/probe_answer.hpp"
 #include "bonsai/plugin/step_entry_points.hpp"
+#include "checkpoints.hpp"
 #include "context.hpp"
+#include "layered_model.hpp"
 #include "plugin_error.hpp"
 #include "probe.hpp"
 #include "step.hpp"
@@ -73,7 +75,77 @@ bonsai_status api_bind_model(bonsai_context *handle, const bonsai_model_desc *mo
   });
 }
 
-const bonsai_sequences_extension kSequences = Entry::sequences();
+bonsai_status api_supports_mixer(uint32_t kind) {
+  return supports_mixer_kind(kind) ? BONSAI_OK : BONSAI_ERR_UNSUPPORTED;
+}
+
+bonsai_status api_bind_layered_model(bonsai_context *handle,
+                                     const bonsai_layered_model_desc *model) {
+  return guarded(Entry::live(handle), [&](Context &ctx) {
+    const bonsai_layered_model_desc d = read_abi_struct(model, "bind_layered_model: model");
+    BindLimits limits;
+    limits.max_batch = ctx.max_batch;
+    limits.max_context = ctx.max_context;
+    auto bound = bind_layered_model(
+        d, [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); }, limits);
+    limits.kv_type = kv_type_for(ctx.kv_choice, *ctx.kernels, bound->dims.head_dim);
+    if (limits.kv_type != KvType::F32) // the KV cache was made f32: remake it
+      bound->slots.set_own(make_kv_cache(bound->dims, limits.max_context, limits.kv_type));
+    ctx.model = std::move(bound);
+    ctx.step.close();
+    const ModelDims &dims = ctx.model->dims;
+    ctx.log.debug(strformat("bonsai_cpu: bound a layered model of %d layers (%d attention, %d "
+                            "DeltaNet), n_embd %d; recurrent state %.1f MiB per sequence",
+                            dims.n_layer, dims.n_kv_layers, dims.n_state_layers, dims.n_embd,
+                            static_cast<double>(recurrent_state_bytes(ctx)) / (1 << 20)));
+  });
+}
+
+bonsai_status api_state_bytes(const bonsai_context *handle, uint64_t *bytes) {
+  return guarded(Entry::live(handle), [&](const Context &ctx) {
+    if (bytes == nullptr)
+      fail_invalid("state_bytes: bytes is NULL");
+    *bytes = recurrent_state_bytes(ctx);
+  });
+}
+
+bonsai_status api_checkpoint_save(bonsai_context *handle, int32_t slot, int32_t *checkpoint) {
+  return guarded(Entry::live(handle), [&](Context &ctx) {
+    if (checkpoint == nullptr)
+      fail_invalid("checkpoint_save: checkpoint is NULL");
+    *checkpoint = cpu::checkpoint_save(ctx, slot);
+  });
+}
+
+bonsai_status api_checkpoint_restore(bonsai_context *handle, int32_t checkpoint, int32_t slot) {
+  return guarded(Entry::live(handle),
+                 [&](Context &ctx) { cpu::checkpoint_restore(ctx, checkpoint, slot); });
+}
+
+bonsai_status api_checkpoint_free(bonsai_context *handle, int32_t checkpoint) {
+  return guarded(Entry::live(handle), [&](Context &ctx) { cpu::checkpoint_free(ctx, checkpoint); });
+}
+
+bonsai_status api_checkpoint_position(const bonsai_context *handle, int32_t checkpoint,
+                                      int32_t *position) {
+  return guarded(Entry::live(handle), [&](const Context &ctx) {
+    if (position == nullptr)
+      fail_invalid("checkpoint_position: position is NULL");
+    *position = cpu::checkpoint_position(ctx, checkpoint);
+  });
+}
+
+const bonsai_layer_kinds_extension kLayerKinds{
+    {sizeof(bonsai_layer_kinds_extension), BONSAI_EXTENSION_LAYER_KINDS, nullptr},
+    api_supports_mixer,
+    api_bind_layered_model,
+    api_state_bytes,
+    api_checkpoint_save,
+    api_checkpoint_restore,
+    api_checkpoint_free,
+    api_checkpoint_position};
+
+const bonsai_sequences_extension kSequences = Entry::sequences(&kLayerKinds.header);
 
 #ifndef BONSAI_CPU_PLUGIN_VERSION
 #define BONSAI_CPU_PLUGIN_VERSION "0.0.0"
@@ -83,7 +155,7 @@ const bonsai_backend_api kApi = Entry::table({
     .name = "cpu",
     .version = BONSAI_CPU_PLUGIN_VERSION,
     .description = "x86-64 CPU: 1-bit/ternary GEMV/GEMM (reference, AVX2, AVX-VNNI, AVX-512 VNNI), "
-                   "oneTBB threads",
+                   "qwen3 and qwen35 layers, oneTBB threads",
     .probe = api_probe,
     .destroy_context = api_destroy_context,
     .supports_type = api_supports_type,

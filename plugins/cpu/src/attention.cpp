@@ -177,7 +177,33 @@ void attend_item(const AttentionJob &job, const GroupShape &shape, int item) {
     attend_group(job, scores, head0, n_heads, token, std::min(shape.tokens, job.n_tokens - token));
 }
 
+// Copies `count` values into a cache row, converting to the cache's type.
+void store_row(const float *src, uint8_t *dst, int64_t count, KvType type,
+               const KernelSet &kernels) {
+  if (type == KvType::F16)
+    kernels.to_f16(src, reinterpret_cast<uint16_t *>(dst), count);
+  else
+    std::copy_n(src, count, reinterpret_cast<float *>(dst));
+}
+
 } // namespace
+
+// Copies rows [first_token, first_token + n_tokens) of the step's new keys
+// and values into `sequence`'s cache from its first position on.
+void store_keys_values(const StepBuffers &b, const StepSequence &sequence, int layer,
+                       const KernelSet &kernels) {
+  const KvCache &kv = *sequence.kv;
+  const int64_t kv_dim = int64_t{kv.n_head_kv} * kv.head_dim;
+  for (int t = 0; t < sequence.n_tokens; ++t) {
+    const int64_t row = (sequence.first_token + t) * kv_dim;
+    const int64_t pos = sequence.first_pos + t;
+    for (int head = 0; head < kv.n_head_kv; ++head) {
+      const int64_t col = row + int64_t{head} * kv.head_dim;
+      store_row(b.k_new.get() + col, kv.k_at(layer, head, pos), kv.head_dim, kv.type, kernels);
+      store_row(b.v_new.get() + col, kv.v_at(layer, head, pos), kv.head_dim, kv.type, kernels);
+    }
+  }
+}
 
 KvType kv_type_for(KvChoice choice, const KernelSet &kernels, int head_dim) {
   if (choice == KvChoice::F32)

@@ -4,6 +4,7 @@
 
 #include <oneapi/tbb/task_arena.h>
 
+#include "context.hpp"
 #include "kernels/kernel_set.hpp"
 #include "model.hpp"
 #include "options.hpp"
@@ -28,6 +29,11 @@ struct AttentionJob {
 // 16). Throws PluginError(UNSUPPORTED) for f16 where the fast path would fall
 // back to its f32-only dot and axpy.
 KvType kv_type_for(KvChoice choice, const KernelSet &kernels, int head_dim);
+
+// Copies rows [first_token, first_token + n_tokens) of the step's new keys
+// and values into `sequence`'s cache block `layer` from its first position on.
+void store_keys_values(const StepBuffers &b, const StepSequence &sequence, int layer,
+                       const KernelSet &kernels);
 
 // Token i attends to positions 0..first_pos + i. Heads run in parallel.
 void attention(const AttentionJob &job, oneapi::tbb::task_arena &arena);

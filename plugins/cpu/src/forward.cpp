@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attention.hpp"
+#include "delta_net_layer.hpp"
 #include "norms.hpp"
 
 namespace bonsai::cpu {
@@ -36,30 +37,104 @@ void embed_tokens(BoundModel &m, const int32_t *token_ids, const int32_t *positi
 
 namespace {
 
-// Copies `count` values into a cache row, converting to the cache's type.
-void store_row(const float *src, uint8_t *dst, int64_t count, KvType type,
-               const KernelSet &kernels) {
-  if (type == KvType::F16)
-    kernels.to_f16(src, reinterpret_cast<uint16_t *>(dst), count);
-  else
-    std::copy_n(src, count, reinterpret_cast<float *>(dst));
+// Per-head norm and RoPE of the open step's queries (stride ld) and keys.
+void norm_rope_queries_keys(const Context &ctx, const LayerBinding &l, float *q, int64_t ld) {
+  const ModelDims &d = ctx.model->dims;
+  const StepBuffers &b = ctx.model->buffers;
+  HeadNormRope rope;
+  rope.n_tokens = ctx.step.n_tokens;
+  rope.head_dim = d.head_dim;
+  rope.n_rot = d.n_rot;
+  rope.eps = d.rms_eps;
+  rope.cos = b.rope_cos.data();
+  rope.sin = b.rope_sin.data();
+  rope.v = q;
+  rope.ld = ld;
+  rope.n_heads = d.n_head;
+  rope.weight = l.q_norm.data();
+  norm_rope_heads(rope);
+  rope.v = b.k_new.get();
+  rope.ld = d.kv_dim();
+  rope.n_heads = d.n_head_kv;
+  rope.weight = l.k_norm.data();
+  norm_rope_heads(rope);
 }
 
-// Copies rows [first_token, first_token + n_tokens) of the step's new keys
-// and values into `sequence`'s cache from its first position on.
-void store_keys_values(const StepBuffers &b, const StepSequence &sequence, int layer,
-                       const KernelSet &kernels) {
-  const KvCache &kv = *sequence.kv;
-  const int64_t kv_dim = int64_t{kv.n_head_kv} * kv.head_dim;
-  for (int t = 0; t < sequence.n_tokens; ++t) {
-    const int64_t row = (sequence.first_token + t) * kv_dim;
-    const int64_t pos = sequence.first_pos + t;
-    for (int head = 0; head < kv.n_head_kv; ++head) {
-      const int64_t col = row + int64_t{head} * kv.head_dim;
-      store_row(b.k_new.get() + col, kv.k_at(layer, head, pos), kv.head_dim, kv.type, kernels);
-      store_row(b.v_new.get() + col, kv.v_at(layer, head, pos), kv.head_dim, kv.type, kernels);
-    }
+// Each sequence's keys and values go to its slot and its tokens attend to
+// that slot alone: b.attn gets every head's output.
+void attend_sequences(Context &ctx, const LayerBinding &l) {
+  BoundModel &m = *ctx.model;
+  StepBuffers &b = m.buffers;
+  for (const StepSequence &sequence : ctx.step.sequences) {
+    store_keys_values(b, sequence, l.cache_index, *ctx.kernels);
+    const int64_t row = sequence.first_token;
+    AttentionJob attn;
+    attn.dims = &m.dims;
+    attn.layer = l.cache_index;
+    attn.n_tokens = sequence.n_tokens;
+    attn.first_pos = sequence.first_pos;
+    attn.q = b.q.get() + row * m.dims.q_dim();
+    attn.kv = sequence.kv;
+    attn.out = b.attn.get() + row * m.dims.q_dim();
+    attn.scores = b.scores.get();
+    attn.head_acc = b.head_acc.get();
+    attn.kernels = ctx.kernels;
+    attention(attn, *ctx.arena);
   }
+}
+
+// qwen3 attention of the normed rows in b.h; the projected output goes to b.h.
+void attention_mixer(Context &ctx, const LayerBinding &l) {
+  const ModelDims &d = ctx.model->dims;
+  StepBuffers &b = ctx.model->buffers;
+  MatmulRunner runner = ctx.runner();
+  const int n_tokens = ctx.step.n_tokens;
+  {
+    ActInput in(b.h.get(), d.n_embd, n_tokens, d.n_embd, b.acts);
+    runner.run(in, {{l.wq, b.q.get(), d.q_dim()},
+                    {l.wk, b.k_new.get(), d.kv_dim()},
+                    {l.wv, b.v_new.get(), d.kv_dim()}});
+  }
+  norm_rope_queries_keys(ctx, l, b.q.get(), d.q_dim());
+  attend_sequences(ctx, l);
+  ActInput in(b.attn.get(), d.q_dim(), n_tokens, d.q_dim(), b.acts);
+  runner.run(in, {{l.wo, b.h.get(), d.n_embd}});
+}
+
+float sigmoid(float v) {
+  return 1.0f / (1.0f + std::exp(-v));
+}
+
+// qwen35 gated attention: the query projection interleaves each head's
+// query and output gate; RoPE turns the first n_rot values of a head; each
+// head's output is scaled by sigmoid(gate) before the output projection.
+void gated_attention_mixer(Context &ctx, const LayerBinding &l) {
+  const ModelDims &d = ctx.model->dims;
+  StepBuffers &b = ctx.model->buffers;
+  MatmulRunner runner = ctx.runner();
+  const int n_tokens = ctx.step.n_tokens;
+  const int64_t q_dim = d.q_dim(), hd = d.head_dim;
+  {
+    ActInput in(b.h.get(), d.n_embd, n_tokens, d.n_embd, b.acts);
+    runner.run(in, {{l.wq, b.query_gate.get(), 2 * q_dim},
+                    {l.wk, b.k_new.get(), d.kv_dim()},
+                    {l.wv, b.v_new.get(), d.kv_dim()}});
+  }
+  for (int t = 0; t < n_tokens; ++t)
+    for (int head = 0; head < d.n_head; ++head)
+      std::copy_n(b.query_gate.get() + t * 2 * q_dim + 2 * head * hd, hd,
+                  b.q.get() + t * q_dim + head * hd);
+  norm_rope_queries_keys(ctx, l, b.q.get(), q_dim);
+  attend_sequences(ctx, l);
+  for (int t = 0; t < n_tokens; ++t)
+    for (int head = 0; head < d.n_head; ++head) {
+      const float *gate = b.query_gate.get() + t * 2 * q_dim + (2 * head + 1) * hd;
+      float *out = b.attn.get() + t * q_dim + head * hd;
+      for (int64_t i = 0; i < hd; ++i)
+        out[i] *= sigmoid(gate[i]);
+    }
+  ActInput in(b.attn.get(), q_dim, n_tokens, q_dim, b.acts);
+  runner.run(in, {{l.wo, b.h.get(), d.n_embd}});
 }
 
 } // namespace
@@ -73,50 +148,18 @@ void forward_layer(Context &ctx, int layer) {
   const int n_tokens = ctx.step.n_tokens;
   const int64_t n_embd = d.n_embd;
 
-  // Attention block. The projections run once over every sequence's tokens.
+  // The mixer: its input normed into b.h, its projected output back in b.h.
   rmsnorm_rows(b.x.get(), b.h.get(), n_tokens, n_embd, l.attn_norm.data(), d.rms_eps);
-  {
-    ActInput in(b.h.get(), n_embd, n_tokens, n_embd, b.acts);
-    runner.run(in, {{l.wq, b.q.get(), d.q_dim()},
-                    {l.wk, b.k_new.get(), d.kv_dim()},
-                    {l.wv, b.v_new.get(), d.kv_dim()}});
-  }
-  HeadNormRope rope;
-  rope.n_tokens = n_tokens;
-  rope.head_dim = d.head_dim;
-  rope.eps = d.rms_eps;
-  rope.cos = b.rope_cos.data();
-  rope.sin = b.rope_sin.data();
-  rope.v = b.q.get();
-  rope.ld = d.q_dim();
-  rope.n_heads = d.n_head;
-  rope.weight = l.q_norm.data();
-  norm_rope_heads(rope);
-  rope.v = b.k_new.get();
-  rope.ld = d.kv_dim();
-  rope.n_heads = d.n_head_kv;
-  rope.weight = l.k_norm.data();
-  norm_rope_heads(rope);
-
-  for (const StepSequence &sequence : ctx.step.sequences) {
-    store_keys_values(b, sequence, layer, *ctx.kernels);
-    const int64_t row = sequence.first_token;
-    AttentionJob attn;
-    attn.dims = &d;
-    attn.layer = layer;
-    attn.n_tokens = sequence.n_tokens;
-    attn.first_pos = sequence.first_pos;
-    attn.q = b.q.get() + row * d.q_dim();
-    attn.kv = sequence.kv;
-    attn.out = b.attn.get() + row * d.q_dim();
-    attn.scores = b.scores.get();
-    attn.head_acc = b.head_acc.get();
-    attn.kernels = ctx.kernels;
-    attention(attn, *ctx.arena);
-  }
-  {
-    ActInput in(b.attn.get(), d.q_dim(), n_tokens, d.q_dim(), b.acts);
-    runner.run(in, {{l.wo, b.h.get(), n_embd}});
+  switch (l.kind) {
+  case MixerKind::Attention:
+    attention_mixer(ctx, l);
+    break;
+  case MixerKind::GatedAttention:
+    gated_attention_mixer(ctx, l);
+    break;
+  case MixerKind::GatedDeltaNet:
+    delta_net_mixer(ctx, l);
+    break;
   }
   add_rows(b.x.get(), b.h.get(), n_tokens * n_embd);
 

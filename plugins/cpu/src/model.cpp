@@ -8,46 +8,10 @@
 
 #include "bonsai/plugin/rope_rates.hpp"
 #include "plugin_error.hpp"
+#include "weight_binder.hpp"
 
 namespace bonsai::cpu {
 namespace {
-
-// Argument-check helper that names the field in its messages.
-class Binder {
-public:
-  Binder(const WeightLookup &lookup, BoundModel &model) : lookup_(lookup), model_(model) {}
-
-  const Weight &matrix(const bonsai_weight *handle, const std::string &field, int64_t rows,
-                       int64_t cols) {
-    const Weight &w = resolve(handle, field);
-    if (w.rows != rows || w.cols != cols)
-      fail_invalid(strformat("bind_model: %s %s must be %lld rows x %lld cols", field.c_str(),
-                             w.label().c_str(), static_cast<long long>(rows),
-                             static_cast<long long>(cols)));
-    return w;
-  }
-
-  std::vector<float> vector(const bonsai_weight *handle, const std::string &field, int64_t n) {
-    const Weight &w = matrix(handle, field, 1, n);
-    std::vector<float> out(static_cast<size_t>(n));
-    dequantize_row(w.type, w.data, out.data(), n);
-    return out;
-  }
-
-private:
-  const Weight &resolve(const bonsai_weight *handle, const std::string &field) {
-    if (handle == nullptr)
-      fail_invalid("bind_model: " + field + " is NULL");
-    const Weight *w = lookup_(handle);
-    if (w == nullptr)
-      fail_invalid("bind_model: " + field + " is not a weight of this context");
-    model_.used.insert(w);
-    return *w;
-  }
-
-  const WeightLookup &lookup_;
-  BoundModel &model_;
-};
 
 ModelDims check_dims(const bonsai_model_desc &desc) {
   check_model_desc(desc);
@@ -62,6 +26,8 @@ ModelDims check_dims(const bonsai_model_desc &desc) {
   d.rms_eps = desc.rms_eps;
   d.rope_freq_base = desc.rope_freq_base;
   d.rope = read_rope_rates(desc);
+  d.n_rot = d.head_dim;
+  d.n_kv_layers = d.n_layer;
   return d;
 }
 
@@ -86,6 +52,7 @@ bonsai_layer_weights read_layer(const bonsai_model_desc &desc, int i) {
 LayerBinding bind_layer(const bonsai_layer_weights &lw, int i, const ModelDims &d, Binder &binder) {
   const auto field = [i](const char *name) { return strformat("layers[%d].%s", i, name); };
   LayerBinding l;
+  l.cache_index = i;
   l.attn_norm = binder.vector(lw.attn_norm, field("attn_norm"), d.n_embd);
   l.wq = &binder.matrix(lw.wq, field("wq"), d.q_dim(), d.n_embd);
   l.wk = &binder.matrix(lw.wk, field("wk"), d.kv_dim(), d.n_embd);
@@ -106,7 +73,9 @@ template <class T> std::unique_ptr<T[]> uninitialized(int64_t n) {
   return std::make_unique_for_overwrite<T[]>(static_cast<size_t>(n));
 }
 
-void allocate(BoundModel &m, const BindLimits &limits) {
+} // namespace
+
+void allocate_model(BoundModel &m, const BindLimits &limits) {
   const ModelDims &d = m.dims;
   const int64_t batch = limits.max_batch;
   StepBuffers &b = m.buffers;
@@ -121,8 +90,22 @@ void allocate(BoundModel &m, const BindLimits &limits) {
   b.lm_logits = uninitialized<float>(int64_t{b.lm_chunk} * d.n_vocab);
   b.rope_cos.reserve(static_cast<size_t>(batch * (d.head_dim / 2)));
   b.rope_sin.reserve(static_cast<size_t>(batch * (d.head_dim / 2)));
+  const DeltaNetShape &g = d.delta_net;
+  if (d.n_state_layers > 0) {
+    b.mix = uninitialized<float>(batch * g.conv_dim());
+    b.act = uninitialized<float>(batch * g.conv_dim());
+    b.z = uninitialized<float>(batch * g.value_dim());
+    b.beta = uninitialized<float>(batch * g.n_v_heads);
+    b.decay = uninitialized<float>(batch * g.n_v_heads);
+    b.mixed = uninitialized<float>(batch * g.value_dim());
+    b.rule_scratch = uninitialized<float>(int64_t{g.value_dim()});
+  }
+  if (std::any_of(m.layers.begin(), m.layers.end(),
+                  [](const LayerBinding &l) { return l.kind == MixerKind::GatedAttention; }))
+    b.query_gate = uninitialized<float>(batch * 2 * d.q_dim());
   // Reserve the quantized inputs up front so steps never allocate.
-  const int64_t widest = std::max({int64_t{d.n_embd}, d.q_dim(), int64_t{d.n_ff}});
+  const int64_t widest =
+      std::max({int64_t{d.n_embd}, d.q_dim(), int64_t{d.n_ff}, int64_t{g.value_dim()}});
   for (int layout = 0; layout < kQuantLayouts; ++layout)
     b.acts.buffers[layout].reserve(padded_token_stride(limits.max_batch), widest,
                                    meta_per_block(static_cast<QuantLayout>(layout)));
@@ -133,7 +116,16 @@ void allocate(BoundModel &m, const BindLimits &limits) {
   m.slots.set_own(make_kv_cache(d, limits.max_context, limits.kv_type));
 }
 
-} // namespace
+void RecurrentState::zero() {
+  std::fill_n(copies[current].get(), floats(), 0.0f);
+  position = 0;
+}
+
+void KvCache::cut_back(int32_t n_keep) {
+  length = n_keep;
+  if (!recurrent.empty() && n_keep == 0)
+    recurrent.zero();
+}
 
 std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context, KvType type) {
   auto kv = std::make_unique<KvCache>();
@@ -144,12 +136,20 @@ std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context, K
   // Dimensions were checked against the weights (each below 2^31), but the
   // cache size multiplies three of them: check that product explicitly.
   int64_t kv_bytes = 0;
-  if (__builtin_mul_overflow(int64_t{dims.n_layer} * max_context,
+  if (__builtin_mul_overflow(int64_t{dims.n_kv_layers} * max_context,
                              dims.kv_dim() * static_cast<int64_t>(kv_type_bytes(type)), &kv_bytes))
     fail(BONSAI_ERR_OUT_OF_MEMORY, "the KV cache size overflows");
   kv->k = uninitialized<uint8_t>(kv_bytes);
   kv->v = uninitialized<uint8_t>(kv_bytes);
   kv->length = 0;
+  RecurrentState &state = kv->recurrent;
+  state.n_layers = dims.n_state_layers;
+  state.layer_floats = dims.state_layer_floats();
+  if (!state.empty()) {
+    for (auto &copy : state.copies)
+      copy = uninitialized<float>(state.floats());
+    state.zero();
+  }
   return kv;
 }
 
@@ -165,7 +165,7 @@ std::unique_ptr<BoundModel> bind_model(const bonsai_model_desc &desc, const Weig
   model->layers.reserve(static_cast<size_t>(d.n_layer));
   for (int i = 0; i < d.n_layer; ++i)
     model->layers.push_back(bind_layer(read_layer(desc, i), i, d, binder));
-  allocate(*model, limits);
+  allocate_model(*model, limits);
   return model;
 }
 

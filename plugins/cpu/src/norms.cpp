@@ -32,7 +32,7 @@ void rope_table(const int32_t *positions, int n, const std::vector<double> &inv_
 }
 
 void norm_rope_heads(const HeadNormRope &job) {
-  const int half = job.head_dim / 2;
+  const int half = (job.n_rot > 0 ? job.n_rot : job.head_dim) / 2;
   std::vector<double> normed(static_cast<size_t>(job.head_dim));
   for (int t = 0; t < job.n_tokens; ++t) {
     const double *c = job.cos + static_cast<size_t>(t) * half;
@@ -51,6 +51,8 @@ void norm_rope_heads(const HeadNormRope &job) {
         v[i] = static_cast<float>(a * c[i] - b * s[i]);
         v[i + half] = static_cast<float>(a * s[i] + b * c[i]);
       }
+      for (int i = 2 * half; i < job.head_dim; ++i)
+        v[i] = static_cast<float>(normed[static_cast<size_t>(i)]);
     }
   }
 }

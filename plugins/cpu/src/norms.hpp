@@ -16,7 +16,8 @@ void rope_table(const int32_t *positions, int n, const std::vector<double> &inv_
                 double magnitude, std::vector<double> &cos_out, std::vector<double> &sin_out);
 
 // In place, for each token t and head: v = rope(rmsnorm(v) * w) with NEOX
-// pairs (i, i + head_dim / 2) and token t's angles. Rows have stride ld.
+// pairs (i, i + n_rot / 2) over the first n_rot values and token t's angles;
+// the rest of a head is only normed. Rows have stride ld.
 struct HeadNormRope {
   float *v = nullptr;
   int64_t ld = 0;
@@ -25,7 +26,8 @@ struct HeadNormRope {
   int head_dim = 0;
   const float *weight = nullptr; // head_dim
   float eps = 0.0f;
-  const double *cos = nullptr; // [n_tokens][head_dim / 2]
+  int n_rot = 0;               // rotated values per head; 0 = head_dim
+  const double *cos = nullptr; // [n_tokens][n_rot / 2]
   const double *sin = nullptr;
 };
 void norm_rope_heads(const HeadNormRope &job);

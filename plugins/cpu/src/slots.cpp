@@ -1,5 +1,6 @@
 #include "slots.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "bonsai/plugin/sequence_checks.hpp"
@@ -23,12 +24,25 @@ void slot_copy(Context &ctx, int32_t from, int32_t to, int32_t n_positions) {
   ctx.step.close();
   // Each head's positions are contiguous: one copy per layer, head and tensor.
   const size_t bytes = static_cast<size_t>(n_positions) * src.position_bytes();
-  for (int layer = 0; layer < m.dims.n_layer; ++layer)
+  for (int layer = 0; layer < m.dims.n_kv_layers; ++layer)
     for (int head = 0; head < src.n_head_kv; ++head) {
       std::memcpy(dst.k_at(layer, head, 0), src.k_at(layer, head, 0), bytes);
       std::memcpy(dst.v_at(layer, head, 0), src.v_at(layer, head, 0), bytes);
     }
   dst.length = n_positions;
+  // A recurrent state comes along only with the whole sequence; a prefix
+  // leaves `dst` needing a checkpoint (n == 0 is the zero state).
+  if (!dst.recurrent.empty()) {
+    if (n_positions == src.length && src.state_ready()) {
+      std::copy_n(src.recurrent.layer(src.recurrent.current, 0), src.recurrent.floats(),
+                  dst.recurrent.layer(dst.recurrent.current, 0));
+      dst.recurrent.position = n_positions;
+    } else if (n_positions == 0) {
+      dst.recurrent.zero();
+    } else {
+      dst.recurrent.position = -1;
+    }
+  }
 }
 
 } // namespace bonsai::cpu

@@ -29,6 +29,10 @@ void add_sequence(Context &ctx, const SequenceRequest &request, const char *call
   const int32_t length = kv.length;
   check_sequence_request(request, length, step.n_tokens,
                          {ctx.max_batch, ctx.max_context, m.dims.n_vocab}, call, index);
+  if (!kv.state_ready())
+    fail_state(strformat("%s: slot %d was cut back to %d positions, but a recurrent state "
+                         "cannot be: restore a checkpoint onto it first (docs/abi.md)",
+                         call, request.slot, length));
   for (const StepSequence &other : step.sequences)
     if (other.kv == &kv)
       fail_invalid(strformat("%s: sequences[%d]: slot %d appears twice in one step", call, index,
@@ -121,8 +125,14 @@ void step_end(Context &ctx) {
   if (ctx.step.next_layer != m.dims.n_layer)
     fail_state(strformat("end_step: only %d of %d layers are encoded in this step",
                          ctx.step.next_layer, m.dims.n_layer));
-  for (const StepSequence &sequence : ctx.step.sequences)
-    sequence.kv->length += sequence.n_tokens;
+  for (const StepSequence &sequence : ctx.step.sequences) {
+    KvCache &kv = *sequence.kv;
+    kv.length += sequence.n_tokens;
+    if (!kv.recurrent.empty()) { // the copy this step wrote becomes the state
+      kv.recurrent.current = 1 - kv.recurrent.current;
+      kv.recurrent.position = kv.length;
+    }
+  }
   ctx.step.close();
 }
 

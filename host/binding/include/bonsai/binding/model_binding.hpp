@@ -20,25 +20,40 @@ bonsai_weight_desc weight_desc(const TensorView &tensor, const PreparedWeight &p
 // Uploads one tensor and returns its handle (never NULL); throws on failure.
 using UploadTensorFn = std::function<const bonsai_weight *(const TensorView &)>;
 
-// The matrices of a qwen35 gated DeltaNet layer, which ABI 1.1 has no
-// field for: the host runs those layers through matmul().
+// The weights of a qwen35 gated DeltaNet layer, which bind_model()'s
+// description has no field for.
 struct DeltaNetHandles {
-  const bonsai_weight *qkv = nullptr;   // conv input projection
-  const bonsai_weight *gate = nullptr;  // z, the output gate
-  const bonsai_weight *beta = nullptr;  // beta logits
-  const bonsai_weight *alpha = nullptr; // decay logits
-  const bonsai_weight *out = nullptr;   // output projection
+  const bonsai_weight *qkv = nullptr;     // conv input projection
+  const bonsai_weight *gate = nullptr;    // z, the output gate
+  const bonsai_weight *beta = nullptr;    // beta logits
+  const bonsai_weight *alpha = nullptr;   // decay logits
+  const bonsai_weight *out = nullptr;     // output projection
+  const bonsai_weight *conv = nullptr;    // conv taps, one row of K per channel
+  const bonsai_weight *dt_bias = nullptr; // per value head
+  const bonsai_weight *a = nullptr;       // per value head, -exp(A_log)
+  const bonsai_weight *norm = nullptr;    // the output RMSNorm weight
+};
+
+// The ABI 1.2 description of a qwen35 model for bind_layered_model(); its
+// pointers point into the vectors beside it.
+struct LayeredBinding {
+  std::vector<bonsai_gated_attention_mixer> attention; // one per attention layer
+  std::vector<bonsai_gated_delta_net_mixer> delta_net; // one per DeltaNet layer
+  std::vector<bonsai_layer_desc> layers;
+  bonsai_layered_model_desc desc{};
 };
 
 // The handles of every weight of a model and the bind_model() description
 // that points at them. For qwen35, a DeltaNet layer's entry in `layers` has
-// only its norms and MLP set (the attention fields NULL), its matrices are
-// in `delta_net`, and `desc` must not be passed to bind_model().
+// only its norms and MLP set (the attention fields NULL), its weights are
+// in `delta_net`, `desc` must not be passed to bind_model(), and `layered`
+// describes the model for bind_layered_model().
 struct ModelBinding {
   std::vector<bonsai_layer_weights> layers;
   std::vector<DeltaNetHandles> delta_net; // qwen35: one per layer, empty for attention layers
   std::vector<double> rope_rates;         // desc.rope_inv_freq
   bonsai_model_desc desc{};               // desc.layers and desc.rope_inv_freq point into this
+  LayeredBinding layered;                 // qwen35 only
 
   ModelBinding() = default;
   ModelBinding(const ModelBinding &) = delete; // desc points into itself

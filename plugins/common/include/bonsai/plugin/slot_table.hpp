@@ -69,6 +69,16 @@ private:
   std::vector<std::unique_ptr<Cache>> slots_;
 };
 
+// Keeps a cache's first n_keep positions (checked by the caller). A cache
+// type with state that a length alone does not describe (a recurrent state,
+// ABI 1.2) says what that means with its own cut_back().
+template <class Cache> void cut_back(Cache &cache, int32_t n_keep) {
+  if constexpr (requires { cache.cut_back(n_keep); })
+    cache.cut_back(n_keep);
+  else
+    cache.length = n_keep;
+}
+
 // The context's bound model (`ctx.model`, null before bind_model);
 // BAD_STATE naming `call` when there is none.
 template <class Context> auto &bound_model(const Context &ctx, const char *call) {

@@ -73,10 +73,11 @@ struct EntryPoints {
   }
 
   // The sequences extension over the plugin's slot and batch functions, for
-  // the table's `extensions` chain (keep it in static storage).
-  static constexpr bonsai_sequences_extension sequences() {
+  // the table's `extensions` chain (keep it in static storage); `next` is the
+  // chain's next extension.
+  static constexpr bonsai_sequences_extension sequences(const bonsai_extension *next = nullptr) {
     return bonsai_sequences_extension{
-        {sizeof(bonsai_sequences_extension), BONSAI_EXTENSION_SEQUENCES, nullptr},
+        {sizeof(bonsai_sequences_extension), BONSAI_EXTENSION_SEQUENCES, next},
         kMaxSlots,
         create_slot,
         free_slot,
@@ -143,7 +144,7 @@ struct EntryPoints {
     return guarded<Scope>(live(handle), [](Context &ctx) {
       auto &own = bound_model(ctx, "kv_reset").slots.own();
       discard_step(ctx);
-      own.length = 0;
+      cut_back(own, 0);
     });
   }
   static bonsai_status truncate(bonsai_context *handle, int32_t n_keep) {
@@ -151,7 +152,7 @@ struct EntryPoints {
       auto &own = bound_model(ctx, "kv_truncate").slots.own();
       check_truncate(n_keep, own.length, "kv_truncate");
       discard_step(ctx);
-      own.length = n_keep;
+      cut_back(own, n_keep);
     });
   }
   static bonsai_status length(const bonsai_context *handle, int32_t *out) {
@@ -183,7 +184,7 @@ struct EntryPoints {
       auto &cache = bound_model(ctx, "slot_truncate").slots.at(slot, "slot_truncate");
       check_truncate(n_keep, cache.length, "slot_truncate");
       discard_step(ctx);
-      cache.length = n_keep;
+      cut_back(cache, n_keep);
     });
   }
   static bonsai_status copy_slot(bonsai_context *handle, int32_t from, int32_t to,

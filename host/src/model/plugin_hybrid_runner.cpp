@@ -1,0 +1,97 @@
+#include "model/plugin_hybrid_runner.hpp"
+
+#include <algorithm>
+#include <atomic>
+
+#include <fmt/format.h>
+
+#include "common/log_internal.hpp"
+#include "model/checkpoint_policy.hpp"
+
+namespace bonsai::host {
+
+const bonsai_layer_kinds_extension *qwen35_layer_kinds(const bonsai_backend_api &api) {
+  const bonsai_extension *e = bonsai_find_extension(&api, BONSAI_EXTENSION_LAYER_KINDS);
+  if (e == nullptr || e->struct_size < sizeof(bonsai_layer_kinds_extension))
+    return nullptr;
+  const auto *kinds = reinterpret_cast<const bonsai_layer_kinds_extension *>(e);
+  const bool complete = kinds->supports_mixer != nullptr && kinds->bind_layered_model != nullptr &&
+                        kinds->state_bytes != nullptr && kinds->checkpoint_save != nullptr &&
+                        kinds->checkpoint_restore != nullptr && kinds->checkpoint_free != nullptr;
+  if (!complete || kinds->supports_mixer(BONSAI_MIXER_GATED_ATTENTION) != BONSAI_OK ||
+      kinds->supports_mixer(BONSAI_MIXER_GATED_DELTA_NET) != BONSAI_OK)
+    return nullptr;
+  return kinds;
+}
+
+PluginHybridRunner::PluginHybridRunner(const PluginContext &context,
+                                       const bonsai_layer_kinds_extension &kinds, int32_t n_layer,
+                                       int32_t n_batch)
+    : context_(context), kinds_(kinds), steps_(context, n_layer), n_batch_(n_batch) {
+  uint64_t state_bytes = 0;
+  context_.check(kinds_.state_bytes(context_.get(), &state_bytes), "state_bytes");
+  max_checkpoints_ = checkpoint_policy::capacity(static_cast<size_t>(state_bytes));
+}
+
+PluginHybridRunner::~PluginHybridRunner() {
+  for (const Saved &saved : checkpoints_)
+    kinds_.checkpoint_free(context_.get(), saved.id); // the context frees them anyway
+}
+
+void PluginHybridRunner::free_checkpoint(const Saved &saved) {
+  context_.check(kinds_.checkpoint_free(context_.get(), saved.id), "checkpoint_free");
+}
+
+void PluginHybridRunner::save_checkpoint() {
+  const int32_t length = steps_.kv_length();
+  if (!checkpoints_.empty() && checkpoints_.back().position == length)
+    return;
+  if (checkpoints_.size() >= max_checkpoints_) {
+    free_checkpoint(checkpoints_.front());
+    checkpoints_.erase(checkpoints_.begin());
+  }
+  Saved saved{length, 0};
+  context_.check(kinds_.checkpoint_save(context_.get(), 0, &saved.id), "checkpoint_save");
+  checkpoints_.push_back(saved);
+}
+
+bool PluginHybridRunner::run_step(std::span<const int32_t> tokens, const StepOutputs &outputs,
+                                  const std::atomic<bool> &cancel) {
+  // A step the plugin never ends leaves its recurrent state as it was (ABI
+  // 1.2), so a cancelled step needs no repair here.
+  if (!steps_.run_step(tokens, outputs, cancel))
+    return false;
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  if (checkpoint_policy::due(steps_.kv_length(), static_cast<int32_t>(tokens.size())))
+    save_checkpoint();
+  return true;
+}
+
+void PluginHybridRunner::truncate(int32_t n_keep) {
+  if (n_keep >= steps_.kv_length())
+    return;
+  while (!checkpoints_.empty() && checkpoints_.back().position > n_keep) {
+    free_checkpoint(checkpoints_.back());
+    checkpoints_.pop_back();
+  }
+  if (checkpoints_.empty()) {
+    steps_.truncate(0);
+  } else {
+    const Saved &from = checkpoints_.back();
+    context_.check(kinds_.checkpoint_restore(context_.get(), from.id, 0),
+                   fmt::format("checkpoint_restore({})", from.id));
+    steps_.follow_length(from.position);
+  }
+  // Run the tokens from the checkpoint to n_keep again; their KV rows get
+  // the values they had.
+  const std::atomic<bool> never{false};
+  while (steps_.kv_length() < n_keep) {
+    const int32_t from = steps_.kv_length();
+    const int32_t n = std::min(n_batch_, n_keep - from);
+    steps_.run_step(std::span(tokens_).subspan(static_cast<size_t>(from), static_cast<size_t>(n)),
+                    StepOutputs{}, never);
+  }
+  tokens_.resize(static_cast<size_t>(n_keep));
+}
+
+} // namespace bonsai::host
