@@ -167,6 +167,22 @@ TEST(PluginLoading, AutoTakesTheUsablePluginWithTheHighestPreference) {
   EXPECT_EQ(engine.backend().device.preference, 300u);
 }
 
+TEST(PluginLoading, AutoPutsAPluginRunningQwen35LayersFirstForAQwen35File) {
+  // "preferred" (300) only multiplies matrices; the CPU plugin (100) runs
+  // qwen35 layers itself (ABI 1.2 layer kinds), so it goes first for such a
+  // file and "preferred" stays behind it as a fallback. A list keeps its order.
+  ScopedEnv env("BONSAI_PLUGIN_PATH", fake_dir());
+  bonsai::EngineOptions options;
+  options.n_ctx = 64;
+  const std::string qwen35 = data_path("tiny-q35-q1.gguf");
+  const bonsai::Engine engine = bonsai::Engine::open(qwen35, options);
+  EXPECT_EQ(engine.backend().name, "cpu");
+  EXPECT_TRUE(engine.create_session().plugin_runs_layers());
+  EXPECT_EQ(bonsai::Engine::open(tiny_q1(), options).backend().path, fake_plugin("preferred"));
+  options.backend = "preferred,cpu";
+  EXPECT_EQ(bonsai::Engine::open(qwen35, options).backend().path, fake_plugin("preferred"));
+}
+
 TEST(PluginLoading, AutoRanksAPluginStatingNoPreferenceBelowTheCpuPlugin) {
   // A working plugin first in the search path that states no preference (as
   // every 1.0 plugin) loses to the CPU plugin's 100: the order of folders

@@ -7,7 +7,7 @@
 #include "common/log_internal.hpp"
 #include "generation/session_batch_runner.hpp"
 #include "generation/slot_batch_runner.hpp"
-#include "model/plugin_hybrid_runner.hpp"
+#include "plugins/layer_kinds.hpp"
 
 namespace bonsai {
 

@@ -6,6 +6,7 @@
 #include "bonsai/core/error.hpp"
 #include "common/log_internal.hpp"
 #include "model/engine_impl.hpp"
+#include "plugins/layer_kinds.hpp"
 
 namespace bonsai {
 namespace {
@@ -184,6 +185,8 @@ Engine Engine::open(const std::filesystem::path &model_path, const EngineOptions
   impl->options.n_batch = std::min(options.n_batch, impl->options.n_ctx);
 
   impl->plugins = host::select_plugins(options.backend, plugin_search_path());
+  if (impl->spec.arch() == Architecture::qwen35 && options.backend == "auto")
+    host::prefer_qwen35_layer_kinds(impl->plugins);
   const PluginInfo &backend = impl->plugin().info;
   host::logger().info("model {}: {} layers, {} params, backend {} {} ({})", impl->path,
                       impl->model.n_layer, impl->model.n_params, backend.name, backend.version,

@@ -5,24 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "common/log_internal.hpp"
 #include "model/checkpoint_policy.hpp"
 
 namespace bonsai::host {
-
-const bonsai_layer_kinds_extension *qwen35_layer_kinds(const bonsai_backend_api &api) {
-  const bonsai_extension *e = bonsai_find_extension(&api, BONSAI_EXTENSION_LAYER_KINDS);
-  if (e == nullptr || e->struct_size < sizeof(bonsai_layer_kinds_extension))
-    return nullptr;
-  const auto *kinds = reinterpret_cast<const bonsai_layer_kinds_extension *>(e);
-  const bool complete = kinds->supports_mixer != nullptr && kinds->bind_layered_model != nullptr &&
-                        kinds->state_bytes != nullptr && kinds->checkpoint_save != nullptr &&
-                        kinds->checkpoint_restore != nullptr && kinds->checkpoint_free != nullptr;
-  if (!complete || kinds->supports_mixer(BONSAI_MIXER_GATED_ATTENTION) != BONSAI_OK ||
-      kinds->supports_mixer(BONSAI_MIXER_GATED_DELTA_NET) != BONSAI_OK)
-    return nullptr;
-  return kinds;
-}
 
 PluginHybridRunner::PluginHybridRunner(const PluginContext &context,
                                        const bonsai_layer_kinds_extension &kinds, int32_t n_layer,

@@ -46,8 +46,4 @@ private:
   size_t max_checkpoints_ = 1;
 };
 
-// The plugin's layer-kinds extension when it runs both qwen35 layer kinds
-// (and its struct has every function this host calls), else nullptr.
-const bonsai_layer_kinds_extension *qwen35_layer_kinds(const bonsai_backend_api &api);
-
 } // namespace bonsai::host

@@ -8,6 +8,7 @@
 #include "model/plugin_hybrid_runner.hpp"
 #include "model/plugin_layer_runner.hpp"
 #include "model/session_impl.hpp"
+#include "plugins/layer_kinds.hpp"
 
 namespace bonsai {
 namespace {
