@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <numeric>
 
@@ -248,6 +249,67 @@ TEST_P(LayerKinds, SlotsCarryTheirOwnStateThroughABatchedStep) {
                                  logits.end());
   expect_same(got30, alone30, "the whole-slot copy in a batch");
   expect_same(got20, fresh_tail(), "the restored prefix copy in a batch");
+}
+
+// A layered description that is wrong in one place gets one error naming
+// that place, and the model bound before stays bound and working.
+TEST_P(LayerKinds, BadLayeredDescriptionsGetAClearError) {
+  auto model = open_model();
+  bonsai_context *ctx = model->ctx();
+  const binding::LayeredBinding &good = model->binding().layered;
+  const auto first_of = [&good](uint32_t kind) {
+    for (size_t i = 0; i < good.layers.size(); ++i)
+      if (good.layers[i].mixer_kind == kind)
+        return i;
+    return good.layers.size();
+  };
+  const size_t gdn = first_of(BONSAI_MIXER_GATED_DELTA_NET);
+  const size_t attn = first_of(BONSAI_MIXER_GATED_ATTENTION);
+  ASSERT_LT(gdn, good.layers.size());
+  ASSERT_LT(attn, good.layers.size());
+
+  struct Case {
+    const char *what;
+    std::function<void(std::vector<bonsai_layer_desc> &, bonsai_gated_delta_net_mixer &,
+                       bonsai_gated_attention_mixer &)>
+        spoil;
+    bonsai_status status;
+    std::string message;
+  };
+  const std::string g = "layers[" + std::to_string(gdn) + "]";
+  const std::string a = "layers[" + std::to_string(attn) + "]";
+  const std::vector<Case> cases = {
+      {"an unknown mixer kind", [&](auto &l, auto &, auto &) { l[gdn].mixer_kind = 99; },
+       BONSAI_ERR_UNSUPPORTED, g + ": mixer kind 99"},
+      {"a NULL mixer", [&](auto &l, auto &, auto &) { l[attn].mixer = nullptr; },
+       BONSAI_ERR_INVALID_ARGUMENT, a + ".mixer is NULL"},
+      {"value heads not a multiple of q/k heads",
+       [&](auto &, auto &d, auto &) { d.n_v_heads = d.n_k_heads + 1; },
+       BONSAI_ERR_INVALID_ARGUMENT, g + ": conv_kernel"},
+      {"an odd n_rot", [&](auto &, auto &, auto &m) { m.n_rot = 3; },
+       BONSAI_ERR_INVALID_ARGUMENT, a + ": n_rot 3"},
+      {"a query projection of the wrong shape", [&](auto &, auto &, auto &m) { m.wq = m.wk; },
+       BONSAI_ERR_INVALID_ARGUMENT, a + ".mixer.wq"},
+      {"missing conv taps", [&](auto &, auto &d, auto &) { d.conv = nullptr; },
+       BONSAI_ERR_INVALID_ARGUMENT, g + ".mixer.conv is NULL"},
+  };
+  for (const Case &c : cases) {
+    std::vector<bonsai_layer_desc> layers = good.layers;
+    bonsai_gated_delta_net_mixer delta_net =
+        *static_cast<const bonsai_gated_delta_net_mixer *>(good.layers[gdn].mixer);
+    bonsai_gated_attention_mixer attention =
+        *static_cast<const bonsai_gated_attention_mixer *>(good.layers[attn].mixer);
+    layers[gdn].mixer = &delta_net;
+    layers[attn].mixer = &attention;
+    c.spoil(layers, delta_net, attention);
+    bonsai_layered_model_desc desc = good.desc;
+    desc.layers = layers.data();
+    EXPECT_EQ(kinds_->bind_layered_model(ctx, &desc), c.status) << c.what;
+    EXPECT_NE(std::string(api().last_error(ctx)).find(c.message), std::string::npos)
+        << c.what << ": " << api().last_error(ctx);
+  }
+  model->runner().step(prompt(0, kSplit), false);
+  expect_reference_tail(model->runner().step(prompt(kSplit, golden_.prompt.size())));
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyQwen35, LayerKinds, ::testing::Values("tiny-q35-q1", "tiny-q35-q2g64"),

@@ -25,6 +25,8 @@ public:
   static const bonsai_layer_kinds_extension *layer_kinds(const bonsai_backend_api &api);
 
   const ModelSpec &spec() const { return spec_; }
+  // What the model was bound with (weights, descriptions).
+  const binding::ModelBinding &binding() const { return binding_; }
   bonsai_context *ctx() const { return ctx_.get(); }
   StepRunner runner() const;
   void reset_kv() const;
