@@ -25,7 +25,7 @@ if(TARGET bonsai_cuda)
 endif()
 
 # Golden data bonsai-plugin-check runs plugins against (tests/data/README.md).
-set(bonsai_golden_models tiny-q1 tiny-q1-tied tiny-q2)
+set(bonsai_golden_models tiny-q1 tiny-q1-tied tiny-q2 tiny-q35-q1 tiny-q35-q2g64)
 set(bonsai_golden_files ${BONSAI_TEST_DATA_DIR}/README.md ${BONSAI_TEST_DATA_DIR}/qwen3-vocab.gguf)
 foreach(model ${bonsai_golden_models})
   foreach(suffix .gguf .prompt.json .ref.logits.f32 .ref.greedy.json)

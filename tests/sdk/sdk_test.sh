@@ -48,6 +48,8 @@ example_plugin="$work/plugin-minimal/libbonsai_example.so"
 step "bonsai-plugin-check on the example plugin (exact tolerances, golden models)"
 "$prefix/bin/bonsai-plugin-check" "$example_plugin" --exact | tee "$work/check-example.log"
 grep -q "^PASS  golden tiny-q2" "$work/check-example.log" || fail "the golden checks did not run"
+grep -q "^PASS  golden tiny-q35-q1" "$work/check-example.log" ||
+  fail "the qwen35 golden model did not pass through the host's layers"
 
 step "bonsai-plugin-check on the installed CPU plugin"
 "$prefix/bin/bonsai-plugin-check" "$prefix/lib/bonsai/plugins/libbonsai_cpu.so" \

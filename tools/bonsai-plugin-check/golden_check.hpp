@@ -13,10 +13,12 @@ namespace bonsai::plugin_check {
 
 struct GoldenOptions {
   std::filesystem::path data_dir; // holds NAME.gguf, NAME.prompt.json, ...
-  std::string model_name;         // "tiny-q1", "tiny-q1-tied", "tiny-q2"
+  std::string model_name;         // "tiny-q1", "tiny-q1-tied", "tiny-q2", "tiny-q35-q1", ...
   std::string plugin_path;
   std::string plugin_options;
-  bool exact = false; // exact gates (cosine >= 0.99999, all 24 greedy ids)
+  bool exact = false;          // exact gates (cosine >= 0.99999, all 24 greedy ids)
+  double fast_cosine = 0.9995; // else: least cosine at every position
+  double fast_top1 = 0.95;     // and least top-1 agreement over the positions
   int n_threads = 2;
 };
 

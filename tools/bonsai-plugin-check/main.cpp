@@ -49,9 +49,24 @@ conformance::CheckResult guarded(const std::string &name,
   }
 }
 
-// The golden models run_golden checks, with the weight type each needs.
-constexpr std::pair<const char *, GgmlType> kGoldenModels[] = {
-    {"tiny-q1", GgmlType::Q1_0}, {"tiny-q1-tied", GgmlType::Q1_0}, {"tiny-q2", GgmlType::Q2_0}};
+// The golden models run_golden checks: the weight type each needs (the host
+// hands a plugin without `type` the values as `fallback`), and the fast
+// path's gates (docs/abi.md "Numerics"; docs/models.md for qwen35, where
+// int8 activations meet the per-head norms and llama.cpp's own agreement
+// with the reference is cosine 0.996).
+struct GoldenModel {
+  const char *name;
+  GgmlType type;
+  GgmlType fallback;
+  double fast_cosine;
+  double fast_top1;
+};
+constexpr GoldenModel kGoldenModels[] = {
+    {"tiny-q1", GgmlType::Q1_0, GgmlType::Q1_0, 0.9995, 0.95},
+    {"tiny-q1-tied", GgmlType::Q1_0, GgmlType::Q1_0, 0.9995, 0.95},
+    {"tiny-q2", GgmlType::Q2_0, GgmlType::Q2_0, 0.9995, 0.95},
+    {"tiny-q35-q1", GgmlType::Q1_0, GgmlType::Q1_0, 0.996, 0.85},
+    {"tiny-q35-q2g64", GgmlType::Q2_0_G64, GgmlType::Q8_0, 0.996, 0.85}};
 
 void run_golden(const conformance::PluginChecker &checker, const Arguments &args, Tally &tally) {
   const std::filesystem::path dir =
@@ -65,17 +80,20 @@ void run_golden(const conformance::PluginChecker &checker, const Arguments &args
     return;
   }
   const bool f32 = checker.supports(static_cast<uint32_t>(GgmlType::F32));
-  for (const auto &[model, type] : kGoldenModels) {
-    conformance::CheckResult r{std::string("golden ") + model};
-    if (!f32 || !checker.supports(static_cast<uint32_t>(type))) {
+  for (const GoldenModel &model : kGoldenModels) {
+    conformance::CheckResult r{std::string("golden ") + model.name};
+    if (!f32 || !(checker.supports(static_cast<uint32_t>(model.type)) ||
+                  checker.supports(static_cast<uint32_t>(model.fallback)))) {
       r.skipped = true;
-      r.note("needs " + std::string(type_name(static_cast<uint32_t>(type))) +
+      r.note("needs " + std::string(type_name(static_cast<uint32_t>(model.type))) +
              " and f32 weights, which this plugin "
              "does not support");
     } else {
       GoldenOptions golden;
       golden.data_dir = dir;
-      golden.model_name = model;
+      golden.model_name = model.name;
+      golden.fast_cosine = model.fast_cosine;
+      golden.fast_top1 = model.fast_top1;
       golden.plugin_path = args.plugin;
       golden.plugin_options = args.options;
       golden.exact = checker.options().exact;
@@ -133,8 +151,8 @@ int run(const Arguments &args) {
     for (const auto &check : device_checks)
       skipped.push_back(check.name);
     if (!args.no_golden)
-      for (const auto &golden : kGoldenModels)
-        skipped.push_back(std::string("golden ") + golden.first);
+      for (const GoldenModel &golden : kGoldenModels)
+        skipped.push_back(std::string("golden ") + golden.name);
     for (const std::string &name : skipped) {
       conformance::CheckResult r{name};
       r.skipped = true;
