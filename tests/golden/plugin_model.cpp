@@ -11,7 +11,8 @@ PluginModel::PluginModel(const bonsai_backend_api &api, const std::string &gguf_
     : api_(api), file_(gguf::File::open(gguf_path)), spec_(ModelSpec::from_gguf(file_)),
       ctx_(api, config) {
   binding::bind_spec(
-      spec_, [this](const TensorView &tensor) { return upload(tensor); }, binding_);
+      spec_, [this](const TensorView &tensor) { return upload(tensor); }, binding_,
+      layer_kinds(api) != nullptr);
   const bonsai_model_desc &desc = binding_.desc;
   const StepRunner checker(api_, ctx_.get(), desc.n_layer, desc.n_vocab);
   if (spec_.arch() != Architecture::qwen35) {
@@ -27,7 +28,9 @@ PluginModel::PluginModel(const bonsai_backend_api &api, const std::string &gguf_
 
 const bonsai_layer_kinds_extension *PluginModel::layer_kinds(const bonsai_backend_api &api) {
   const bonsai_extension *e = bonsai_find_extension(&api, BONSAI_EXTENSION_LAYER_KINDS);
-  if (e == nullptr || e->struct_size < sizeof(bonsai_layer_kinds_extension))
+  constexpr size_t kV12Size = offsetof(bonsai_layer_kinds_extension, checkpoint_position) +
+                              sizeof(bonsai_layer_kinds_extension::checkpoint_position);
+  if (e == nullptr || e->struct_size < kV12Size)
     return nullptr;
   return reinterpret_cast<const bonsai_layer_kinds_extension *>(e);
 }

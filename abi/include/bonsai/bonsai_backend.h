@@ -462,12 +462,25 @@ typedef struct bonsai_layered_model_desc {
  *    cache but leave the state behind: the slot refuses steps (BAD_STATE)
  *    until a checkpoint is restored onto it. slot_copy of a whole slot
  *    (n == from's length) copies the state too.
- *  - A checkpoint is a copy of one slot's state at its length. Restoring it
- *    onto a slot whose first positions hold the same tokens (the host's
- *    duty: the plugin cannot check) sets that slot's state and cuts its
- *    length to the checkpoint's position, so it steps on from there.
+ *    A whole-slot copy of a slot whose state is behind leaves the copy
+ *    behind too.
+ *  - A checkpoint is a copy of one slot's state at its length. It belongs to
+ *    the context, not the slot: it outlives slot_free of its source and can
+ *    be restored onto any slot. Restoring it onto a slot whose first
+ *    positions hold the same tokens (the host's duty: the plugin cannot
+ *    check) sets that slot's state and cuts its length to the checkpoint's
+ *    position, so it steps on from there. Ids may be given out again after a
+ *    checkpoint is freed or the model bound again.
+ *  - checkpoint_save and checkpoint_restore discard an open step when they
+ *    succeed; when they fail they change nothing.
  * A model without recurrent layers has a state of 0 bytes; every rule then
- * reduces to ABI 1.1's. */
+ * reduces to ABI 1.1's.
+ *
+ * Later minor versions: a host sets a field appended to these structs after
+ * 1.2 to anything but zero only for a plugin whose abi_minor has that field
+ * (an older plugin would not read it), and a new mixer kind only after
+ * supports_mixer accepted it. Reserved fields must be 0; a plugin refuses
+ * other values (INVALID_ARGUMENT), so they can be given a meaning later. */
 typedef struct bonsai_layer_kinds_extension {
   bonsai_extension header; /* type BONSAI_EXTENSION_LAYER_KINDS */
 

@@ -98,7 +98,8 @@ void describe_layers(const ModelSpec &spec, ModelBinding &out) {
 
 } // namespace
 
-void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding &out) {
+void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding &out,
+               bool layered) {
   bonsai_model_desc &desc = out.desc;
   desc = bonsai_model_desc{};
   desc.struct_size = sizeof desc;
@@ -147,7 +148,7 @@ void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding
   out.rope_rates = attention_rope_rates(hp);
   desc.rope_inv_freq = out.rope_rates.data();
   desc.rope_magnitude = static_cast<float>(rope_magnitude(hp.rope));
-  if (spec.arch() == Architecture::qwen35)
+  if (layered && spec.arch() == Architecture::qwen35)
     describe_layers(spec, out);
 }
 

@@ -101,7 +101,15 @@ void Batch::copy_prefix(int32_t from, int32_t to, int32_t n) {
                                       "sequence {})",
                                       n, source.history.size(), from));
   const std::span<const int32_t> prefix(source.history.data(), static_cast<size_t>(n));
-  impl_->runner->copy_prefix(from, to, prefix);
+  try {
+    impl_->runner->copy_prefix(from, to, prefix);
+  } catch (...) {
+    // A copy that rebuilds state (qwen35) may stop part-way: the history
+    // keeps what the cache holds.
+    target.history.assign(prefix.begin(),
+                          prefix.begin() + std::min<int32_t>(n, impl_->runner->length(to)));
+    throw;
+  }
   target.history.assign(prefix.begin(), prefix.end());
 }
 
@@ -111,7 +119,13 @@ void Batch::truncate(int32_t sequence, int32_t n) {
     throw InvalidArgument(fmt::format("truncate: {} is outside [0, {}] (the position of "
                                       "sequence {})",
                                       n, s.history.size(), sequence));
-  impl_->runner->truncate(sequence, n);
+  try {
+    impl_->runner->truncate(sequence, n);
+  } catch (...) {
+    s.history.resize(
+        std::min(s.history.size(), static_cast<size_t>(impl_->runner->length(sequence))));
+    throw;
+  }
   s.history.resize(static_cast<size_t>(n));
 }
 

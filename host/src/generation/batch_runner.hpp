@@ -29,6 +29,8 @@ public:
   // Throws PluginError.
   virtual void step(std::span<const BatchEntry> entries) = 0;
   virtual bool steps_together() const = 0;
+  // Positions in sequence `id`'s cache (what a failed truncate or copy left).
+  virtual int32_t length(int32_t id) const = 0;
 };
 
 } // namespace bonsai::host

@@ -20,6 +20,9 @@ public:
   void copy_prefix(int32_t from, int32_t to, std::span<const int32_t> from_tokens) override;
   void step(std::span<const BatchEntry> entries) override;
   bool steps_together() const override { return false; }
+  int32_t length(int32_t id) const override {
+    return sessions_.at(static_cast<size_t>(id))->runner->kv_length();
+  }
 
 private:
   Session::Impl &session(int32_t id) { return *sessions_.at(static_cast<size_t>(id)); }

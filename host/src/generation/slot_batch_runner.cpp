@@ -29,6 +29,13 @@ SlotBatchRunner::SlotBatchRunner(std::unique_ptr<Session::Impl> session,
         [this](int32_t slot, std::span<const int32_t> tokens) { advance(slot, tokens); });
 }
 
+int32_t SlotBatchRunner::length(int32_t id) const {
+  const PluginContext &context = *session_->context;
+  int32_t length = 0;
+  context.check(ext_.slot_length(context.get(), slot_of(id), &length), "slot_length");
+  return length;
+}
+
 void SlotBatchRunner::advance(int32_t slot, std::span<const int32_t> tokens) {
   const PluginContext &context = *session_->context;
   const auto n_batch = static_cast<size_t>(session_->engine->options.n_batch);

@@ -27,6 +27,7 @@ public:
   void copy_prefix(int32_t from, int32_t to, std::span<const int32_t> from_tokens) override;
   void step(std::span<const BatchEntry> entries) override;
   bool steps_together() const override { return true; }
+  int32_t length(int32_t id) const override;
 
 private:
   int32_t slot_of(int32_t id) const { return slot_of_.at(static_cast<size_t>(id)); }

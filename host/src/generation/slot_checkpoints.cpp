@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "bonsai/engine.hpp"
+#include "common/log_internal.hpp"
 #include "model/checkpoint_policy.hpp"
 
 namespace bonsai::host {
@@ -35,14 +37,28 @@ void SlotCheckpoints::save(Sequence &s, int32_t slot) {
   const auto position = static_cast<int32_t>(s.tokens.size());
   if (!s.checkpoints.empty() && s.checkpoints.back().position == position)
     return;
-  if (s.checkpoints.size() >= per_sequence_) {
-    context_.check(kinds_.checkpoint_free(context_.get(), s.checkpoints.front().id),
-                   "checkpoint_free");
-    s.checkpoints.erase(s.checkpoints.begin());
+  // Best effort: the step has ended, and a checkpoint missed (out of memory)
+  // only means running more tokens again after a later cut.
+  try {
+    if (s.checkpoints.size() >= per_sequence_) {
+      context_.check(kinds_.checkpoint_free(context_.get(), s.checkpoints.front().id),
+                     "checkpoint_free");
+      s.checkpoints.erase(s.checkpoints.begin());
+    }
+    Saved saved{position, 0};
+    context_.check(kinds_.checkpoint_save(context_.get(), slot, &saved.id), "checkpoint_save");
+    s.checkpoints.push_back(saved);
+  } catch (const PluginError &error) {
+    logger().warn("qwen35: no checkpoint of slot {} at position {}: {}", slot, position,
+                  error.what());
   }
-  Saved saved{position, 0};
-  context_.check(kinds_.checkpoint_save(context_.get(), slot, &saved.id), "checkpoint_save");
-  s.checkpoints.push_back(saved);
+}
+
+void SlotCheckpoints::follow_slot(Sequence &s, int32_t slot) {
+  int32_t length = 0;
+  if (sequences_ext_.slot_length(context_.get(), slot, &length) != BONSAI_OK)
+    length = 0;
+  s.tokens.resize(std::min(s.tokens.size(), static_cast<size_t>(length)));
 }
 
 void SlotCheckpoints::drop_after(Sequence &s, int32_t position) {
@@ -81,8 +97,13 @@ void SlotCheckpoints::truncate(int32_t id, int32_t slot, int32_t n_keep) {
   Sequence &s = sequence(id);
   if (n_keep >= static_cast<int32_t>(s.tokens.size()))
     return;
-  drop_after(s, n_keep);
-  rebuild(s, s.tokens, slot, n_keep);
+  try {
+    drop_after(s, n_keep);
+    rebuild(s, s.tokens, slot, n_keep);
+  } catch (...) {
+    follow_slot(s, slot); // stopped part-way: keep what the slot holds
+    throw;
+  }
   s.tokens.resize(static_cast<size_t>(n_keep));
 }
 
@@ -94,8 +115,13 @@ void SlotCheckpoints::copied_prefix(int32_t from, int32_t to, int32_t to_slot,
   target.tokens.assign(tokens.begin(), tokens.end());
   const Sequence &source = sequence(from);
   const auto n = static_cast<int32_t>(tokens.size());
-  if (n < static_cast<int32_t>(source.tokens.size())) // a whole slot's copy carries its state
-    rebuild(source, tokens, to_slot, n);
+  try {
+    if (n < static_cast<int32_t>(source.tokens.size())) // a whole slot's copy carries its state
+      rebuild(source, tokens, to_slot, n);
+  } catch (...) {
+    follow_slot(target, to_slot);
+    throw;
+  }
   if (n > 0)
     save(target, to_slot);
 }

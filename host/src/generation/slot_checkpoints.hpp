@@ -48,6 +48,8 @@ private:
   Sequence &sequence(int32_t id);
   void save(Sequence &s, int32_t slot);
   void drop_after(Sequence &s, int32_t position);
+  // After a failed rebuild: the sequence keeps the tokens `slot` still holds.
+  void follow_slot(Sequence &s, int32_t slot);
   // Brings `slot` (holding at least n of `tokens`) to the state after
   // tokens[0, n): from the last checkpoint of `s` at or before n, or from
   // empty, running the tokens after it again.

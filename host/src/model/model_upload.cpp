@@ -5,6 +5,7 @@
 #include "bonsai/core/error.hpp"
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/weight_prep.hpp"
+#include "plugins/layer_kinds.hpp"
 
 namespace bonsai::host {
 namespace {
@@ -65,7 +66,8 @@ void upload_model(const PluginContext &context, const std::shared_ptr<const void
     progress(0.0);
   Uploader uploader(context, mapping, spec, progress);
   binding::bind_spec(
-      spec, [&uploader](const TensorView &tensor) { return uploader.upload(tensor); }, out);
+      spec, [&uploader](const TensorView &tensor) { return uploader.upload(tensor); }, out,
+      qwen35_layer_kinds(context.api()) != nullptr);
   if (progress)
     progress(1.0);
 }

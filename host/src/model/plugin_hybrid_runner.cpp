@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "bonsai/engine.hpp"
+#include "common/log_internal.hpp"
+
 #include "model/checkpoint_policy.hpp"
 
 namespace bonsai::host {
@@ -31,13 +34,19 @@ void PluginHybridRunner::save_checkpoint() {
   const int32_t length = steps_.kv_length();
   if (!checkpoints_.empty() && checkpoints_.back().position == length)
     return;
-  if (checkpoints_.size() >= max_checkpoints_) {
-    free_checkpoint(checkpoints_.front());
-    checkpoints_.erase(checkpoints_.begin());
+  // Best effort: the step has ended, and a checkpoint missed (out of memory)
+  // only means running more tokens again after a later cut.
+  try {
+    if (checkpoints_.size() >= max_checkpoints_) {
+      free_checkpoint(checkpoints_.front());
+      checkpoints_.erase(checkpoints_.begin());
+    }
+    Saved saved{length, 0};
+    context_.check(kinds_.checkpoint_save(context_.get(), 0, &saved.id), "checkpoint_save");
+    checkpoints_.push_back(saved);
+  } catch (const PluginError &error) {
+    logger().warn("qwen35: no checkpoint at position {}: {}", length, error.what());
   }
-  Saved saved{length, 0};
-  context_.check(kinds_.checkpoint_save(context_.get(), 0, &saved.id), "checkpoint_save");
-  checkpoints_.push_back(saved);
 }
 
 bool PluginHybridRunner::run_step(std::span<const int32_t> tokens, const StepOutputs &outputs,
@@ -55,6 +64,16 @@ bool PluginHybridRunner::run_step(std::span<const int32_t> tokens, const StepOut
 void PluginHybridRunner::truncate(int32_t n_keep) {
   if (n_keep >= steps_.kv_length())
     return;
+  try {
+    rewind(n_keep);
+  } catch (...) {
+    // Stopped part-way: the cache holds a prefix of the tokens; keep that.
+    tokens_.resize(static_cast<size_t>(steps_.kv_length()));
+    throw;
+  }
+}
+
+void PluginHybridRunner::rewind(int32_t n_keep) {
   while (!checkpoints_.empty() && checkpoints_.back().position > n_keep) {
     free_checkpoint(checkpoints_.back());
     checkpoints_.pop_back();

@@ -35,6 +35,8 @@ private:
   };
 
   void save_checkpoint();
+  // truncate's work: from the last checkpoint at or before n_keep.
+  void rewind(int32_t n_keep);
   void free_checkpoint(const Saved &saved);
 
   const PluginContext &context_;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -140,11 +141,18 @@ void Session::Impl::check_fits(int64_t position, int64_t extra, const char *what
 }
 
 void Session::Impl::truncate_to(int32_t n) {
+  pending.reset();
   if (n < static_cast<int32_t>(history.size())) {
-    runner->truncate(n);
+    try {
+      runner->truncate(n);
+    } catch (...) {
+      // A runner that rebuilds state (qwen35) may stop part-way: the history
+      // keeps what the cache holds, so the next call starts from the truth.
+      history.resize(std::min(history.size(), static_cast<size_t>(runner->kv_length())));
+      throw;
+    }
     history.resize(static_cast<size_t>(n));
   }
-  pending.reset();
 }
 
 bool Session::Impl::run_tokens(std::span<const int32_t> tokens, Want want,

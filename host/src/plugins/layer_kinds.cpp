@@ -7,8 +7,11 @@
 namespace bonsai::host {
 
 const bonsai_layer_kinds_extension *qwen35_layer_kinds(const bonsai_backend_api &api) {
+  // ABI 1.2's size of the extension: a later plugin's is longer, never shorter.
+  constexpr size_t kV12Size = offsetof(bonsai_layer_kinds_extension, checkpoint_position) +
+                              sizeof(bonsai_layer_kinds_extension::checkpoint_position);
   const bonsai_extension *e = bonsai_find_extension(&api, BONSAI_EXTENSION_LAYER_KINDS);
-  if (e == nullptr || e->struct_size < sizeof(bonsai_layer_kinds_extension))
+  if (e == nullptr || e->struct_size < kV12Size)
     return nullptr;
   const auto *kinds = reinterpret_cast<const bonsai_layer_kinds_extension *>(e);
   const bool complete = kinds->supports_mixer != nullptr && kinds->bind_layered_model != nullptr &&

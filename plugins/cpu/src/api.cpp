@@ -82,15 +82,16 @@ bonsai_status api_supports_mixer(uint32_t kind) {
 bonsai_status api_bind_layered_model(bonsai_context *handle,
                                      const bonsai_layered_model_desc *model) {
   return guarded(Entry::live(handle), [&](Context &ctx) {
-    const bonsai_layered_model_desc d = read_abi_struct(model, "bind_layered_model: model");
+    const bonsai_layered_model_desc d =
+        read_abi_struct(model, "bind_layered_model: model", kLayeredModelDescV12Size);
     BindLimits limits;
     limits.max_batch = ctx.max_batch;
     limits.max_context = ctx.max_context;
+    limits.kv_type_for_head_dim = [&ctx](int head_dim) {
+      return kv_type_for(ctx.kv_choice, *ctx.kernels, head_dim);
+    };
     auto bound = bind_layered_model(
         d, [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); }, limits);
-    limits.kv_type = kv_type_for(ctx.kv_choice, *ctx.kernels, bound->dims.head_dim);
-    if (limits.kv_type != KvType::F32) // the KV cache was made f32: remake it
-      bound->slots.set_own(make_kv_cache(bound->dims, limits.max_context, limits.kv_type));
     ctx.model = std::move(bound);
     ctx.step.close();
     const ModelDims &dims = ctx.model->dims;

@@ -30,7 +30,6 @@ int32_t checkpoint_save(Context &ctx, int32_t slot) {
     fail_state(strformat("checkpoint_save: slot %d was cut back and its recurrent state is not "
                          "at its length %d",
                          slot, kv.length));
-  discard_step(ctx);
   if (m.next_checkpoint == INT32_MAX)
     fail(BONSAI_ERR_OUT_OF_MEMORY, "checkpoint_save: checkpoint ids are used up");
   const RecurrentState &state = kv.recurrent;
@@ -39,8 +38,10 @@ int32_t checkpoint_save(Context &ctx, int32_t slot) {
   checkpoint.state = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(state.floats()));
   if (!state.empty())
     std::copy_n(state.layer(state.current, 0), state.floats(), checkpoint.state.get());
-  const int32_t id = m.next_checkpoint++;
+  const int32_t id = m.next_checkpoint;
   m.checkpoints.emplace(id, std::move(checkpoint));
+  ++m.next_checkpoint;
+  discard_step(ctx); // only once it has succeeded: a failed call changes nothing
   return id;
 }
 

@@ -1,5 +1,7 @@
 #include "layered_model.hpp"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -39,9 +41,15 @@ bonsai_layer_desc read_layer(const bonsai_layered_model_desc &desc, int i) {
 }
 
 // A layer's mixer struct, at least as large as this header's.
-template <class Mixer> Mixer read_mixer(const bonsai_layer_desc &layer, int i) {
+template <class Mixer> Mixer read_mixer(const bonsai_layer_desc &layer, int i, size_t v12_size) {
   const auto *mixer = static_cast<const Mixer *>(layer.mixer);
-  return read_abi_struct(mixer, field(i, "mixer").c_str());
+  return read_abi_struct(mixer, field(i, "mixer").c_str(), v12_size);
+}
+bonsai_gated_attention_mixer attention_mixer(const bonsai_layer_desc &layer, int i) {
+  return read_mixer<bonsai_gated_attention_mixer>(layer, i, kGatedAttentionMixerV12Size);
+}
+bonsai_gated_delta_net_mixer delta_net_mixer(const bonsai_layer_desc &layer, int i) {
+  return read_mixer<bonsai_gated_delta_net_mixer>(layer, i, kGatedDeltaNetMixerV12Size);
 }
 
 // The shape every attention layer shares, from the first one.
@@ -85,6 +93,16 @@ DeltaNetShape delta_net_shape(const bonsai_gated_delta_net_mixer &g, int i, floa
     fail_invalid(strformat("%s: layers[%d]: conv_kernel %d, n_k_heads %d, n_v_heads %d and "
                            "head_dim %d must be positive, n_v_heads a multiple of n_k_heads",
                            kCall, i, g.conv_kernel, g.n_k_heads, g.n_v_heads, g.head_dim));
+  // Every size the layer derives (channels, state floats) must fit an int32
+  // channel count and the window and states their int64 products.
+  const int64_t channels = (2 * int64_t{g.n_k_heads} + g.n_v_heads) * g.head_dim;
+  if (channels > INT32_MAX || int64_t{g.conv_kernel} > INT32_MAX / channels ||
+      int64_t{g.head_dim} * g.head_dim > INT32_MAX / g.n_v_heads)
+    fail_invalid(strformat("%s: layers[%d]: %d q/k and %d value heads of %d with conv_kernel %d "
+                           "are too large",
+                           kCall, i, g.n_k_heads, g.n_v_heads, g.head_dim, g.conv_kernel));
+  if (g.reserved != 0)
+    fail_invalid(strformat("%s: layers[%d]: reserved is %d; it must be 0", kCall, i, g.reserved));
   return {g.conv_kernel, g.n_k_heads, g.n_v_heads, g.head_dim, eps};
 }
 
@@ -126,8 +144,7 @@ void read_shapes(const bonsai_layered_model_desc &desc, ModelDims &d) {
   for (int i = 0; i < desc.n_layer; ++i) {
     const bonsai_layer_desc layer = read_layer(desc, i);
     if (layer.mixer_kind == BONSAI_MIXER_GATED_ATTENTION) {
-      const AttentionShape s =
-          attention_shape(read_mixer<bonsai_gated_attention_mixer>(layer, i), i);
+      const AttentionShape s = attention_shape(attention_mixer(layer, i), i);
       if (attention && !(*attention == s))
         fail(BONSAI_ERR_UNSUPPORTED,
              strformat("%s: layers[%d]: attention layers of different shapes are not supported",
@@ -135,8 +152,7 @@ void read_shapes(const bonsai_layered_model_desc &desc, ModelDims &d) {
       attention = s;
       ++d.n_kv_layers;
     } else if (layer.mixer_kind == BONSAI_MIXER_GATED_DELTA_NET) {
-      const DeltaNetShape s =
-          delta_net_shape(read_mixer<bonsai_gated_delta_net_mixer>(layer, i), i, d.rms_eps);
+      const DeltaNetShape s = delta_net_shape(delta_net_mixer(layer, i), i, d.rms_eps);
       if (delta_net && !same_shape(*delta_net, s))
         fail(BONSAI_ERR_UNSUPPORTED,
              strformat("%s: layers[%d]: DeltaNet layers of different shapes are not supported",
@@ -199,11 +215,11 @@ std::unique_ptr<BoundModel> bind_layered_model(const bonsai_layered_model_desc &
     if (layer.mixer_kind == BONSAI_MIXER_GATED_ATTENTION) {
       l.kind = MixerKind::GatedAttention;
       l.cache_index = n_attention++;
-      bind_attention(read_mixer<bonsai_gated_attention_mixer>(layer, i), i, d, binder, l);
+      bind_attention(attention_mixer(layer, i), i, d, binder, l);
     } else {
       l.kind = MixerKind::GatedDeltaNet;
       l.cache_index = n_delta_net++;
-      bind_delta_net(read_mixer<bonsai_gated_delta_net_mixer>(layer, i), i, d, binder, l.delta_net);
+      bind_delta_net(delta_net_mixer(layer, i), i, d, binder, l.delta_net);
     }
     l.ffn_norm = binder.vector(layer.ffn_norm, field(i, "ffn_norm"), d.n_embd);
     l.w_gate = &binder.matrix(layer.w_gate, field(i, "w_gate"), d.n_ff, d.n_embd);
@@ -213,7 +229,10 @@ std::unique_ptr<BoundModel> bind_layered_model(const bonsai_layered_model_desc &
       fail_invalid(strformat("%s: layers[%d] w_gate and w_up must have the same type", kCall, i));
     model->layers.push_back(std::move(l));
   }
-  allocate_model(*model, limits);
+  BindLimits chosen = limits;
+  if (limits.kv_type_for_head_dim && d.n_kv_layers > 0)
+    chosen.kv_type = limits.kv_type_for_head_dim(d.head_dim);
+  allocate_model(*model, chosen);
   return model;
 }
 

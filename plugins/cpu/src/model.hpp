@@ -193,6 +193,9 @@ struct BindLimits {
   int max_batch = 1;
   int max_context = 1;
   KvType kv_type = KvType::F32; // the KV cache's element type
+  // When set, decides kv_type from the head size once the description has
+  // been read (a layered model states it per attention layer).
+  std::function<KvType(int head_dim)> kv_type_for_head_dim;
 };
 
 // Validates the description (shapes, handles) and allocates everything.

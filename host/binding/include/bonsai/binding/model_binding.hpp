@@ -23,11 +23,12 @@ using UploadTensorFn = std::function<const bonsai_weight *(const TensorView &)>;
 // The weights of a qwen35 gated DeltaNet layer, which bind_model()'s
 // description has no field for.
 struct DeltaNetHandles {
-  const bonsai_weight *qkv = nullptr;     // conv input projection
-  const bonsai_weight *gate = nullptr;    // z, the output gate
-  const bonsai_weight *beta = nullptr;    // beta logits
-  const bonsai_weight *alpha = nullptr;   // decay logits
-  const bonsai_weight *out = nullptr;     // output projection
+  const bonsai_weight *qkv = nullptr;   // conv input projection
+  const bonsai_weight *gate = nullptr;  // z, the output gate
+  const bonsai_weight *beta = nullptr;  // beta logits
+  const bonsai_weight *alpha = nullptr; // decay logits
+  const bonsai_weight *out = nullptr;   // output projection
+  // Uploaded only for a plugin with the layer kinds (bind_spec's `layered`):
   const bonsai_weight *conv = nullptr;    // conv taps, one row of K per channel
   const bonsai_weight *dt_bias = nullptr; // per value head
   const bonsai_weight *a = nullptr;       // per value head, -exp(A_log)
@@ -63,7 +64,11 @@ struct ModelBinding {
 // Uploads every tensor of `spec` through `upload` (embedding, each layer's
 // eleven, output norm, then the head unless it is tied to the embedding) and
 // fills `out`: dimensions, RMS epsilon, RoPE base and always the rates and
-// magnitude (scaled or not: one path for every 1.1 plugin).
-void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding &out);
+// magnitude (scaled or not: one path for every 1.1 plugin). With `layered`
+// (a plugin with the ABI 1.2 layer kinds), a qwen35 model's DeltaNet conv
+// taps and small vectors go up too and `out.layered` describes it; other
+// plugins never see those tensors.
+void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding &out,
+               bool layered = false);
 
 } // namespace bonsai::binding

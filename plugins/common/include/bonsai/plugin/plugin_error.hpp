@@ -72,4 +72,15 @@ template <class T> T read_abi_struct(const T *p, const char *what, size_t min_si
 // (rope_rates.hpp reads them).
 inline constexpr size_t kModelDescV10Size = offsetof(bonsai_model_desc, rope_inv_freq);
 
+// The sizes ABI 1.2 gave its layered-model structs: a reader accepts any
+// struct at least this long (a later minor version's is longer), never one
+// shorter, whatever sizeof() says in the header it was built with.
+inline constexpr size_t kLayeredModelDescV12Size =
+    offsetof(bonsai_layered_model_desc, layers) + sizeof(void *);
+inline constexpr size_t kLayerDescV12Size = offsetof(bonsai_layer_desc, w_down) + sizeof(void *);
+inline constexpr size_t kGatedAttentionMixerV12Size =
+    offsetof(bonsai_gated_attention_mixer, wo) + sizeof(void *);
+inline constexpr size_t kGatedDeltaNetMixerV12Size =
+    offsetof(bonsai_gated_delta_net_mixer, out) + sizeof(void *);
+
 } // namespace bonsai::plugin
