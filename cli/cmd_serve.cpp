@@ -4,6 +4,7 @@
 // ones finish for --shutdown-grace seconds; a second signal exits at once.
 #include <sys/resource.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -60,6 +61,9 @@ void check(const ServeArgs &a) {
   require(a.server.parallel >= 1 && a.server.parallel <= 256, "--parallel must be in 1..256");
   require(a.server.max_queue >= 0, "--queue must be >= 0");
   require(a.server.prefill_chunk >= 1, "--prefill-chunk must be >= 1");
+  require(a.server.itl_budget == 0.0 || (a.server.itl_budget >= 1.0 &&
+                                         std::isfinite(a.server.itl_budget)),
+          "--itl-budget must be 0 (off) or a number >= 1");
   require(a.max_body_kib >= 1 && a.max_body_kib <= 1024 * 1024,
           "--max-body must be in 1..1048576 KiB");
   require(a.max_prompt_kib >= 0 && a.max_prompt_kib <= 1024 * 1024,
@@ -145,7 +149,10 @@ int serve_command(const Args &args) {
       "queue", po::value(&a.server.max_queue)->value_name("N"),
       "requests that may wait for a free slot; more get 429 (default 64)")(
       "prefill-chunk", po::value(&a.server.prefill_chunk)->value_name("N"),
-      "prompt tokens read per step while other replies stream (default 64)")(
+      "most prompt tokens read per step while other replies stream (default 64)")(
+      "itl-budget", po::value(&a.server.itl_budget)->value_name("X"),
+      "a step that reads prompt tokens while replies stream takes at most X times a "
+      "decode-only step, by measured costs (default 1.75; 0 = always --prefill-chunk)")(
       "api-key", po::value(&a.api_keys)->value_name("KEY")->composing(),
       "require 'Authorization: Bearer KEY' on /v1; repeat for several keys (default: "
       "$BONSAI_API_KEY, else none)")("api-key-file", po::value(&a.api_key_file)->value_name("FILE"),

@@ -24,7 +24,8 @@ Finish finish_of(StopReason reason) {
 Scheduler::Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics,
                      std::unique_ptr<DraftModel> draft)
     : batch_(std::move(batch)), draft_(std::move(draft)), options_(options), metrics_(metrics),
-      n_ctx_(batch_.n_ctx()), n_batch_(batch_.n_batch()) {
+      n_ctx_(batch_.n_ctx()), n_batch_(batch_.n_batch()),
+      pacer_({options.prefill_chunk, options.itl_budget}) {
   // Every running reply puts one token in each step.
   if (batch_.max_sequences() > n_batch_)
     throw InvalidArgument(fmt::format("{} slots need steps of at least {} tokens, but the batch "
@@ -218,7 +219,8 @@ void Scheduler::step() {
   std::sort(reading.begin(), reading.end(),
             [](const Slot *a, const Slot *b) { return a->admitted < b->admitted; });
   const auto n_decoding = static_cast<int32_t>(decoding.size());
-  const int32_t prefill_share = reading.empty() ? 0 : std::max(options_.prefill_chunk, 1);
+  const int32_t prefill_share =
+      reading.empty() ? 0 : n_decoding > 0 ? pacer_.chunk(n_decoding) : options_.prefill_chunk;
   draft(decoding, n_batch_ - n_decoding - prefill_share);
 
   std::vector<SequenceInput> inputs;
@@ -230,12 +232,14 @@ void Scheduler::step() {
     used += static_cast<int32_t>(slot->fed.size());
   }
   int32_t budget = std::min(n_batch_ - used, n_decoding > 0 ? prefill_share : n_batch_);
+  int32_t prompt_tokens = 0;
   for (Slot *slot : reading) {
     if (budget <= 0)
       break;
     const auto left = static_cast<int32_t>(slot->prompt_left.size() - slot->prompt_done);
     const int32_t take = std::min(left, budget);
     budget -= take;
+    prompt_tokens += take;
     inputs.push_back({slot->sequence,
                       std::span<const int32_t>(slot->prompt_left)
                           .subspan(slot->prompt_done, static_cast<size_t>(take)),
@@ -256,6 +260,7 @@ void Scheduler::step() {
   }
   const double step_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - step_start).count();
+  pacer_.record(step_ms, n_decoding, prompt_tokens);
   int32_t row = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Slot &slot = *stepped[i];

@@ -17,12 +17,17 @@
 #include "draft_model.hpp"
 #include "job.hpp"
 #include "metrics.hpp"
+#include "prefill_pacer.hpp"
 
 namespace bonsai::server {
 
 struct SchedulerOptions {
   int32_t max_queue = 64;     // jobs waiting for a slot
-  int32_t prefill_chunk = 64; // prompt tokens per step while others decode
+  int32_t prefill_chunk = 64; // most prompt tokens per step while others decode
+  // A step that reads prompt tokens while others decode may take this many
+  // times a decode-only step (by measured costs, prefill_pacer.hpp); 0: every
+  // such step takes prefill_chunk tokens.
+  double itl_budget = 1.75;
 };
 
 class Scheduler {
@@ -95,6 +100,7 @@ private:
   const int32_t n_batch_;
   std::vector<Slot> slots_; // scheduler thread only
   uint64_t clock_ = 0;      // admissions and uses, for ordering
+  PrefillPacer pacer_;      // scheduler thread only
 
   std::mutex mutex_; // guards what follows
   std::condition_variable wake_;

@@ -1,5 +1,6 @@
 // Server lifecycle: options check, binding, the background model load, and
 // an orderly shutdown (stop taking work, drain, close the connections).
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 
@@ -27,6 +28,9 @@ void check_options(const ServerOptions &o) {
   require(o.max_queue >= 0, fmt::format("the queue size is {}; it must be >= 0", o.max_queue));
   require(o.prefill_chunk >= 1,
           fmt::format("the prefill chunk is {}; it must be >= 1", o.prefill_chunk));
+  require(o.itl_budget == 0.0 || (o.itl_budget >= 1.0 && std::isfinite(o.itl_budget)),
+          fmt::format("the inter-token budget is {}; it must be 0 (off) or a number >= 1",
+                      o.itl_budget));
   require(o.max_body_bytes >= 1, "the body size limit must be at least 1 byte");
   require(o.max_header_bytes >= 1024 && o.max_header_bytes <= (1u << 20),
           "the header size limit must be in 1 KiB..1 MiB");
@@ -125,6 +129,7 @@ void load_model(Server::Impl &impl, const Server::EngineLoader &load) {
     SchedulerOptions scheduler_options;
     scheduler_options.max_queue = impl.options.max_queue;
     scheduler_options.prefill_chunk = impl.options.prefill_chunk;
+    scheduler_options.itl_budget = impl.options.itl_budget;
     std::unique_ptr<DraftModel> draft;
     if (impl.options.draft_model) {
       log_at(LogLevel::info, "loading the draft model");

@@ -168,6 +168,15 @@ TEST(BadInput, TokensAndPromptTogether) {
   expect_error(run_bonsai({"eval", "-m", kTiny}), 2, "exactly one of --tokens");
 }
 
+TEST(BadInput, ServeSchedulingFlags) {
+  expect_error(run_bonsai({"serve", "-m", kTiny, "--itl-budget", "0.5"}), 2,
+               "--itl-budget must be 0 (off) or a number >= 1");
+  expect_error(run_bonsai({"serve", "-m", kTiny, "--itl-budget", "inf"}), 2,
+               "--itl-budget must be 0 (off) or a number >= 1");
+  expect_error(run_bonsai({"serve", "-m", kTiny, "--prefill-chunk", "0"}), 2,
+               "--prefill-chunk must be >= 1");
+}
+
 // Each row: a flag, a bad value, and what the message must name.
 struct BadValue {
   const char *flag;

@@ -53,10 +53,15 @@ struct ServerOptions {
   int port = 8080;                // 0: any free port (see Server::port())
   int32_t parallel = 4;           // sequences generated at once (KV slots)
   int32_t max_queue = 64;         // requests waiting for a slot; one more gets 429
-  // Prompt tokens read per step while other sequences are decoding, so that
-  // their streams keep flowing during a long prompt. With nothing decoding a
-  // prompt is read in steps of the engine's n_batch.
+  // Most prompt tokens read per step while other sequences are decoding, so
+  // that their streams keep flowing during a long prompt. With nothing
+  // decoding a prompt is read in steps of the engine's n_batch.
   int32_t prefill_chunk = 64;
+  // While sequences decode, a step that also reads prompt tokens may take at
+  // most this many times a decode-only step: the chunk is sized by measured
+  // step costs, up to prefill_chunk. 0 turns the pacing off (always
+  // prefill_chunk); else >= 1.
+  double itl_budget = 1.75;
   // Non-empty: every /v1 request needs "Authorization: Bearer KEY" with one
   // of these keys. Each key is a tenant of the prompt cache (cache_isolation).
   std::vector<std::string> api_keys;
