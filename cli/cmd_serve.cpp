@@ -61,8 +61,8 @@ void check(const ServeArgs &a) {
   require(a.server.parallel >= 1 && a.server.parallel <= 256, "--parallel must be in 1..256");
   require(a.server.max_queue >= 0, "--queue must be >= 0");
   require(a.server.prefill_chunk >= 1, "--prefill-chunk must be >= 1");
-  require(a.server.itl_budget == 0.0 || (a.server.itl_budget >= 1.0 &&
-                                         std::isfinite(a.server.itl_budget)),
+  require(a.server.itl_budget == 0.0 ||
+              (a.server.itl_budget >= 1.0 && std::isfinite(a.server.itl_budget)),
           "--itl-budget must be 0 (off) or a number >= 1");
   require(a.max_body_kib >= 1 && a.max_body_kib <= 1024 * 1024,
           "--max-body must be in 1..1048576 KiB");

@@ -11,7 +11,7 @@
 namespace bonsai::server {
 
 struct PacerOptions {
-  int32_t max_chunk = 64;  // --prefill-chunk: never more prompt tokens per step
+  int32_t max_chunk = 64;   // --prefill-chunk: never more prompt tokens per step
   double itl_budget = 1.75; // 0: always max_chunk; else >= 1
 };
 

@@ -219,8 +219,9 @@ void Scheduler::step() {
   std::sort(reading.begin(), reading.end(),
             [](const Slot *a, const Slot *b) { return a->admitted < b->admitted; });
   const auto n_decoding = static_cast<int32_t>(decoding.size());
-  const int32_t prefill_share =
-      reading.empty() ? 0 : n_decoding > 0 ? pacer_.chunk(n_decoding) : options_.prefill_chunk;
+  const int32_t prefill_share = reading.empty()  ? 0
+                                : n_decoding > 0 ? pacer_.chunk(n_decoding)
+                                                 : options_.prefill_chunk;
   draft(decoding, n_batch_ - n_decoding - prefill_share);
 
   std::vector<SequenceInput> inputs;

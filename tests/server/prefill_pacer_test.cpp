@@ -75,8 +75,8 @@ TEST(PrefillPacer, ZeroBudgetTurnsPacingOffAndBadSamplesAreIgnored) {
   off.record(740.0, 8, 64);
   EXPECT_EQ(off.chunk(8), 32);
   PrefillPacer pacer(PacerOptions{64, 2.0});
-  pacer.record(50.0, 0, 0);   // an empty step
-  pacer.record(-1.0, 4, 0);   // a clock gone backwards
+  pacer.record(50.0, 0, 0); // an empty step
+  pacer.record(-1.0, 4, 0); // a clock gone backwards
   pacer.record(std::nan(""), 4, 0);
   pacer.record(100.0, 8, 0);
   pacer.record(740.0, 8, 64);
