@@ -58,6 +58,14 @@ inline GoldenCase load_golden_case(const std::string &data_dir, const std::strin
   return c;
 }
 
+// A golden model's name as a GoogleTest parameter name ("tiny-q1" -> "tiny_q1").
+inline std::string test_name(std::string name) {
+  for (char &c : name)
+    if (c == '-')
+      c = '_';
+  return name;
+}
+
 // Cosine similarity of two vectors, accumulated in double.
 template <class A, class B> double cosine(const A *a, const B *b, size_t n) {
   double ab = 0.0, aa = 0.0, bb = 0.0;

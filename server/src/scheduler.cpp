@@ -261,7 +261,7 @@ void Scheduler::step() {
   }
   const double step_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - step_start).count();
-  pacer_.record(step_ms, n_decoding, prompt_tokens);
+  pacer_.record(step_ms, used, prompt_tokens); // decode tokens with their drafts
   int32_t row = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Slot &slot = *stepped[i];

@@ -1,6 +1,7 @@
 // bonsai eval against the golden float64 reference: logits of every
 // position (batched and one token at a time) and the greedy continuation.
 #include "cli_harness.hpp"
+#include "golden.hpp"
 
 namespace bonsai::test {
 namespace {
@@ -18,10 +19,7 @@ struct EvalCase {
 std::string case_name(const ::testing::TestParamInfo<EvalCase> &info) {
   std::string name = info.param.model + (info.param.reference ? "_reference" : "_default") +
                      (info.param.one_by_one ? "_one_by_one" : "_batched");
-  for (char &c : name)
-    if (c == '-')
-      c = '_';
-  return name;
+  return bonsai::test::test_name(name);
 }
 
 class EvalLogits : public ::testing::TestWithParam<EvalCase> {};
@@ -98,10 +96,7 @@ INSTANTIATE_TEST_SUITE_P(Eval, EvalGreedy,
                                            "tiny-tq2-mixed", "tiny-f16"),
                          [](const auto &info) {
                            std::string n = info.param;
-                           for (char &c : n)
-                             if (c == '-')
-                               c = '_';
-                           return n;
+                           return bonsai::test::test_name(n);
                          });
 
 TEST(Eval, TextPromptIsTokenizedLikeHuggingFace) {

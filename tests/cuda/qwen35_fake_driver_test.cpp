@@ -51,14 +51,10 @@ TEST_P(CudaQwen35, PromptLogitsPassTheFastGate) {
   EXPECT_GE(static_cast<double>(top1) / static_cast<double>(golden.prompt.size()), 0.85);
 }
 
-INSTANTIATE_TEST_SUITE_P(TinyQwen35, CudaQwen35,
-                         ::testing::Values("tiny-q35-q1", "tiny-q35-q2g64"),
+INSTANTIATE_TEST_SUITE_P(TinyQwen35, CudaQwen35, ::testing::Values("tiny-q35-q1", "tiny-q35-q2g64"),
                          [](const auto &info) {
                            std::string name = info.param;
-                           for (char &c : name)
-                             if (c == '-')
-                               c = '_';
-                           return name;
+                           return bonsai::test::test_name(name);
                          });
 
 } // namespace

@@ -142,11 +142,8 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, Golden,
                          ::testing::Combine(::testing::ValuesIn(kGoldenModels),
                                             ::testing::ValuesIn(plugin_option_sets_from_env())),
                          [](const auto &info) {
-                           std::string model = std::get<0>(info.param);
-                           for (char &c : model)
-                             if (c == '-')
-                               c = '_';
-                           return model + "_" + option_set_label(std::get<1>(info.param));
+                           return test_name(std::get<0>(info.param)) + "_" +
+                                  option_set_label(std::get<1>(info.param));
                          });
 
 } // namespace

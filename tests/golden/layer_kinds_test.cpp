@@ -315,10 +315,7 @@ TEST_P(LayerKinds, BadLayeredDescriptionsGetAClearError) {
 INSTANTIATE_TEST_SUITE_P(TinyQwen35, LayerKinds, ::testing::Values("tiny-q35-q1", "tiny-q35-q2g64"),
                          [](const auto &info) {
                            std::string name = info.param;
-                           for (char &c : name)
-                             if (c == '-')
-                               c = '_';
-                           return name;
+                           return bonsai::test::test_name(name);
                          });
 
 } // namespace

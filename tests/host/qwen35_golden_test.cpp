@@ -148,10 +148,7 @@ INSTANTIATE_TEST_SUITE_P(TinyQwen35, Qwen35Golden,
                          [](const auto &info) {
                            std::string name =
                                std::get<0>(info.param) + "_" + std::get<1>(info.param).substr(8);
-                           for (char &c : name)
-                             if (c == '-')
-                               c = '_';
-                           return name;
+                           return bonsai::test::test_name(name);
                          });
 
 } // namespace
