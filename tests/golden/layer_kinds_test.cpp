@@ -180,6 +180,40 @@ TEST_P(LayerKinds, ResetZeroesTheState) {
   expect_same(runner.step(prompt(kSplit, golden_.prompt.size())), fresh_tail(), "after kv_reset");
 }
 
+// The other ways to cut a slot back: truncating to 0 zeroes the state;
+// slot_truncate to a prefix leaves it behind, and so does a whole-slot copy
+// of such a slot, until a checkpoint is restored.
+TEST_P(LayerKinds, EveryCutBackFollowsTheStateRules) {
+  const auto *seq = reinterpret_cast<const bonsai_sequences_extension *>(
+      bonsai_find_extension(&api(), BONSAI_EXTENSION_SEQUENCES));
+  if (seq == nullptr)
+    GTEST_SKIP() << "skipped: the plugin has no sequences extension";
+  auto model = open_model();
+  bonsai_context *ctx = model->ctx();
+  const StepRunner runner = model->runner();
+  runner.step(golden_.prompt, false);
+  ASSERT_EQ(api().kv_truncate(ctx, 0), BONSAI_OK);
+  runner.step(prompt(0, kSplit), false);
+  expect_same(runner.step(prompt(kSplit, golden_.prompt.size())), fresh_tail(),
+              "after kv_truncate(0)");
+
+  int32_t slot = 0, copy = 0;
+  ASSERT_EQ(seq->slot_create(ctx, &slot), BONSAI_OK);
+  ASSERT_EQ(seq->slot_create(ctx, &copy), BONSAI_OK);
+  ASSERT_EQ(seq->slot_copy(ctx, 0, slot, kSplit + 10), BONSAI_OK) << "a prefix of slot 0";
+  ASSERT_EQ(seq->slot_truncate(ctx, 0, kSplit), BONSAI_OK);
+  ASSERT_EQ(seq->slot_copy(ctx, 0, copy, kSplit), BONSAI_OK) << "all of slot 0, which is behind";
+  const std::vector<int32_t> next = prompt(kSplit, kSplit + 1);
+  for (const int32_t s : {0, slot, copy}) {
+    int32_t length = 0;
+    ASSERT_EQ(seq->slot_length(ctx, s, &length), BONSAI_OK);
+    const std::vector<int32_t> pos{length};
+    bonsai_sequence_step entry{sizeof entry, s, 1, next.data(), pos.data()};
+    bonsai_batch_step_desc batch{sizeof batch, 1, &entry};
+    EXPECT_EQ(seq->begin_batch(ctx, &batch), BONSAI_ERR_BAD_STATE) << "slot " << s;
+  }
+}
+
 TEST_P(LayerKinds, CheckpointMisuseGetsClearErrors) {
   auto model = open_model();
   bonsai_context *ctx = model->ctx();
