@@ -5,7 +5,8 @@
 // activations to int8 like llama.cpp, whose own agreement with the same
 // reference is cosine 0.99731 / 0.99604 at worst, top-1 0.958 / 0.833
 // (docs/models.md). bonsai's fast sets measure 0.99703-0.99805 and 43-46 of
-// 48 (the plugin's own layers): the gates are cosine 0.996 and top-1 0.85, llama.cpp's own level.
+// 48 (the plugin's own layers): the gates are cosine 0.996 and top-1 0.85,
+// llama.cpp's own level.
 #include <gtest/gtest.h>
 
 #include <iomanip>
