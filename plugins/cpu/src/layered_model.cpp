@@ -23,15 +23,17 @@ std::string field(int layer, const char *name) {
 // of entry 0 (a later minor version's entries are longer).
 bonsai_layer_desc read_layer(const bonsai_layered_model_desc &desc, int i) {
   const uint32_t stride = desc.layers[0].struct_size;
-  if (stride < sizeof(bonsai_layer_desc))
+  if (stride < kLayerDescV12Size)
     fail_invalid(strformat("%s: layers[0].struct_size is %u, smaller than the %zu bytes of ABI "
                            "1.2",
-                           kCall, stride, sizeof(bonsai_layer_desc)));
-  bonsai_layer_desc layer;
+                           kCall, stride, kLayerDescV12Size));
+  // A later minor version's entry is longer: copy what this header knows;
+  // fields past it stay zero.
+  bonsai_layer_desc layer{};
   std::memcpy(&layer,
               reinterpret_cast<const unsigned char *>(desc.layers) +
                   static_cast<size_t>(i) * stride,
-              sizeof layer);
+              std::min<size_t>(stride, sizeof layer));
   if (layer.struct_size != stride)
     fail_invalid(strformat("%s: layers[%d].struct_size is %u but layers[0] has %u", kCall, i,
                            layer.struct_size, stride));
