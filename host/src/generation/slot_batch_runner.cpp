@@ -23,25 +23,35 @@ SlotBatchRunner::SlotBatchRunner(std::unique_ptr<Session::Impl> session,
                                  const bonsai_sequences_extension &ext,
                                  const bonsai_layer_kinds_extension *kinds, int32_t max_sequences)
     : session_(std::move(session)), ext_(ext), idle_slots_{0} {
-  if (kinds != nullptr)
-    checkpoints_ = std::make_unique<SlotCheckpoints>(
-        *session_->context, ext_, *kinds, max_sequences,
-        [this](int32_t slot, std::span<const int32_t> tokens) { advance(slot, tokens); });
+  if (kinds == nullptr)
+    return;
+  const PluginContext &context = *session_->context;
+  SlotCheckpoints::SlotOps ops;
+  ops.reset = [this, &context](int32_t slot) {
+    context.check(ext_.slot_truncate(context.get(), slot, 0), "slot_truncate(0)");
+  };
+  ops.length = [this](int32_t slot) { return slot_length(slot); };
+  ops.advance = [this](int32_t slot, std::span<const int32_t> tokens) { advance(slot, tokens); };
+  ops.restored = [](int32_t, int32_t) {}; // the plugin keeps the slots' lengths
+  checkpoints_ = std::make_unique<SlotCheckpoints>(context, *kinds, max_sequences, std::move(ops));
+}
+
+int32_t SlotBatchRunner::slot_length(int32_t slot) const {
+  const PluginContext &context = *session_->context;
+  int32_t length = 0;
+  context.check(ext_.slot_length(context.get(), slot, &length), "slot_length");
+  return length;
 }
 
 int32_t SlotBatchRunner::length(int32_t id) const {
-  const PluginContext &context = *session_->context;
-  int32_t length = 0;
-  context.check(ext_.slot_length(context.get(), slot_of(id), &length), "slot_length");
-  return length;
+  return slot_length(slot_of(id));
 }
 
 void SlotBatchRunner::advance(int32_t slot, std::span<const int32_t> tokens) {
   const PluginContext &context = *session_->context;
   const auto n_batch = static_cast<size_t>(session_->engine->options.n_batch);
   const auto n_layer = static_cast<int32_t>(session_->engine->spec.hparams.n_layer);
-  int32_t length = 0;
-  context.check(ext_.slot_length(context.get(), slot, &length), "slot_length");
+  const int32_t length = slot_length(slot);
   for (size_t done = 0; done < tokens.size();) {
     const size_t n = std::min(n_batch, tokens.size() - done);
     positions_.resize(n);

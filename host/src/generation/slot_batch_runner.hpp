@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "generation/batch_runner.hpp"
-#include "generation/slot_checkpoints.hpp"
 #include "model/session_impl.hpp"
+#include "model/slot_checkpoints.hpp"
 
 namespace bonsai::host {
 
@@ -31,6 +31,7 @@ public:
 
 private:
   int32_t slot_of(int32_t id) const { return slot_of_.at(static_cast<size_t>(id)); }
+  int32_t slot_length(int32_t slot) const;
   // Runs `tokens` on `slot` alone, without an LM head (rebuilding a state).
   void advance(int32_t slot, std::span<const int32_t> tokens);
 

@@ -1,4 +1,4 @@
-#include "generation/slot_checkpoints.hpp"
+#include "model/slot_checkpoints.hpp"
 
 #include <algorithm>
 
@@ -11,10 +11,9 @@
 namespace bonsai::host {
 
 SlotCheckpoints::SlotCheckpoints(const PluginContext &context,
-                                 const bonsai_sequences_extension &sequences,
                                  const bonsai_layer_kinds_extension &kinds, int32_t max_sequences,
-                                 Advance advance)
-    : context_(context), sequences_ext_(sequences), kinds_(kinds), advance_(std::move(advance)) {
+                                 SlotOps ops)
+    : context_(context), kinds_(kinds), ops_(std::move(ops)) {
   uint64_t bytes = 0;
   context_.check(kinds_.state_bytes(context_.get(), &bytes), "state_bytes");
   per_sequence_ = checkpoint_policy::capacity(static_cast<size_t>(bytes) *
@@ -56,8 +55,11 @@ void SlotCheckpoints::save(Sequence &s, int32_t slot) {
 
 void SlotCheckpoints::follow_slot(Sequence &s, int32_t slot) {
   int32_t length = 0;
-  if (sequences_ext_.slot_length(context_.get(), slot, &length) != BONSAI_OK)
-    length = 0;
+  try {
+    length = ops_.length(slot);
+  } catch (const PluginError &) {
+    // The plugin cannot say either: keep nothing rather than a guess.
+  }
   s.tokens.resize(std::min(s.tokens.size(), static_cast<size_t>(length)));
 }
 
@@ -78,11 +80,12 @@ void SlotCheckpoints::rebuild(const Sequence &s, std::span<const int32_t> tokens
     context_.check(kinds_.checkpoint_restore(context_.get(), it->id, slot),
                    fmt::format("checkpoint_restore({})", it->id));
     from = it->position;
+    ops_.restored(slot, from);
   } else {
-    context_.check(sequences_ext_.slot_truncate(context_.get(), slot, 0), "slot_truncate(0)");
+    ops_.reset(slot);
   }
   if (from < n)
-    advance_(slot, tokens.subspan(static_cast<size_t>(from), static_cast<size_t>(n - from)));
+    ops_.advance(slot, tokens.subspan(static_cast<size_t>(from), static_cast<size_t>(n - from)));
 }
 
 void SlotCheckpoints::advanced(int32_t id, int32_t slot, std::span<const int32_t> tokens) {

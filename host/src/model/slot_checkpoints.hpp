@@ -1,9 +1,10 @@
 #pragma once
-// What the slot runner keeps for a model with recurrent layers (qwen35 on a
-// plugin with the ABI 1.2 layer kinds): each sequence's tokens and the
-// plugin's checkpoints of its state, so that cutting a sequence back, or
-// copying a prefix of one into another, restores a checkpoint and runs the
-// tokens after it again (docs/abi.md, "Layer kinds and recurrent state").
+// What a runner keeps for a model with recurrent layers (qwen35 on a plugin
+// with the ABI 1.2 layer kinds): each sequence's tokens and the plugin's
+// checkpoints of its state, so that cutting a sequence back, or copying a
+// prefix of one into another, restores a checkpoint and runs the tokens
+// after it again (docs/abi.md, "Layer kinds and recurrent state"). The slot
+// runner of a Batch uses it for every slot, a session's runner for slot 0.
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -16,13 +17,21 @@ namespace bonsai::host {
 
 class SlotCheckpoints {
 public:
-  // Runs `tokens` on `slot` from its current length, no LM head.
-  using Advance = std::function<void(int32_t slot, std::span<const int32_t> tokens)>;
+  // What the owner does to a slot, the way it steps it.
+  struct SlotOps {
+    // Empties the slot (zero state).
+    std::function<void(int32_t slot)> reset;
+    // Positions the slot holds.
+    std::function<int32_t(int32_t slot)> length;
+    // Runs `tokens` on the slot from its length, no LM head.
+    std::function<void(int32_t slot, std::span<const int32_t> tokens)> advance;
+    // A checkpoint set the slot's length to `position` (the owner may mirror it).
+    std::function<void(int32_t slot, int32_t position)> restored;
+  };
 
   // `max_sequences` share the checkpoint budget (checkpoint_policy.hpp).
-  SlotCheckpoints(const PluginContext &context, const bonsai_sequences_extension &sequences,
-                  const bonsai_layer_kinds_extension &kinds, int32_t max_sequences,
-                  Advance advance);
+  SlotCheckpoints(const PluginContext &context, const bonsai_layer_kinds_extension &kinds,
+                  int32_t max_sequences, SlotOps ops);
   ~SlotCheckpoints();
   SlotCheckpoints(const SlotCheckpoints &) = delete;
   SlotCheckpoints &operator=(const SlotCheckpoints &) = delete;
@@ -56,9 +65,8 @@ private:
   void rebuild(const Sequence &s, std::span<const int32_t> tokens, int32_t slot, int32_t n);
 
   const PluginContext &context_;
-  const bonsai_sequences_extension &sequences_ext_;
   const bonsai_layer_kinds_extension &kinds_;
-  Advance advance_;
+  SlotOps ops_;
   size_t per_sequence_ = 1;
   std::vector<Sequence> sequences_; // by id
 };
