@@ -37,7 +37,7 @@ int32_t checkpoint_save(Context &ctx, int32_t slot) {
   checkpoint.position = kv.length;
   checkpoint.state = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(state.floats()));
   if (!state.empty())
-    std::copy_n(state.layer(state.current, 0), state.floats(), checkpoint.state.get());
+    std::copy_n(state.data(), state.floats(), checkpoint.state.get());
   const int32_t id = m.next_checkpoint;
   m.checkpoints.emplace(id, std::move(checkpoint));
   ++m.next_checkpoint;
@@ -56,7 +56,7 @@ void checkpoint_restore(Context &ctx, int32_t checkpoint, int32_t slot) {
   discard_step(ctx);
   RecurrentState &state = kv.recurrent;
   if (!state.empty())
-    std::copy_n(saved.state.get(), state.floats(), state.layer(state.current, 0));
+    std::copy_n(saved.state.get(), state.floats(), state.data());
   kv.length = saved.position;
   state.position = saved.position;
 }

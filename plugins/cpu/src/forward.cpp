@@ -37,8 +37,8 @@ void embed_tokens(BoundModel &m, const int32_t *token_ids, const int32_t *positi
 
 namespace {
 
-// Per-head norm and RoPE of the open step's queries (stride ld) and keys.
-void norm_rope_queries_keys(const Context &ctx, const LayerBinding &l, float *q, int64_t ld) {
+// Per-head norm and RoPE of the open step's queries and keys.
+void norm_rope_queries_keys(const Context &ctx, const LayerBinding &l) {
   const ModelDims &d = ctx.model->dims;
   const StepBuffers &b = ctx.model->buffers;
   HeadNormRope rope;
@@ -48,8 +48,8 @@ void norm_rope_queries_keys(const Context &ctx, const LayerBinding &l, float *q,
   rope.eps = d.rms_eps;
   rope.cos = b.rope_cos.data();
   rope.sin = b.rope_sin.data();
-  rope.v = q;
-  rope.ld = ld;
+  rope.v = b.q.get();
+  rope.ld = d.q_dim();
   rope.n_heads = d.n_head;
   rope.weight = l.q_norm.data();
   norm_rope_heads(rope);
@@ -83,56 +83,43 @@ void attend_sequences(Context &ctx, const LayerBinding &l) {
   }
 }
 
-// qwen3 attention of the normed rows in b.h; the projected output goes to b.h.
+float sigmoid(float v) {
+  return 1.0f / (1.0f + std::exp(-v));
+}
+
+// Attention of the normed rows in b.h; the projected output goes to b.h.
+// qwen3's (MixerKind::Attention), or qwen35's gated attention, whose query
+// projection interleaves each head's query and output gate, whose RoPE turns
+// the first n_rot values of a head, and whose head outputs are scaled by
+// sigmoid(gate) before the output projection.
 void attention_mixer(Context &ctx, const LayerBinding &l) {
   const ModelDims &d = ctx.model->dims;
   StepBuffers &b = ctx.model->buffers;
   MatmulRunner runner = ctx.runner();
   const int n_tokens = ctx.step.n_tokens;
-  {
-    ActInput in(b.h.get(), d.n_embd, n_tokens, d.n_embd, b.acts);
-    runner.run(in, {{l.wq, b.q.get(), d.q_dim()},
-                    {l.wk, b.k_new.get(), d.kv_dim()},
-                    {l.wv, b.v_new.get(), d.kv_dim()}});
-  }
-  norm_rope_queries_keys(ctx, l, b.q.get(), d.q_dim());
-  attend_sequences(ctx, l);
-  ActInput in(b.attn.get(), d.q_dim(), n_tokens, d.q_dim(), b.acts);
-  runner.run(in, {{l.wo, b.h.get(), d.n_embd}});
-}
-
-float sigmoid(float v) {
-  return 1.0f / (1.0f + std::exp(-v));
-}
-
-// qwen35 gated attention: the query projection interleaves each head's
-// query and output gate; RoPE turns the first n_rot values of a head; each
-// head's output is scaled by sigmoid(gate) before the output projection.
-void gated_attention_mixer(Context &ctx, const LayerBinding &l) {
-  const ModelDims &d = ctx.model->dims;
-  StepBuffers &b = ctx.model->buffers;
-  MatmulRunner runner = ctx.runner();
-  const int n_tokens = ctx.step.n_tokens;
   const int64_t q_dim = d.q_dim(), hd = d.head_dim;
+  const bool gated = l.kind == MixerKind::GatedAttention;
   {
     ActInput in(b.h.get(), d.n_embd, n_tokens, d.n_embd, b.acts);
-    runner.run(in, {{l.wq, b.query_gate.get(), 2 * q_dim},
+    runner.run(in, {{l.wq, gated ? b.query_gate.get() : b.q.get(), gated ? 2 * q_dim : q_dim},
                     {l.wk, b.k_new.get(), d.kv_dim()},
                     {l.wv, b.v_new.get(), d.kv_dim()}});
   }
-  for (int t = 0; t < n_tokens; ++t)
-    for (int head = 0; head < d.n_head; ++head)
-      std::copy_n(b.query_gate.get() + t * 2 * q_dim + 2 * head * hd, hd,
-                  b.q.get() + t * q_dim + head * hd);
-  norm_rope_queries_keys(ctx, l, b.q.get(), q_dim);
+  if (gated)
+    for (int t = 0; t < n_tokens; ++t)
+      for (int head = 0; head < d.n_head; ++head)
+        std::copy_n(b.query_gate.get() + t * 2 * q_dim + 2 * head * hd, hd,
+                    b.q.get() + t * q_dim + head * hd);
+  norm_rope_queries_keys(ctx, l);
   attend_sequences(ctx, l);
-  for (int t = 0; t < n_tokens; ++t)
-    for (int head = 0; head < d.n_head; ++head) {
-      const float *gate = b.query_gate.get() + t * 2 * q_dim + (2 * head + 1) * hd;
-      float *out = b.attn.get() + t * q_dim + head * hd;
-      for (int64_t i = 0; i < hd; ++i)
-        out[i] *= sigmoid(gate[i]);
-    }
+  if (gated)
+    for (int t = 0; t < n_tokens; ++t)
+      for (int head = 0; head < d.n_head; ++head) {
+        const float *gate = b.query_gate.get() + t * 2 * q_dim + (2 * head + 1) * hd;
+        float *out = b.attn.get() + t * q_dim + head * hd;
+        for (int64_t i = 0; i < hd; ++i)
+          out[i] *= sigmoid(gate[i]);
+      }
   ActInput in(b.attn.get(), q_dim, n_tokens, q_dim, b.acts);
   runner.run(in, {{l.wo, b.h.get(), d.n_embd}});
 }
@@ -150,17 +137,10 @@ void forward_layer(Context &ctx, int layer) {
 
   // The mixer: its input normed into b.h, its projected output back in b.h.
   rmsnorm_rows(b.x.get(), b.h.get(), n_tokens, n_embd, l.attn_norm.data(), d.rms_eps);
-  switch (l.kind) {
-  case MixerKind::Attention:
-    attention_mixer(ctx, l);
-    break;
-  case MixerKind::GatedAttention:
-    gated_attention_mixer(ctx, l);
-    break;
-  case MixerKind::GatedDeltaNet:
+  if (l.kind == MixerKind::GatedDeltaNet)
     delta_net_mixer(ctx, l);
-    break;
-  }
+  else
+    attention_mixer(ctx, l);
   add_rows(b.x.get(), b.h.get(), n_tokens * n_embd);
 
   // MLP block: gate and up fused with SwiGLU, then down.

@@ -117,7 +117,7 @@ void allocate_model(BoundModel &m, const BindLimits &limits) {
 }
 
 void RecurrentState::zero() {
-  std::fill_n(copies[current].get(), floats(), 0.0f);
+  std::fill_n(data(), floats(), 0.0f);
   position = 0;
 }
 

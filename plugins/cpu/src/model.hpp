@@ -122,6 +122,7 @@ struct RecurrentState {
 
   bool empty() const { return n_layers == 0; }
   int64_t floats() const { return layer_floats * n_layers; }
+  float *data() const { return copies[current].get(); } // the current state, all layers
   float *layer(int copy, int index) const { return copies[copy].get() + index * layer_floats; }
   void zero();
 };

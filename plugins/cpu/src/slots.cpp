@@ -34,8 +34,7 @@ void slot_copy(Context &ctx, int32_t from, int32_t to, int32_t n_positions) {
   // leaves `dst` needing a checkpoint (n == 0 is the zero state).
   if (!dst.recurrent.empty()) {
     if (n_positions == src.length && src.state_ready()) {
-      std::copy_n(src.recurrent.layer(src.recurrent.current, 0), src.recurrent.floats(),
-                  dst.recurrent.layer(dst.recurrent.current, 0));
+      std::copy_n(src.recurrent.data(), src.recurrent.floats(), dst.recurrent.data());
       dst.recurrent.position = n_positions;
     } else if (n_positions == 0) {
       dst.recurrent.zero();
