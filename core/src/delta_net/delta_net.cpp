@@ -24,7 +24,14 @@ void l2_norm(float *v, int32_t n, float eps) {
     v[i] *= scale;
 }
 
-} // namespace
+// One token of a conv run (DeltaNetConvRun, one row each).
+struct DeltaNetConvToken {
+  const float *taps = nullptr;
+  const float *window_in = nullptr;
+  float *window_out = nullptr;
+  const float *mix = nullptr;
+  float *act = nullptr;
+};
 
 void delta_net_conv_token(const DeltaNetShape &shape, const DeltaNetConvToken &token) {
   const auto C = static_cast<size_t>(shape.conv_dim());
@@ -51,6 +58,20 @@ void delta_net_gates(const DeltaNetShape &shape, const float *dt_bias, const flo
     decay[h] = std::exp(softplus(decay[h] + dt_bias[h]) * a[h]);
   }
 }
+
+// One token of a delta-rule run for one head.
+struct DeltaRuleStep {
+  const float *state_in = nullptr;
+  float *state_out = nullptr;
+  const float *q = nullptr;
+  const float *k = nullptr;
+  const float *v = nullptr;
+  float beta = 0.0f;
+  float decay = 1.0f;
+  int32_t d = 0;
+  float *scratch = nullptr;
+  float *out = nullptr;
+};
 
 // Two passes over the state: read S^T k (the decay folded in), then write the
 // updated state while reading S'^T q. The inner loops run over the value index
@@ -88,6 +109,46 @@ void delta_rule_step(const DeltaRuleStep &step) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (int32_t j = 0; j < d; ++j)
     out[j] *= scale;
+}
+
+} // namespace
+
+void delta_net_conv_run(const DeltaNetShape &shape, const DeltaNetConvRun &run) {
+  const auto C = static_cast<size_t>(shape.conv_dim());
+  const auto H = static_cast<size_t>(shape.n_v_heads);
+  for (size_t t = 0; t < static_cast<size_t>(run.n_tokens); ++t) {
+    DeltaNetConvToken token;
+    token.taps = run.taps;
+    token.window_in = t == 0 ? run.window_in : run.window_out;
+    token.window_out = run.window_out;
+    token.mix = run.mix + t * C;
+    token.act = run.act + t * C;
+    delta_net_conv_token(shape, token);
+    delta_net_gates(shape, run.dt_bias, run.a, run.beta + t * H, run.decay + t * H);
+  }
+}
+
+void delta_rule_run(const DeltaNetShape &shape, const DeltaRuleRun &run) {
+  const int32_t d = shape.head_dim;
+  const auto C = static_cast<size_t>(shape.conv_dim());
+  const auto H = static_cast<size_t>(shape.n_v_heads);
+  const int32_t kh = run.head % shape.n_k_heads;
+  for (size_t t = 0; t < static_cast<size_t>(run.n_tokens); ++t) {
+    const float *act = run.act + t * C;
+    DeltaRuleStep step;
+    step.state_in = t == 0 ? run.state_in : run.state_out;
+    step.state_out = run.state_out;
+    step.q = act + kh * d;
+    step.k = act + shape.key_dim() + kh * d;
+    step.v = act + 2 * shape.key_dim() + run.head * d;
+    step.beta = run.beta[t * H + static_cast<size_t>(run.head)];
+    step.decay = run.decay[t * H + static_cast<size_t>(run.head)];
+    step.d = d;
+    step.scratch = run.scratch;
+    step.out =
+        run.out + t * static_cast<size_t>(shape.value_dim()) + static_cast<size_t>(run.head) * d;
+    delta_rule_step(step);
+  }
 }
 
 void delta_net_gated_norm(const DeltaNetShape &shape, const float *norm, const float *z, float *o) {

@@ -73,48 +73,34 @@ HybridLayerRunner::HybridLayerRunner(const PluginContext &context, const ModelSp
   delta_.resize(static_cast<size_t>(gdn_dim_));
 }
 
-// The causal conv over the newest K inputs of every channel, SiLU, the q/k
-// L2 norms and the beta and decay gates, token by token (the conv window
-// moves with each).
-void HybridLayerRunner::conv_and_gates(const DeltaNetLayer &w, int32_t n_tokens) {
-  const size_t C = static_cast<size_t>(conv_dim_);
-  float *window = conv_.data() + w.index * static_cast<size_t>(shape_.window_floats());
-  for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
-    DeltaNetConvToken token;
-    token.taps = w.conv_taps.data();
-    token.window_in = window;
-    token.window_out = window;
-    token.mix = mix_.data() + t * C;
-    token.act = act_.data() + t * C;
-    delta_net_conv_token(shape_, token);
-    delta_net_gates(shape_, w.dt_bias.data(), w.a.data(), beta_.data() + t * n_v_heads_,
-                    decay_.data() + t * n_v_heads_);
-  }
-}
-
-// Per value head and token, the delta rule on that head's state in place.
-// Value head h reads q/k head h mod H_k.
-void HybridLayerRunner::recurrence(const DeltaNetLayer &w, int32_t n_tokens) {
-  const int32_t d = gdn_dim_;
-  const size_t C = static_cast<size_t>(conv_dim_);
+// The causal conv (its window moving on in place), SiLU, the q/k L2 norms
+// and the gates; then the delta rule on each value head's state in place.
+void HybridLayerRunner::conv_and_rule(const DeltaNetLayer &w, int32_t n_tokens) {
+  DeltaNetConvRun conv;
+  conv.n_tokens = n_tokens;
+  conv.taps = w.conv_taps.data();
+  conv.dt_bias = w.dt_bias.data();
+  conv.a = w.a.data();
+  conv.window_out = conv_.data() + w.index * static_cast<size_t>(shape_.window_floats());
+  conv.window_in = conv.window_out;
+  conv.mix = mix_.data();
+  conv.act = act_.data();
+  conv.beta = beta_.data();
+  conv.decay = decay_.data();
+  delta_net_conv_run(shape_, conv);
   for (int32_t h = 0; h < n_v_heads_; ++h) {
-    float *S = ssm_.data() + (w.index * n_v_heads_ + static_cast<size_t>(h)) * d * d;
-    const int32_t kh = h % n_k_heads_;
-    for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
-      const float *act = act_.data() + t * C;
-      DeltaRuleStep step;
-      step.state_in = S;
-      step.state_out = S;
-      step.q = act + kh * d;
-      step.k = act + key_dim_ + kh * d;
-      step.v = act + 2 * key_dim_ + h * d;
-      step.beta = beta_[t * n_v_heads_ + h];
-      step.decay = decay_[t * n_v_heads_ + h];
-      step.d = d;
-      step.scratch = delta_.data();
-      step.out = attn_.data() + t * value_dim_ + static_cast<size_t>(h) * d;
-      delta_rule_step(step);
-    }
+    DeltaRuleRun rule;
+    rule.head = h;
+    rule.n_tokens = n_tokens;
+    rule.act = act_.data();
+    rule.beta = beta_.data();
+    rule.decay = decay_.data();
+    rule.state_out = ssm_.data() + (w.index * n_v_heads_ + static_cast<size_t>(h)) *
+                                       static_cast<size_t>(gdn_dim_) * gdn_dim_;
+    rule.state_in = rule.state_out;
+    rule.scratch = delta_.data();
+    rule.out = attn_.data();
+    delta_rule_run(shape_, rule);
   }
 }
 
@@ -125,8 +111,7 @@ void HybridLayerRunner::delta_net(int32_t layer, int32_t n_tokens) {
   projection_.matmul(m.gate, n_tokens, h_.data(), z_.data());
   projection_.matmul(m.beta, n_tokens, h_.data(), beta_.data());
   projection_.matmul(m.alpha, n_tokens, h_.data(), decay_.data());
-  conv_and_gates(w, n_tokens);
-  recurrence(w, n_tokens);
+  conv_and_rule(w, n_tokens);
   // y_h = RMSNorm(o_h; ssm_norm) * silu(z_h), then the output projection.
   for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t)
     delta_net_gated_norm(shape_, w.norm.data(), z_.data() + t * value_dim_,

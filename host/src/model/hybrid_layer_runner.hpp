@@ -53,8 +53,7 @@ private:
   // between layers (the recurrent state is then part-way advanced).
   bool run_layers(int32_t n_tokens, const std::atomic<bool> *cancel);
   void delta_net(int32_t layer, int32_t n_tokens);
-  void conv_and_gates(const DeltaNetLayer &w, int32_t n_tokens);
-  void recurrence(const DeltaNetLayer &w, int32_t n_tokens);
+  void conv_and_rule(const DeltaNetLayer &w, int32_t n_tokens);
   void attention(int32_t layer, int32_t n_tokens);
   // The state at `position` (<= length_): from the last checkpoint at or
   // before it, running the tokens in between again.

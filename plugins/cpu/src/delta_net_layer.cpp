@@ -12,24 +12,23 @@ struct SequenceState {
   float *write = nullptr;      // the copy end_step will make current
 };
 
-// Conv, SiLU, q/k norms and the gates, token after token: the window of
-// token t is the one token t - 1 left.
+// Conv, SiLU, q/k norms and the gates over the sequence's tokens.
 void conv_and_gates(const BoundModel &m, const DeltaNetBinding &w, const SequenceState &s) {
   const DeltaNetShape &shape = m.dims.delta_net;
   const StepBuffers &b = m.buffers;
-  const int64_t C = shape.conv_dim();
-  for (int t = 0; t < s.sequence->n_tokens; ++t) {
-    const int64_t row = s.sequence->first_token + t;
-    DeltaNetConvToken token;
-    token.taps = w.taps.data();
-    token.window_in = t == 0 ? s.read : s.write;
-    token.window_out = s.write;
-    token.mix = b.mix.get() + row * C;
-    token.act = b.act.get() + row * C;
-    delta_net_conv_token(shape, token);
-    delta_net_gates(shape, w.dt_bias.data(), w.a.data(), b.beta.get() + row * shape.n_v_heads,
-                    b.decay.get() + row * shape.n_v_heads);
-  }
+  const int64_t row = s.sequence->first_token;
+  DeltaNetConvRun run;
+  run.n_tokens = s.sequence->n_tokens;
+  run.taps = w.taps.data();
+  run.dt_bias = w.dt_bias.data();
+  run.a = w.a.data();
+  run.window_in = s.read;
+  run.window_out = s.write;
+  run.mix = b.mix.get() + row * shape.conv_dim();
+  run.act = b.act.get() + row * shape.conv_dim();
+  run.beta = b.beta.get() + row * shape.n_v_heads;
+  run.decay = b.decay.get() + row * shape.n_v_heads;
+  delta_net_conv_run(shape, run);
 }
 
 // The delta rule for every value head, heads in parallel; each head runs
@@ -38,29 +37,21 @@ void recurrence(Context &ctx, const SequenceState &s) {
   const BoundModel &m = *ctx.model;
   const DeltaNetShape &shape = m.dims.delta_net;
   const StepBuffers &b = m.buffers;
-  const int32_t d = shape.head_dim;
-  const int64_t C = shape.conv_dim(), head_floats = int64_t{d} * d;
+  const int64_t head_floats = int64_t{shape.head_dim} * shape.head_dim;
   const int64_t window = shape.window_floats();
+  const int64_t row = s.sequence->first_token;
   const auto run_head = [&](int h) {
-    const int32_t kh = h % shape.n_k_heads;
-    const float *state_in = s.read + window + h * head_floats;
-    float *state = s.write + window + h * head_floats;
-    for (int t = 0; t < s.sequence->n_tokens; ++t) {
-      const int64_t row = s.sequence->first_token + t;
-      const float *act = b.act.get() + row * C;
-      DeltaRuleStep step;
-      step.state_in = t == 0 ? state_in : state;
-      step.state_out = state;
-      step.q = act + kh * d;
-      step.k = act + shape.key_dim() + kh * d;
-      step.v = act + 2 * shape.key_dim() + h * d;
-      step.beta = b.beta[row * shape.n_v_heads + h];
-      step.decay = b.decay[row * shape.n_v_heads + h];
-      step.d = d;
-      step.scratch = b.rule_scratch.get() + int64_t{h} * d;
-      step.out = b.mixed.get() + row * shape.value_dim() + int64_t{h} * d;
-      delta_rule_step(step);
-    }
+    DeltaRuleRun run;
+    run.head = h;
+    run.n_tokens = s.sequence->n_tokens;
+    run.act = b.act.get() + row * shape.conv_dim();
+    run.beta = b.beta.get() + row * shape.n_v_heads;
+    run.decay = b.decay.get() + row * shape.n_v_heads;
+    run.state_in = s.read + window + h * head_floats;
+    run.state_out = s.write + window + h * head_floats;
+    run.scratch = b.rule_scratch.get() + int64_t{h} * shape.head_dim;
+    run.out = b.mixed.get() + row * shape.value_dim();
+    delta_rule_run(shape, run);
   };
   ctx.arena->execute([&] { oneapi::tbb::parallel_for(0, shape.n_v_heads, run_head); });
 }

@@ -23,41 +23,44 @@ struct DeltaNetShape {
   int64_t state_floats() const { return int64_t{n_v_heads} * head_dim * head_dim; }
 };
 
-// One token's causal conv: act[c] = SiLU(taps[c][K-1] mix[c] + sum_i
-// taps[c][i] window_in[i][c]), then each q and k head of act divided by
-// sqrt(sum of squares + eps). window_out (may equal window_in) gets the
-// window moved on by one with `mix` as its newest row.
-struct DeltaNetConvToken {
+// A run of consecutive tokens of one sequence through a layer's causal conv
+// and gates. Token t: act[t][c] = SiLU(taps[c][K-1] mix[t][c] + sum_i
+// taps[c][i] window[i][c]) over the window the token before left, then each
+// q and k head of act[t] divided by sqrt(sum of squares + eps); beta[t] <-
+// sigmoid(beta[t]) and decay[t] <- e^g with g = softplus(decay[t] + dt_bias)
+// * a, in place (decay lands in (0, 1]). The first token reads window_in,
+// which may equal window_out; window_out ends as the window after the run.
+struct DeltaNetConvRun {
+  int32_t n_tokens = 0;
   const float *taps = nullptr;      // [conv_dim][K]
-  const float *window_in = nullptr; // [K - 1][conv_dim]
+  const float *dt_bias = nullptr;   // H_v
+  const float *a = nullptr;         // H_v
+  const float *window_in = nullptr; // [K - 1][conv_dim], oldest first
   float *window_out = nullptr;      // [K - 1][conv_dim]
-  const float *mix = nullptr;       // conv_dim: this token's qkv projection
-  float *act = nullptr;             // conv_dim out: q | k | v
+  const float *mix = nullptr;       // [n_tokens][conv_dim]: the qkv projection
+  float *act = nullptr;             // [n_tokens][conv_dim] out: q | k | v
+  float *beta = nullptr;            // [n_tokens][H_v]: logits in, write strengths out
+  float *decay = nullptr;           // [n_tokens][H_v]: alpha logits in, e^g out
 };
-void delta_net_conv_token(const DeltaNetShape &shape, const DeltaNetConvToken &token);
+void delta_net_conv_run(const DeltaNetShape &shape, const DeltaNetConvRun &run);
 
-// In place for one token's H_v heads: beta <- sigmoid(beta) and decay <-
-// e^g with g = softplus(decay + dt_bias) * a (so decay is in (0, 1]).
-void delta_net_gates(const DeltaNetShape &shape, const float *dt_bias, const float *a, float *beta,
-                     float *decay);
-
-// One token of the gated delta rule for one value head:
-// S' = decay S + k (beta (v - decay S^T k))^T; out = S'^T q / sqrt(d).
-// state_out may equal state_in (in place) or be another d x d buffer, so a
+// The gated delta rule for one value head over a run of consecutive tokens:
+// per token S' = decay S + k (beta (v - decay S^T k))^T and out = S'^T q /
+// sqrt(d), with q and k of q/k head `head` mod H_k. The first token reads
+// state_in, which may equal state_out (in place) or be another buffer, so a
 // caller can leave the old state untouched until it commits the new one.
-struct DeltaRuleStep {
+struct DeltaRuleRun {
+  int32_t head = 0;
+  int32_t n_tokens = 0;
+  const float *act = nullptr;      // [n_tokens][conv_dim]: q | k | v after the conv
+  const float *beta = nullptr;     // [n_tokens][H_v]
+  const float *decay = nullptr;    // [n_tokens][H_v]
   const float *state_in = nullptr; // d x d, [key i][value j]
   float *state_out = nullptr;      // d x d
-  const float *q = nullptr;        // d (L2-normed)
-  const float *k = nullptr;        // d (L2-normed)
-  const float *v = nullptr;        // d
-  float beta = 0.0f;               // write strength
-  float decay = 1.0f;              // e^g
-  int32_t d = 0;                   // head size
-  float *scratch = nullptr;        // d floats
-  float *out = nullptr;            // d
+  float *scratch = nullptr;        // d floats of this head's own
+  float *out = nullptr;            // [n_tokens][value_dim]: this head's d values written
 };
-void delta_rule_step(const DeltaRuleStep &step);
+void delta_rule_run(const DeltaNetShape &shape, const DeltaRuleRun &run);
 
 // One token's output before the projection, in place for every value head:
 // o_h = RMSNorm(o_h) * norm * SiLU(z_h).
