@@ -2,6 +2,7 @@
 // Drives the step protocol of a bound plugin context: begin_step, every
 // layer, the LM head, end_step. Failures throw std::runtime_error carrying
 // the call, its status and the plugin's last_error.
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -75,6 +76,17 @@ inline const bonsai_sequences_extension *sequences_extension(const bonsai_backen
   if (e == nullptr || e->struct_size < sizeof(bonsai_sequences_extension))
     return nullptr;
   return reinterpret_cast<const bonsai_sequences_extension *>(e);
+}
+
+// The layer-kinds extension of a plugin (ABI 1.2), or nullptr when it has
+// none. ABI 1.2's size, not sizeof: a later plugin's struct is longer.
+inline const bonsai_layer_kinds_extension *layer_kinds_extension(const bonsai_backend_api &api) {
+  constexpr size_t kV12Size = offsetof(bonsai_layer_kinds_extension, checkpoint_position) +
+                              sizeof(bonsai_layer_kinds_extension::checkpoint_position);
+  const bonsai_extension *e = bonsai_find_extension(&api, BONSAI_EXTENSION_LAYER_KINDS);
+  if (e == nullptr || e->struct_size < kV12Size)
+    return nullptr;
+  return reinterpret_cast<const bonsai_layer_kinds_extension *>(e);
 }
 
 // Drives multi-sequence steps (the sequences extension): each sequence's

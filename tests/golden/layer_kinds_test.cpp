@@ -27,7 +27,7 @@ protected:
   void SetUp() override {
     golden_ = load_golden_case(BONSAI_TEST_DATA_DIR, GetParam(), kGoldenVocab);
     library_ = std::make_unique<PluginLibrary>(plugin_path_from_env());
-    kinds_ = PluginModel::layer_kinds(api());
+    kinds_ = layer_kinds_extension(api());
     if (kinds_ == nullptr)
       GTEST_SKIP() << "skipped: the plugin has no layer-kinds extension (ABI 1.2)";
     if (kinds_->supports_mixer(BONSAI_MIXER_GATED_DELTA_NET) != BONSAI_OK)
@@ -184,8 +184,7 @@ TEST_P(LayerKinds, ResetZeroesTheState) {
 // slot_truncate to a prefix leaves it behind, and so does a whole-slot copy
 // of such a slot, until a checkpoint is restored.
 TEST_P(LayerKinds, EveryCutBackFollowsTheStateRules) {
-  const auto *seq = reinterpret_cast<const bonsai_sequences_extension *>(
-      bonsai_find_extension(&api(), BONSAI_EXTENSION_SEQUENCES));
+  const bonsai_sequences_extension *seq = sequences_extension(api());
   if (seq == nullptr)
     GTEST_SKIP() << "skipped: the plugin has no sequences extension";
   auto model = open_model();
@@ -234,8 +233,7 @@ TEST_P(LayerKinds, CheckpointMisuseGetsClearErrors) {
 // copy carries the state, a prefix copy needs a checkpoint, and a batched
 // step gives each sequence its own logits.
 TEST_P(LayerKinds, SlotsCarryTheirOwnStateThroughABatchedStep) {
-  const auto *seq = reinterpret_cast<const bonsai_sequences_extension *>(
-      bonsai_find_extension(&api(), BONSAI_EXTENSION_SEQUENCES));
+  const bonsai_sequences_extension *seq = sequences_extension(api());
   if (seq == nullptr)
     GTEST_SKIP() << "skipped: the plugin has no sequences extension";
   auto model = open_model();

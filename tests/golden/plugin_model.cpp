@@ -12,27 +12,18 @@ PluginModel::PluginModel(const bonsai_backend_api &api, const std::string &gguf_
       ctx_(api, config) {
   binding::bind_spec(
       spec_, [this](const TensorView &tensor) { return upload(tensor); }, binding_,
-      layer_kinds(api) != nullptr);
+      layer_kinds_extension(api) != nullptr);
   const bonsai_model_desc &desc = binding_.desc;
   const StepRunner checker(api_, ctx_.get(), desc.n_layer, desc.n_vocab);
   if (spec_.arch() != Architecture::qwen35) {
     checker.check(api_.bind_model(ctx_.get(), &desc), "bind_model");
     return;
   }
-  const bonsai_layer_kinds_extension *kinds = layer_kinds(api_);
+  const bonsai_layer_kinds_extension *kinds = layer_kinds_extension(api_);
   if (kinds == nullptr)
     throw std::runtime_error("the plugin has no layer-kinds extension (ABI 1.2)");
   checker.check(kinds->bind_layered_model(ctx_.get(), &binding_.layered.desc),
                 "bind_layered_model");
-}
-
-const bonsai_layer_kinds_extension *PluginModel::layer_kinds(const bonsai_backend_api &api) {
-  const bonsai_extension *e = bonsai_find_extension(&api, BONSAI_EXTENSION_LAYER_KINDS);
-  constexpr size_t kV12Size = offsetof(bonsai_layer_kinds_extension, checkpoint_position) +
-                              sizeof(bonsai_layer_kinds_extension::checkpoint_position);
-  if (e == nullptr || e->struct_size < kV12Size)
-    return nullptr;
-  return reinterpret_cast<const bonsai_layer_kinds_extension *>(e);
 }
 
 const bonsai_weight *PluginModel::upload(const TensorView &tensor) {

@@ -2,7 +2,8 @@
 // A GGUF model loaded through a plugin: the mapped file, its ModelSpec, one
 // context with every weight uploaded by pointer (the mapping outlives the
 // context) and the model bound: bind_model for qwen3, bind_layered_model
-// (ABI 1.2 layer kinds) for qwen35.
+// (ABI 1.2 layer kinds) for qwen35; a plugin without them cannot load a
+// qwen35 file here (the constructor throws).
 #include <string>
 #include <vector>
 
@@ -19,10 +20,6 @@ public:
   // Throws std::runtime_error (or bonsai::Error for a bad file).
   PluginModel(const bonsai_backend_api &api, const std::string &gguf_path,
               const ContextConfig &config);
-
-  // The plugin's layer-kinds extension, or nullptr when it has none (a
-  // qwen35 file then throws from the constructor).
-  static const bonsai_layer_kinds_extension *layer_kinds(const bonsai_backend_api &api);
 
   const ModelSpec &spec() const { return spec_; }
   // What the model was bound with (weights, descriptions).
