@@ -21,8 +21,8 @@
 # GPU_CHECK_SHAPES (default "1.7b 4b 8b"), GPU_CHECK_TYPES (default "q1_0
 # q2_0"), GPU_CHECK_REPS (default 3), GPU_CHECK_BUDGET_S (default 560),
 # GPU_CHECK_SECTIONS (default "tests persistent sanitizer bench load parallel
-# llama ncu options": the GPU sections to run, in that order; the plugin/JIT
-# section always runs).
+# llama ncu options qwen35": the GPU sections to run, in that order; the
+# plugin/JIT section always runs).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -58,7 +58,7 @@ bin="$build/bin"
 plugin="$build/lib/bonsai/plugins/libbonsai_cuda.so"
 export BONSAI_PLUGIN="$plugin"
 reps="${GPU_CHECK_REPS:-3}"
-sections=" ${GPU_CHECK_SECTIONS:-tests persistent sanitizer bench load parallel llama ncu options} "
+sections=" ${GPU_CHECK_SECTIONS:-tests persistent sanitizer bench load parallel llama ncu options qwen35} "
 wanted() { [[ "$sections" == *" $1 "* ]]; }
 
 # Mainline llama.cpp, when its source came along: built in the background
@@ -208,6 +208,9 @@ if [ "$mode" = fake ]; then
   step golden_persistent 600 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
     --gtest_filter='*/tiny_q1_decode_persistent:*/tiny_q2_decode_persistent'
   grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
+  # qwen35 through the plugin's own layers (ABI 1.2 layer kinds): the golden
+  # logits of both tiny qwen35 models.
+  step golden_qwen35 600 "$bin/test_golden" --gtest_filter='*LayerKinds.PromptLogits*'
   echo "## summary ($summary)"
   cat "$summary"
   ! grep -q 'FAIL\|TIMEOUT' "$summary"
@@ -455,6 +458,35 @@ elif wanted options; then
   bench bench_q1_0_attention_tc "$first" -p 4096 -n 0
   for opt in graphs=off int8_gemv=off tensor_cores=off kernels=reference; do
     bench "bench_q1_0_${opt%%=*}_off" "$first" -p 512 -n 128 --backend-options "$opt"
+  done
+fi
+
+# qwen35 (Bonsai-27B) through the plugin's own layers (ABI 1.2 layer kinds):
+# the layer-kinds ABI suite and the qwen35 golden gates, the sanitizers with
+# three sequences in one step, then the 27B shape (made here) beside
+# mainline llama.cpp on the same files when it was built.
+if wanted qwen35; then
+  section "qwen35 layers (layer kinds)"
+  step qwen35_golden 200 "$bin/test_golden" --gtest_filter='*LayerKinds*:*q35*'
+  grep -h '^\[ golden' "$logs/qwen35_golden.log" >>"$summary" 2>/dev/null
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck synccheck; do
+      step "qwen35_sanitizer_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$bin/bonsai" bench -m "$data/tiny-q35-q1.gguf" --backend cuda -p 12 -n 4 -np 3 -r 1
+      grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/qwen35_sanitizer_$tool.log" >>"$summary"
+    done
+  fi
+  for t in q1_0 q2_0_g64; do
+    f="$models/27b-$t.gguf"
+    [ -f "$f" ] || step "make_27b_$t" 150 "$bin/bonsai-gguf" make-model --preset 27b --type "$t" \
+      --vocab "$data/qwen3-vocab.gguf" -o "$f"
+    [ -f "$f" ] || continue
+    bench "qwen35_27b_$t" "$f" -p 512 -n 128
+    bench "qwen35_27b_${t}_parallel" "$f" -p 0 -n 32 -np 1,4
+    if [ -x "$llama_build/bin/llama-bench" ]; then
+      step "llama_27b_$t" 150 "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 3
+      table_rows "llama_27b_$t"
+    fi
   done
 fi
 

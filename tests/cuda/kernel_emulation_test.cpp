@@ -803,20 +803,22 @@ TEST(LayerKernels, RmsnormMatchesFloat64) {
   }
 }
 
-// Float64 per-head RMSNorm + NEOX RoPE of one head vector.
+// Float64 per-head RMSNorm + NEOX RoPE of one head vector, turning its
+// first n_rot values (all when 0) at rates base^(-2i/n_rot).
 std::vector<double> norm_rope(const float *v, const float *norm, int hd, int pos, double eps,
-                              double base) {
+                              double base, int n_rot = 0) {
+  const int rot = n_rot == 0 ? hd : n_rot;
   double ms = 0;
   for (int i = 0; i < hd; ++i)
     ms += static_cast<double>(v[i]) * v[i];
   ms /= hd;
   std::vector<double> n(hd), out(hd);
   for (int i = 0; i < hd; ++i)
-    n[i] = v[i] / std::sqrt(ms + eps) * norm[i];
-  for (int i = 0; i < hd / 2; ++i) {
-    const double theta = pos * std::pow(base, -2.0 * i / hd);
-    out[i] = n[i] * std::cos(theta) - n[i + hd / 2] * std::sin(theta);
-    out[i + hd / 2] = n[i] * std::sin(theta) + n[i + hd / 2] * std::cos(theta);
+    n[i] = out[i] = v[i] / std::sqrt(ms + eps) * norm[i];
+  for (int i = 0; i < rot / 2; ++i) {
+    const double theta = pos * std::pow(base, -2.0 * i / rot);
+    out[i] = n[i] * std::cos(theta) - n[i + rot / 2] * std::sin(theta);
+    out[i + rot / 2] = n[i] * std::sin(theta) + n[i + rot / 2] * std::cos(theta);
   }
   return out;
 }
@@ -836,9 +838,9 @@ TEST(LayerKernels, QkNormRopeRotatesQueriesAndStoresKeysAndValuesAtTheirPosition
   for (int i = 0; i < hd / 2; ++i)
     rates[static_cast<size_t>(i)] = std::pow(static_cast<double>(base), -2.0 * i / hd);
   emu::launch({n_head + n_kv, n_tokens, 1}, 32, hd * sizeof(float), [&] {
-    bonsai_qk_norm_rope(q.data(), k.data(), v.data(), q_norm.data(), k_norm.data(), k_cache.data(),
-                        v_cache.data(), step_info, n_head, n_kv, hd, max_ctx, eps, rates.data(),
-                        1.0f);
+    bonsai_qk_norm_rope(q.data(), hd, q.data(), k.data(), v.data(), q_norm.data(), k_norm.data(),
+                        k_cache.data(), v_cache.data(), step_info, n_head, n_kv, hd, hd, max_ctx,
+                        eps, rates.data(), 1.0f);
   });
   for (int t = 0; t < n_tokens; ++t) {
     const int pos = kv_length + t;
@@ -867,6 +869,65 @@ TEST(LayerKernels, QkNormRopeRotatesQueriesAndStoresKeysAndValuesAtTheirPosition
       }
 }
 
+// qwen35's gated attention: queries read from the interleaved projection
+// (each head's query, then its gate: a head stride of 2 * head_dim) into
+// compact rows, RoPE on the first n_rot values only, the rest normed and
+// unturned; keys likewise into the cache.
+TEST(LayerKernels, QkNormRopeTurnsTheFirstNRotValuesOfInterleavedQueries) {
+  const int n_head = 2, n_kv = 1, hd = 32, n_rot = 8, max_ctx = 16, n_tokens = 2, kv_length = 7;
+  const float eps = 1e-6f, base = 1e7f;
+  const std::vector<float> query_gate =
+      random_floats(static_cast<size_t>(n_tokens) * n_head * 2 * hd, 83);
+  std::vector<float> q(static_cast<size_t>(n_tokens) * n_head * hd, 0.0f);
+  const std::vector<float> k = random_floats(static_cast<size_t>(n_tokens) * n_kv * hd, 89);
+  const std::vector<float> v = random_floats(k.size(), 97);
+  const std::vector<float> q_norm = random_floats(hd, 101), k_norm = random_floats(hd, 103);
+  std::vector<float> k_cache(static_cast<size_t>(n_kv) * max_ctx * hd, 0.0f);
+  std::vector<float> v_cache(k_cache.size(), 0.0f);
+  const int step_info[2] = {kv_length, n_tokens};
+  std::vector<double> rates(n_rot / 2);
+  for (int i = 0; i < n_rot / 2; ++i)
+    rates[static_cast<size_t>(i)] = std::pow(static_cast<double>(base), -2.0 * i / n_rot);
+  emu::launch({n_head + n_kv, n_tokens, 1}, 32, hd * sizeof(float), [&] {
+    bonsai_qk_norm_rope(query_gate.data(), 2 * hd, q.data(), k.data(), v.data(), q_norm.data(),
+                        k_norm.data(), k_cache.data(), v_cache.data(), step_info, n_head, n_kv, hd,
+                        n_rot, max_ctx, eps, rates.data(), 1.0f);
+  });
+  for (int t = 0; t < n_tokens; ++t) {
+    const int pos = kv_length + t;
+    for (int h = 0; h < n_head; ++h) {
+      const float *query = query_gate.data() + (t * n_head + h) * 2 * hd;
+      const auto expected = norm_rope(query, q_norm.data(), hd, pos, eps, base, n_rot);
+      for (int i = 0; i < hd; ++i)
+        EXPECT_NEAR(q[(t * n_head + h) * hd + i], expected[i], 2e-5) << "q t" << t << " h" << h;
+    }
+    const auto expected = norm_rope(k.data() + t * hd, k_norm.data(), hd, pos, eps, base, n_rot);
+    for (int i = 0; i < hd; ++i) {
+      EXPECT_NEAR(k_cache[static_cast<size_t>(pos) * hd + i], expected[i], 2e-5) << "k t" << t;
+      EXPECT_EQ(v_cache[static_cast<size_t>(pos) * hd + i], v[t * hd + i]);
+    }
+  }
+}
+
+// attn[t][h] *= sigmoid(gate of head h), the gates being the odd runs of the
+// interleaved projection.
+TEST(LayerKernels, SigmoidGateScalesEachHeadByItsOwnGate) {
+  const int n_head = 3, hd = 40, n_tokens = 2;
+  std::vector<float> attn = random_floats(static_cast<size_t>(n_tokens) * n_head * hd, 107);
+  const std::vector<float> before = attn;
+  const std::vector<float> query_gate =
+      random_floats(static_cast<size_t>(n_tokens) * n_head * 2 * hd, 109, 3.0f);
+  emu::launch({n_head, n_tokens, 1}, 64, 0,
+              [&] { bonsai_sigmoid_gate(attn.data(), query_gate.data(), n_head, hd); });
+  for (int t = 0; t < n_tokens; ++t)
+    for (int h = 0; h < n_head; ++h)
+      for (int i = 0; i < hd; ++i) {
+        const double gate = query_gate[((t * n_head + h) * 2 + 1) * hd + i];
+        const double want = before[(t * n_head + h) * hd + i] / (1.0 + std::exp(-gate));
+        EXPECT_NEAR(attn[(t * n_head + h) * hd + i], want, 1e-6 * (std::fabs(want) + 1.0));
+      }
+}
+
 // The f16 cache: keys are the f32 results rounded to the nearest f16 (so
 // within half an f16 ulp, 2^-11 relative, of the float64 value plus the f32
 // error), values the f16 rounding of the inputs, queries as in f32.
@@ -884,9 +945,9 @@ TEST(LayerKernels, QkNormRopeF16StoresKeysAndValuesRoundedToHalf) {
   for (int i = 0; i < hd / 2; ++i)
     rates[static_cast<size_t>(i)] = std::pow(static_cast<double>(base), -2.0 * i / hd);
   emu::launch({n_head + n_kv, n_tokens, 1}, 32, hd * sizeof(float), [&] {
-    bonsai_qk_norm_rope_f16(q.data(), k.data(), v.data(), q_norm.data(), k_norm.data(),
-                            k_cache.data(), v_cache.data(), step_info, n_head, n_kv, hd, max_ctx,
-                            eps, rates.data(), 1.0f);
+    bonsai_qk_norm_rope_f16(q.data(), hd, q.data(), k.data(), v.data(), q_norm.data(),
+                            k_norm.data(), k_cache.data(), v_cache.data(), step_info, n_head, n_kv,
+                            hd, hd, max_ctx, eps, rates.data(), 1.0f);
   });
   for (int t = 0; t < n_tokens; ++t) {
     const int pos = kv_length + t;

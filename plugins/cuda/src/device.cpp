@@ -81,6 +81,11 @@ void Device::copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) const {
     check(api_.cuMemcpyDtoDAsync(dst, src, bytes, stream_), "cuMemcpyDtoDAsync");
 }
 
+void Device::zero(CUdeviceptr dst, size_t bytes) const {
+  if (bytes != 0)
+    check(api_.cuMemsetD32Async(dst, 0, bytes / sizeof(uint32_t), stream_), "cuMemsetD32Async");
+}
+
 void Device::download(void *dst, CUdeviceptr src, size_t bytes) const {
   if (bytes != 0)
     check(api_.cuMemcpyDtoHAsync(dst, src, bytes, stream_), "cuMemcpyDtoHAsync");

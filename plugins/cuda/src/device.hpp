@@ -75,6 +75,8 @@ public:
   void upload(CUdeviceptr dst, const void *src, size_t bytes) const;
   // Device-to-device, queued on the stream after the kernels before it.
   void copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) const;
+  // Sets `bytes` (a multiple of 4) to zero, queued on the stream.
+  void zero(CUdeviceptr dst, size_t bytes) const;
   // Copies and waits for the stream (the result is then in host memory).
   void download(void *dst, CUdeviceptr src, size_t bytes) const;
   void synchronize() const;

@@ -75,6 +75,8 @@ int widest_input(const ModelDims &d) {
 // Why the model cannot run on the persistent kernel, or "".
 std::string unsupported_reason(const Kernels &kernels, const BoundModel &m, std::string *kernel) {
   const ModelDims &d = m.dims;
+  if (m.layered)
+    return "its layers are qwen35's kinds, which the persistent kernel does not run";
   if (!kernels.persistent())
     return "its kernels were not built (int8_gemv=off, or a device before sm_70)";
   const unsigned type = m.layers[0].wq->layout.type;

@@ -23,14 +23,30 @@ void slot_copy(Context &ctx, int32_t from, int32_t to, int32_t n_positions) {
   const ModelDims &d = m.dims;
   const size_t head_bytes = src.layer_bytes / static_cast<size_t>(d.n_head_kv);
   const size_t bytes = static_cast<size_t>(n_positions) * d.head_dim * m.kv_bytes;
-  for (int layer = 0; layer < d.n_layer; ++layer)
+  for (int layer = 0; layer < d.n_kv_layers; ++layer)
     for (int head = 0; head < d.n_head_kv; ++head) {
       const size_t offset = head * head_bytes;
       ctx.device->copy(dst.keys(layer) + offset, src.keys(layer) + offset, bytes);
       ctx.device->copy(dst.values(layer) + offset, src.values(layer) + offset, bytes);
     }
+  // A recurrent state comes along only with the whole sequence; a prefix
+  // leaves `dst` needing a checkpoint (n == 0 is the zero state).
+  RecurrentState &state = dst.recurrent;
+  int32_t state_position = state.position;
+  if (!state.empty()) {
+    if (n_positions == src.length && src.state_ready()) {
+      ctx.device->copy(state.data(), src.recurrent.data(), state.bytes());
+      state_position = n_positions;
+    } else if (n_positions == 0) {
+      state.zero();
+      state_position = 0;
+    } else {
+      state_position = -1;
+    }
+  }
   ctx.device->synchronize(); // a failed copy is this call's error
   dst.length = n_positions;
+  state.position = state_position;
 }
 
 } // namespace bonsai::cuda

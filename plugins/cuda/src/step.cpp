@@ -7,14 +7,15 @@
 #include "bonsai/plugin/abi_checks.hpp"
 #include "bonsai/plugin/sequence_checks.hpp"
 #include "bonsai/plugin/slot_table.hpp"
+#include "delta_net_layer.hpp"
 #include "launch.hpp"
+#include "layer_launch.hpp"
 #include "persistent_step.hpp"
 #include "plugin_error.hpp"
 
 namespace bonsai::cuda {
 namespace {
 
-constexpr unsigned kNormThreads = 256;
 // bonsai_attention_split_warps (kernels/layer.cuh): ATTN_WARPS warps,
 // heads of up to ATTN_MAX_DIM dimensions, up to ATTN_MAX_GROUP query heads
 // per KV head.
@@ -46,23 +47,18 @@ std::string tc_attention_kernel(const Kernels &k, const ModelDims &d, int n_toke
   return name;
 }
 
-CUdeviceptr row_offset(CUdeviceptr base, int row, int64_t width) {
-  return base + static_cast<CUdeviceptr>(row) * static_cast<CUdeviceptr>(width) * sizeof(float);
-}
-
-void launch_rmsnorm(const Context &ctx, CUdeviceptr x, CUdeviceptr weight, CUdeviceptr out,
-                    int n_tokens, int n, float eps) {
-  LaunchShape shape;
-  shape.grid_x = static_cast<unsigned>(n_tokens);
-  shape.block_x = kNormThreads;
-  launch(*ctx.device, ctx.kernels->get("bonsai_rmsnorm"), shape, x, weight, out, n, eps);
-}
+// Where an attention layer's queries come from and which KV layer it uses.
+struct AttentionSource {
+  CUdeviceptr q_src = 0; // the query projection's rows
+  int q_head_stride = 0; // floats from one query head to the next in q_src
+  int cache_layer = 0;   // the layer's KV cache layer
+};
 
 // The attention of one layer for one sequence of the step, on its rows of
 // q/k/v: QK-norm + RoPE + KV store into its slot, split attention, merge.
 // Its {kv_length, n_tokens} is entry `index` of step_info.
-void run_attention(const Context &ctx, const BoundModel &m, int layer, const StepSequence &sequence,
-                   int index) {
+void run_attention(const Context &ctx, const BoundModel &m, const AttentionSource &source,
+                   int layer, const StepSequence &sequence, int index) {
   const Device &dev = *ctx.device;
   const Kernels &k = *ctx.kernels;
   const ModelDims &d = m.dims;
@@ -71,7 +67,8 @@ void run_attention(const Context &ctx, const BoundModel &m, int layer, const Ste
   const int64_t q_width = int64_t{d.n_head} * d.head_dim;
   const int64_t kv_width = int64_t{d.n_head_kv} * d.head_dim;
   const CUdeviceptr q = row_offset(a.q.get(), t0, q_width);
-  const CUdeviceptr keys = sequence.slot->keys(layer), values = sequence.slot->values(layer);
+  const CUdeviceptr keys = sequence.slot->keys(source.cache_layer);
+  const CUdeviceptr values = sequence.slot->values(source.cache_layer);
   const CUdeviceptr info = a.step_info.get() + 2 * sizeof(int32_t) * static_cast<size_t>(index);
   const CUdeviceptr part_ml = row_offset(a.part_ml.get(), t0, int64_t{2} * d.n_head * m.n_splits);
   const CUdeviceptr part_acc = row_offset(a.part_acc.get(), t0, q_width * m.n_splits);
@@ -83,10 +80,12 @@ void run_attention(const Context &ctx, const BoundModel &m, int layer, const Ste
   rope.shared_bytes = static_cast<unsigned>(d.head_dim * sizeof(float));
   // The KV kernels exist per cache element: NAME (f32) and NAME_f16.
   const char *kv_suffix = m.kv_bytes == 2 ? "_f16" : "";
-  launch(dev, k.get(std::string("bonsai_qk_norm_rope") + kv_suffix), rope, q,
-         row_offset(a.k.get(), t0, kv_width), row_offset(a.v.get(), t0, kv_width),
-         m.layers[layer].q_norm, m.layers[layer].k_norm, keys, values, info, d.n_head, d.n_head_kv,
-         d.head_dim, m.max_context, d.rms_eps, m.rope_rates.get(), d.rope_magnitude);
+  launch(dev, k.get(std::string("bonsai_qk_norm_rope") + kv_suffix), rope,
+         row_offset(source.q_src, t0, int64_t{d.n_head} * source.q_head_stride),
+         source.q_head_stride, q, row_offset(a.k.get(), t0, kv_width),
+         row_offset(a.v.get(), t0, kv_width), m.layers[layer].q_norm, m.layers[layer].k_norm, keys,
+         values, info, d.n_head, d.n_head_kv, d.head_dim, d.n_rot, m.max_context, d.rms_eps,
+         m.rope_rates.get(), d.rope_magnitude);
 
   // A long step (prefill): its attention on tensor cores in one launch.
   if (const std::string tc = tc_attention_kernel(k, d, sequence.n_tokens, m.kv_bytes);
@@ -127,9 +126,38 @@ void run_attention(const Context &ctx, const BoundModel &m, int layer, const Ste
          row_offset(a.attn.get(), t0, q_width), d.n_head, d.head_dim, m.n_splits);
 }
 
+// An attention layer's mixer: Q/K/V (RMSNorm fused where it can be),
+// attention per sequence, for gated attention the sigmoid output gate, and
+// the output projection added to the hidden state.
+void attention_mixer(const Context &ctx, const BoundModel &m, int layer, int n,
+                     const std::vector<StepSequence> &sequences) {
+  const ModelDims &d = m.dims;
+  const LayerBinding &L = m.layers[layer];
+  const Activations &a = m.act;
+  const bool gated = L.kind == MixerKind::GatedAttention;
+  MatmulGroup qkv;
+  qkv.weights[0] = L.wq, qkv.weights[1] = L.wk, qkv.weights[2] = L.wv;
+  qkv.outs[0] = gated ? a.query_gate.get() : a.q.get(), qkv.outs[1] = a.k.get();
+  qkv.outs[2] = a.v.get();
+  qkv.n = 3;
+  normed_matmuls(ctx, m, qkv, L.attn_norm, n);
+  const AttentionSource source{qkv.outs[0], gated ? 2 * d.head_dim : d.head_dim, L.cache_index};
+  for (size_t i = 0; i < sequences.size(); ++i)
+    run_attention(ctx, m, source, layer, sequences[i], static_cast<int>(i));
+  if (gated) {
+    LaunchShape shape;
+    shape.grid_x = static_cast<unsigned>(d.n_head);
+    shape.grid_y = static_cast<unsigned>(n);
+    shape.block_x = threads_for(d.head_dim);
+    launch(*ctx.device, ctx.kernels->get("bonsai_sigmoid_gate"), shape, a.attn.get(),
+           a.query_gate.get(), d.n_head, d.head_dim);
+  }
+  residual_matmul(ctx, m, *L.wo, a.attn.get(), a.x.get(), n);
+}
+
 // One decoder layer on the step's n_tokens rows (docs/architecture.md, "The model"): the
-// matmuls over every sequence's tokens at once, attention per sequence. Only
-// launches: safe inside a stream capture.
+// matmuls over every sequence's tokens at once, attention (or the DeltaNet
+// recurrence) per sequence. Only launches: safe inside a stream capture.
 void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
                const std::vector<StepSequence> &sequences) {
   const Device &dev = *ctx.device;
@@ -137,44 +165,21 @@ void run_layer(const Context &ctx, const BoundModel &m, int layer, int n,
   const ModelDims &d = m.dims;
   const LayerBinding &L = m.layers[layer];
   const Activations &a = m.act;
+  if (L.kind == MixerKind::GatedDeltaNet)
+    delta_net_mixer(ctx, m, L, n, sequences);
+  else
+    attention_mixer(ctx, m, layer, n, sequences);
 
-  // A step of up to kMaxInt8GemvTokens tokens (one sequence decoding, or a
-  // few together) runs its matmuls on int8 inputs where it can: RMSNorm +
-  // Q/K/V as one GEMV launch, each input quantized once (int8_input=token)
-  // into a.int8_input.
+  // The MLP: RMSNorm + gate/up + SiLU as one int8 launch for up to
+  // kMaxInt8GemvTokens tokens where it applies, then down added to x.
   const CUdeviceptr staging = ctx.options.int8_input_per_token ? a.int8_input.get() : 0;
-  const bool gemv = n <= kMaxInt8GemvTokens;
-  // Longer steps' matmuls quantize their input rows into a.int8_input where
-  // they run on int8 tensor cores (or the GEMVs 8 tokens at a time).
-  const auto rows = [&](const DeviceBuffer &x, const DeviceBuffer &out) {
-    return MatmulRows{x.get(), out.get(), n, a.int8_input.get()};
-  };
-  MatmulGroup qkv;
-  qkv.weights[0] = L.wq, qkv.weights[1] = L.wk, qkv.weights[2] = L.wv;
-  qkv.outs[0] = a.q.get(), qkv.outs[1] = a.k.get(), qkv.outs[2] = a.v.get();
-  qkv.n = 3;
-  if (!gemv ||
-      !launch_int8_group(dev, k, qkv, {a.x.get(), L.attn_norm, d.rms_eps, staging, n}, false)) {
-    launch_rmsnorm(ctx, a.x.get(), L.attn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
-    launch_matmul(dev, k, *L.wq, rows(a.h, a.q), false);
-    launch_matmul(dev, k, *L.wk, rows(a.h, a.k), false);
-    launch_matmul(dev, k, *L.wv, rows(a.h, a.v), false);
-  }
-
-  for (size_t i = 0; i < sequences.size(); ++i)
-    run_attention(ctx, m, layer, sequences[i], static_cast<int>(i));
-
-  if (!gemv || !launch_int8_group(dev, k, single_matmul(*L.wo, a.x.get()),
-                                  {a.attn.get(), 0, 0.0f, staging, n}, true))
-    launch_matmul(dev, k, *L.wo, rows(a.attn, a.x), true);
-  if (!gemv || !launch_int8_swiglu(dev, k, *L.w_gate, *L.w_up,
-                                   {a.x.get(), L.ffn_norm, d.rms_eps, staging, n}, a.ff.get())) {
+  if (n > kMaxInt8GemvTokens ||
+      !launch_int8_swiglu(dev, k, *L.w_gate, *L.w_up,
+                          {a.x.get(), L.ffn_norm, d.rms_eps, staging, n}, a.ff.get())) {
     launch_rmsnorm(ctx, a.x.get(), L.ffn_norm, a.h.get(), n, d.n_embd, d.rms_eps);
-    launch_swiglu(dev, k, *L.w_gate, *L.w_up, rows(a.h, a.ff));
+    launch_swiglu(dev, k, *L.w_gate, *L.w_up, {a.h.get(), a.ff.get(), n, a.int8_input.get()});
   }
-  if (!gemv || !launch_int8_group(dev, k, single_matmul(*L.w_down, a.x.get()),
-                                  {a.ff.get(), 0, 0.0f, staging, n}, true))
-    launch_matmul(dev, k, *L.w_down, rows(a.ff, a.x), true);
+  residual_matmul(ctx, m, *L.w_down, a.ff.get(), a.x.get(), n);
 }
 
 // Captures embedding lookup + every layer for a single token into a graph.
@@ -227,6 +232,10 @@ void open_step(Context &ctx, const std::vector<SequenceRequest> &requests, const
     const int index = batch ? static_cast<int>(i) : -1;
     KvSlot &slot = m.slots.at(request.slot, call);
     check_sequence_request(request, slot.length, s.n_tokens, limits, call, index);
+    if (!slot.state_ready())
+      fail_state(strformat("%s: slot %d was cut back to %d positions, but a recurrent state "
+                           "cannot be: restore a checkpoint onto it first (docs/abi.md)",
+                           call, request.slot, slot.length));
     for (const StepSequence &other : s.sequences)
       if (other.slot == &slot)
         fail_invalid(strformat("%s: sequences[%d]: slot %d appears twice in one step", call, index,
@@ -238,8 +247,9 @@ void open_step(Context &ctx, const std::vector<SequenceRequest> &requests, const
     s.n_tokens += request.n_tokens;
   }
   s.persistent = persistent_step_applies(m, s);
-  // The captured graph holds slot 0's cache and step_info entry 0.
-  s.use_graph = !s.persistent && ctx.options.use_graphs && s.n_tokens == 1 &&
+  // The captured graph holds slot 0's cache and step_info entry 0 (and would
+  // hold one copy of a recurrent state, which alternates: not for layered models).
+  s.use_graph = !s.persistent && !m.layered && ctx.options.use_graphs && s.n_tokens == 1 &&
                 s.sequences[0].slot == &m.slots.own();
   ctx.device->upload(m.act.token_ids.get(), s.token_ids.data(), sizeof(int32_t) * s.n_tokens);
   ctx.device->upload(m.act.step_info.get(), s.host_info.data(),
@@ -371,8 +381,15 @@ void step_end(Context &ctx) {
   ctx.device->synchronize(); // surface any asynchronous kernel error here
   if (recovered_from_stall(ctx, m))
     ctx.device->synchronize();
-  for (const StepSequence &sequence : ctx.step.sequences)
-    sequence.slot->length += sequence.n_tokens;
+  for (const StepSequence &sequence : ctx.step.sequences) {
+    KvSlot &slot = *sequence.slot;
+    slot.length += sequence.n_tokens;
+    RecurrentState &state = slot.recurrent;
+    if (!state.empty()) { // the copy this step wrote becomes the state
+      state.current = 1 - state.current;
+      state.position = slot.length;
+    }
+  }
   ctx.step = StepState{};
 }
 

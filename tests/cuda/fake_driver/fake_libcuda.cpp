@@ -63,6 +63,7 @@
 #include "persistent.cuh"
 
 #include "attention_tc.cuh"
+#include "delta_net.cuh"
 #include "layer.cuh"
 #include "matmul.cuh"
 #include "matmul_mmq.cuh"
@@ -240,6 +241,11 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     BONSAI_FAKE(bonsai_attention_merge)
     BONSAI_FAKE(bonsai_attention_tc)
     BONSAI_FAKE(bonsai_attention_tc_f16)
+    BONSAI_FAKE(bonsai_sigmoid_gate)
+    BONSAI_FAKE(bonsai_delta_net_conv)
+    BONSAI_FAKE(bonsai_delta_net_prepare)
+    BONSAI_FAKE(bonsai_delta_rule)
+    BONSAI_FAKE(bonsai_delta_net_gated_norm)
     BONSAI_FAKE(bonsai_argmax)
     BONSAI_FAKE(bonsai_quantize_input)
     BONSAI_FAKE(bonsai_quantize_rows)

@@ -199,7 +199,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 // Sum over the whole block (blockDim.x a multiple of 32, at most 1024);
 // every thread gets the result. `scratch` holds 32 floats.
-__device__ float block_sum(float v, float *scratch) {
+__device__ __forceinline__ float block_sum(float v, float *scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   v = warp_sum(v);
   __syncthreads(); // scratch may still be read by a previous call

@@ -67,11 +67,16 @@ std::vector<std::string> persistent_entry_points() {
 std::vector<KernelProgram> build_programs() {
   return {
       {"bonsai_matmul.cu", std::string(kCommonPrelude) + kMatmulSource, matmul_entry_points(), 0},
+      // The layer kernels of qwen3 and qwen35 (gated attention's gate, the
+      // gated DeltaNet's): one program, so a context compiles no more for
+      // either architecture.
       {"bonsai_layer.cu",
-       std::string(kCommonPrelude) + kLayerSource,
+       std::string(kCommonPrelude) + kLayerSource + kDeltaNetSource,
        {"bonsai_rmsnorm", "bonsai_qk_norm_rope", "bonsai_attention_split",
         "bonsai_attention_split_warps", "bonsai_qk_norm_rope_f16", "bonsai_attention_split_f16",
-        "bonsai_attention_split_warps_f16", "bonsai_attention_merge", "bonsai_argmax"},
+        "bonsai_attention_split_warps_f16", "bonsai_attention_merge", "bonsai_sigmoid_gate",
+        "bonsai_argmax", "bonsai_delta_net_conv", "bonsai_delta_net_prepare", "bonsai_delta_rule",
+        "bonsai_delta_net_gated_norm"},
        0},
       {"bonsai_matmul_tc.cu", std::string(kCommonPrelude) + kMatmulTcSource,
        entry_points(kTensorCoreTypes, tensor_core_gemm_name), 7, ProgramFeature::tensor_cores},

@@ -42,6 +42,7 @@ extern const char *const kGemvDp4aSource;
 extern const char *const kMatmulMmqSource;
 extern const char *const kPersistentSource;
 extern const char *const kAttentionTcSource;
+extern const char *const kDeltaNetSource;
 
 // The tensor-core GEMM of a weight type ("bonsai_gemm_tc_q1_0"; the SwiGLU
 // form "bonsai_gemm_swiglu_tc_..."), or "" when the type has none.

@@ -19,17 +19,23 @@ extern "C" __global__ void bonsai_rmsnorm(const float *x, const float *weight, f
     out[base + c] = x[base + c] * inv * weight[c];
 }
 
-// Per head: RMSNorm with the q/k norm weight, then NEOX RoPE (pairs i and
-// i + head_dim/2, angle = pos * inv_freq[i], cos and sin times `magnitude`:
-// plain or scaled RoPE rates, computed once per model on the host). Blocks x < n_head are
-// query heads (rotated in place); the rest are key heads, whose rotated keys
-// and plain values go into the KV cache at the token's position. Cache
-// layout: [kv_head][max_ctx][head_dim]. Block: head_dim rounded up to 32.
+// Per head: RMSNorm with the q/k norm weight, then NEOX RoPE on the first
+// n_rot values (pairs i and i + n_rot/2, angle = pos * inv_freq[i], cos and
+// sin times `magnitude`: plain or scaled RoPE rates, computed once per model
+// on the host); values from n_rot on pass unturned (qwen35's partial RoPE;
+// qwen3 turns all, n_rot = head_dim). Blocks x < n_head are query heads,
+// read from q_src (head h of token t at (t * n_head + h) * q_head_stride:
+// head_dim for qwen3, in place; 2 * head_dim for qwen35, whose query heads
+// interleave with their output gates) and written to q as [t][n_head][head_dim];
+// the rest are key heads, whose rotated keys and plain values go into the KV
+// cache at the token's position. Cache layout: [kv_head][max_ctx][head_dim].
+// Block: head_dim rounded up to 32.
 template <class KV>
 __device__ __forceinline__ void
-qk_norm_rope(float *q, const float *k, const float *v, const float *q_norm, const float *k_norm,
-             KV *k_cache, KV *v_cache, const int *step_info, int n_head, int n_head_kv,
-             int head_dim, int max_ctx, float eps, const double *inv_freq, float magnitude) {
+qk_norm_rope(const float *q_src, int q_head_stride, float *q, const float *k, const float *v,
+             const float *q_norm, const float *k_norm, KV *k_cache, KV *v_cache,
+             const int *step_info, int n_head, int n_head_kv, int head_dim, int n_rot, int max_ctx,
+             float eps, const double *inv_freq, float magnitude) {
   __shared__ float scratch[32];
   BONSAI_DYNAMIC_SHARED(float, normed); // head_dim floats
   const int i = threadIdx.x;
@@ -37,7 +43,7 @@ qk_norm_rope(float *q, const float *k, const float *v, const float *q_norm, cons
   const bool is_query = (int)blockIdx.x < n_head;
   const int head = is_query ? (int)blockIdx.x : (int)blockIdx.x - n_head;
   const int pos = step_info[0] + t;
-  const float *src = is_query ? q + ((size_t)t * n_head + head) * head_dim
+  const float *src = is_query ? q_src + ((size_t)t * n_head + head) * q_head_stride
                               : k + ((size_t)t * n_head_kv + head) * head_dim;
   const float *norm = is_query ? q_norm : k_norm;
   const float value = i < head_dim ? src[i] : 0.0f;
@@ -45,24 +51,28 @@ qk_norm_rope(float *q, const float *k, const float *v, const float *q_norm, cons
   if (i < head_dim)
     normed[i] = value * inv * norm[i];
   __syncthreads();
-  const int half = head_dim / 2;
+  const int half = n_rot / 2;
+  float *dst = q + ((size_t)t * n_head + head) * head_dim;
+  const size_t at = ((size_t)head * max_ctx + pos) * head_dim;
   if (i < half) {
     const double theta = (double)pos * inv_freq[i];
     const float c = (float)(magnitude * cos(theta)), s = (float)(magnitude * sin(theta));
     const float a = normed[i], b = normed[i + half];
     if (is_query) {
-      float *dst = q + ((size_t)t * n_head + head) * head_dim;
       dst[i] = a * c - b * s;
       dst[i + half] = a * s + b * c;
     } else {
-      const size_t at = ((size_t)head * max_ctx + pos) * head_dim;
       kv_store(k_cache, at + i, a * c - b * s);
       kv_store(k_cache, at + i + half, a * s + b * c);
     }
+  } else if (i >= n_rot && i < head_dim) {
+    if (is_query)
+      dst[i] = normed[i];
+    else
+      kv_store(k_cache, at + i, normed[i]);
   }
   if (!is_query && i < head_dim)
-    kv_store(v_cache, ((size_t)head * max_ctx + pos) * head_dim + i,
-             v[((size_t)t * n_head_kv + head) * head_dim + i]);
+    kv_store(v_cache, at + i, v[((size_t)t * n_head_kv + head) * head_dim + i]);
 }
 
 // What block (head, token, split) of an attention split works on: keys
@@ -234,12 +244,13 @@ attention_split_warps(const float *q, const KV *k_cache, const KV *v_cache, floa
 // The exported kernels over the cache element KV; SUFFIX names them.
 #define BONSAI_KV_KERNELS(SUFFIX, KV)                                                              \
   extern "C" __global__ void bonsai_qk_norm_rope##SUFFIX(                                          \
-      float *q, const float *k, const float *v, const float *q_norm, const float *k_norm,          \
-      KV *k_cache, KV *v_cache, const int *step_info, int n_head, int n_head_kv, int head_dim,     \
-      int max_ctx, float eps, const double *inv_freq, float magnitude) {                           \
+      const float *q_src, int q_head_stride, float *q, const float *k, const float *v,             \
+      const float *q_norm, const float *k_norm, KV *k_cache, KV *v_cache, const int *step_info,    \
+      int n_head, int n_head_kv, int head_dim, int n_rot, int max_ctx, float eps,                  \
+      const double *inv_freq, float magnitude) {                                                   \
     grid_entry();                                                                                  \
-    qk_norm_rope(q, k, v, q_norm, k_norm, k_cache, v_cache, step_info, n_head, n_head_kv,          \
-                 head_dim, max_ctx, eps, inv_freq, magnitude);                                     \
+    qk_norm_rope(q_src, q_head_stride, q, k, v, q_norm, k_norm, k_cache, v_cache, step_info,       \
+                 n_head, n_head_kv, head_dim, n_rot, max_ctx, eps, inv_freq, magnitude);           \
   }                                                                                                \
   extern "C" __global__ void bonsai_attention_split##SUFFIX(                                       \
       const float *q, const KV *k_cache, const KV *v_cache, float *part_ml, float *part_acc,       \
@@ -280,6 +291,20 @@ extern "C" __global__ void bonsai_attention_merge(const float *part_ml, const fl
     acc += part_acc[(first + s) * head_dim + i] * weight;
   }
   out[((size_t)t * n_head + head) * head_dim + i] = acc / l_sum;
+}
+
+// qwen35's attention output gate: attn[t][h][i] *= sigmoid(gate of head h),
+// the gates being the odd head_dim-sized runs of the interleaved query
+// projection (query_gate[t] = q_0 | gate_0 | q_1 | gate_1 ...). Grid
+// (n_head, n_tokens), block head_dim rounded up to 32.
+extern "C" __global__ void bonsai_sigmoid_gate(float *attn, const float *query_gate, int n_head,
+                                               int head_dim) {
+  grid_entry();
+  const int i = threadIdx.x, head = blockIdx.x, t = blockIdx.y;
+  if (i >= head_dim)
+    return;
+  const float gate = query_gate[((size_t)t * n_head + head) * 2 * head_dim + head_dim + i];
+  attn[((size_t)t * n_head + head) * head_dim + i] *= 1.0f / (1.0f + expf(-gate));
 }
 
 // out[r] = argmax of logits row r (lowest id on ties); one block of 256
