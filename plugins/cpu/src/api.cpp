@@ -79,72 +79,30 @@ bonsai_status api_supports_mixer(uint32_t kind) {
   return supports_mixer_kind(kind) ? BONSAI_OK : BONSAI_ERR_UNSUPPORTED;
 }
 
-bonsai_status api_bind_layered_model(bonsai_context *handle,
-                                     const bonsai_layered_model_desc *model) {
-  return guarded(Entry::live(handle), [&](Context &ctx) {
-    const bonsai_layered_model_desc d =
-        read_abi_struct(model, "bind_layered_model: model", kLayeredModelDescV12Size);
-    BindLimits limits;
-    limits.max_batch = ctx.max_batch;
-    limits.max_context = ctx.max_context;
-    limits.kv_type_for_head_dim = [&ctx](int head_dim) {
-      return kv_type_for(ctx.kv_choice, *ctx.kernels, head_dim);
-    };
-    auto bound = bind_layered_model(
-        d, [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); }, limits);
-    ctx.model = std::move(bound);
-    ctx.step.close();
-    const ModelDims &dims = ctx.model->dims;
-    ctx.log.debug(strformat("bonsai_cpu: bound a layered model of %d layers (%d attention, %d "
-                            "DeltaNet), n_embd %d; recurrent state %.1f MiB per sequence",
-                            dims.n_layer, dims.n_kv_layers, dims.n_state_layers, dims.n_embd,
-                            static_cast<double>(recurrent_state_bytes(ctx)) / (1 << 20)));
-  });
+} // namespace
+
+// bind_layered_model's work (the common entry point has read the struct).
+void bind_layered(Context &ctx, const bonsai_layered_model_desc &d) {
+  BindLimits limits;
+  limits.max_batch = ctx.max_batch;
+  limits.max_context = ctx.max_context;
+  limits.kv_type_for_head_dim = [&ctx](int head_dim) {
+    return kv_type_for(ctx.kv_choice, *ctx.kernels, head_dim);
+  };
+  auto bound = bind_layered_model(
+      d, [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); }, limits);
+  ctx.model = std::move(bound);
+  ctx.step.close();
+  const ModelDims &dims = ctx.model->dims;
+  ctx.log.debug(strformat("bonsai_cpu: bound a layered model of %d layers (%d attention, %d "
+                          "DeltaNet), n_embd %d; recurrent state %.1f MiB per sequence",
+                          dims.n_layer, dims.n_kv_layers, dims.n_state_layers, dims.n_embd,
+                          static_cast<double>(recurrent_state_bytes(ctx)) / (1 << 20)));
 }
 
-bonsai_status api_state_bytes(const bonsai_context *handle, uint64_t *bytes) {
-  return guarded(Entry::live(handle), [&](const Context &ctx) {
-    if (bytes == nullptr)
-      fail_invalid("state_bytes: bytes is NULL");
-    *bytes = recurrent_state_bytes(ctx);
-  });
-}
+namespace {
 
-bonsai_status api_checkpoint_save(bonsai_context *handle, int32_t slot, int32_t *checkpoint) {
-  return guarded(Entry::live(handle), [&](Context &ctx) {
-    if (checkpoint == nullptr)
-      fail_invalid("checkpoint_save: checkpoint is NULL");
-    *checkpoint = cpu::checkpoint_save(ctx, slot);
-  });
-}
-
-bonsai_status api_checkpoint_restore(bonsai_context *handle, int32_t checkpoint, int32_t slot) {
-  return guarded(Entry::live(handle),
-                 [&](Context &ctx) { cpu::checkpoint_restore(ctx, checkpoint, slot); });
-}
-
-bonsai_status api_checkpoint_free(bonsai_context *handle, int32_t checkpoint) {
-  return guarded(Entry::live(handle), [&](Context &ctx) { cpu::checkpoint_free(ctx, checkpoint); });
-}
-
-bonsai_status api_checkpoint_position(const bonsai_context *handle, int32_t checkpoint,
-                                      int32_t *position) {
-  return guarded(Entry::live(handle), [&](const Context &ctx) {
-    if (position == nullptr)
-      fail_invalid("checkpoint_position: position is NULL");
-    *position = cpu::checkpoint_position(ctx, checkpoint);
-  });
-}
-
-const bonsai_layer_kinds_extension kLayerKinds{
-    {sizeof(bonsai_layer_kinds_extension), BONSAI_EXTENSION_LAYER_KINDS, nullptr},
-    api_supports_mixer,
-    api_bind_layered_model,
-    api_state_bytes,
-    api_checkpoint_save,
-    api_checkpoint_restore,
-    api_checkpoint_free,
-    api_checkpoint_position};
+const bonsai_layer_kinds_extension kLayerKinds = Entry::layer_kinds(api_supports_mixer);
 
 const bonsai_sequences_extension kSequences = Entry::sequences(&kLayerKinds.header);
 

@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "bonsai/plugin/checkpoint_store.hpp"
 #include "bonsai/plugin/rope_rates.hpp"
 #include "bonsai/plugin/slot_table.hpp"
 
@@ -166,12 +167,6 @@ struct KvCache {
 // Throws PluginError (OUT_OF_MEMORY) when its size overflows; bad_alloc.
 std::unique_ptr<KvCache> make_kv_cache(const ModelDims &dims, int max_context, KvType type);
 
-// A copy of one sequence's recurrent state (ABI 1.2 checkpoint_save).
-struct Checkpoint {
-  int32_t position = 0;
-  std::unique_ptr<float[]> state;
-};
-
 struct BoundModel {
   ModelDims dims;
   int max_context = 0;
@@ -183,8 +178,8 @@ struct BoundModel {
   StepBuffers buffers;
   // KV slots by id: slot 0 (the context's own cache) always exists.
   plugin::SlotTable<KvCache> slots;
-  std::unordered_map<int32_t, Checkpoint> checkpoints; // by id
-  int32_t next_checkpoint = 1;
+  // Saved recurrent states (checkpoint_save), a copy of every layer's each.
+  plugin::CheckpointStore<std::unique_ptr<float[]>> checkpoints;
 };
 
 // Maps a host handle to a weight of this context (nullptr if it is not one).

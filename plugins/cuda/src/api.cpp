@@ -136,70 +136,27 @@ bonsai_status api_supports_mixer(uint32_t kind) {
              : BONSAI_ERR_UNSUPPORTED;
 }
 
-bonsai_status api_bind_layered_model(bonsai_context *handle,
-                                     const bonsai_layered_model_desc *model) {
-  return on_device(Entry::live(handle), [&](Context &ctx) {
-    const bonsai_layered_model_desc d =
-        read_abi_struct(model, "bind_layered_model: model", kLayeredModelDescV12Size);
-    const BindLimits limits{ctx.max_context, ctx.max_batch, ctx.options.kv_f16};
-    const WeightLookup find = [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); };
-    // As bind_model: a bad description leaves the current binding alone.
-    validate_layered_model(*ctx.device, *ctx.kernels, d, find, limits);
-    ctx.model.reset();
-    ctx.step = StepState{};
-    ctx.model = bind_layered_model(*ctx.device, *ctx.kernels, d, find, limits);
-    const ModelDims &dims = ctx.model->dims;
-    ctx.log.debug(strformat("bonsai_cuda: bound a layered model of %d layers (%d attention, %d "
-                            "DeltaNet), n_embd %d; recurrent state %.1f MiB per sequence",
-                            dims.n_layer, dims.n_kv_layers, dims.n_state_layers, dims.n_embd,
-                            static_cast<double>(recurrent_state_bytes(ctx)) / (1 << 20)));
-  });
+} // namespace
+
+// bind_layered_model's work (the common entry point has read the struct).
+void bind_layered(Context &ctx, const bonsai_layered_model_desc &d) {
+  const BindLimits limits{ctx.max_context, ctx.max_batch, ctx.options.kv_f16};
+  const WeightLookup find = [&ctx](const bonsai_weight *h) { return ctx.find_weight(h); };
+  // As bind_model: a bad description leaves the current binding alone.
+  validate_layered_model(*ctx.device, *ctx.kernels, d, find, limits);
+  ctx.model.reset();
+  ctx.step = StepState{};
+  ctx.model = bind_layered_model(*ctx.device, *ctx.kernels, d, find, limits);
+  const ModelDims &dims = ctx.model->dims;
+  ctx.log.debug(strformat("bonsai_cuda: bound a layered model of %d layers (%d attention, %d "
+                          "DeltaNet), n_embd %d; recurrent state %.1f MiB per sequence",
+                          dims.n_layer, dims.n_kv_layers, dims.n_state_layers, dims.n_embd,
+                          static_cast<double>(recurrent_state_bytes(ctx)) / (1 << 20)));
 }
 
-bonsai_status api_state_bytes(const bonsai_context *handle, uint64_t *bytes) {
-  return on_device(Entry::live(handle), [&](const Context &ctx) {
-    if (bytes == nullptr)
-      fail_invalid("state_bytes: bytes is NULL");
-    *bytes = recurrent_state_bytes(ctx);
-  });
-}
+namespace {
 
-bonsai_status api_checkpoint_save(bonsai_context *handle, int32_t slot, int32_t *checkpoint) {
-  return on_device(Entry::live(handle), [&](Context &ctx) {
-    if (checkpoint == nullptr)
-      fail_invalid("checkpoint_save: checkpoint is NULL");
-    *checkpoint = cuda::checkpoint_save(ctx, slot);
-  });
-}
-
-bonsai_status api_checkpoint_restore(bonsai_context *handle, int32_t checkpoint, int32_t slot) {
-  return on_device(Entry::live(handle),
-                   [&](Context &ctx) { cuda::checkpoint_restore(ctx, checkpoint, slot); });
-}
-
-bonsai_status api_checkpoint_free(bonsai_context *handle, int32_t checkpoint) {
-  return on_device(Entry::live(handle),
-                   [&](Context &ctx) { cuda::checkpoint_free(ctx, checkpoint); });
-}
-
-bonsai_status api_checkpoint_position(const bonsai_context *handle, int32_t checkpoint,
-                                      int32_t *position) {
-  return on_device(Entry::live(handle), [&](const Context &ctx) {
-    if (position == nullptr)
-      fail_invalid("checkpoint_position: position is NULL");
-    *position = cuda::checkpoint_position(ctx, checkpoint);
-  });
-}
-
-const bonsai_layer_kinds_extension kLayerKinds{
-    {sizeof(bonsai_layer_kinds_extension), BONSAI_EXTENSION_LAYER_KINDS, nullptr},
-    api_supports_mixer,
-    api_bind_layered_model,
-    api_state_bytes,
-    api_checkpoint_save,
-    api_checkpoint_restore,
-    api_checkpoint_free,
-    api_checkpoint_position};
+const bonsai_layer_kinds_extension kLayerKinds = Entry::layer_kinds(api_supports_mixer);
 
 const bonsai_sequences_extension kSequences = Entry::sequences(&kLayerKinds.header);
 

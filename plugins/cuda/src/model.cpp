@@ -137,6 +137,7 @@ std::unique_ptr<KvSlot> make_kv_slot(const Device &device, const BoundModel &m) 
 
 void RecurrentState::zero() {
   device->zero(data(), bytes());
+  device->synchronize(); // a failed clear is this call's error
   position = 0;
 }
 

@@ -4,12 +4,12 @@
 // max_context positions each) and the captured decode graph.
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <set>
 #include <vector>
 
 #include "bonsai/bonsai_backend.h"
+#include "bonsai/plugin/checkpoint_store.hpp"
 #include "bonsai/plugin/layered_desc.hpp"
 #include "bonsai/plugin/slot_table.hpp"
 #include "device.hpp"
@@ -63,7 +63,7 @@ struct RecurrentState {
   CUdeviceptr layer(int copy, int index) const {
     return copies[copy].get() + layer_floats * static_cast<size_t>(index) * sizeof(float);
   }
-  void zero(); // queued on the stream; position 0
+  void zero(); // waits for it; position 0
 };
 
 // One KV cache (a slot of the sequences extension; slot 0 is the context's
@@ -137,12 +137,6 @@ private:
 
 inline constexpr int kLogitRows = 16; // LM head rows projected per launch
 
-// A saved recurrent state (checkpoint_save) and the length it describes.
-struct Checkpoint {
-  int32_t position = 0;
-  DeviceBuffer state;
-};
-
 struct BoundModel {
   explicit BoundModel(const DriverApi &api) : decode_graph(api) {}
   ModelDims dims;
@@ -168,8 +162,8 @@ struct BoundModel {
   std::unique_ptr<PersistentDecode> persistent;
   bool persistent_off = false;
   bool layered = false; // bound with bind_layered_model (ABI 1.2 layer kinds)
-  std::map<int32_t, Checkpoint> checkpoints;
-  int32_t next_checkpoint = 1;
+  // Saved recurrent states (checkpoint_save), in device memory.
+  plugin::CheckpointStore<DeviceBuffer> checkpoints;
 };
 
 // An empty KV slot of the model's shape; OUT_OF_MEMORY names it.

@@ -21,7 +21,7 @@ void slot_copy(Context &ctx, int32_t from, int32_t to, int32_t n_positions) {
   discard_step(ctx);
   // Each head's positions are contiguous: one copy per layer, tensor and head.
   const ModelDims &d = m.dims;
-  const size_t head_bytes = src.layer_bytes / static_cast<size_t>(d.n_head_kv);
+  const size_t head_bytes = static_cast<size_t>(m.max_context) * d.head_dim * m.kv_bytes;
   const size_t bytes = static_cast<size_t>(n_positions) * d.head_dim * m.kv_bytes;
   for (int layer = 0; layer < d.n_kv_layers; ++layer)
     for (int head = 0; head < d.n_head_kv; ++head) {
@@ -31,22 +31,24 @@ void slot_copy(Context &ctx, int32_t from, int32_t to, int32_t n_positions) {
     }
   // A recurrent state comes along only with the whole sequence; a prefix
   // leaves `dst` needing a checkpoint (n == 0 is the zero state).
+  // The state goes into dst's other copy, made current only once every
+  // copy has landed: a failed call leaves dst's state as it was.
   RecurrentState &state = dst.recurrent;
-  int32_t state_position = state.position;
-  if (!state.empty()) {
-    if (n_positions == src.length && src.state_ready()) {
-      ctx.device->copy(state.data(), src.recurrent.data(), state.bytes());
-      state_position = n_positions;
-    } else if (n_positions == 0) {
-      state.zero();
-      state_position = 0;
-    } else {
-      state_position = -1;
-    }
-  }
+  const bool whole = !state.empty() && n_positions == src.length && src.state_ready();
+  if (whole)
+    ctx.device->copy(state.layer(1 - state.current, 0), src.recurrent.data(), state.bytes());
   ctx.device->synchronize(); // a failed copy is this call's error
   dst.length = n_positions;
-  state.position = state_position;
+  if (state.empty())
+    return;
+  if (whole) {
+    state.current = 1 - state.current;
+    state.position = n_positions;
+  } else if (n_positions == 0) {
+    state.zero();
+  } else {
+    state.position = -1;
+  }
 }
 
 } // namespace bonsai::cuda

@@ -17,6 +17,13 @@
 //   int32_t slot_create(Context &);   // allocates a cache, SlotTable::add
 //   void slot_copy(Context &, int32_t from, int32_t to, int32_t n_positions);
 //   void step_begin_batch(Context &, const bonsai_batch_step_desc &);
+// A plugin offering the layer-kinds extension (layer_kinds()) also provides:
+//   void bind_layered(Context &, const bonsai_layered_model_desc &);
+//   uint64_t recurrent_state_bytes(const Context &);
+//   int32_t checkpoint_save(Context &, int32_t slot);
+//   void checkpoint_restore(Context &, int32_t checkpoint, int32_t slot);
+//   void checkpoint_free(Context &, int32_t checkpoint);
+//   int32_t checkpoint_position(const Context &, int32_t checkpoint);
 // Each may throw PluginError; the entry points turn that into a status.
 #include <cstdint>
 #include <memory>
@@ -85,6 +92,22 @@ struct EntryPoints {
         copy_slot,
         length_of_slot,
         begin_batch};
+  }
+
+  // The layer-kinds extension (ABI 1.2) over the plugin's bind and
+  // checkpoint functions; `supports_mixer` needs no context, so the plugin
+  // gives it as it is.
+  static constexpr bonsai_layer_kinds_extension
+  layer_kinds(bonsai_status (*supports_mixer)(uint32_t), const bonsai_extension *next = nullptr) {
+    return bonsai_layer_kinds_extension{
+        {sizeof(bonsai_layer_kinds_extension), BONSAI_EXTENSION_LAYER_KINDS, next},
+        supports_mixer,
+        bind_layered_model,
+        state_size,
+        save_checkpoint,
+        restore_checkpoint,
+        free_checkpoint,
+        position_of_checkpoint};
   }
 
   static Context *live(bonsai_context *handle) { return live_context<Context, Tag>(handle); }
@@ -202,6 +225,44 @@ struct EntryPoints {
   static bonsai_status begin_batch(bonsai_context *handle, const bonsai_batch_step_desc *batch) {
     return guarded<Scope>(live(handle), [&](Context &ctx) {
       step_begin_batch(ctx, read_abi_struct(batch, "begin_batch: batch"));
+    });
+  }
+
+  static bonsai_status bind_layered_model(bonsai_context *handle,
+                                          const bonsai_layered_model_desc *model) {
+    return guarded<Scope>(live(handle), [&](Context &ctx) {
+      bind_layered(ctx,
+                   read_abi_struct(model, "bind_layered_model: model", kLayeredModelDescV12Size));
+    });
+  }
+  static bonsai_status state_size(const bonsai_context *handle, uint64_t *bytes) {
+    return guarded<Scope>(live(handle), [bytes](const Context &ctx) {
+      if (bytes == nullptr)
+        fail_invalid("state_bytes: bytes is NULL");
+      *bytes = recurrent_state_bytes(ctx);
+    });
+  }
+  static bonsai_status save_checkpoint(bonsai_context *handle, int32_t slot, int32_t *checkpoint) {
+    return guarded<Scope>(live(handle), [slot, checkpoint](Context &ctx) {
+      if (checkpoint == nullptr)
+        fail_invalid("checkpoint_save: checkpoint is NULL");
+      *checkpoint = checkpoint_save(ctx, slot);
+    });
+  }
+  static bonsai_status restore_checkpoint(bonsai_context *handle, int32_t checkpoint,
+                                          int32_t slot) {
+    return guarded<Scope>(live(handle),
+                          [=](Context &ctx) { checkpoint_restore(ctx, checkpoint, slot); });
+  }
+  static bonsai_status free_checkpoint(bonsai_context *handle, int32_t checkpoint) {
+    return guarded<Scope>(live(handle), [=](Context &ctx) { checkpoint_free(ctx, checkpoint); });
+  }
+  static bonsai_status position_of_checkpoint(const bonsai_context *handle, int32_t checkpoint,
+                                              int32_t *position) {
+    return guarded<Scope>(live(handle), [=](const Context &ctx) {
+      if (position == nullptr)
+        fail_invalid("checkpoint_position: position is NULL");
+      *position = checkpoint_position(ctx, checkpoint);
     });
   }
 };
