@@ -8,7 +8,7 @@ namespace {
 // Channels per conv block (any size works), and value columns per
 // delta-rule block: DR_WARPS of kernels/delta_net.cuh.
 constexpr unsigned kConvThreads = 256;
-constexpr int kRuleColumns = 4;
+constexpr int kRuleColumns = 8;
 
 // Where one sequence's run and this layer's state copies are.
 struct SequenceRun {

@@ -10,7 +10,7 @@
 // ([key i][value j]); a step reads one copy and writes the other.
 
 #define DN_MAX_CONV 8 // widest conv the conv kernel keeps in registers
-#define DR_WARPS 4    // value columns per delta-rule block, one per warp
+#define DR_WARPS 8    // value columns per delta-rule block, one per warp
 #define DR_MAX_ROWS 8 // state rows per lane: heads of up to 256
 
 __device__ __forceinline__ float dn_silu(float v) {
@@ -93,7 +93,9 @@ extern "C" __global__ void bonsai_delta_net_prepare(float *act, float *beta, flo
 // recurrence, so warp w of block (h, y) owns column j = y * DR_WARPS + w,
 // lane l holding rows l, l + 32, ...; a column's two sums are warp
 // reductions and no block barrier is needed. Reads state_in, writes
-// state_out (another copy). Block: 32 * DR_WARPS threads.
+// state_out (another copy). Block: 32 * DR_WARPS threads. Eight columns per
+// block: each row's 32-byte sector of the state is read and written whole
+// by one block (lanes of a warp are d floats apart).
 extern "C" __global__ void bonsai_delta_rule(const float *act, const float *beta,
                                              const float *decay, const float *state_in,
                                              float *state_out, float *out, int n_k_heads,
