@@ -1028,13 +1028,14 @@ struct AttentionCase {
   bool warps;        // bonsai_attention_split_warps instead of bonsai_attention_split
   int head_dim = 24; // 24: lanes 24..31 idle; 100 and 128 use all four dimensions per lane
   int n_head = 4, n_kv = 2;
-  bool f16 = false; // the _f16 kernels on an f16 cache
+  bool f16 = false;  // the _f16 kernels on an f16 cache
+  bool wide = false; // with warps: the wide form (heads up to 256, groups up to 8)
 };
 
 void PrintTo(const AttentionCase &c, std::ostream *out) {
-  *out << (c.warps ? "warps" : "block") << " kv " << c.kv_length << " tokens " << c.n_tokens
-       << " splits " << c.n_splits << " head_dim " << c.head_dim << " heads " << c.n_head << "/"
-       << c.n_kv << (c.f16 ? " f16" : "");
+  *out << (c.warps ? (c.wide ? "wide warps" : "warps") : "block") << " kv " << c.kv_length
+       << " tokens " << c.n_tokens << " splits " << c.n_splits << " head_dim " << c.head_dim
+       << " heads " << c.n_head << "/" << c.n_kv << (c.f16 ? " f16" : "");
 }
 
 class SplitAttention : public ::testing::TestWithParam<AttentionCase> {};
@@ -1057,7 +1058,17 @@ TEST_P(SplitAttention, MatchesCausalSoftmaxAttentionWithGroupedHeads) {
   // The warp kernel takes one block per KV head (its query heads together).
   const emu::Dim3 grid = {static_cast<unsigned>(c.warps ? n_kv : n_head),
                           static_cast<unsigned>(c.n_tokens), static_cast<unsigned>(c.n_splits)};
-  if (c.warps && c.f16)
+  if (c.wide && c.f16)
+    emu::launch(grid, 32 * ATTN_WARPS, 0, [&] {
+      bonsai_attention_split_warps_wide_f16(q.data(), k_half.data(), v_half.data(), part_ml.data(),
+                                            part_acc.data(), step_info, n_head, n_kv, hd, max_ctx);
+    });
+  else if (c.wide)
+    emu::launch(grid, 32 * ATTN_WARPS, 0, [&] {
+      bonsai_attention_split_warps_wide(q.data(), k_cache.data(), v_cache.data(), part_ml.data(),
+                                        part_acc.data(), step_info, n_head, n_kv, hd, max_ctx);
+    });
+  else if (c.warps && c.f16)
     emu::launch(grid, 32 * ATTN_WARPS, 0, [&] {
       bonsai_attention_split_warps_f16(q.data(), k_half.data(), v_half.data(), part_ml.data(),
                                        part_acc.data(), step_info, n_head, n_kv, hd, max_ctx);
@@ -1118,7 +1129,12 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{20, 1, 8, true, 128, 8, 2},  // 4 per KV head (Qwen3 4B/8B)
                       AttentionCase{30, 2, 5, false, 24, 6, 3},
                       AttentionCase{37, 4, 4, true, 128, 4, 2, true}, // f16 cache, both kernels
-                      AttentionCase{20, 1, 8, false, 24, 4, 2, true}));
+                      AttentionCase{20, 1, 8, false, 24, 4, 2, true},
+                      // The wide form: qwen35's heads of 256, 6 per KV head (decode); an f16
+                      // cache with 8 per KV head and lanes partly idle; a small head.
+                      AttentionCase{20, 1, 8, true, 256, 12, 2, false, true},
+                      AttentionCase{11, 3, 4, true, 200, 16, 2, true, true},
+                      AttentionCase{5, 2, 2, true, 64, 8, 4, false, true}));
 
 // Prefill attention on f16 tensor cores (bonsai_attention_tc): one launch
 // per sequence step, 64 tokens per block, mma.m16n8k16 emulated lane by lane

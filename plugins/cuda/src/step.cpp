@@ -18,10 +18,25 @@ namespace {
 
 // bonsai_attention_split_warps (kernels/layer.cuh): ATTN_WARPS warps,
 // heads of up to ATTN_MAX_DIM dimensions, up to ATTN_MAX_GROUP query heads
-// per KV head.
+// per KV head; its wide form (qwen35's heads of 256 in groups of 6) up to
+// ATTN_WIDE_MAX_DIM and ATTN_WIDE_MAX_GROUP.
 constexpr unsigned kAttentionWarpThreads = 128;
 constexpr int kAttentionWarpMaxDim = 128;
 constexpr int kAttentionWarpMaxGroup = 4;
+constexpr int kAttentionWideMaxDim = 256;
+constexpr int kAttentionWideMaxGroup = 8;
+
+// The warp attention kernel (without its KV suffix) for the model's heads,
+// or "" when they fit neither form (the block-per-head kernel then runs).
+const char *warp_attention_kernel(const ModelDims &d) {
+  const int group = d.n_head / d.n_head_kv;
+  if (d.head_dim <= kAttentionWarpMaxDim && group <= kAttentionWarpMaxGroup)
+    return "bonsai_attention_split_warps";
+  if (d.head_dim <= kAttentionWideMaxDim && group <= kAttentionWideMaxGroup)
+    return "bonsai_attention_split_warps_wide";
+  return "";
+}
+
 // bonsai_attention_tc (kernels/attention_tc.cuh): 4 warps, 64 tokens per
 // block, heads of up to 128 dimensions in steps of 16, key and value tiles
 // of 64 rows (head_dim + 8 f16 each) in dynamic shared memory. Steps of at
@@ -107,16 +122,13 @@ void run_attention(const Context &ctx, const BoundModel &m, const AttentionSourc
   split.grid_z = static_cast<unsigned>(m.n_splits);
   // The warp kernel (no barrier per key, one block per KV head and its
   // query heads) where the head fits its lanes and the group its registers.
-  const bool warp_attention =
-      d.head_dim <= kAttentionWarpMaxDim && d.n_head / d.n_head_kv <= kAttentionWarpMaxGroup;
+  const std::string warp_kernel = warp_attention_kernel(d);
+  const bool warp_attention = !warp_kernel.empty();
   split.block_x = warp_attention ? kAttentionWarpThreads : threads_for(d.head_dim);
   if (warp_attention)
     split.grid_x = static_cast<unsigned>(d.n_head_kv);
-  launch(dev,
-         k.get(std::string(warp_attention ? "bonsai_attention_split_warps"
-                                          : "bonsai_attention_split") +
-               kv_suffix),
-         split, q, keys, values, part_ml, part_acc, info, d.n_head, d.n_head_kv, d.head_dim,
+  launch(dev, k.get((warp_attention ? warp_kernel : "bonsai_attention_split") + kv_suffix), split,
+         q, keys, values, part_ml, part_acc, info, d.n_head, d.n_head_kv, d.head_dim,
          m.max_context);
   LaunchShape merge = split;
   merge.grid_x = static_cast<unsigned>(d.n_head);

@@ -238,6 +238,8 @@ const std::map<std::string, FakeKernel> &kernel_table() {
     BONSAI_FAKE(bonsai_qk_norm_rope_f16)
     BONSAI_FAKE(bonsai_attention_split_f16)
     BONSAI_FAKE(bonsai_attention_split_warps_f16)
+    BONSAI_FAKE(bonsai_attention_split_warps_wide)
+    BONSAI_FAKE(bonsai_attention_split_warps_wide_f16)
     BONSAI_FAKE(bonsai_attention_merge)
     BONSAI_FAKE(bonsai_attention_tc)
     BONSAI_FAKE(bonsai_attention_tc_f16)

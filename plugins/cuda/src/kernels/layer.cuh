@@ -143,26 +143,30 @@ __device__ __forceinline__ void attention_split(const float *q, const KV *k_cach
     part_acc[s.partial * head_dim + i] = acc;
 }
 
-// Split-K attention, pass 1, for head_dim <= ATTN_MAX_DIM and at most
-// ATTN_MAX_GROUP query heads per KV head (every Qwen3 model): the output of
+// Split-K attention, pass 1, for head_dim <= MAX_DIM and at most MAX_GROUP
+// query heads per KV head: ATTN_MAX_DIM and ATTN_MAX_GROUP (every Qwen3
+// model), or the wide form's 256 and 8 (qwen35's gated attention: heads of
+// 256, 6 query heads per KV head). The output of
 // bonsai_attention_split, from block (kv_head, token, split) for all the
 // query heads of that KV head, so each key and value is read once for the
 // group, and without a block barrier per key. ATTN_WARPS warps take the
-// split's keys in turn, lane l holding dimensions l, l + 32, l + 64 and
-// l + 96, so a score is one warp reduction; each warp keeps an online
+// split's keys in turn, lane l holding dimensions l, l + 32, ... (MAX_DIM /
+// 32 of them), so a score is one warp reduction; each warp keeps an online
 // softmax per query head, and the warps' states are combined once at the
 // end. Launch with 32 * ATTN_WARPS threads and n_head_kv blocks in x.
 #define ATTN_WARPS 4
 #define ATTN_MAX_DIM 128
 #define ATTN_MAX_GROUP 4
-#define ATTN_DIMS_PER_LANE (ATTN_MAX_DIM / 32)
-template <class KV>
+#define ATTN_WIDE_MAX_DIM 256
+#define ATTN_WIDE_MAX_GROUP 8
+template <class KV, int MAX_DIM, int MAX_GROUP>
 __device__ __forceinline__ void
 attention_split_warps(const float *q, const KV *k_cache, const KV *v_cache, float *part_ml,
                       float *part_acc, const int *step_info, int n_head, int n_head_kv,
                       int head_dim, int max_ctx) {
-  __shared__ float warp_m[ATTN_WARPS][ATTN_MAX_GROUP], warp_l[ATTN_WARPS][ATTN_MAX_GROUP];
-  __shared__ float warp_acc[ATTN_WARPS][ATTN_MAX_GROUP][ATTN_MAX_DIM];
+  constexpr int DIMS_PER_LANE = MAX_DIM / 32;
+  __shared__ float warp_m[ATTN_WARPS][MAX_GROUP], warp_l[ATTN_WARPS][MAX_GROUP];
+  __shared__ float warp_acc[ATTN_WARPS][MAX_GROUP][MAX_DIM];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int group = n_head / n_head_kv, first_head = (int)blockIdx.x * group;
   // The slice of the group's first head; head g's query and partial follow
@@ -170,10 +174,10 @@ attention_split_warps(const float *q, const KV *k_cache, const KV *v_cache, floa
   const AttentionSlice<KV> s = attention_slice(q, k_cache, v_cache, step_info, first_head, n_head,
                                                n_head_kv, head_dim, max_ctx);
   const int n_splits = gridDim.z;
-  float qv[ATTN_MAX_GROUP][ATTN_DIMS_PER_LANE], acc[ATTN_MAX_GROUP][ATTN_DIMS_PER_LANE];
-  float m[ATTN_MAX_GROUP], l[ATTN_MAX_GROUP];
-  for (int g = 0; g < ATTN_MAX_GROUP; ++g) {
-    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r) {
+  float qv[MAX_GROUP][DIMS_PER_LANE], acc[MAX_GROUP][DIMS_PER_LANE];
+  float m[MAX_GROUP], l[MAX_GROUP];
+  for (int g = 0; g < MAX_GROUP; ++g) {
+    for (int r = 0; r < DIMS_PER_LANE; ++r) {
       const int dim = lane + 32 * r;
       qv[g][r] = g < group && dim < head_dim ? s.query[(size_t)g * head_dim + dim] : 0.0f;
       acc[g][r] = 0.0f;
@@ -183,38 +187,38 @@ attention_split_warps(const float *q, const KV *k_cache, const KV *v_cache, floa
   }
   for (int j = s.begin + warp; j < s.end; j += ATTN_WARPS) {
     const KV *key = s.keys + (size_t)j * head_dim, *value = s.values + (size_t)j * head_dim;
-    float kv[ATTN_DIMS_PER_LANE], vv[ATTN_DIMS_PER_LANE];
-    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r) {
+    float kv[DIMS_PER_LANE], vv[DIMS_PER_LANE];
+    for (int r = 0; r < DIMS_PER_LANE; ++r) {
       const int dim = lane + 32 * r;
       kv[r] = dim < head_dim ? kv_load(key, dim) : 0.0f;
       vv[r] = dim < head_dim ? kv_load(value, dim) : 0.0f;
     }
     // Constant bounds with guards (group is the same for every lane): the
     // per-head arrays stay in registers.
-    for (int g = 0; g < ATTN_MAX_GROUP; ++g) {
+    for (int g = 0; g < MAX_GROUP; ++g) {
       if (g >= group)
         continue;
       float partial = 0.0f;
-      for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
+      for (int r = 0; r < DIMS_PER_LANE; ++r)
         partial += qv[g][r] * kv[r];
       const float score = warp_sum(partial) * s.scale;
       const float m_new = fmaxf(m[g], score);
       const float correction = expf(m[g] - m_new); // 0 for the warp's first key (m = -inf)
       const float p = expf(score - m_new);
       l[g] = l[g] * correction + p;
-      for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
+      for (int r = 0; r < DIMS_PER_LANE; ++r)
         acc[g][r] = acc[g][r] * correction + p * vv[r];
       m[g] = m_new;
     }
   }
-  for (int g = 0; g < ATTN_MAX_GROUP; ++g) {
+  for (int g = 0; g < MAX_GROUP; ++g) {
     if (g >= group)
       continue;
     if (lane == 0) {
       warp_m[warp][g] = m[g];
       warp_l[warp][g] = l[g];
     }
-    for (int r = 0; r < ATTN_DIMS_PER_LANE; ++r)
+    for (int r = 0; r < DIMS_PER_LANE; ++r)
       if (lane + 32 * r < head_dim)
         warp_acc[warp][g][lane + 32 * r] = acc[g][r];
   }
@@ -263,8 +267,15 @@ attention_split_warps(const float *q, const KV *k_cache, const KV *v_cache, floa
       const float *q, const KV *k_cache, const KV *v_cache, float *part_ml, float *part_acc,       \
       const int *step_info, int n_head, int n_head_kv, int head_dim, int max_ctx) {                \
     grid_entry();                                                                                  \
-    attention_split_warps(q, k_cache, v_cache, part_ml, part_acc, step_info, n_head, n_head_kv,    \
-                          head_dim, max_ctx);                                                      \
+    attention_split_warps<KV, ATTN_MAX_DIM, ATTN_MAX_GROUP>(                                       \
+        q, k_cache, v_cache, part_ml, part_acc, step_info, n_head, n_head_kv, head_dim, max_ctx);  \
+  }                                                                                                \
+  extern "C" __global__ void bonsai_attention_split_warps_wide##SUFFIX(                            \
+      const float *q, const KV *k_cache, const KV *v_cache, float *part_ml, float *part_acc,       \
+      const int *step_info, int n_head, int n_head_kv, int head_dim, int max_ctx) {                \
+    grid_entry();                                                                                  \
+    attention_split_warps<KV, ATTN_WIDE_MAX_DIM, ATTN_WIDE_MAX_GROUP>(                             \
+        q, k_cache, v_cache, part_ml, part_acc, step_info, n_head, n_head_kv, head_dim, max_ctx);  \
   }
 BONSAI_KV_KERNELS(, float)
 BONSAI_KV_KERNELS(_f16, u16)
