@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernel_emulator.hpp"
+#include "random_floats.hpp"
 // The kernel files, compiled as C++ (at global scope, as in NVRTC).
 #include "common_prelude.cuh"
 
@@ -18,14 +19,7 @@
 
 namespace {
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
+using kernel_test::random_floats;
 
 double silu(double v) {
   return v / (1.0 + std::exp(-v));

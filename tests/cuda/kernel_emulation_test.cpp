@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernel_emulator.hpp"
+#include "random_floats.hpp"
 // The kernel files, compiled as C++ (they are at global scope, as in NVRTC).
 #include "common_prelude.cuh"
 // The int8 record format, before the two kernel files that use it.
@@ -34,14 +35,7 @@ namespace {
 using bonsai::GgmlType;
 using u8 = unsigned char;
 
-std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
+using kernel_test::random_floats;
 
 // A weight matrix in `type` plus its float64-exact decoded values.
 struct QuantMatrix {
