@@ -34,6 +34,10 @@ fi
 # (b) Start the server on a free port; it reports the bound port on stderr.
 log=$work/server.log
 key=test-key
+# Created here, not by the background job's redirection: the port loop below
+# may read it before that job has run (it did once on a loaded CI machine,
+# and set -e ended the test on sed's "can't read").
+: >"$log"
 "$bin" serve -m "$model" --port 0 --parallel 2 -c 512 --api-key "$key" "${serve_args[@]}" \
   >"$log" 2>&1 &
 pid=$!
