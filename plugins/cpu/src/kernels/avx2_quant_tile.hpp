@@ -247,6 +247,7 @@ inline constexpr size_t kPrefetchAhead = 4096;
 // least one whole group), with integer addresses (the prefetched bytes may
 // lie past the weights; a prefetch never faults).
 template <class Unpack, int NR> BONSAI_QUANT_TARGET void quant_rows(const RowJob &job, int t0) {
+  static_assert(NR == 4, "the rows' scales are the four lanes of one vector");
   const int64_t n_blocks = job.cols / kActBlock;
   const QuantizedActs &q = job.q;
   constexpr size_t kStep = NR * Unpack::kBytes;
@@ -256,36 +257,44 @@ template <class Unpack, int NR> BONSAI_QUANT_TARGET void quant_rows(const RowJob
     const uintptr_t stream = reinterpret_cast<uintptr_t>(rows) +
                              std::max(kPrefetchAhead, kStep * static_cast<size_t>(n_blocks));
     __m256 acc[NR];
-    float corr[NR];
 #pragma GCC unroll 4
-    for (int i = 0; i < NR; ++i) {
+    for (int i = 0; i < NR; ++i)
       acc[i] = _mm256_setzero_ps();
-      corr[i] = 0.0f;
-    }
+    // The NR rows' corrections as the lanes of one vector: lane i gets the
+    // same fused multiply-add, in the same order, as the single-row kernel.
+    __m128 corr = _mm_setzero_ps();
     for (int64_t b = 0; b < n_blocks; ++b) {
 #pragma GCC unroll 4
       for (size_t line = 0; line < kStep + 64; line += 64)
         _mm_prefetch(reinterpret_cast<const char *>(stream + static_cast<size_t>(b) * kStep + line),
                      _MM_HINT_T0);
-      const float dsum = q.dsum_block(t0, b);
+      const uint8_t *blocks = rows + static_cast<size_t>(b) * Unpack::kBytes;
+      // The rows' f16 scales converted together; each row then broadcasts its
+      // lane from the stack (a load, not a shuffle).
+      __m128i scale_bits = _mm_setzero_si128();
+#pragma GCC unroll 4
+      for (int i = 0; i < NR; ++i)
+        scale_bits = _mm_insert_epi16(scale_bits, load_u16(blocks + i * job.w_row_bytes), i);
+      const __m128 dw = _mm_cvtph_ps(scale_bits);
+      alignas(16) float dw_lanes[4];
+      _mm_store_ps(dw_lanes, dw);
+      corr = _mm_fmadd_ps(dw, _mm_set1_ps(q.dsum_block(t0, b)), corr);
       const int8_t *xq = q.q_block(t0, b);
       const __m256 xd = _mm256_loadu_ps(q.d_block(t0, b));
 #pragma GCC unroll 4
       for (int i = 0; i < NR; ++i) {
-        const uint8_t *block = rows + static_cast<size_t>(i) * job.w_row_bytes +
-                               static_cast<size_t>(b) * Unpack::kBytes;
-        const float dw = load_f16(block);
-        corr[i] = std::fma(dw, dsum, corr[i]);
         __m256i unpacked[4];
-        Unpack::unpack(block, unpacked);
+        Unpack::unpack(blocks + static_cast<size_t>(i) * job.w_row_bytes, unpacked);
         acc[i] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(chunk_sums(unpacked, xq)), xd),
-                                 _mm256_set1_ps(dw), acc[i]);
+                                 _mm256_broadcast_ss(dw_lanes + i), acc[i]);
       }
     }
+    alignas(16) float corr_lanes[4];
+    _mm_store_ps(corr_lanes, corr);
 #pragma GCC unroll 4
     for (int i = 0; i < NR; ++i)
       job.y[static_cast<int64_t>(t0) * job.ldy + r + i] =
-          Unpack::kVectorFactor * hsum256(acc[i]) - corr[i];
+          Unpack::kVectorFactor * hsum256(acc[i]) - corr_lanes[i];
   }
   if (r < job.n_rows) { // the last rows, one at a time
     RowJob rest = job;

@@ -14,6 +14,13 @@ BONSAI_TARGET_AVX2 inline __m256i load256(const void *p) {
   return _mm256_loadu_si256(static_cast<const __m256i *>(p));
 }
 
+// The raw bits of a block's f16 scale (blocks are not aligned).
+inline uint16_t load_u16(const uint8_t *p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return bits;
+}
+
 // The f16 scale at the start of a block (blocks are not aligned).
 BONSAI_TARGET_AVX2 inline float load_f16(const uint8_t *p) {
   uint16_t bits;
