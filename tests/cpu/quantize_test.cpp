@@ -1,6 +1,6 @@
 // Activation quantization of the CPU plugin (plugins/cpu/src/activations.*):
-// the scalar quantizer on hand-computed blocks, and the AVX-512 quantizer
-// byte for byte against the scalar one (its specification).
+// the scalar quantizer on hand-computed blocks, and the AVX2 and AVX-512
+// quantizers byte for byte against the scalar one (their specification).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -157,6 +157,89 @@ TEST_P(QuantizeAvx512, BytesAndMetaEqualTheScalarQuantizer) {
     }
   }
 }
+
+class QuantizeAvx2 : public ::testing::TestWithParam<QuantLayout> {
+protected:
+  void SetUp() override {
+    if (!cpu_features().has_avx2_set())
+      GTEST_SKIP() << "skipped: this CPU lacks AVX2/FMA/F16C (" << cpu_features().describe() << ")";
+  }
+};
+
+TEST_P(QuantizeAvx2, BytesScalesAndDsumEqualTheScalarQuantizer) {
+  std::mt19937 rng(5);
+  for (int64_t cols : {128, 256, 2048, 6144}) {
+    for (int trial = 0; trial < 4; ++trial) {
+      const std::vector<float> x = awkward_row(cols, rng);
+      const Quantized want = quantize_with(quantize_act_row, x, GetParam());
+      const Quantized got = quantize_with(avx2_quantize_act_row, x, GetParam());
+      ASSERT_EQ(got.q, want.q) << "cols " << cols << " trial " << trial;
+      ASSERT_EQ(0, std::memcmp(got.meta.data(), want.meta.data(), want.meta.size() * 4))
+          << "cols " << cols << " trial " << trial;
+      ASSERT_EQ(0, std::memcmp(got.dsum.data(), want.dsum.data(), want.dsum.size() * 4))
+          << "cols " << cols << " trial " << trial;
+    }
+  }
+}
+
+// The layouts by hand (activations.hpp): value e = 8i + m goes to Q1Lanes
+// position 32(m / 2) + 16(m % 2) + i and e = 4b + k to Q2Lanes 32k + b. Each
+// scale group gets one value of 127, so every scale is 1 and the integers
+// quantize to themselves; dsum is then the sum of all values.
+class QuantizeAvx2ByHand : public QuantizeAvx2 {};
+
+TEST_P(QuantizeAvx2ByHand, EveryValueLandsAtItsLayoutPosition) {
+  const QuantLayout layout = GetParam();
+  std::vector<float> x(kActBlock);
+  for (int e = 0; e < kActBlock; ++e)
+    x[static_cast<size_t>(e)] = static_cast<float>((e * 37) % 201 - 100);
+  for (int g = 0; g < 8; ++g) {
+    // Group g: Q1Lanes the values e with e % 2 = g / 4 and e / 32 = g % 4;
+    // the others values 16g..16g+15.
+    const int e = layout == QuantLayout::Q1Lanes ? 32 * (g % 4) + g / 4 : 16 * g;
+    x[static_cast<size_t>(e)] = 127.0f;
+  }
+  const Quantized got = quantize_with(avx2_quantize_act_row, x, layout);
+  float total = 0.0f;
+  for (int e = 0; e < kActBlock; ++e) {
+    int position = e;
+    if (layout == QuantLayout::Q1Lanes)
+      position = 32 * (e % 8 / 2) + 16 * (e % 2) + e / 8;
+    else if (layout == QuantLayout::Q2Lanes)
+      position = 32 * (e % 4) + e / 4;
+    EXPECT_EQ(got.q[static_cast<size_t>(position)], static_cast<int8_t>(x[static_cast<size_t>(e)]))
+        << "value " << e;
+    total += x[static_cast<size_t>(e)];
+  }
+  for (int g = 0; g < 8; ++g)
+    EXPECT_EQ(got.meta[static_cast<size_t>(g)], 1.0f) << "group " << g;
+  EXPECT_EQ(got.dsum[0], total);
+}
+
+std::string layout_name(const ::testing::TestParamInfo<QuantLayout> &info) {
+  switch (info.param) {
+  case QuantLayout::Q1Lanes:
+    return "Q1Lanes";
+  case QuantLayout::Q2Lanes:
+    return "Q2Lanes";
+  case QuantLayout::Natural:
+    return "Natural";
+  case QuantLayout::Q1Mask512:
+    return "Q1Mask512";
+  default:
+    return "Q2Lanes512";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2ByHand,
+                         ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
+                                           QuantLayout::Natural),
+                         layout_name);
+
+INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2,
+                         ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
+                                           QuantLayout::Natural, QuantLayout::Q1Mask512),
+                         layout_name);
 
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx512,
                          ::testing::Values(QuantLayout::Q1Mask512, QuantLayout::Q2Lanes512,

@@ -151,8 +151,8 @@ void avx512_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
     block_fn = quantize_q1_mask;
   else if (layout == QuantLayout::Q2Lanes512)
     block_fn = quantize_q2_lanes;
-  if (block_fn == nullptr) {
-    quantize_act_row(x, cols, layout, out);
+  if (block_fn == nullptr) { // the AVX2 layouts (an AVX-512 CPU has AVX2)
+    avx2_quantize_act_row(x, cols, layout, out);
     return;
   }
   const int64_t n_blocks = cols / kActBlock;

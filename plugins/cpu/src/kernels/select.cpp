@@ -32,6 +32,7 @@ KernelSet make_avx2_set() {
   set.weighted_values = avx2_weighted_values;
   set.softmax_weights = avx2_softmax_weights;
   set.to_f16 = avx2_to_f16;
+  set.quantize = avx2_quantize_act_row;
   return set;
 }
 

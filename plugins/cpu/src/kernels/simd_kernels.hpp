@@ -29,6 +29,10 @@ void avx512_key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, fl
 void avx512_weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
                                   const HeadSpan &values);
 float avx512_softmax_weights(float *scores, int64_t n);
+// quantize_act_row, vectorized for the AVX2 layouts (Natural, Q1Lanes,
+// Q2Lanes; others: the scalar one).
+void avx2_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
+                           const QuantTarget &out);
 // quantize_act_row, vectorized for the 512 layouts (others: the scalar one).
 void avx512_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
                              const QuantTarget &out);
