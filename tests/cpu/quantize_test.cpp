@@ -25,7 +25,7 @@ struct Quantized {
 Quantized quantize_with(QuantizeRowFn fn, const std::vector<float> &x, QuantLayout layout) {
   const int64_t blocks = static_cast<int64_t>(x.size()) / kActBlock;
   Quantized out;
-  out.q.assign(static_cast<size_t>(blocks * kActBlock), 99);
+  out.q.assign(static_cast<size_t>(blocks * q_block_bytes(layout)), 99);
   out.meta.assign(static_cast<size_t>(blocks * meta_per_block(layout)), -1.0f);
   out.dsum.assign(static_cast<size_t>(blocks), -1.0f);
   QuantTarget target;
@@ -226,6 +226,8 @@ std::string layout_name(const ::testing::TestParamInfo<QuantLayout> &info) {
     return "Natural";
   case QuantLayout::Q1Mask512:
     return "Q1Mask512";
+  case QuantLayout::Q1Tables:
+    return "Q1Tables";
   default:
     return "Q2Lanes512";
   }
@@ -238,8 +240,45 @@ INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2ByHand,
 
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2,
                          ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
-                                           QuantLayout::Natural, QuantLayout::Q1Mask512),
+                                           QuantLayout::Natural, QuantLayout::Q1Tables,
+                                           QuantLayout::Q1Mask512),
                          layout_name);
+
+// Q1Tables by hand: every sub-block's max is 127, so the scale is 1 and the
+// tables hold sums of the values themselves, low bytes then high bytes.
+TEST(QuantizeScalar, Q1TablesHoldTheSignedSumsOfEachGroupOfFour) {
+  std::vector<float> x(kActBlock, 0.0f);
+  for (int e = 0; e < 4; ++e)
+    x[static_cast<size_t>(e)] = 127.0f; // group 0: the extremes +-508
+  x[4] = 1.0f;                          // group 1: 1, -2, 3, 4
+  x[5] = -2.0f;
+  x[6] = 3.0f;
+  x[7] = 4.0f;
+  for (int s = 1; s < 8; ++s)
+    x[static_cast<size_t>(16 * s)] = -127.0f; // first value of groups 4, 8, ..., 28
+  for (QuantizeRowFn fn : {QuantizeRowFn{quantize_act_row}, QuantizeRowFn{avx2_quantize_act_row}}) {
+    if (fn == avx2_quantize_act_row && !cpu_features().has_avx2_set())
+      continue;
+    const Quantized r = quantize_with(fn, x, QuantLayout::Q1Tables);
+    const auto entry = [&](int group, int v) {
+      const uint8_t lo = static_cast<uint8_t>(r.q[static_cast<size_t>(32 * group + v)]);
+      const uint8_t hi = static_cast<uint8_t>(r.q[static_cast<size_t>(32 * group + 16 + v)]);
+      return static_cast<int16_t>(static_cast<uint16_t>(lo | (hi << 8)));
+    };
+    EXPECT_EQ(entry(0, 15), 508);
+    EXPECT_EQ(entry(0, 0), -508);
+    EXPECT_EQ(entry(0, 5), 0);   // +127 -127 +127 -127
+    EXPECT_EQ(entry(1, 0), -6);  // -1 +2 -3 -4
+    EXPECT_EQ(entry(1, 1), -4);  // +1 +2 -3 -4
+    EXPECT_EQ(entry(1, 5), 2);   // +1 +2 +3 -4
+    EXPECT_EQ(entry(1, 10), -2); // v = 0b1010: -1 +(-2) -3 +4
+    EXPECT_EQ(entry(1, 15), 6);
+    EXPECT_EQ(entry(2, 7), 0);    // a group of zeros
+    EXPECT_EQ(entry(4, 1), -127); // -127 then three zeros
+    for (int s = 0; s < 8; ++s)
+      EXPECT_EQ(r.meta[static_cast<size_t>(s)], 1.0f) << "sub-block " << s;
+  }
+}
 
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx512,
                          ::testing::Values(QuantLayout::Q1Mask512, QuantLayout::Q2Lanes512,

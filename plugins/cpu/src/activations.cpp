@@ -10,6 +10,7 @@ int layout_position(QuantLayout layout, int e) {
   switch (layout) {
   case QuantLayout::Natural:
   case QuantLayout::Q1Mask512:
+  case QuantLayout::Q1Tables: // quantized as Natural before the tables are built
     break;
   case QuantLayout::Q1Lanes:
     return (e % 8 / 2) * 32 + e / 8 + (e % 2) * 16;
@@ -47,7 +48,7 @@ int meta_per_block(QuantLayout layout) {
 QuantizedActs QuantizedActs::tokens_from(int t0) const {
   QuantizedActs v = *this;
   v.n_tokens = n_tokens - t0;
-  v.q = q + static_cast<int64_t>(t0) * kActBlock;
+  v.q = q + static_cast<int64_t>(t0) * block_bytes;
   v.d = d + static_cast<int64_t>(t0) * d_per_block;
   if (dsum != nullptr)
     v.dsum = dsum + t0;
@@ -92,7 +93,34 @@ const LayoutTable &layout_table(QuantLayout layout) {
 
 } // namespace
 
+void build_q1_tables(const int8_t *values, int8_t *tables) {
+  for (int n = 0; n < kActBlock / 4; ++n) {
+    uint8_t *table = reinterpret_cast<uint8_t *>(tables) + n * kQ1TableBytes;
+    for (int v = 0; v < 16; ++v) {
+      int sum = 0;
+      for (int j = 0; j < 4; ++j)
+        sum += ((v >> j) & 1) ? values[4 * n + j] : -values[4 * n + j];
+      const uint16_t bits = static_cast<uint16_t>(static_cast<int16_t>(sum));
+      table[v] = static_cast<uint8_t>(bits & 0xff);
+      table[16 + v] = static_cast<uint8_t>(bits >> 8);
+    }
+  }
+}
+
 void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const QuantTarget &out) {
+  if (layout == QuantLayout::Q1Tables) {
+    // Natural bytes of one block at a time, then its tables in place.
+    int8_t values[kActBlock];
+    QuantTarget block = out;
+    block.q = values;
+    for (int64_t b = 0; b < cols / kActBlock; ++b) {
+      block.d = out.d + b * out.stride * kSubsPerBlock;
+      block.dsum = out.dsum + b * out.stride;
+      quantize_act_row(x + b * kActBlock, kActBlock, QuantLayout::Natural, block);
+      build_q1_tables(values, out.q + b * out.stride * q_block_bytes(layout));
+    }
+    return;
+  }
   const LayoutTable &table = layout_table(layout);
   const int meta = meta_per_block(layout);
   const int64_t n_blocks = cols / kActBlock;
@@ -129,13 +157,18 @@ void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const Qu
   }
 }
 
-void QuantBuffer::reserve(int64_t token_slots, int64_t cols, int meta_per_block) {
-  const int64_t values = token_slots * cols;
-  const int64_t meta = values / kActBlock * meta_per_block;
-  if (values > capacity_values_) {
-    q_ = std::make_unique_for_overwrite<int8_t[]>(static_cast<size_t>(values));
-    dsum_ = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(values / kActBlock));
-    capacity_values_ = values;
+void QuantBuffer::reserve(int64_t token_slots, int64_t cols, int64_t block_bytes,
+                          int meta_per_block) {
+  const int64_t blocks = token_slots * (cols / kActBlock);
+  const int64_t bytes = blocks * block_bytes;
+  const int64_t meta = blocks * meta_per_block;
+  if (bytes > capacity_values_) {
+    q_ = std::make_unique_for_overwrite<int8_t[]>(static_cast<size_t>(bytes));
+    capacity_values_ = bytes;
+  }
+  if (blocks > capacity_blocks_) {
+    dsum_ = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(blocks));
+    capacity_blocks_ = blocks;
   }
   if (meta > capacity_meta_) {
     d_ = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(meta));

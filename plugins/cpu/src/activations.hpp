@@ -48,8 +48,22 @@ enum class QuantLayout {
   // Q2Lanes order. Lane j sums positions 4j..4j+3 and 64+4j..64+4j+3: the
   // values 16s + 4i + k (i < 4) of s = j % 8 with k = 0, 2 (j < 8) or 1, 3.
   Q2Lanes512,
+  // Not values but lookup tables, for the AVX2 Q1_0 kernel on 32-row tiles
+  // (q1_tiles.hpp): the block is quantized as Natural (same bytes, scales
+  // and dsum), then each 4-value group n (values 4n..4n+3, n < 32) gets the
+  // 16 sums t[v] = sum_j (bit j of v ? +q : -q)(4n + j) as int16, stored as
+  // 32 bytes at 32n: the 16 low bytes t & 0xff, then the 16 high bytes
+  // t >> 8. A 1-bit weight nibble is then an index into its group's table.
+  Q1Tables,
 };
-inline constexpr int kQuantLayouts = 5;
+inline constexpr int kQuantLayouts = 6;
+// Bytes a block of one token takes in the q buffer: 128 for the value
+// layouts, 32 tables of 32 bytes for Q1Tables.
+inline constexpr int64_t kQ1TableBytes = 32;
+inline constexpr int64_t kQ1TablesPerBlock = 32;
+inline int64_t q_block_bytes(QuantLayout layout) {
+  return layout == QuantLayout::Q1Tables ? kQ1TablesPerBlock * kQ1TableBytes : 128;
+}
 
 int layout_position(QuantLayout layout, int e);
 // The scale group of value e: its sub-block (0..7, 16 values each), or for
@@ -90,19 +104,20 @@ struct QuantizedActs {
   int n_tokens = 0;
   int64_t token_stride = 1;
   int d_per_block = kSubsPerBlock; // meta_per_block(layout)
-  const int8_t *q = nullptr;       // [n_blocks][token_stride][128]
+  const int8_t *q = nullptr;       // [n_blocks][token_stride][block_bytes]
   const float *d = nullptr;        // [n_blocks][token_stride][d_per_block] scales (or lane meta)
   const float *dsum = nullptr;     // [n_blocks][token_stride] (not for the 512 layouts)
+  int64_t block_bytes = kActBlock; // q_block_bytes(layout)
 
   int64_t slot(int t, int64_t b) const { return b * token_stride + t; }
-  const int8_t *q_block(int t, int64_t b) const { return q + slot(t, b) * kActBlock; }
+  const int8_t *q_block(int t, int64_t b) const { return q + slot(t, b) * block_bytes; }
   const float *d_block(int t, int64_t b) const { return d + slot(t, b) * d_per_block; }
   float dsum_block(int t, int64_t b) const { return dsum[slot(t, b)]; }
   QuantizedActs tokens_from(int t0) const; // view starting at token t0
 };
 
 // Where quantize_act_row writes a token: block b goes to q + b * stride *
-// 128, d + b * stride * meta_per_block and dsum + b * stride.
+// q_block_bytes, d + b * stride * meta_per_block and dsum + b * stride.
 struct QuantTarget {
   int8_t *q = nullptr;
   float *d = nullptr;
@@ -120,15 +135,16 @@ using QuantizeRowFn = void (*)(const float *x, int64_t cols, QuantLayout layout,
 // on demand. Pages are only touched when used.
 class QuantBuffer {
 public:
-  // Room for token_slots rows of cols values with meta_per_block floats of
-  // metadata per block.
-  void reserve(int64_t token_slots, int64_t cols, int meta_per_block);
+  // Room for token_slots rows of cols values, block_bytes bytes and
+  // meta_per_block floats of metadata per 128-value block.
+  void reserve(int64_t token_slots, int64_t cols, int64_t block_bytes, int meta_per_block);
   int8_t *q() { return q_.get(); }
   float *d() { return d_.get(); }
   float *dsum() { return dsum_.get(); }
 
 private:
-  int64_t capacity_values_ = 0;
+  int64_t capacity_values_ = 0; // q bytes
+  int64_t capacity_blocks_ = 0;
   int64_t capacity_meta_ = 0;
   std::unique_ptr<int8_t[]> q_;
   std::unique_ptr<float[]> d_;

@@ -77,9 +77,13 @@ inline void discard_step(Context &ctx) {
   ctx.step.close();
 }
 
-// A weight for this context from an upload descriptor. Throws PluginError.
-inline std::unique_ptr<Weight> new_weight(Context &, const bonsai_weight_desc &desc) {
-  return make_weight(desc);
+// A weight for this context from an upload descriptor, in 32-row tiles
+// where the context's kernel set reads Q1_0 that way. Throws PluginError.
+inline std::unique_ptr<Weight> new_weight(Context &ctx, const bonsai_weight_desc &desc) {
+  std::unique_ptr<Weight> w = make_weight(desc);
+  if (ctx.kernels->tile_q1)
+    tile_q1_weight(*w, *ctx.arena);
+  return w;
 }
 
 // Builds a context from a size-checked descriptor. Throws PluginError.

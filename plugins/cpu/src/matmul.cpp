@@ -8,6 +8,7 @@
 #include <oneapi/tbb/parallel_for.h>
 
 #include "plugin_error.hpp"
+#include "q1_tiles.hpp"
 
 namespace bonsai::cpu {
 namespace tbb = oneapi::tbb;
@@ -20,11 +21,12 @@ const QuantizedActs &ActInput::quantized(QuantLayout layout, QuantizeRowFn quant
   QuantBuffer &buffer = scratch_.buffers[index];
   const int64_t stride = padded_token_stride(n_tokens_);
   const int meta = meta_per_block(layout);
-  buffer.reserve(stride, cols_, meta);
+  const int64_t block_bytes = q_block_bytes(layout);
+  buffer.reserve(stride, cols_, block_bytes, meta);
   const int64_t n_blocks = cols_ / kActBlock;
   const auto quantize_token = [&](int t) {
     QuantTarget out;
-    out.q = buffer.q() + static_cast<int64_t>(t) * kActBlock;
+    out.q = buffer.q() + static_cast<int64_t>(t) * block_bytes;
     out.d = buffer.d() + static_cast<int64_t>(t) * meta;
     out.dsum = buffer.dsum() + t;
     out.stride = stride;
@@ -42,6 +44,7 @@ const QuantizedActs &ActInput::quantized(QuantLayout layout, QuantizeRowFn quant
   view.n_tokens = n_tokens_;
   view.token_stride = stride;
   view.d_per_block = meta;
+  view.block_bytes = block_bytes;
   view.q = buffer.q();
   view.d = buffer.d();
   view.dsum = layout_has_lane_meta(layout) ? nullptr : buffer.dsum();
@@ -104,10 +107,19 @@ void MatmulRunner::run(ActInput &in, std::initializer_list<MatmulTarget> targets
     PreparedTarget p;
     p.target = target;
     p.kernel = kernels_.rows[kind];
+    QuantLayout layout = kernels_.layout[kind];
+    if (w.q1_tiled) {
+      // Tasks cover whole tiles: task_rows is a multiple of kRowChunk.
+      static_assert(kRowChunk % kQ1TileRows == 0);
+      if (w.rows % kQ1TileRows != 0 || kernels_.rows_q1_tables == nullptr)
+        fail(BONSAI_ERR_INTERNAL, "a tiled weight this kernel set cannot read: " + w.label());
+      p.kernel = kernels_.rows_q1_tables;
+      layout = QuantLayout::Q1Tables;
+    }
     if (kernels_.quantized_input[kind]) {
       if (w.cols % kActBlock != 0)
         fail(BONSAI_ERR_INTERNAL, "quantized kernels need whole 128-blocks: " + w.label());
-      p.q = &in.quantized(kernels_.layout[kind], kernels_.quantize, arena_);
+      p.q = &in.quantized(layout, kernels_.quantize, arena_);
     }
     p.row_chunks = (w.rows + task_rows - 1) / task_rows;
     p.first_task = n_tasks;

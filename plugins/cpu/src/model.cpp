@@ -106,9 +106,16 @@ void allocate_model(BoundModel &m, const BindLimits &limits) {
   // Reserve the quantized inputs up front so steps never allocate.
   const int64_t widest =
       std::max({int64_t{d.n_embd}, d.q_dim(), int64_t{d.n_ff}, int64_t{g.value_dim()}});
-  for (int layout = 0; layout < kQuantLayouts; ++layout)
-    b.acts.buffers[layout].reserve(padded_token_stride(limits.max_batch), widest,
-                                   meta_per_block(static_cast<QuantLayout>(layout)));
+  // Tables (8 bytes per input) only where some weight is tiled.
+  const bool tiles =
+      std::any_of(m.used.begin(), m.used.end(), [](const Weight *w) { return w->q1_tiled; });
+  for (int i = 0; i < kQuantLayouts; ++i) {
+    const auto layout = static_cast<QuantLayout>(i);
+    if (layout == QuantLayout::Q1Tables && !tiles)
+      continue;
+    b.acts.buffers[i].reserve(padded_token_stride(limits.max_batch), widest, q_block_bytes(layout),
+                              meta_per_block(layout));
+  }
 
   b.k_new = uninitialized<float>(batch * d.kv_dim());
   b.v_new = uninitialized<float>(batch * d.kv_dim());

@@ -2,8 +2,13 @@
 
 #include <cstring>
 #include <limits>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <oneapi/tbb/parallel_for.h>
 
 #include "plugin_error.hpp"
+#include "q1_tiles.hpp"
 
 namespace bonsai::cpu {
 
@@ -86,6 +91,66 @@ std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc) {
     w->data = w->owned.get();
   }
   return w;
+}
+
+HugeAlignedBuffer::HugeAlignedBuffer(size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  mapping_bytes_ = bytes + kHuge;
+  mapping_ =
+      mmap(nullptr, mapping_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping_ == MAP_FAILED)
+    fail(BONSAI_ERR_OUT_OF_MEMORY,
+         strformat("cannot map %zu bytes for tiled weights", mapping_bytes_));
+  const auto start = reinterpret_cast<uintptr_t>(mapping_);
+  const uintptr_t aligned = (start + kHuge - 1) & ~uintptr_t{kHuge - 1};
+  // Keep only whole pages from the boundary on: unmap the slack around them.
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t end = start + mapping_bytes_;
+  const uintptr_t kept_end = (aligned + bytes + page - 1) & ~(page - 1);
+  if (aligned > start)
+    munmap(mapping_, aligned - start);
+  if (end > kept_end)
+    munmap(reinterpret_cast<void *>(kept_end), end - kept_end);
+  mapping_ = reinterpret_cast<void *>(aligned);
+  mapping_bytes_ = kept_end - aligned;
+  data_ = reinterpret_cast<uint8_t *>(aligned);
+  madvise(data_, bytes, MADV_HUGEPAGE); // a hint: refused on kernels without THP, harmlessly
+}
+
+HugeAlignedBuffer::~HugeAlignedBuffer() {
+  munmap(mapping_, mapping_bytes_);
+}
+
+const uint8_t *Weight::natural_row(int64_t r, uint8_t *scratch) const {
+  if (!q1_tiled)
+    return row(r);
+  const int64_t first = r / kQ1TileRows * kQ1TileRows;
+  untile_q1_row(row(first), cols / traits_of(type).block_elements, static_cast<int>(r - first),
+                scratch);
+  return scratch;
+}
+
+bool tile_q1_weight(Weight &w, oneapi::tbb::task_arena &arena) {
+  if (w.type != GgmlType::Q1_0 || w.q1_tiled || !q1_tileable(w.rows, w.cols))
+    return false;
+  // 2 MiB-aligned tiles measured 9-11 % faster in prefill than the same
+  // tiles 64-byte or page aligned (1.7B Q1_0, avx2, pp512); huge pages, where
+  // the kernel grants them, also spare decode's TLB.
+  auto tiled = std::make_unique<HugeAlignedBuffer>(w.nbytes());
+  uint8_t *base = tiled->data();
+  const size_t tile_bytes = static_cast<size_t>(kQ1TileRows) * w.row_bytes;
+  const int64_t n_blocks = w.cols / traits_of(w.type).block_elements;
+  arena.execute([&] {
+    oneapi::tbb::parallel_for(int64_t{0}, w.rows / kQ1TileRows, [&](int64_t tile) {
+      const size_t at = static_cast<size_t>(tile) * tile_bytes;
+      tile_q1_rows(w.data + at, n_blocks, w.row_bytes, base + at);
+    });
+  });
+  w.tiles = std::move(tiled);
+  w.owned.reset(); // a copy made at upload is no longer needed
+  w.data = base;
+  w.q1_tiled = true;
+  return true;
 }
 
 } // namespace bonsai::cpu

@@ -6,10 +6,29 @@
 #include <memory>
 #include <string>
 
+#include <oneapi/tbb/task_arena.h>
+
 #include "bonsai/bonsai_backend.h"
 #include "bonsai/core/formats.hpp"
 
 namespace bonsai::cpu {
+
+// Anonymous memory mapped at a 2 MiB boundary and offered to the kernel for
+// huge pages (tiled weights are read in long sweeps). Unmapped on
+// destruction.
+class HugeAlignedBuffer {
+public:
+  explicit HugeAlignedBuffer(size_t bytes); // throws PluginError when out of memory
+  ~HugeAlignedBuffer();
+  HugeAlignedBuffer(const HugeAlignedBuffer &) = delete;
+  HugeAlignedBuffer &operator=(const HugeAlignedBuffer &) = delete;
+  uint8_t *data() const { return data_; }
+
+private:
+  void *mapping_ = nullptr;
+  size_t mapping_bytes_ = 0;
+  uint8_t *data_ = nullptr;
+};
 
 struct Weight {
   GgmlType type = GgmlType::F32;
@@ -19,8 +38,16 @@ struct Weight {
   const uint8_t *data = nullptr;    // rows * row_bytes bytes
   std::unique_ptr<uint8_t[]> owned; // set when the bytes were copied
   std::string name;                 // for messages
+  // Q1_0 stored in 32-row tiles (q1_tiles.hpp), not GGUF row order: row(r)
+  // is then the start of r's tile for r a multiple of 32, and a row's own
+  // bytes come from natural_row.
+  bool q1_tiled = false;
+  std::unique_ptr<HugeAlignedBuffer> tiles; // the tiled bytes, when q1_tiled
 
   const uint8_t *row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+  // Row r in GGUF order: row(r) itself, or for a tiled weight its bytes
+  // gathered into `scratch` (row_bytes bytes).
+  const uint8_t *natural_row(int64_t r, uint8_t *scratch) const;
   size_t nbytes() const { return static_cast<size_t>(rows) * row_bytes; }
   std::string label() const; // "'blk.0.attn_q.weight' (q1_0, 2048 x 2048)"
 };
@@ -33,5 +60,10 @@ bool is_supported_type(uint32_t type_id);
 // Throws PluginError: INVALID_ARGUMENT for bad shapes/sizes/pointers,
 // UNSUPPORTED for an unknown type.
 std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc);
+
+// Rewrites a Q1_0 weight into 32-row tiles (an owned copy, tiles in
+// parallel on `arena`) when its shape allows (q1_tileable). Returns whether
+// it did.
+bool tile_q1_weight(Weight &w, oneapi::tbb::task_arena &arena);
 
 } // namespace bonsai::cpu

@@ -35,8 +35,9 @@ public:
                             int64_t cols) {
     const Weight &w = matrix(handle, field, rows, cols);
     std::vector<float> out(static_cast<size_t>(rows * cols));
+    std::vector<uint8_t> scratch(w.row_bytes);
     for (int64_t r = 0; r < rows; ++r)
-      dequantize_row(w.type, w.row(r), out.data() + r * cols, cols);
+      dequantize_row(w.type, w.natural_row(r, scratch.data()), out.data() + r * cols, cols);
     return out;
   }
 

@@ -1,5 +1,5 @@
-// AVX2 activation quantizer for the three layouts the AVX2 and AVX-VNNI
-// kernels read (Natural, Q1Lanes, Q2Lanes; activations.hpp). Bit-identical to
+// AVX2 activation quantizer for the layouts the AVX2 and AVX-VNNI kernels
+// read (Natural, Q1Lanes, Q2Lanes, Q1Tables; activations.hpp). Bit-identical to
 // quantize_act_row, its specification: the same amax per 16-value scale group
 // (NaN ignored), scale = amax / 127 and 1 / scale by IEEE division, rounding
 // to nearest even (NaN becomes 0, the rest clamped to +-127), and dsum summed
@@ -8,6 +8,7 @@
 // to the scalar quantizer (the AVX-512 set has its own).
 #if defined(__x86_64__) || defined(__i386__)
 
+#include <cstring>
 #include <immintrin.h>
 
 #include "kernels/simd_kernels.hpp"
@@ -103,6 +104,37 @@ BONSAI_TARGET_AVX2 inline void to_q2_lanes(const __m256i natural[4], __m256i chu
   chunks[3] = _mm256_permute2x128_si256(hi01, hi23, 0x31);
 }
 
+// Q1Tables: the 16 sums t[v] = sum_j (bit j of v ? +q : -q)(4n + j) of each
+// group n of 4 values, low bytes then high bytes (activations.hpp). Per
+// group: the 4 values repeated 8 times, signed per entry, summed in pairs and
+// then fours; entry m of the first vector is v = m, of the second v = 8 + m.
+BONSAI_TARGET_AVX2 inline void build_q1_tables(const int8_t *values, int8_t *tables) {
+  alignas(32) static constexpr int8_t kSigns[2][32] = {
+      {-1, -1, -1, -1, 1, -1, -1, -1, -1, 1, -1, -1, 1, 1, -1, -1,
+       -1, -1, 1,  -1, 1, -1, 1,  -1, -1, 1, 1,  -1, 1, 1, 1,  -1},
+      {-1, -1, -1, 1, 1, -1, -1, 1, -1, 1, -1, 1, 1, 1, -1, 1,
+       -1, -1, 1,  1, 1, -1, 1,  1, -1, 1, 1,  1, 1, 1, 1,  1}};
+  const __m256i signs_low = _mm256_load_si256(reinterpret_cast<const __m256i *>(kSigns[0]));
+  const __m256i signs_high = _mm256_load_si256(reinterpret_cast<const __m256i *>(kSigns[1]));
+  const __m256i ones = _mm256_set1_epi8(1);
+  // After the horizontal add, halves hold v = 0..3, 8..11 | 4..7, 12..15:
+  // split each int16 into its bytes, then put the dwords in v order.
+  const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2,
+                                         4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int n = 0; n < kActBlock / 4; ++n) {
+    int32_t four;
+    std::memcpy(&four, values + 4 * n, sizeof(four));
+    const __m256i repeated = _mm256_set1_epi32(four);
+    // |q| <= 127, so negating never overflows and pair sums fit int16.
+    const __m256i pairs_low = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(repeated, signs_low));
+    const __m256i pairs_high = _mm256_maddubs_epi16(ones, _mm256_sign_epi8(repeated, signs_high));
+    const __m256i sums = _mm256_hadd_epi16(pairs_low, pairs_high);
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(tables + n * kQ1TableBytes),
+                        _mm256_permutevar8x32_epi32(_mm256_shuffle_epi8(sums, split), order));
+  }
+}
+
 // One block. Scale group g of the natural and Q2Lanes layouts is values
 // 16g..16g+15 (vectors 2g, 2g+1); of Q1Lanes, the even (g < 4) or odd
 // (g >= 4) values of 32(g % 4)..32(g % 4)+31 (vectors 4(g % 4)..+3).
@@ -182,12 +214,21 @@ BONSAI_TARGET_AVX2 void quantize_block(const float *xb, QuantLayout layout, int8
 
 void avx2_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
                            const QuantTarget &out) {
+  const int64_t n_blocks = cols / kActBlock;
+  if (layout == QuantLayout::Q1Tables) {
+    alignas(32) int8_t values[kActBlock];
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      quantize_block(x + b * kActBlock, QuantLayout::Natural, values,
+                     out.d + b * out.stride * kSubsPerBlock, out.dsum + b * out.stride);
+      build_q1_tables(values, out.q + b * out.stride * q_block_bytes(layout));
+    }
+    return;
+  }
   if (layout != QuantLayout::Natural && layout != QuantLayout::Q1Lanes &&
       layout != QuantLayout::Q2Lanes) {
     quantize_act_row(x, cols, layout, out);
     return;
   }
-  const int64_t n_blocks = cols / kActBlock;
   for (int64_t b = 0; b < n_blocks; ++b)
     quantize_block(x + b * kActBlock, layout, out.q + b * out.stride * kActBlock,
                    out.d + b * out.stride * kSubsPerBlock, out.dsum + b * out.stride);

@@ -1,0 +1,211 @@
+// Q1_0 in 32-row tiles (plugins/cpu/src/q1_tiles.hpp) and the AVX2 table
+// kernel that reads them: the layout by hand, tiling and untiling as exact
+// inverses, the kernel against a float64 dot of the quantized inputs, and
+// each token's result independent of the other tokens of its step.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "activations.hpp"
+#include "bonsai/core/formats.hpp"
+#include "cpu_features.hpp"
+#include "kernels/kernel_set.hpp"
+#include "kernels/simd_kernels.hpp"
+#include "q1_tiles.hpp"
+
+namespace {
+
+using namespace bonsai::cpu;
+using bonsai::BlockQ1_0;
+using bonsai::GgmlType;
+
+constexpr size_t kBlock = sizeof(BlockQ1_0);
+
+// Random Q1_0 rows: f16 scales 0.01..0.02 of either sign, random signs.
+std::vector<uint8_t> random_q1_rows(int64_t rows, int64_t blocks, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> w(kBlock * static_cast<size_t>(rows * blocks));
+  for (size_t at = 0; at < w.size(); at += kBlock) {
+    const uint16_t d = static_cast<uint16_t>(0x2000 + rng() % 0x400) | (rng() % 2 ? 0x8000 : 0);
+    std::memcpy(&w[at], &d, 2);
+    for (size_t i = 2; i < kBlock; ++i)
+      w[at + i] = static_cast<uint8_t>(rng());
+  }
+  return w;
+}
+
+std::vector<uint8_t> tiled(const std::vector<uint8_t> &rows, int64_t n_rows, int64_t blocks) {
+  std::vector<uint8_t> out(rows.size());
+  const size_t row_bytes = kBlock * static_cast<size_t>(blocks);
+  for (int64_t t = 0; t < n_rows / kQ1TileRows; ++t)
+    tile_q1_rows(rows.data() + static_cast<size_t>(t) * kQ1TileRows * row_bytes, blocks, row_bytes,
+                 out.data() + static_cast<size_t>(t) * kQ1TileRows * row_bytes);
+  return out;
+}
+
+bool have_avx2() {
+  return cpu_features().has_avx2_set();
+}
+
+// Block b of a tile by hand: scales at 2r, then line k at 64 + 32k holding
+// row r's sign byte k at position p with r = p, p + 8 or p - 8.
+TEST(Q1Tiles, LayoutByHand) {
+  const int64_t blocks = 3;
+  const std::vector<uint8_t> rows = random_q1_rows(kQ1TileRows, blocks, 1);
+  const std::vector<uint8_t> tile = tiled(rows, kQ1TileRows, blocks);
+  EXPECT_EQ(q1_tile_row(3), 3);
+  EXPECT_EQ(q1_tile_row(9), 17);
+  EXPECT_EQ(q1_tile_row(20), 12);
+  EXPECT_EQ(q1_tile_row(31), 31);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int r = 0; r < kQ1TileRows; ++r) {
+      const uint8_t *src = &rows[(static_cast<size_t>(r) * blocks + b) * kBlock];
+      const uint8_t *blk = &tile[static_cast<size_t>(b) * 576];
+      EXPECT_EQ(0, std::memcmp(blk + 2 * r, src, 2)) << "scale of row " << r;
+      const int p = r < 8 || r >= 24 ? r : (r < 16 ? r + 8 : r - 8);
+      for (int k = 0; k < 16; ++k)
+        ASSERT_EQ(blk[64 + 32 * k + p], src[2 + k])
+            << "block " << b << " row " << r << " byte " << k;
+    }
+}
+
+TEST(Q1Tiles, UntilingGivesBackEveryRow) {
+  for (const int64_t blocks : {int64_t{1}, int64_t{16}, int64_t{256}}) {
+    SCOPED_TRACE(std::to_string(blocks) + " blocks");
+    const int64_t n_rows = 2 * kQ1TileRows;
+    const std::vector<uint8_t> rows = random_q1_rows(n_rows, blocks, 2);
+    const std::vector<uint8_t> tiles = tiled(rows, n_rows, blocks);
+    const size_t row_bytes = kBlock * static_cast<size_t>(blocks);
+    std::vector<uint8_t> row(row_bytes);
+    for (int64_t r = 0; r < n_rows; ++r) {
+      untile_q1_row(&tiles[static_cast<size_t>(r / kQ1TileRows) * kQ1TileRows * row_bytes], blocks,
+                    static_cast<int>(r % kQ1TileRows), row.data());
+      ASSERT_EQ(0, std::memcmp(row.data(), &rows[static_cast<size_t>(r) * row_bytes], row_bytes))
+          << "row " << r;
+    }
+  }
+}
+
+TEST(Q1Tiles, OnlyWholeTilesOfModerateWidthAreTiled) {
+  EXPECT_TRUE(q1_tileable(64, 2048));
+  EXPECT_TRUE(q1_tileable(32, kQ1TileMaxCols));
+  EXPECT_FALSE(q1_tileable(48, 2048));
+  EXPECT_FALSE(q1_tileable(64, kQ1TileMaxCols + 128));
+}
+
+struct Quantized {
+  std::vector<int8_t> q;
+  std::vector<float> d, dsum;
+  int64_t stride = 1;
+};
+
+Quantized quantize(const KernelSet &set, QuantLayout layout, const std::vector<float> &x,
+                   int64_t cols, int n_tokens) {
+  Quantized out;
+  const int64_t blocks = cols / kActBlock;
+  out.stride = padded_token_stride(n_tokens);
+  out.q.resize(static_cast<size_t>(blocks * out.stride * q_block_bytes(layout)));
+  out.d.resize(static_cast<size_t>(blocks * out.stride * meta_per_block(layout)));
+  out.dsum.resize(static_cast<size_t>(blocks * out.stride));
+  for (int t = 0; t < n_tokens; ++t)
+    set.quantize(x.data() + static_cast<size_t>(t) * cols, cols, layout,
+                 {out.q.data() + t * q_block_bytes(layout),
+                  out.d.data() + t * meta_per_block(layout), out.dsum.data() + t, out.stride});
+  return out;
+}
+
+RowJob job_for(const std::vector<uint8_t> &w, int64_t rows, int64_t cols, int n_tokens,
+               const Quantized &q, QuantLayout layout, std::vector<float> &y) {
+  RowJob job;
+  job.type = GgmlType::Q1_0;
+  job.w = w.data();
+  job.w_row_bytes = kBlock * static_cast<size_t>(cols / kActBlock);
+  job.cols = cols;
+  job.n_rows = rows;
+  job.n_tokens = n_tokens;
+  job.q = {cols,       cols / kActBlock,       n_tokens,
+           q.stride,   meta_per_block(layout), q.q.data(),
+           q.d.data(), q.dsum.data(),          q_block_bytes(layout)};
+  y.assign(static_cast<size_t>(rows) * n_tokens, 0.0f);
+  job.y = y.data();
+  job.ldy = rows;
+  return job;
+}
+
+std::vector<float> random_inputs(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float &v : x)
+    v = value(rng);
+  return x;
+}
+
+// The table kernel's outputs are sum_e w_e x_e over the quantized inputs
+// (Natural bytes and scales, read back from a Natural quantization, which
+// Q1Tables shares), to float rounding.
+TEST(Q1Tiles, TableKernelIsTheExactDotOfTheQuantizedInputs) {
+  if (!have_avx2())
+    GTEST_SKIP() << "skipped: this CPU lacks AVX2/FMA/F16C (" << cpu_features().describe() << ")";
+  const KernelSet &set = *avx2_kernel_set();
+  ASSERT_NE(set.rows_q1_tables, nullptr);
+  for (const int64_t blocks : {int64_t{16}, int64_t{48}}) {
+    SCOPED_TRACE(std::to_string(blocks) + " blocks");
+    const int64_t rows = 3 * kQ1TileRows, cols = blocks * kActBlock;
+    const std::vector<uint8_t> w = random_q1_rows(rows, blocks, 3);
+    const std::vector<float> x = random_inputs(cols, 4);
+    const Quantized tables = quantize(set, QuantLayout::Q1Tables, x, cols, 1);
+    const Quantized natural = quantize(set, QuantLayout::Natural, x, cols, 1);
+    ASSERT_EQ(tables.d, natural.d);
+    std::vector<float> y;
+    set.rows_q1_tables(
+        job_for(tiled(w, rows, blocks), rows, cols, 1, tables, QuantLayout::Q1Tables, y));
+    for (int64_t r = 0; r < rows; ++r) {
+      double want = 0, magnitude = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t *block = &w[static_cast<size_t>(r * blocks + b) * kBlock];
+        uint16_t dh;
+        std::memcpy(&dh, block, 2);
+        const double dw = bonsai::fp16_to_f32(dh);
+        for (int e = 0; e < kActBlock; ++e) {
+          const double xv = natural.q[static_cast<size_t>(b * kActBlock + e)] *
+                            static_cast<double>(natural.d[static_cast<size_t>(b * 8 + e / 16)]);
+          const double wv = ((block[2 + e / 8] >> (e % 8)) & 1) ? dw : -dw;
+          want += wv * xv;
+          magnitude += std::abs(wv * xv);
+        }
+      }
+      EXPECT_NEAR(y[static_cast<size_t>(r)], want, 1e-5 * magnitude) << "row " << r;
+    }
+  }
+}
+
+// A token's outputs are the same floats whether its step held it alone or
+// with others (what speculative verification and prompt-cache reuse rely
+// on): one call per token against one call for all.
+TEST(Q1Tiles, EveryTokenGetsTheSameResultAloneAndInAStep) {
+  if (!have_avx2())
+    GTEST_SKIP() << "skipped: this CPU lacks AVX2/FMA/F16C (" << cpu_features().describe() << ")";
+  const KernelSet &set = *avx2_kernel_set();
+  const int n_tokens = 9;
+  const int64_t rows = 2 * kQ1TileRows, blocks = 20, cols = blocks * kActBlock;
+  const std::vector<uint8_t> w = tiled(random_q1_rows(rows, blocks, 5), rows, blocks);
+  const std::vector<float> x = random_inputs(n_tokens * cols, 6);
+  std::vector<float> together;
+  const Quantized all = quantize(set, QuantLayout::Q1Tables, x, cols, n_tokens);
+  set.rows_q1_tables(job_for(w, rows, cols, n_tokens, all, QuantLayout::Q1Tables, together));
+  for (int t = 0; t < n_tokens; ++t) {
+    const std::vector<float> xt(x.begin() + t * cols, x.begin() + (t + 1) * cols);
+    const Quantized one = quantize(set, QuantLayout::Q1Tables, xt, cols, 1);
+    std::vector<float> alone;
+    set.rows_q1_tables(job_for(w, rows, cols, 1, one, QuantLayout::Q1Tables, alone));
+    EXPECT_EQ(0, std::memcmp(alone.data(), together.data() + t * rows, rows * sizeof(float)))
+        << "token " << t;
+  }
+}
+
+} // namespace
