@@ -1,5 +1,5 @@
-// The SIMD attention kernels of the CPU plugin (AVX-512 multi-query, AVX2
-// single-query, on f32 and f16 caches, the vectorised softmax and the f16
+// The SIMD attention kernels of the CPU plugin (AVX-512 and AVX2 multi-query,
+// AVX2 single-query, on f32 and f16 caches, the vectorised softmax and the f16
 // store) against float64 math, and the property the plugin relies on: a
 // query's scores and weighted sums do not depend on how many queries share
 // the call (prefill and decode give a token bit-identical attention).
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "bonsai/core/formats.hpp"
@@ -29,12 +30,28 @@ std::vector<float> random_values(size_t n, unsigned seed) {
   return v;
 }
 
-class MultiQueryAttention : public ::testing::Test {
+// A set's multi-query kernels and whether this CPU can run them.
+struct MultiQueryKernels {
+  const char *name;
+  bool (*available)();
+  void (*key_scores_multi)(const QueryGroup &, const HeadSpan &, float, float *, int64_t);
+  void (*weighted_values_multi)(const float *, int64_t, const QueryGroup &, const HeadSpan &);
+};
+
+class MultiQueryAttention : public ::testing::TestWithParam<MultiQueryKernels> {
 protected:
   void SetUp() override {
-    if (!cpu_features().has_avx512_set())
-      GTEST_SKIP() << "skipped: this CPU lacks AVX-512 F/BW/VNNI (" << cpu_features().describe()
-                   << ")";
+    if (!GetParam().available())
+      GTEST_SKIP() << "skipped: this CPU cannot run the " << GetParam().name << " kernels ("
+                   << cpu_features().describe() << ")";
+  }
+  void key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale, float *out,
+                        int64_t out_stride) const {
+    GetParam().key_scores_multi(queries, keys, scale, out, out_stride);
+  }
+  void weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
+                             const HeadSpan &values) const {
+    GetParam().weighted_values_multi(p, p_stride, queries, values);
   }
   // Keys and values interleaved with another head's, as in the KV cache.
   static constexpr int64_t kStride = 2 * kDim;
@@ -58,14 +75,14 @@ protected:
   }
 };
 
-TEST_F(MultiQueryAttention, ScoresMatchFloat64ForEveryQueryCountAndKeyCount) {
+TEST_P(MultiQueryAttention, ScoresMatchFloat64ForEveryQueryCountAndKeyCount) {
   const std::vector<float> q = random_values(4 * kDim, 1);
   const std::vector<float> cache = random_values(11 * kStride, 2);
   const float scale = 0.125f;
   for (int nq = 1; nq <= 4; ++nq)
     for (int64_t n_keys : {1, 3, 4, 7, 11}) {
       std::vector<float> out(4 * 16, -1.0f);
-      avx512_key_scores_multi(queries(q.data(), nq), span(cache, n_keys), scale, out.data(), 16);
+      key_scores_multi(queries(q.data(), nq), span(cache, n_keys), scale, out.data(), 16);
       for (int i = 0; i < nq; ++i)
         for (int64_t j = 0; j < n_keys; ++j) {
           double dot = 0.0, l1 = 0.0;
@@ -83,28 +100,28 @@ TEST_F(MultiQueryAttention, ScoresMatchFloat64ForEveryQueryCountAndKeyCount) {
     }
 }
 
-TEST_F(MultiQueryAttention, AQueryScoresTheSameAloneAndInAGroup) {
+TEST_P(MultiQueryAttention, AQueryScoresTheSameAloneAndInAGroup) {
   const std::vector<float> q = random_values(4 * kDim, 3);
   const std::vector<float> cache = random_values(13 * kStride, 4);
   std::vector<float> grouped(4 * 16), alone(16);
-  avx512_key_scores_multi(queries(q.data(), 4), span(cache, 13), 0.1f, grouped.data(), 16);
+  key_scores_multi(queries(q.data(), 4), span(cache, 13), 0.1f, grouped.data(), 16);
   for (int i = 0; i < 4; ++i)
     for (int64_t n_keys : {13, 9, 6}) { // the key groups split differently
-      avx512_key_scores_multi(queries(q.data() + i * kDim, 1), span(cache, n_keys), 0.1f,
-                              alone.data(), 16);
+      key_scores_multi(queries(q.data() + i * kDim, 1), span(cache, n_keys), 0.1f, alone.data(),
+                       16);
       for (int64_t j = 0; j < n_keys; ++j)
         ASSERT_EQ(alone[j], grouped[i * 16 + j]) << "query " << i << " key " << j;
     }
 }
 
-TEST_F(MultiQueryAttention, WeightedValuesMatchFloat64AndIgnoreZeroWeights) {
+TEST_P(MultiQueryAttention, WeightedValuesMatchFloat64AndIgnoreZeroWeights) {
   const std::vector<float> cache = random_values(9 * kStride, 5);
   std::vector<float> p = random_values(4 * 16, 6);
   for (float &w : p)
     w = std::fabs(w);
   for (int nq = 1; nq <= 4; ++nq) {
     std::vector<float> out(4 * kDim, -1.0f);
-    avx512_weighted_values_multi(p.data(), 16, queries(nullptr, nq, out.data()), span(cache, 9));
+    weighted_values_multi(p.data(), 16, queries(nullptr, nq, out.data()), span(cache, 9));
     for (int i = 0; i < nq; ++i)
       for (int c = 0; c < kDim; ++c) {
         double sum = 0.0, l1 = 0.0;
@@ -120,10 +137,8 @@ TEST_F(MultiQueryAttention, WeightedValuesMatchFloat64AndIgnoreZeroWeights) {
   std::vector<float> padded(16, 0.0f), short_out(kDim), long_out(kDim);
   for (int j = 0; j < 5; ++j)
     padded[j] = p[j];
-  avx512_weighted_values_multi(padded.data(), 16, queries(nullptr, 1, short_out.data()),
-                               span(cache, 5));
-  avx512_weighted_values_multi(padded.data(), 16, queries(nullptr, 1, long_out.data()),
-                               span(cache, 9));
+  weighted_values_multi(padded.data(), 16, queries(nullptr, 1, short_out.data()), span(cache, 5));
+  weighted_values_multi(padded.data(), 16, queries(nullptr, 1, long_out.data()), span(cache, 9));
   EXPECT_EQ(short_out, long_out);
 }
 
@@ -186,7 +201,7 @@ void expect_softmax_matches_double_exp(float (*softmax)(float *, int64_t),
   }
 }
 
-TEST_F(MultiQueryAttention, F16CachesMatchFloat64OfTheirHalfValues) {
+TEST_P(MultiQueryAttention, F16CachesMatchFloat64OfTheirHalfValues) {
   const std::vector<float> q = random_values(4 * kDim, 7);
   const HalfCache keys(random_values(11 * kStride, 8));
   const HalfCache values(random_values(11 * kStride, 9));
@@ -196,10 +211,9 @@ TEST_F(MultiQueryAttention, F16CachesMatchFloat64OfTheirHalfValues) {
   for (int nq = 1; nq <= 4; ++nq)
     for (int64_t n_keys : {1, 5, 11}) {
       std::vector<float> scores(4 * 16, -1.0f);
-      avx512_key_scores_multi(queries(q.data(), nq), keys.span(n_keys), 0.125f, scores.data(), 16);
+      key_scores_multi(queries(q.data(), nq), keys.span(n_keys), 0.125f, scores.data(), 16);
       std::vector<float> out(4 * kDim);
-      avx512_weighted_values_multi(p.data(), 16, queries(nullptr, nq, out.data()),
-                                   values.span(n_keys));
+      weighted_values_multi(p.data(), 16, queries(nullptr, nq, out.data()), values.span(n_keys));
       for (int i = 0; i < nq; ++i) {
         for (int64_t j = 0; j < n_keys; ++j) {
           const auto [dot, l1] = exact_score(q.data() + i * kDim, keys.values, j);
@@ -218,7 +232,18 @@ TEST_F(MultiQueryAttention, F16CachesMatchFloat64OfTheirHalfValues) {
     }
 }
 
-TEST_F(MultiQueryAttention, SoftmaxWeightsMatchDoubleExp) {
+INSTANTIATE_TEST_SUITE_P(
+    Sets, MultiQueryAttention,
+    ::testing::Values(MultiQueryKernels{"avx512", [] { return cpu_features().has_avx512_set(); },
+                                        avx512_key_scores_multi, avx512_weighted_values_multi},
+                      MultiQueryKernels{"avx2", [] { return cpu_features().has_avx2_set(); },
+                                        avx2_key_scores_multi, avx2_weighted_values_multi}),
+    [](const auto &info) { return std::string(info.param.name); });
+
+TEST(Avx512Softmax, SoftmaxWeightsMatchDoubleExp) {
+  if (!cpu_features().has_avx512_set())
+    GTEST_SKIP() << "skipped: this CPU lacks AVX-512 F/BW/VNNI (" << cpu_features().describe()
+                 << ")";
   expect_softmax_matches_double_exp(avx512_softmax_weights, {1, 7, 16, 17, 100}, 0, 1e-30);
 }
 

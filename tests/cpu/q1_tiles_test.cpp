@@ -52,21 +52,25 @@ bool have_avx2() {
 }
 
 // Block b of a tile by hand: scales at 2r, then line k at 64 + 32k holding
-// row r's sign byte k at position p with r = p, p + 8 or p - 8.
+// row r's sign byte k at position p, where the kernel's int16 and int32
+// widening puts row r: p = 16 (r % 8 / 4) + 8 (r / 16) + 2 (r % 4) + r / 8 % 2.
 TEST(Q1Tiles, LayoutByHand) {
   const int64_t blocks = 3;
   const std::vector<uint8_t> rows = random_q1_rows(kQ1TileRows, blocks, 1);
   const std::vector<uint8_t> tile = tiled(rows, kQ1TileRows, blocks);
-  EXPECT_EQ(q1_tile_row(3), 3);
-  EXPECT_EQ(q1_tile_row(9), 17);
-  EXPECT_EQ(q1_tile_row(20), 12);
+  EXPECT_EQ(q1_tile_row(0), 0);
+  EXPECT_EQ(q1_tile_row(1), 8);  // odd int16 lane of the low register
+  EXPECT_EQ(q1_tile_row(9), 24); // odd lane of the high register
+  EXPECT_EQ(q1_tile_row(22), 7); // upper half of the low register, even
   EXPECT_EQ(q1_tile_row(31), 31);
+  for (int p = 0; p < kQ1TileRows; ++p)
+    EXPECT_EQ(q1_tile_position(q1_tile_row(p)), p);
   for (int64_t b = 0; b < blocks; ++b)
     for (int r = 0; r < kQ1TileRows; ++r) {
       const uint8_t *src = &rows[(static_cast<size_t>(r) * blocks + b) * kBlock];
       const uint8_t *blk = &tile[static_cast<size_t>(b) * 576];
       EXPECT_EQ(0, std::memcmp(blk + 2 * r, src, 2)) << "scale of row " << r;
-      const int p = r < 8 || r >= 24 ? r : (r < 16 ? r + 8 : r - 8);
+      const int p = 16 * (r % 8 / 4) + 8 * (r / 16) + 2 * (r % 4) + r / 8 % 2;
       for (int k = 0; k < 16; ++k)
         ASSERT_EQ(blk[64 + 32 * k + p], src[2 + k])
             << "block " << b << " row " << r << " byte " << k;

@@ -19,7 +19,7 @@ void tile_q1_rows(const uint8_t *rows, int64_t n_blocks, size_t row_bytes, uint8
 }
 
 void untile_q1_row(const uint8_t *tile, int64_t n_blocks, int r, uint8_t *out) {
-  const int p = q1_tile_row(r);
+  const int p = q1_tile_position(r);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t *in = tile + static_cast<size_t>(b) * kQ1TileBlockBytes;
     uint8_t *block = out + static_cast<size_t>(b) * sizeof(BlockQ1_0);

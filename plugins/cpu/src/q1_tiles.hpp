@@ -10,8 +10,6 @@
 //   [0, 64)    the 32 rows' f16 scales, row i at 2i;
 //   [64, 576)  16 lines of 32 bytes: line k holds sign byte k of every row,
 //              row q1_tile_row(p) at position p.
-// The row order inside a line is what the kernel's byte-to-int16 unpacking
-// turns back into rows 0..31 (positions 8..15 and 16..23 trade places).
 #include <cstddef>
 #include <cstdint>
 
@@ -26,9 +24,18 @@ inline constexpr size_t kQ1TileBlockBytes = kQ1TileRows * sizeof(BlockQ1_0); // 
 // turn a tile back into GGUF rows on the stack (32 rows of 4,608 bytes).
 inline constexpr int64_t kQ1TileMaxCols = 32768;
 
-// The row at position p (0..31) of a sign line; the map is its own inverse.
+// The row at position p (0..31) of a sign line, and its inverse. The kernel
+// turns looked-up bytes into int16 by interleaving (positions 0-7, 16-23 in
+// one register, 8-15, 24-31 in the other) and those into int32 by even and
+// odd int16 lanes; this order makes its four int32 vectors rows 0-7, 8-15,
+// 16-23 and 24-31.
 constexpr int q1_tile_row(int p) {
-  return (p >= 8 && p < 16) ? p + 8 : (p >= 16 && p < 24) ? p - 8 : p;
+  const int high_register = (p / 8) % 2, upper = p / 16, odd = p % 2, pair = (p % 8) / 2;
+  return 8 * (2 * high_register + odd) + 4 * upper + pair;
+}
+constexpr int q1_tile_position(int r) {
+  const int vector = r / 8, upper = (r % 8) / 4, pair = r % 4;
+  return 16 * upper + 8 * (vector / 2) + 2 * pair + vector % 2;
 }
 
 // Whether a Q1_0 matrix of this shape is stored in tiles.

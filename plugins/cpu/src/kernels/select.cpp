@@ -30,6 +30,8 @@ KernelSet make_avx2_set() {
   set.axpy = avx2_axpy;
   set.key_scores = avx2_key_scores;
   set.weighted_values = avx2_weighted_values;
+  set.key_scores_multi = avx2_key_scores_multi;
+  set.weighted_values_multi = avx2_weighted_values_multi;
   set.softmax_weights = avx2_softmax_weights;
   set.to_f16 = avx2_to_f16;
   set.quantize = avx2_quantize_act_row;

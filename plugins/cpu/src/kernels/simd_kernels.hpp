@@ -24,6 +24,11 @@ void avx512_rows_q1(const RowJob &job);
 void avxvnni_rows_q1(const RowJob &job);
 void avxvnni_rows_q2(const RowJob &job);
 void avxvnni_rows_q2_g64(const RowJob &job);
+// Multi-query attention (kernel_set.hpp) on AVX2: dim % 16 == 0.
+void avx2_key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale, float *out,
+                           int64_t out_stride);
+void avx2_weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
+                                const HeadSpan &values);
 void avx512_key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale,
                              float *out, int64_t out_stride);
 void avx512_weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
