@@ -1,5 +1,6 @@
-// AVX2 kernels for f32/f16/bf16 weights against f32 activations, and the f32
-// dot/axpy attention uses. Accumulation order is fixed, so results are
+// AVX2 kernels for f32/f16/bf16 weights against f32 activations, the f32
+// dot/axpy, the softmax and the f16 store attention uses (its dot products are
+// in avx2_attention.cpp). Accumulation order is fixed, so results are
 // reproducible.
 #if defined(__x86_64__) || defined(__i386__)
 
@@ -109,100 +110,6 @@ BONSAI_TARGET_AVX2 void avx2_axpy(float alpha, const float *x, float *y, int64_t
 
 namespace {
 
-// Sums of the 8 lanes of v[0..3] in exactly hsum256's order (halves first,
-// then lanes 0+2 and 1+3, then those two): out[r] for r < 4.
-BONSAI_TARGET_AVX2 inline void hsum4(const __m256 v[4], float out[4]) {
-  const __m256 s01 = _mm256_add_ps(_mm256_permute2f128_ps(v[0], v[1], 0x20),
-                                   _mm256_permute2f128_ps(v[0], v[1], 0x31));
-  const __m256 s23 = _mm256_add_ps(_mm256_permute2f128_ps(v[2], v[3], 0x20),
-                                   _mm256_permute2f128_ps(v[2], v[3], 0x31));
-  // Per half: [a0 a1 c0 c1] + [a2 a3 c2 c3], then (x0 + x1) by hadd.
-  const __m256 pairs = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
-                                     _mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, _mm256_hadd_ps(pairs, pairs));
-  out[0] = lanes[0]; // half 0: v[0], v[2]; half 1: v[1], v[3]
-  out[1] = lanes[4];
-  out[2] = lanes[1];
-  out[3] = lanes[5];
-}
-
-} // namespace
-
-namespace {
-
-// Eight values of position `pos` from dimension c on, as f32.
-template <KvType T>
-BONSAI_TARGET_AVX2 inline __m256 load8(const HeadSpan &span, int64_t pos, int c) {
-  if constexpr (T == KvType::F16)
-    return _mm256_cvtph_ps(
-        _mm_loadu_si128(reinterpret_cast<const __m128i *>(span.f16() + pos * span.stride + c)));
-  else
-    return _mm256_loadu_ps(span.f32() + pos * span.stride + c);
-}
-
-// Four keys at a time share each query load; needs dim % 16 == 0. A last
-// partial group repeats its last key, so a key's score is computed the same
-// way wherever it falls (prefill and decode agree bit for bit).
-template <KvType T>
-BONSAI_TARGET_AVX2 void key_scores(const float *q, const HeadSpan &keys, float scale, float *out) {
-  for (int64_t j = 0; j < keys.n; j += 4) {
-    const int valid = static_cast<int>(std::min<int64_t>(4, keys.n - j));
-    int64_t pos[4];
-    for (int r = 0; r < 4; ++r)
-      pos[r] = j + std::min(r, valid - 1);
-    __m256 even[4];
-    __m256 odd[4];
-    for (int r = 0; r < 4; ++r) {
-      even[r] = _mm256_setzero_ps();
-      odd[r] = _mm256_setzero_ps();
-    }
-    for (int c = 0; c < keys.dim; c += 16) {
-      const __m256 q0 = _mm256_loadu_ps(q + c);
-      const __m256 q1 = _mm256_loadu_ps(q + c + 8);
-#pragma GCC unroll 4
-      for (int r = 0; r < 4; ++r) {
-        even[r] = _mm256_fmadd_ps(q0, load8<T>(keys, pos[r], c), even[r]);
-        odd[r] = _mm256_fmadd_ps(q1, load8<T>(keys, pos[r], c + 8), odd[r]);
-      }
-    }
-    __m256 sums[4];
-    for (int r = 0; r < 4; ++r)
-      sums[r] = _mm256_add_ps(even[r], odd[r]);
-    float dots[4];
-    hsum4(sums, dots);
-    for (int r = 0; r < valid; ++r)
-      out[j + r] = dots[r] * scale;
-  }
-}
-
-// 64 output values at a time stay in registers while every value vector is
-// added in; each output is summed over keys in index order with one fused
-// multiply-add each. Needs dim % 16 == 0.
-template <KvType T>
-BONSAI_TARGET_AVX2 void weighted_values(const float *p, const HeadSpan &values, float *out) {
-  int c = 0;
-  for (; c + 64 <= values.dim; c += 64) {
-    __m256 acc[8];
-    for (int r = 0; r < 8; ++r)
-      acc[r] = _mm256_setzero_ps();
-    for (int64_t j = 0; j < values.n; ++j) {
-      const __m256 pj = _mm256_set1_ps(p[j]);
-#pragma GCC unroll 8
-      for (int r = 0; r < 8; ++r)
-        acc[r] = _mm256_fmadd_ps(pj, load8<T>(values, j, c + 8 * r), acc[r]);
-    }
-    for (int r = 0; r < 8; ++r)
-      _mm256_storeu_ps(out + c + 8 * r, acc[r]);
-  }
-  for (; c < values.dim; c += 8) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t j = 0; j < values.n; ++j)
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), load8<T>(values, j, c), acc);
-    _mm256_storeu_ps(out + c, acc);
-  }
-}
-
 // e^x for x <= 0 (exp_polynomial.hpp), 2^n built in the exponent bits. x is clamped at -87 (e^-87
 // is near f32's smallest normal number), so a weight that would underflow is ~1e-38 instead of 0.
 // NaN stays NaN.
@@ -223,20 +130,6 @@ BONSAI_TARGET_AVX2 inline __m256 exp_nonpositive(__m256 x) {
 }
 
 } // namespace
-
-void avx2_key_scores(const float *q, const HeadSpan &keys, float scale, float *out) {
-  if (keys.type == KvType::F16)
-    key_scores<KvType::F16>(q, keys, scale, out);
-  else
-    key_scores<KvType::F32>(q, keys, scale, out);
-}
-
-void avx2_weighted_values(const float *p, const HeadSpan &values, float *out) {
-  if (values.type == KvType::F16)
-    weighted_values<KvType::F16>(p, values, out);
-  else
-    weighted_values<KvType::F32>(p, values, out);
-}
 
 BONSAI_TARGET_AVX2 float avx2_softmax_weights(float *scores, int64_t n) {
   __m256 max_v = _mm256_set1_ps(-INFINITY);

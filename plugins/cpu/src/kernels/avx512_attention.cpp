@@ -6,6 +6,7 @@
 
 #include "kernels/avx512_intrinsics.hpp"
 #include "kernels/exp_polynomial.hpp"
+#include "kernels/query_count.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -117,36 +118,6 @@ BONSAI_TARGET_AVX512 void values_for(const float *p, int64_t p_stride, const Que
   }
 }
 
-template <KvType T>
-void key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale, float *out,
-                      int64_t out_stride) {
-  switch (queries.n) {
-  case 1:
-    return scores_for<1, T>(queries, keys, scale, out, out_stride);
-  case 2:
-    return scores_for<2, T>(queries, keys, scale, out, out_stride);
-  case 3:
-    return scores_for<3, T>(queries, keys, scale, out, out_stride);
-  default:
-    return scores_for<4, T>(queries, keys, scale, out, out_stride);
-  }
-}
-
-template <KvType T>
-void weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
-                           const HeadSpan &values) {
-  switch (queries.n) {
-  case 1:
-    return values_for<1, T>(p, p_stride, queries, values);
-  case 2:
-    return values_for<2, T>(p, p_stride, queries, values);
-  case 3:
-    return values_for<3, T>(p, p_stride, queries, values);
-  default:
-    return values_for<4, T>(p, p_stride, queries, values);
-  }
-}
-
 // e^x for x <= 0, a softmax weight (exp_polynomial.hpp), times 2^n by scalef. Below -104, e^x is
 // below f32's smallest denormal: 0. NaN stays NaN.
 BONSAI_TARGET_AVX512 inline __m512 exp_nonpositive(__m512 x) {
@@ -167,18 +138,22 @@ BONSAI_TARGET_AVX512 inline __m512 exp_nonpositive(__m512 x) {
 
 void avx512_key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale,
                              float *out, int64_t out_stride) {
-  if (keys.type == KvType::F16)
-    key_scores_multi<KvType::F16>(queries, keys, scale, out, out_stride);
-  else
-    key_scores_multi<KvType::F32>(queries, keys, scale, out, out_stride);
+  with_query_count(queries.n, [&]<int NQ>() {
+    if (keys.type == KvType::F16)
+      scores_for<NQ, KvType::F16>(queries, keys, scale, out, out_stride);
+    else
+      scores_for<NQ, KvType::F32>(queries, keys, scale, out, out_stride);
+  });
 }
 
 void avx512_weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
                                   const HeadSpan &values) {
-  if (values.type == KvType::F16)
-    weighted_values_multi<KvType::F16>(p, p_stride, queries, values);
-  else
-    weighted_values_multi<KvType::F32>(p, p_stride, queries, values);
+  with_query_count(queries.n, [&]<int NQ>() {
+    if (values.type == KvType::F16)
+      values_for<NQ, KvType::F16>(p, p_stride, queries, values);
+    else
+      values_for<NQ, KvType::F32>(p, p_stride, queries, values);
+  });
 }
 
 BONSAI_TARGET_AVX512 float avx512_softmax_weights(float *scores, int64_t n) {
