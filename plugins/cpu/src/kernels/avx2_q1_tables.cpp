@@ -68,10 +68,9 @@ BONSAI_TARGET_AVX2 inline void add_scaled(__m256i w_low, __m256i w_high, const f
   // |sum| <= 4 * 4 * 127 fits int16. Even and odd int16 lanes to int32 by
   // shifts (not by shuffles, which the lookups keep busy): rows 0-7, 8-15,
   // 16-23, 24-31 (q1_tile_row).
-  const __m256i rows[4] = {_mm256_srai_epi32(_mm256_slli_epi32(w_low, 16), 16),
-                           _mm256_srai_epi32(w_low, 16),
-                           _mm256_srai_epi32(_mm256_slli_epi32(w_high, 16), 16),
-                           _mm256_srai_epi32(w_high, 16)};
+  const __m256i rows[4] = {
+      _mm256_srai_epi32(_mm256_slli_epi32(w_low, 16), 16), _mm256_srai_epi32(w_low, 16),
+      _mm256_srai_epi32(_mm256_slli_epi32(w_high, 16), 16), _mm256_srai_epi32(w_high, 16)};
   const __m256 d = _mm256_broadcast_ss(scale);
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i)
