@@ -81,7 +81,7 @@ inline void discard_step(Context &ctx) {
 // where the context's kernel set reads Q1_0 that way. Throws PluginError.
 inline std::unique_ptr<Weight> new_weight(Context &ctx, const bonsai_weight_desc &desc) {
   std::unique_ptr<Weight> w = make_weight(desc);
-  if (ctx.kernels->tile_q1)
+  if (ctx.kernels->rows_q1_tables != nullptr)
     tile_q1_weight(*w, *ctx.arena);
   return w;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Q1_0 weights in 32-row tiles, the layout the AVX2 table kernel reads
 // (kernels/avx2_q1_tables.cpp). A context whose kernel set asks for it
-// (KernelSet::tile_q1) stores its Q1_0 matrices this way instead of the
+// (KernelSet::rows_q1_tables) stores its Q1_0 matrices this way instead of the
 // GGUF row order: the table kernel then loads one byte of 32 rows at once
 // and looks up all 32 with one shuffle per 4 weights.
 //

@@ -76,10 +76,9 @@ struct KernelSet {
   bool quantized_input[kWeightKinds] = {};
   QuantLayout layout[kWeightKinds] = {};
   QuantizeRowFn quantize = quantize_act_row; // activation quantizer for the layouts above
-  // Store Q1_0 matrices in 32-row tiles where their shape allows
-  // (q1_tiles.hpp); every matmul of a tiled weight then runs rows_q1_tables
-  // with Q1Tables activations instead of rows[Q1_0].
-  bool tile_q1 = false;
+  // When set, a context stores its Q1_0 matrices in 32-row tiles where their
+  // shape allows (q1_tiles.hpp), and every matmul of a tiled weight runs this
+  // kernel with Q1Tables activations instead of rows[Q1_0].
   RowKernel rows_q1_tables = nullptr;
   float (*dot)(const float *a, const float *b, int64_t n) = nullptr;
   void (*axpy)(float alpha, const float *x, float *y, int64_t n) = nullptr; // y += alpha x

@@ -35,7 +35,6 @@ KernelSet make_avx2_set() {
   set.softmax_weights = avx2_softmax_weights;
   set.to_f16 = avx2_to_f16;
   set.quantize = avx2_quantize_act_row;
-  set.tile_q1 = true;
   set.rows_q1_tables = avx2_rows_q1_tables;
   return set;
 }
@@ -43,8 +42,7 @@ KernelSet make_avx2_set() {
 KernelSet make_avx512_set() {
   KernelSet set = make_avx2_set(); // float types and Q8_0 stay on AVX2
   set.name = "avx512";
-  set.tile_q1 = false; // its Q1_0 kernel reads GGUF rows
-  set.rows_q1_tables = nullptr;
+  set.rows_q1_tables = nullptr; // its Q1_0 kernel reads GGUF rows
   set.rows[static_cast<int>(WeightKind::Q1_0)] = avx512_rows_q1;
   set.layout[static_cast<int>(WeightKind::Q1_0)] = QuantLayout::Q1Mask512; // masks are raw bits
   set.rows[static_cast<int>(WeightKind::Q2_0)] = avx512_rows_q2;
