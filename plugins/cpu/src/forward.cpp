@@ -30,8 +30,8 @@ int32_t argmax_row(const float *row, int n) {
 
 void embed_tokens(BoundModel &m, const int32_t *token_ids, const int32_t *positions, int n_tokens) {
   const int64_t n_embd = m.dims.n_embd;
-  // A tiled row is gathered here first (only Q1_0 of at most kQ1TileMaxCols).
-  uint8_t tiled_row[kQ1TileMaxCols / 128 * sizeof(BlockQ1_0)];
+  uint8_t tiled_row[kQ1TileMaxRowBytes]; // a row of a tiled token_embd, gathered
+
   for (int i = 0; i < n_tokens; ++i)
     dequantize_row(m.token_embd->type, m.token_embd->natural_row(token_ids[i], tiled_row),
                    m.buffers.x.get() + i * n_embd, n_embd);

@@ -20,9 +20,11 @@ namespace bonsai::cpu {
 inline constexpr int64_t kQ1TileRows = 32;
 inline constexpr size_t kQ1TileScaleBytes = kQ1TileRows * 2;
 inline constexpr size_t kQ1TileBlockBytes = kQ1TileRows * sizeof(BlockQ1_0); // 576
-// Widest rows that are tiled: the kernels that read tiles for many tokens
-// turn a tile back into GGUF rows on the stack (32 rows of 4,608 bytes).
+// Widest rows that are tiled, so that one row gathered back from a tile
+// (Weight::natural_row: an embedding row of a tied head) fits a fixed
+// buffer of kQ1TileMaxRowBytes.
 inline constexpr int64_t kQ1TileMaxCols = 32768;
+inline constexpr size_t kQ1TileMaxRowBytes = kQ1TileMaxCols / 128 * sizeof(BlockQ1_0);
 
 // The row at position p (0..31) of a sign line, and its inverse. The kernel
 // turns looked-up bytes into int16 by interleaving (positions 0-7, 16-23 in

@@ -133,9 +133,9 @@ const uint8_t *Weight::natural_row(int64_t r, uint8_t *scratch) const {
 bool tile_q1_weight(Weight &w, oneapi::tbb::task_arena &arena) {
   if (w.type != GgmlType::Q1_0 || w.q1_tiled || !q1_tileable(w.rows, w.cols))
     return false;
-  // 2 MiB-aligned tiles measured 9-11 % faster in prefill than the same
-  // tiles 64-byte or page aligned (1.7B Q1_0, avx2, pp512); huge pages, where
-  // the kernel grants them, also spare decode's TLB.
+  // 2 MiB-aligned so that huge pages, where the kernel grants them, spare
+  // the long sweeps of the kernels the TLB (alignment measured against
+  // 64-byte and page alignment in docs/performance.md).
   auto tiled = std::make_unique<HugeAlignedBuffer>(w.nbytes());
   uint8_t *base = tiled->data();
   const size_t tile_bytes = static_cast<size_t>(kQ1TileRows) * w.row_bytes;

@@ -77,12 +77,15 @@ BONSAI_TARGET_AVX2 inline void add_scaled(__m256i w_low, __m256i w_high, const f
     part[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(rows[i]), d, part[i]);
 }
 
-// A block's part for every token is sum_s S_s d_s in sub-block order, then
-// acc += part * d_w: the same operations in the same order whatever the
-// number of tokens, so a token's result never depends on its step.
+// The f16 weight scales of rows 8i..8i+7 of a tile's block.
 BONSAI_TARGET_AVX2 inline __m256 block_scales(const uint8_t *block, int i) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(block + 16 * i)));
 }
+
+// Both tile functions take, per token and block, part = sum_s S_s d_s in
+// sub-block order and then acc += part * d_w: the same operations in the same
+// order whatever the number of tokens, so a token's result never depends on
+// its step.
 
 // One tile against one token, accumulators in registers (decode).
 BONSAI_TARGET_AVX2 void tile_one_token(const uint8_t *tile, int64_t n_blocks,

@@ -23,9 +23,7 @@ inline uint16_t load_u16(const uint8_t *p) {
 
 // The f16 scale at the start of a block (blocks are not aligned).
 BONSAI_TARGET_AVX2 inline float load_f16(const uint8_t *p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, sizeof(bits));
-  return _cvtsh_ss(bits);
+  return _cvtsh_ss(load_u16(p));
 }
 
 BONSAI_TARGET_AVX2 inline float hsum256(__m256 v) {
