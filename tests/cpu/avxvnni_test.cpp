@@ -15,25 +15,14 @@
 #include "bonsai/core/formats.hpp"
 #include "cpu_features.hpp"
 #include "kernels/kernel_set.hpp"
+#include "random_blocks.hpp"
 
 namespace {
 
 using namespace bonsai::cpu;
 using bonsai::GgmlType;
 
-// Random blocks of `type`: an f16 scale (0.01..0.02, either sign) and
-// random code bytes.
-std::vector<uint8_t> random_rows(size_t block_bytes, int64_t rows, int64_t blocks, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> w(block_bytes * static_cast<size_t>(rows * blocks));
-  for (size_t at = 0; at < w.size(); at += block_bytes) {
-    const uint16_t d = static_cast<uint16_t>(0x2000 + rng() % 0x400) | (rng() % 2 ? 0x8000 : 0);
-    std::memcpy(&w[at], &d, 2);
-    for (size_t i = 2; i < block_bytes; ++i)
-      w[at + i] = static_cast<uint8_t>(rng());
-  }
-  return w;
-}
+using bonsai::cpu::test::random_rows;
 
 std::vector<float> rows_of(const KernelSet &set, GgmlType type, WeightKind kind,
                            const std::vector<uint8_t> &w, size_t row_bytes, int64_t rows,

@@ -16,6 +16,7 @@
 #include "kernels/kernel_set.hpp"
 #include "kernels/simd_kernels.hpp"
 #include "q1_tiles.hpp"
+#include "random_blocks.hpp"
 
 namespace {
 
@@ -25,17 +26,8 @@ using bonsai::GgmlType;
 
 constexpr size_t kBlock = sizeof(BlockQ1_0);
 
-// Random Q1_0 rows: f16 scales 0.01..0.02 of either sign, random signs.
 std::vector<uint8_t> random_q1_rows(int64_t rows, int64_t blocks, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> w(kBlock * static_cast<size_t>(rows * blocks));
-  for (size_t at = 0; at < w.size(); at += kBlock) {
-    const uint16_t d = static_cast<uint16_t>(0x2000 + rng() % 0x400) | (rng() % 2 ? 0x8000 : 0);
-    std::memcpy(&w[at], &d, 2);
-    for (size_t i = 2; i < kBlock; ++i)
-      w[at + i] = static_cast<uint8_t>(rng());
-  }
-  return w;
+  return bonsai::cpu::test::random_rows(kBlock, rows, blocks, seed);
 }
 
 std::vector<uint8_t> tiled(const std::vector<uint8_t> &rows, int64_t n_rows, int64_t blocks) {
