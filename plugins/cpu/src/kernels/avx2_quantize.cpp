@@ -200,15 +200,13 @@ BONSAI_TARGET_AVX2 void quantize_block(const float *xb, QuantLayout layout, int8
                                   _mm256_add_epi32(dword_sums[2], dword_sums[3]));
   }
   alignas(32) int32_t sums[8];
-  alignas(32) float scales[8];
   _mm256_store_si256(reinterpret_cast<__m256i *>(sums), group_sums);
-  _mm256_store_ps(scales, scale);
   _mm256_storeu_ps(d, scale);
   float block_sum = 0.0f; // in group order, as the scalar quantizer adds
   for (int g = 0; g < 8; ++g) {
     // A rounded product, then the sum, as in the scalar code: with FMA
     // enabled here the compiler could otherwise fuse them into one rounding.
-    float product = scales[g] * static_cast<float>(sums[g]);
+    float product = d[g] * static_cast<float>(sums[g]);
     asm("" : "+x"(product));
     block_sum += product;
   }
