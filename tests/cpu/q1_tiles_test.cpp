@@ -1,10 +1,12 @@
-// Q1_0 in 32-row tiles (plugins/cpu/src/q1_tiles.hpp) and the AVX2 table
-// kernel that reads them: the layout by hand, tiling and untiling as exact
-// inverses, the kernel against a float64 dot of the quantized inputs, and
+// Q1_0 in 32-row tiles (plugins/cpu/src/q1_tiles.hpp) and the kernels that
+// read them (the AVX2 table kernel on sign lines, the AVX-512 mask kernel on
+// nibble masks): both layouts by hand, tiling and untiling as exact
+// inverses, each kernel against a float64 dot of the quantized inputs, and
 // each token's result independent of the other tokens of its step.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -30,26 +32,31 @@ std::vector<uint8_t> random_q1_rows(int64_t rows, int64_t blocks, uint32_t seed)
   return bonsai::cpu::test::random_rows(kBlock, rows, blocks, seed);
 }
 
-std::vector<uint8_t> tiled(const std::vector<uint8_t> &rows, int64_t n_rows, int64_t blocks) {
+Q1Tile shape_of(Q1TileFormat format, int64_t blocks) {
+  return {format, blocks, kBlock * static_cast<size_t>(blocks)};
+}
+
+std::vector<uint8_t> tiled(Q1TileFormat format, const std::vector<uint8_t> &rows, int64_t n_rows,
+                           int64_t blocks) {
   std::vector<uint8_t> out(rows.size());
-  const size_t row_bytes = kBlock * static_cast<size_t>(blocks);
+  const Q1Tile shape = shape_of(format, blocks);
   for (int64_t t = 0; t < n_rows / kQ1TileRows; ++t)
-    tile_q1_rows(rows.data() + static_cast<size_t>(t) * kQ1TileRows * row_bytes, blocks, row_bytes,
-                 out.data() + static_cast<size_t>(t) * kQ1TileRows * row_bytes);
+    tile_q1_rows(shape, rows.data() + static_cast<size_t>(t) * kQ1TileRows * shape.row_bytes,
+                 out.data() + static_cast<size_t>(t) * kQ1TileRows * shape.row_bytes);
   return out;
 }
 
-bool have_avx2() {
-  return cpu_features().has_avx2_set();
+const char *format_name(Q1TileFormat format) {
+  return format == Q1TileFormat::SignLines ? "sign lines" : "nibble masks";
 }
 
 // Block b of a tile by hand: scales at 2r, then line k at 64 + 32k holding
 // row r's sign byte k at position p, where the kernel's int16 and int32
 // widening puts row r: p = 16 (r % 8 / 4) + 8 (r / 16) + 2 (r % 4) + r / 8 % 2.
-TEST(Q1Tiles, LayoutByHand) {
+TEST(Q1Tiles, SignLinesByHand) {
   const int64_t blocks = 3;
   const std::vector<uint8_t> rows = random_q1_rows(kQ1TileRows, blocks, 1);
-  const std::vector<uint8_t> tile = tiled(rows, kQ1TileRows, blocks);
+  const std::vector<uint8_t> tile = tiled(Q1TileFormat::SignLines, rows, kQ1TileRows, blocks);
   EXPECT_EQ(q1_tile_row(0), 0);
   EXPECT_EQ(q1_tile_row(1), 8);  // odd int16 lane of the low register
   EXPECT_EQ(q1_tile_row(9), 24); // odd lane of the high register
@@ -69,21 +76,46 @@ TEST(Q1Tiles, LayoutByHand) {
     }
 }
 
-TEST(Q1Tiles, UntilingGivesBackEveryRow) {
-  for (const int64_t blocks : {int64_t{1}, int64_t{16}, int64_t{256}}) {
-    SCOPED_TRACE(std::to_string(blocks) + " blocks");
-    const int64_t n_rows = 2 * kQ1TileRows;
-    const std::vector<uint8_t> rows = random_q1_rows(n_rows, blocks, 2);
-    const std::vector<uint8_t> tiles = tiled(rows, n_rows, blocks);
-    const size_t row_bytes = kBlock * static_cast<size_t>(blocks);
-    std::vector<uint8_t> row(row_bytes);
-    for (int64_t r = 0; r < n_rows; ++r) {
-      untile_q1_row(&tiles[static_cast<size_t>(r / kQ1TileRows) * kQ1TileRows * row_bytes], blocks,
-                    static_cast<int>(r % kQ1TileRows), row.data());
-      ASSERT_EQ(0, std::memcmp(row.data(), &rows[static_cast<size_t>(r) * row_bytes], row_bytes))
-          << "row " << r;
+// Block b of a tile by hand: scales at 2r, then for half h = r / 16 and
+// group n the 64-bit word at 64 + 256h + 8n with row r's sign bits 4n..4n+3
+// at bits 4 (r % 16)..4 (r % 16) + 3.
+TEST(Q1Tiles, NibbleMasksByHand) {
+  const int64_t blocks = 3;
+  const std::vector<uint8_t> rows = random_q1_rows(kQ1TileRows, blocks, 7);
+  const std::vector<uint8_t> tile = tiled(Q1TileFormat::NibbleMasks, rows, kQ1TileRows, blocks);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int r = 0; r < kQ1TileRows; ++r) {
+      const uint8_t *src = &rows[(static_cast<size_t>(r) * blocks + b) * kBlock];
+      const uint8_t *blk = &tile[static_cast<size_t>(b) * 576];
+      EXPECT_EQ(0, std::memcmp(blk + 2 * r, src, 2)) << "scale of row " << r;
+      for (int e = 0; e < kActBlock; ++e) {
+        const int n = e / 4, j = e % 4;
+        uint64_t mask;
+        std::memcpy(&mask, blk + 64 + 256 * (r / 16) + 8 * n, sizeof(mask));
+        ASSERT_EQ((mask >> (4 * (r % 16) + j)) & 1, (src[2 + e / 8] >> (e % 8)) & 1u)
+            << "block " << b << " row " << r << " input " << e;
+      }
     }
-  }
+}
+
+TEST(Q1Tiles, UntilingGivesBackEveryRow) {
+  for (const Q1TileFormat format : {Q1TileFormat::SignLines, Q1TileFormat::NibbleMasks})
+    for (const int64_t blocks : {int64_t{1}, int64_t{16}, int64_t{256}}) {
+      SCOPED_TRACE(std::string(format_name(format)) + ", " + std::to_string(blocks) + " blocks");
+      const int64_t n_rows = 2 * kQ1TileRows;
+      const std::vector<uint8_t> rows = random_q1_rows(n_rows, blocks, 2);
+      const std::vector<uint8_t> tiles = tiled(format, rows, n_rows, blocks);
+      const Q1Tile shape = shape_of(format, blocks);
+      std::vector<uint8_t> row(shape.row_bytes);
+      for (int64_t r = 0; r < n_rows; ++r) {
+        untile_q1_row(shape,
+                      &tiles[static_cast<size_t>(r / kQ1TileRows) * kQ1TileRows * shape.row_bytes],
+                      static_cast<int>(r % kQ1TileRows), row.data());
+        ASSERT_EQ(0, std::memcmp(row.data(), &rows[static_cast<size_t>(r) * shape.row_bytes],
+                                 shape.row_bytes))
+            << "row " << r;
+      }
+    }
 }
 
 TEST(Q1Tiles, OnlyWholeTilesOfModerateWidthAreTiled) {
@@ -141,66 +173,98 @@ std::vector<float> random_inputs(int64_t n, uint32_t seed) {
   return x;
 }
 
-// The table kernel's outputs are sum_e w_e x_e over the quantized inputs
+// The kernel sets with a tiled Q1_0 kernel that this CPU can run; the
+// others are named in `skipped`.
+std::vector<const KernelSet *> tiled_sets(std::string &skipped) {
+  std::vector<const KernelSet *> sets;
+  const CpuFeatures &cpu = cpu_features();
+  const struct {
+    const KernelSet *set;
+    bool runs;
+  } candidates[] = {{avx2_kernel_set(), cpu.has_avx2_set()},
+                    {avx512_kernel_set(), cpu.has_avx512_set()}};
+  for (const auto &c : candidates) {
+    if (c.set != nullptr && c.runs)
+      sets.push_back(c.set);
+    else if (c.set != nullptr)
+      skipped += std::string(skipped.empty() ? "" : ", ") + c.set->name;
+  }
+  return sets;
+}
+
+// Each tiled kernel's outputs are sum_e w_e x_e over the quantized inputs
 // (Natural bytes and scales, read back from a Natural quantization, which
 // Q1Tables shares), to float rounding.
-TEST(Q1Tiles, TableKernelIsTheExactDotOfTheQuantizedInputs) {
-  if (!have_avx2())
-    GTEST_SKIP() << "skipped: this CPU lacks AVX2/FMA/F16C (" << cpu_features().describe() << ")";
-  const KernelSet &set = *avx2_kernel_set();
-  ASSERT_NE(set.rows_q1_tables, nullptr);
-  for (const int64_t blocks : {int64_t{16}, int64_t{48}}) {
-    SCOPED_TRACE(std::to_string(blocks) + " blocks");
-    const int64_t rows = 3 * kQ1TileRows, cols = blocks * kActBlock;
-    const std::vector<uint8_t> w = random_q1_rows(rows, blocks, 3);
-    const std::vector<float> x = random_inputs(cols, 4);
-    const Quantized tables = quantize(set, QuantLayout::Q1Tables, x, cols, 1);
-    const Quantized natural = quantize(set, QuantLayout::Natural, x, cols, 1);
-    ASSERT_EQ(tables.d, natural.d);
-    std::vector<float> y;
-    set.rows_q1_tables(
-        job_for(tiled(w, rows, blocks), rows, cols, 1, tables, QuantLayout::Q1Tables, y));
-    for (int64_t r = 0; r < rows; ++r) {
-      double want = 0, magnitude = 0;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t *block = &w[static_cast<size_t>(r * blocks + b) * kBlock];
-        uint16_t dh;
-        std::memcpy(&dh, block, 2);
-        const double dw = bonsai::fp16_to_f32(dh);
-        for (int e = 0; e < kActBlock; ++e) {
-          const double xv = natural.q[static_cast<size_t>(b * kActBlock + e)] *
-                            static_cast<double>(natural.d[static_cast<size_t>(b * 8 + e / 16)]);
-          const double wv = ((block[2 + e / 8] >> (e % 8)) & 1) ? dw : -dw;
-          want += wv * xv;
-          magnitude += std::abs(wv * xv);
+TEST(Q1Tiles, TiledKernelsGiveTheExactDotOfTheQuantizedInputs) {
+  std::string skipped;
+  const std::vector<const KernelSet *> sets = tiled_sets(skipped);
+  if (!skipped.empty())
+    std::printf("skipped: this CPU cannot run %s (%s)\n", skipped.c_str(),
+                cpu_features().describe().c_str());
+  if (sets.empty())
+    GTEST_SKIP() << "skipped: no tiled kernel runs on this CPU";
+  for (const KernelSet *set : sets)
+    for (const int64_t blocks : {int64_t{16}, int64_t{48}}) {
+      SCOPED_TRACE(std::string(set->name) + ", " + std::to_string(blocks) + " blocks");
+      const Q1TiledKernel &kernel = set->q1_tiled;
+      ASSERT_NE(kernel.rows, nullptr);
+      const int64_t rows = 3 * kQ1TileRows, cols = blocks * kActBlock;
+      const std::vector<uint8_t> w = random_q1_rows(rows, blocks, 3);
+      const std::vector<float> x = random_inputs(cols, 4);
+      const Quantized acts = quantize(*set, kernel.layout, x, cols, 1);
+      const Quantized natural = quantize(*set, QuantLayout::Natural, x, cols, 1);
+      ASSERT_EQ(acts.d, natural.d);
+      ASSERT_EQ(acts.dsum, natural.dsum);
+      std::vector<float> y;
+      kernel.rows(
+          job_for(tiled(kernel.format, w, rows, blocks), rows, cols, 1, acts, kernel.layout, y));
+      for (int64_t r = 0; r < rows; ++r) {
+        double want = 0, magnitude = 0;
+        for (int64_t b = 0; b < blocks; ++b) {
+          const uint8_t *block = &w[static_cast<size_t>(r * blocks + b) * kBlock];
+          uint16_t dh;
+          std::memcpy(&dh, block, 2);
+          const double dw = bonsai::fp16_to_f32(dh);
+          for (int e = 0; e < kActBlock; ++e) {
+            const double xv = natural.q[static_cast<size_t>(b * kActBlock + e)] *
+                              static_cast<double>(natural.d[static_cast<size_t>(b * 8 + e / 16)]);
+            const double wv = ((block[2 + e / 8] >> (e % 8)) & 1) ? dw : -dw;
+            want += wv * xv;
+            magnitude += std::abs(wv * xv);
+          }
         }
+        EXPECT_NEAR(y[static_cast<size_t>(r)], want, 1e-5 * magnitude) << "row " << r;
       }
-      EXPECT_NEAR(y[static_cast<size_t>(r)], want, 1e-5 * magnitude) << "row " << r;
     }
-  }
 }
 
 // A token's outputs are the same floats whether its step held it alone or
 // with others (what speculative verification and prompt-cache reuse rely
 // on): one call per token against one call for all.
 TEST(Q1Tiles, EveryTokenGetsTheSameResultAloneAndInAStep) {
-  if (!have_avx2())
-    GTEST_SKIP() << "skipped: this CPU lacks AVX2/FMA/F16C (" << cpu_features().describe() << ")";
-  const KernelSet &set = *avx2_kernel_set();
-  const int n_tokens = 9;
-  const int64_t rows = 2 * kQ1TileRows, blocks = 20, cols = blocks * kActBlock;
-  const std::vector<uint8_t> w = tiled(random_q1_rows(rows, blocks, 5), rows, blocks);
-  const std::vector<float> x = random_inputs(n_tokens * cols, 6);
-  std::vector<float> together;
-  const Quantized all = quantize(set, QuantLayout::Q1Tables, x, cols, n_tokens);
-  set.rows_q1_tables(job_for(w, rows, cols, n_tokens, all, QuantLayout::Q1Tables, together));
-  for (int t = 0; t < n_tokens; ++t) {
-    const std::vector<float> xt(x.begin() + t * cols, x.begin() + (t + 1) * cols);
-    const Quantized one = quantize(set, QuantLayout::Q1Tables, xt, cols, 1);
-    std::vector<float> alone;
-    set.rows_q1_tables(job_for(w, rows, cols, 1, one, QuantLayout::Q1Tables, alone));
-    EXPECT_EQ(0, std::memcmp(alone.data(), together.data() + t * rows, rows * sizeof(float)))
-        << "token " << t;
+  std::string skipped;
+  const std::vector<const KernelSet *> sets = tiled_sets(skipped);
+  if (sets.empty())
+    GTEST_SKIP() << "skipped: no tiled kernel runs on this CPU";
+  for (const KernelSet *set : sets) {
+    SCOPED_TRACE(set->name);
+    const Q1TiledKernel &kernel = set->q1_tiled;
+    const int n_tokens = 9;
+    const int64_t rows = 2 * kQ1TileRows, blocks = 20, cols = blocks * kActBlock;
+    const std::vector<uint8_t> w =
+        tiled(kernel.format, random_q1_rows(rows, blocks, 5), rows, blocks);
+    const std::vector<float> x = random_inputs(n_tokens * cols, 6);
+    std::vector<float> together;
+    const Quantized all = quantize(*set, kernel.layout, x, cols, n_tokens);
+    kernel.rows(job_for(w, rows, cols, n_tokens, all, kernel.layout, together));
+    for (int t = 0; t < n_tokens; ++t) {
+      const std::vector<float> xt(x.begin() + t * cols, x.begin() + (t + 1) * cols);
+      const Quantized one = quantize(*set, kernel.layout, xt, cols, 1);
+      std::vector<float> alone;
+      kernel.rows(job_for(w, rows, cols, 1, one, kernel.layout, alone));
+      EXPECT_EQ(0, std::memcmp(alone.data(), together.data() + t * rows, rows * sizeof(float)))
+          << "token " << t;
+    }
   }
 }
 

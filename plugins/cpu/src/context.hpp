@@ -81,8 +81,8 @@ inline void discard_step(Context &ctx) {
 // where the context's kernel set reads Q1_0 that way. Throws PluginError.
 inline std::unique_ptr<Weight> new_weight(Context &ctx, const bonsai_weight_desc &desc) {
   std::unique_ptr<Weight> w = make_weight(desc);
-  if (ctx.kernels->rows_q1_tables != nullptr)
-    tile_q1_weight(*w, *ctx.arena);
+  if (ctx.kernels->q1_tiled.rows != nullptr)
+    tile_q1_weight(*w, ctx.kernels->q1_tiled.format, *ctx.arena);
   return w;
 }
 

@@ -111,10 +111,11 @@ void MatmulRunner::run(ActInput &in, std::initializer_list<MatmulTarget> targets
     if (w.q1_tiled) {
       // Tasks cover whole tiles: task_rows is a multiple of kRowChunk.
       static_assert(kRowChunk % kQ1TileRows == 0);
-      if (w.rows % kQ1TileRows != 0 || kernels_.rows_q1_tables == nullptr)
+      const Q1TiledKernel &tiled = kernels_.q1_tiled;
+      if (w.rows % kQ1TileRows != 0 || tiled.rows == nullptr || tiled.format != w.q1_format)
         fail(BONSAI_ERR_INTERNAL, "a tiled weight this kernel set cannot read: " + w.label());
-      p.kernel = kernels_.rows_q1_tables;
-      layout = QuantLayout::Q1Tables;
+      p.kernel = tiled.rows;
+      layout = tiled.layout;
     }
     if (kernels_.quantized_input[kind]) {
       if (w.cols % kActBlock != 0)

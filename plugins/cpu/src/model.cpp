@@ -106,12 +106,14 @@ void allocate_model(BoundModel &m, const BindLimits &limits) {
   // Reserve the quantized inputs up front so steps never allocate.
   const int64_t widest =
       std::max({int64_t{d.n_embd}, d.q_dim(), int64_t{d.n_ff}, int64_t{g.value_dim()}});
-  // Tables (8 bytes per input) only where some weight is tiled.
-  const bool tiles =
-      std::any_of(m.used.begin(), m.used.end(), [](const Weight *w) { return w->q1_tiled; });
+  // Tables (8 bytes per input) only where some weight is tiled in sign
+  // lines, the format the table kernel reads.
+  const bool tables = std::any_of(m.used.begin(), m.used.end(), [](const Weight *w) {
+    return w->q1_tiled && w->q1_format == Q1TileFormat::SignLines;
+  });
   for (int i = 0; i < kQuantLayouts; ++i) {
     const auto layout = static_cast<QuantLayout>(i);
-    if (layout == QuantLayout::Q1Tables && !tiles)
+    if (layout == QuantLayout::Q1Tables && !tables)
       continue;
     b.acts.buffers[i].reserve(padded_token_stride(limits.max_batch), widest, q_block_bytes(layout),
                               meta_per_block(layout));

@@ -1,21 +1,28 @@
 #pragma once
-// Q1_0 weights in 32-row tiles, the layout the AVX2 table kernel reads
-// (kernels/avx2_q1_tables.cpp). A context whose kernel set asks for it
-// (KernelSet::rows_q1_tables) stores its Q1_0 matrices this way instead of the
-// GGUF row order: the table kernel then loads one byte of 32 rows at once
-// and looks up all 32 with one shuffle per 4 weights.
+// Q1_0 weights in 32-row tiles, the layouts the tile kernels read. A context
+// whose kernel set has a tiled Q1_0 kernel (KernelSet::q1_tiled) stores its
+// Q1_0 matrices this way instead of the GGUF row order, in that kernel's
+// format, so that one load brings the signs of many rows at once.
 //
 // Tile T holds rows 32T..32T+31 and takes the bytes of those 32 GGUF rows
-// (32 * row_bytes), block after block; block b of a tile is 576 bytes:
-//   [0, 64)    the 32 rows' f16 scales, row i at 2i;
-//   [64, 576)  16 lines of 32 bytes: line k holds sign byte k of every row,
-//              row q1_tile_row(p) at position p.
+// (32 * row_bytes), block after block; block b of a tile is 576 bytes, its
+// first 64 the 32 rows' f16 scales (row i at 2i). The other 512 hold the
+// 32 x 16 sign bytes, arranged per format:
+//   SignLines (the AVX2 table kernel, kernels/avx2_q1_tables.cpp): 16 lines
+//     of 32 bytes, line k at 64 + 32k holding sign byte k of every row, row
+//     q1_tile_row(p) at position p;
+//   NibbleMasks (the AVX-512 kernel, kernels/avx512_q1_tiles.cpp): for each
+//     half h (rows 16h..16h+15) and group n of 4 inputs (n < 32), the 64-bit
+//     word at 64 + 256h + 8n holds at bits 4r..4r+3 the sign bits 4n..4n+3 of
+//     row 16h + r: one mask that expands to 4 weights of 16 rows.
 #include <cstddef>
 #include <cstdint>
 
 #include "bonsai/core/formats.hpp"
 
 namespace bonsai::cpu {
+
+enum class Q1TileFormat : uint8_t { SignLines, NibbleMasks };
 
 inline constexpr int64_t kQ1TileRows = 32;
 inline constexpr size_t kQ1TileScaleBytes = kQ1TileRows * 2;
@@ -26,7 +33,7 @@ inline constexpr size_t kQ1TileBlockBytes = kQ1TileRows * sizeof(BlockQ1_0); // 
 inline constexpr int64_t kQ1TileMaxCols = 32768;
 inline constexpr size_t kQ1TileMaxRowBytes = kQ1TileMaxCols / 128 * sizeof(BlockQ1_0);
 
-// The row at position p (0..31) of a sign line, and its inverse. The kernel
+// SignLines: the row at position p (0..31) of a sign line, and its inverse. The kernel
 // turns looked-up bytes into int16 by interleaving (positions 0-7, 16-23 in
 // one register, 8-15, 24-31 in the other) and those into int32 by even and
 // odd int16 lanes; this order makes its four int32 vectors rows 0-7, 8-15,
@@ -45,10 +52,17 @@ inline bool q1_tileable(int64_t rows, int64_t cols) {
   return rows > 0 && rows % kQ1TileRows == 0 && cols > 0 && cols <= kQ1TileMaxCols;
 }
 
-// One tile (32 GGUF rows of row_bytes, n_blocks blocks each) to tile order.
-void tile_q1_rows(const uint8_t *rows, int64_t n_blocks, size_t row_bytes, uint8_t *tile);
+// Where one tile is and what it holds.
+struct Q1Tile {
+  Q1TileFormat format = Q1TileFormat::SignLines;
+  int64_t n_blocks = 0; // per row
+  size_t row_bytes = 0; // of a GGUF row: n_blocks * 18
+};
+
+// One tile (32 GGUF rows of row_bytes, row_bytes apart) to tile order.
+void tile_q1_rows(const Q1Tile &shape, const uint8_t *rows, uint8_t *tile);
 
 // GGUF row r (0..31) of a tile, row_bytes bytes.
-void untile_q1_row(const uint8_t *tile, int64_t n_blocks, int r, uint8_t *out);
+void untile_q1_row(const Q1Tile &shape, const uint8_t *tile, int r, uint8_t *out);
 
 } // namespace bonsai::cpu

@@ -125,12 +125,12 @@ const uint8_t *Weight::natural_row(int64_t r, uint8_t *scratch) const {
   if (!q1_tiled)
     return row(r);
   const int64_t first = r / kQ1TileRows * kQ1TileRows;
-  untile_q1_row(row(first), cols / traits_of(type).block_elements, static_cast<int>(r - first),
-                scratch);
+  const Q1Tile shape{q1_format, cols / traits_of(type).block_elements, row_bytes};
+  untile_q1_row(shape, row(first), static_cast<int>(r - first), scratch);
   return scratch;
 }
 
-bool tile_q1_weight(Weight &w, oneapi::tbb::task_arena &arena) {
+bool tile_q1_weight(Weight &w, Q1TileFormat format, oneapi::tbb::task_arena &arena) {
   if (w.type != GgmlType::Q1_0 || w.q1_tiled || !q1_tileable(w.rows, w.cols))
     return false;
   // 2 MiB-aligned so that huge pages, where the kernel grants them, spare
@@ -139,17 +139,18 @@ bool tile_q1_weight(Weight &w, oneapi::tbb::task_arena &arena) {
   auto tiled = std::make_unique<HugeAlignedBuffer>(w.nbytes());
   uint8_t *base = tiled->data();
   const size_t tile_bytes = static_cast<size_t>(kQ1TileRows) * w.row_bytes;
-  const int64_t n_blocks = w.cols / traits_of(w.type).block_elements;
+  const Q1Tile shape{format, w.cols / traits_of(w.type).block_elements, w.row_bytes};
   arena.execute([&] {
     oneapi::tbb::parallel_for(int64_t{0}, w.rows / kQ1TileRows, [&](int64_t tile) {
       const size_t at = static_cast<size_t>(tile) * tile_bytes;
-      tile_q1_rows(w.data + at, n_blocks, w.row_bytes, base + at);
+      tile_q1_rows(shape, w.data + at, base + at);
     });
   });
   w.tiles = std::move(tiled);
   w.owned.reset(); // a copy made at upload is no longer needed
   w.data = base;
   w.q1_tiled = true;
+  w.q1_format = format;
   return true;
 }
 

@@ -10,6 +10,7 @@
 
 #include "bonsai/bonsai_backend.h"
 #include "bonsai/core/formats.hpp"
+#include "q1_tiles.hpp"
 
 namespace bonsai::cpu {
 
@@ -42,7 +43,8 @@ struct Weight {
   // is then the start of r's tile for r a multiple of 32, and a row's own
   // bytes come from natural_row.
   bool q1_tiled = false;
-  std::unique_ptr<HugeAlignedBuffer> tiles; // the tiled bytes, when q1_tiled
+  Q1TileFormat q1_format = Q1TileFormat::SignLines; // when q1_tiled
+  std::unique_ptr<HugeAlignedBuffer> tiles;         // the tiled bytes, when q1_tiled
 
   const uint8_t *row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
   // Row r in GGUF order: row(r) itself, or for a tiled weight its bytes
@@ -61,9 +63,9 @@ bool is_supported_type(uint32_t type_id);
 // UNSUPPORTED for an unknown type.
 std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc);
 
-// Rewrites a Q1_0 weight into 32-row tiles (an owned copy, tiles in
-// parallel on `arena`) when its shape allows (q1_tileable). Returns whether
-// it did.
-bool tile_q1_weight(Weight &w, oneapi::tbb::task_arena &arena);
+// Rewrites a Q1_0 weight into 32-row tiles of `format` (an owned copy, tiles
+// in parallel on `arena`) when its shape allows (q1_tileable). Returns
+// whether it did.
+bool tile_q1_weight(Weight &w, Q1TileFormat format, oneapi::tbb::task_arena &arena);
 
 } // namespace bonsai::cpu

@@ -9,6 +9,7 @@
 #include "bonsai/core/formats.hpp"
 #include "cpu_features.hpp"
 #include "options.hpp"
+#include "q1_tiles.hpp"
 
 namespace bonsai::cpu {
 
@@ -64,6 +65,14 @@ struct QueryGroup {
   int n = 0;                        // 1..kMaxQueries
 };
 
+// A kernel for Q1_0 matrices stored in 32-row tiles (q1_tiles.hpp): job.w at
+// a tile, whole tiles only, activations quantized in `layout`.
+struct Q1TiledKernel {
+  RowKernel rows = nullptr; // nullptr: the set reads Q1_0 in GGUF rows
+  Q1TileFormat format = Q1TileFormat::SignLines;
+  QuantLayout layout = QuantLayout::Natural;
+};
+
 float softmax_weights_scalar(float *scores, int64_t n);
 void to_f16_scalar(const float *x, uint16_t *out, int64_t n);
 
@@ -76,10 +85,11 @@ struct KernelSet {
   bool quantized_input[kWeightKinds] = {};
   QuantLayout layout[kWeightKinds] = {};
   QuantizeRowFn quantize = quantize_act_row; // activation quantizer for the layouts above
-  // When set, a context stores its Q1_0 matrices in 32-row tiles where their
-  // shape allows (q1_tiles.hpp), and every matmul of a tiled weight runs this
-  // kernel with Q1Tables activations instead of rows[Q1_0].
-  RowKernel rows_q1_tables = nullptr;
+  // When q1_tiled.rows is set, a context stores its Q1_0 matrices in 32-row
+  // tiles of q1_tiled.format where their shape allows (q1_tileable), and
+  // every matmul of a tiled weight runs that kernel, whatever its number of
+  // tokens, instead of rows[Q1_0].
+  Q1TiledKernel q1_tiled;
   float (*dot)(const float *a, const float *b, int64_t n) = nullptr;
   void (*axpy)(float alpha, const float *x, float *y, int64_t n) = nullptr; // y += alpha x
   // Optional whole-head attention helpers for f32 or f16 spans (used when

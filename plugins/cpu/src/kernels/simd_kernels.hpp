@@ -37,6 +37,9 @@ float avx512_softmax_weights(float *scores, int64_t n);
 // Q1_0 in 32-row tiles (q1_tiles.hpp; job.w at a tile, whole tiles only)
 // against Q1Tables activations: the AVX2 table kernel.
 void avx2_rows_q1_tables(const RowJob &job);
+// Q1_0 in 32-row tiles of nibble masks against Natural activations: the
+// AVX-512 mask kernel.
+void avx512_rows_q1_tiles(const RowJob &job);
 // quantize_act_row, vectorized for the AVX2 layouts (Natural, Q1Lanes,
 // Q2Lanes; others: the scalar one).
 void avx2_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
