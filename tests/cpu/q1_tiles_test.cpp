@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -19,12 +18,14 @@
 #include "kernels/simd_kernels.hpp"
 #include "q1_tiles.hpp"
 #include "random_blocks.hpp"
+#include "tile_test_support.hpp"
 
 namespace {
 
 using namespace bonsai::cpu;
 using bonsai::BlockQ1_0;
 using bonsai::GgmlType;
+using namespace bonsai::cpu::test;
 
 constexpr size_t kBlock = sizeof(BlockQ1_0);
 
@@ -32,11 +33,11 @@ std::vector<uint8_t> random_q1_rows(int64_t rows, int64_t blocks, uint32_t seed)
   return bonsai::cpu::test::random_rows(kBlock, rows, blocks, seed);
 }
 
-Q1Tile shape_of(Q1TileFormat format, int64_t blocks) {
+Q1Tile shape_of(TileFormat format, int64_t blocks) {
   return {format, blocks, kBlock * static_cast<size_t>(blocks)};
 }
 
-std::vector<uint8_t> tiled(Q1TileFormat format, const std::vector<uint8_t> &rows, int64_t n_rows,
+std::vector<uint8_t> tiled(TileFormat format, const std::vector<uint8_t> &rows, int64_t n_rows,
                            int64_t blocks) {
   std::vector<uint8_t> out(rows.size());
   const Q1Tile shape = shape_of(format, blocks);
@@ -46,8 +47,8 @@ std::vector<uint8_t> tiled(Q1TileFormat format, const std::vector<uint8_t> &rows
   return out;
 }
 
-const char *format_name(Q1TileFormat format) {
-  return format == Q1TileFormat::SignLines ? "sign lines" : "nibble masks";
+const char *format_name(TileFormat format) {
+  return format == TileFormat::Q1SignLines ? "sign lines" : "nibble masks";
 }
 
 // Block b of a tile by hand: scales at 2r, then line k at 64 + 32k holding
@@ -56,7 +57,7 @@ const char *format_name(Q1TileFormat format) {
 TEST(Q1Tiles, SignLinesByHand) {
   const int64_t blocks = 3;
   const std::vector<uint8_t> rows = random_q1_rows(kQ1TileRows, blocks, 1);
-  const std::vector<uint8_t> tile = tiled(Q1TileFormat::SignLines, rows, kQ1TileRows, blocks);
+  const std::vector<uint8_t> tile = tiled(TileFormat::Q1SignLines, rows, kQ1TileRows, blocks);
   EXPECT_EQ(q1_tile_row(0), 0);
   EXPECT_EQ(q1_tile_row(1), 8);  // odd int16 lane of the low register
   EXPECT_EQ(q1_tile_row(9), 24); // odd lane of the high register
@@ -82,7 +83,7 @@ TEST(Q1Tiles, SignLinesByHand) {
 TEST(Q1Tiles, NibbleMasksByHand) {
   const int64_t blocks = 3;
   const std::vector<uint8_t> rows = random_q1_rows(kQ1TileRows, blocks, 7);
-  const std::vector<uint8_t> tile = tiled(Q1TileFormat::NibbleMasks, rows, kQ1TileRows, blocks);
+  const std::vector<uint8_t> tile = tiled(TileFormat::Q1NibbleMasks, rows, kQ1TileRows, blocks);
   for (int64_t b = 0; b < blocks; ++b)
     for (int r = 0; r < kQ1TileRows; ++r) {
       const uint8_t *src = &rows[(static_cast<size_t>(r) * blocks + b) * kBlock];
@@ -99,7 +100,7 @@ TEST(Q1Tiles, NibbleMasksByHand) {
 }
 
 TEST(Q1Tiles, UntilingGivesBackEveryRow) {
-  for (const Q1TileFormat format : {Q1TileFormat::SignLines, Q1TileFormat::NibbleMasks})
+  for (const TileFormat format : {TileFormat::Q1SignLines, TileFormat::Q1NibbleMasks})
     for (const int64_t blocks : {int64_t{1}, int64_t{16}, int64_t{256}}) {
       SCOPED_TRACE(std::string(format_name(format)) + ", " + std::to_string(blocks) + " blocks");
       const int64_t n_rows = 2 * kQ1TileRows;
@@ -125,89 +126,17 @@ TEST(Q1Tiles, OnlyWholeTilesOfModerateWidthAreTiled) {
   EXPECT_FALSE(q1_tileable(64, kQ1TileMaxCols + 128));
 }
 
-struct Quantized {
-  std::vector<int8_t> q;
-  std::vector<float> d, dsum;
-  int64_t stride = 1;
-};
-
-Quantized quantize(const KernelSet &set, QuantLayout layout, const std::vector<float> &x,
-                   int64_t cols, int n_tokens) {
-  Quantized out;
-  const int64_t blocks = cols / kActBlock;
-  out.stride = padded_token_stride(n_tokens);
-  out.q.resize(static_cast<size_t>(blocks * out.stride * q_block_bytes(layout)));
-  out.d.resize(static_cast<size_t>(blocks * out.stride * meta_per_block(layout)));
-  out.dsum.resize(static_cast<size_t>(blocks * out.stride));
-  for (int t = 0; t < n_tokens; ++t)
-    set.quantize(x.data() + static_cast<size_t>(t) * cols, cols, layout,
-                 {out.q.data() + t * q_block_bytes(layout),
-                  out.d.data() + t * meta_per_block(layout), out.dsum.data() + t, out.stride});
-  return out;
-}
-
-RowJob job_for(const std::vector<uint8_t> &w, int64_t rows, int64_t cols, int n_tokens,
-               const Quantized &q, QuantLayout layout, std::vector<float> &y) {
-  RowJob job;
-  job.type = GgmlType::Q1_0;
-  job.w = w.data();
-  job.w_row_bytes = kBlock * static_cast<size_t>(cols / kActBlock);
-  job.cols = cols;
-  job.n_rows = rows;
-  job.n_tokens = n_tokens;
-  job.q = {cols,       cols / kActBlock,       n_tokens,
-           q.stride,   meta_per_block(layout), q.q.data(),
-           q.d.data(), q.dsum.data(),          q_block_bytes(layout)};
-  y.assign(static_cast<size_t>(rows) * n_tokens, 0.0f);
-  job.y = y.data();
-  job.ldy = rows;
-  return job;
-}
-
-std::vector<float> random_inputs(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (float &v : x)
-    v = value(rng);
-  return x;
-}
-
-// The kernel sets with a tiled Q1_0 kernel that this CPU can run; the
-// others are named in `skipped`.
-std::vector<const KernelSet *> tiled_sets(std::string &skipped) {
-  std::vector<const KernelSet *> sets;
-  const CpuFeatures &cpu = cpu_features();
-  const struct {
-    const KernelSet *set;
-    bool runs;
-  } candidates[] = {{avx2_kernel_set(), cpu.has_avx2_set()},
-                    {avx512_kernel_set(), cpu.has_avx512_set()}};
-  for (const auto &c : candidates) {
-    if (c.set != nullptr && c.runs)
-      sets.push_back(c.set);
-    else if (c.set != nullptr)
-      skipped += std::string(skipped.empty() ? "" : ", ") + c.set->name;
-  }
-  return sets;
-}
-
 // Each tiled kernel's outputs are sum_e w_e x_e over the quantized inputs
 // (Natural bytes and scales, read back from a Natural quantization, which
 // Q1Tables shares), to float rounding.
 TEST(Q1Tiles, TiledKernelsGiveTheExactDotOfTheQuantizedInputs) {
-  std::string skipped;
-  const std::vector<const KernelSet *> sets = tiled_sets(skipped);
-  if (!skipped.empty())
-    std::printf("skipped: this CPU cannot run %s (%s)\n", skipped.c_str(),
-                cpu_features().describe().c_str());
+  const std::vector<const KernelSet *> sets = tiled_sets(WeightKind::Q1_0);
   if (sets.empty())
-    GTEST_SKIP() << "skipped: no tiled kernel runs on this CPU";
+    GTEST_SKIP() << "skipped: no tiled Q1_0 kernel runs on this CPU";
   for (const KernelSet *set : sets)
     for (const int64_t blocks : {int64_t{16}, int64_t{48}}) {
       SCOPED_TRACE(std::string(set->name) + ", " + std::to_string(blocks) + " blocks");
-      const Q1TiledKernel &kernel = set->q1_tiled;
-      ASSERT_NE(kernel.rows, nullptr);
+      const TiledKernel &kernel = set->tiled[static_cast<int>(WeightKind::Q1_0)];
       const int64_t rows = 3 * kQ1TileRows, cols = blocks * kActBlock;
       const std::vector<uint8_t> w = random_q1_rows(rows, blocks, 3);
       const std::vector<float> x = random_inputs(cols, 4);
@@ -216,8 +145,8 @@ TEST(Q1Tiles, TiledKernelsGiveTheExactDotOfTheQuantizedInputs) {
       ASSERT_EQ(acts.d, natural.d);
       ASSERT_EQ(acts.dsum, natural.dsum);
       std::vector<float> y;
-      kernel.rows(
-          job_for(tiled(kernel.format, w, rows, blocks), rows, cols, 1, acts, kernel.layout, y));
+      const JobShape shape{GgmlType::Q1_0, kBlock * static_cast<size_t>(blocks), rows, cols, 1};
+      kernel.rows(job_for(shape, tiled(kernel.format, w, rows, blocks), acts, kernel.layout, y));
       for (int64_t r = 0; r < rows; ++r) {
         double want = 0, magnitude = 0;
         for (int64_t b = 0; b < blocks; ++b) {
@@ -242,26 +171,27 @@ TEST(Q1Tiles, TiledKernelsGiveTheExactDotOfTheQuantizedInputs) {
 // with others (what speculative verification and prompt-cache reuse rely
 // on): one call per token against one call for all.
 TEST(Q1Tiles, EveryTokenGetsTheSameResultAloneAndInAStep) {
-  std::string skipped;
-  const std::vector<const KernelSet *> sets = tiled_sets(skipped);
+  const std::vector<const KernelSet *> sets = tiled_sets(WeightKind::Q1_0);
   if (sets.empty())
-    GTEST_SKIP() << "skipped: no tiled kernel runs on this CPU";
+    GTEST_SKIP() << "skipped: no tiled Q1_0 kernel runs on this CPU";
   for (const KernelSet *set : sets) {
     SCOPED_TRACE(set->name);
-    const Q1TiledKernel &kernel = set->q1_tiled;
+    const TiledKernel &kernel = set->tiled[static_cast<int>(WeightKind::Q1_0)];
     const int n_tokens = 9;
     const int64_t rows = 2 * kQ1TileRows, blocks = 20, cols = blocks * kActBlock;
     const std::vector<uint8_t> w =
         tiled(kernel.format, random_q1_rows(rows, blocks, 5), rows, blocks);
     const std::vector<float> x = random_inputs(n_tokens * cols, 6);
+    JobShape shape{GgmlType::Q1_0, kBlock * static_cast<size_t>(blocks), rows, cols, n_tokens};
     std::vector<float> together;
-    const Quantized all = quantize(*set, kernel.layout, x, cols, n_tokens);
-    kernel.rows(job_for(w, rows, cols, n_tokens, all, kernel.layout, together));
+    kernel.rows(job_for(shape, w, quantize(*set, kernel.layout, x, cols, n_tokens), kernel.layout,
+                        together));
+    shape.n_tokens = 1;
     for (int t = 0; t < n_tokens; ++t) {
       const std::vector<float> xt(x.begin() + t * cols, x.begin() + (t + 1) * cols);
-      const Quantized one = quantize(*set, kernel.layout, xt, cols, 1);
       std::vector<float> alone;
-      kernel.rows(job_for(w, rows, cols, 1, one, kernel.layout, alone));
+      kernel.rows(
+          job_for(shape, w, quantize(*set, kernel.layout, xt, cols, 1), kernel.layout, alone));
       EXPECT_EQ(0, std::memcmp(alone.data(), together.data() + t * rows, rows * sizeof(float)))
           << "token " << t;
     }

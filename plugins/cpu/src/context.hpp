@@ -78,11 +78,12 @@ inline void discard_step(Context &ctx) {
 }
 
 // A weight for this context from an upload descriptor, in 32-row tiles
-// where the context's kernel set reads Q1_0 that way. Throws PluginError.
+// where the context's kernel set reads its type that way. Throws PluginError.
 inline std::unique_ptr<Weight> new_weight(Context &ctx, const bonsai_weight_desc &desc) {
   std::unique_ptr<Weight> w = make_weight(desc);
-  if (ctx.kernels->q1_tiled.rows != nullptr)
-    tile_q1_weight(*w, ctx.kernels->q1_tiled.format, *ctx.arena);
+  const TiledKernel &tiled = ctx.kernels->tiled[static_cast<int>(weight_kind(w->type))];
+  if (tiled.rows != nullptr)
+    tile_weight(*w, tiled.format, *ctx.arena);
   return w;
 }
 

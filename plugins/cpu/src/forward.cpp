@@ -1,6 +1,6 @@
 #include "forward.hpp"
 
-#include "q1_tiles.hpp"
+#include "tile_format.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -30,7 +30,7 @@ int32_t argmax_row(const float *row, int n) {
 
 void embed_tokens(BoundModel &m, const int32_t *token_ids, const int32_t *positions, int n_tokens) {
   const int64_t n_embd = m.dims.n_embd;
-  uint8_t tiled_row[kQ1TileMaxRowBytes]; // a row of a tiled token_embd, gathered
+  uint8_t tiled_row[kTileMaxRowBytes]; // a row of a tiled token_embd, gathered
 
   for (int i = 0; i < n_tokens; ++i)
     dequantize_row(m.token_embd->type, m.token_embd->natural_row(token_ids[i], tiled_row),

@@ -8,7 +8,7 @@
 #include <oneapi/tbb/parallel_for.h>
 
 #include "plugin_error.hpp"
-#include "q1_tiles.hpp"
+#include "tile_format.hpp"
 
 namespace bonsai::cpu {
 namespace tbb = oneapi::tbb;
@@ -108,11 +108,11 @@ void MatmulRunner::run(ActInput &in, std::initializer_list<MatmulTarget> targets
     p.target = target;
     p.kernel = kernels_.rows[kind];
     QuantLayout layout = kernels_.layout[kind];
-    if (w.q1_tiled) {
+    if (w.tiled != TileFormat::None) {
       // Tasks cover whole tiles: task_rows is a multiple of kRowChunk.
-      static_assert(kRowChunk % kQ1TileRows == 0);
-      const Q1TiledKernel &tiled = kernels_.q1_tiled;
-      if (w.rows % kQ1TileRows != 0 || tiled.rows == nullptr || tiled.format != w.q1_format)
+      static_assert(kRowChunk % kTileRows == 0);
+      const TiledKernel &tiled = kernels_.tiled[kind];
+      if (w.rows % kTileRows != 0 || tiled.rows == nullptr || tiled.format != w.tiled)
         fail(BONSAI_ERR_INTERNAL, "a tiled weight this kernel set cannot read: " + w.label());
       p.kernel = tiled.rows;
       layout = tiled.layout;

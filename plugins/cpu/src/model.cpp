@@ -109,7 +109,7 @@ void allocate_model(BoundModel &m, const BindLimits &limits) {
   // Tables (8 bytes per input) only where some weight is tiled in sign
   // lines, the format the table kernel reads.
   const bool tables = std::any_of(m.used.begin(), m.used.end(), [](const Weight *w) {
-    return w->q1_tiled && w->q1_format == Q1TileFormat::SignLines;
+    return w->tiled == TileFormat::Q1SignLines;
   });
   for (int i = 0; i < kQuantLayouts; ++i) {
     const auto layout = static_cast<QuantLayout>(i);

@@ -1,6 +1,6 @@
 #pragma once
 // Q1_0 weights in 32-row tiles, the layouts the tile kernels read. A context
-// whose kernel set has a tiled Q1_0 kernel (KernelSet::q1_tiled) stores its
+// whose kernel set has a tiled Q1_0 kernel (KernelSet::tiled) stores its
 // Q1_0 matrices this way instead of the GGUF row order, in that kernel's
 // format, so that one load brings the signs of many rows at once.
 //
@@ -8,10 +8,10 @@
 // (32 * row_bytes), block after block; block b of a tile is 576 bytes, its
 // first 64 the 32 rows' f16 scales (row i at 2i). The other 512 hold the
 // 32 x 16 sign bytes, arranged per format:
-//   SignLines (the AVX2 table kernel, kernels/avx2_q1_tables.cpp): 16 lines
+//   Q1SignLines (the AVX2 table kernel, kernels/avx2_q1_tables.cpp): 16 lines
 //     of 32 bytes, line k at 64 + 32k holding sign byte k of every row, row
 //     q1_tile_row(p) at position p;
-//   NibbleMasks (the AVX-512 kernel, kernels/avx512_q1_tiles.cpp): for each
+//   Q1NibbleMasks (the AVX-512 kernel, kernels/avx512_q1_tiles.cpp): for each
 //     half h (rows 16h..16h+15) and group n of 4 inputs (n < 32), the 64-bit
 //     word at 64 + 256h + 8n holds at bits 4r..4r+3 the sign bits 4n..4n+3 of
 //     row 16h + r: one mask that expands to 4 weights of 16 rows.
@@ -19,21 +19,16 @@
 #include <cstdint>
 
 #include "bonsai/core/formats.hpp"
+#include "tile_format.hpp"
 
 namespace bonsai::cpu {
 
-enum class Q1TileFormat : uint8_t { SignLines, NibbleMasks };
-
-inline constexpr int64_t kQ1TileRows = 32;
+inline constexpr int64_t kQ1TileRows = kTileRows;
 inline constexpr size_t kQ1TileScaleBytes = kQ1TileRows * 2;
 inline constexpr size_t kQ1TileBlockBytes = kQ1TileRows * sizeof(BlockQ1_0); // 576
-// Widest rows that are tiled, so that one row gathered back from a tile
-// (Weight::natural_row: an embedding row of a tied head) fits a fixed
-// buffer of kQ1TileMaxRowBytes.
-inline constexpr int64_t kQ1TileMaxCols = 32768;
-inline constexpr size_t kQ1TileMaxRowBytes = kQ1TileMaxCols / 128 * sizeof(BlockQ1_0);
+inline constexpr int64_t kQ1TileMaxCols = kTileMaxCols;
 
-// SignLines: the row at position p (0..31) of a sign line, and its inverse. The kernel
+// Q1SignLines: the row at position p (0..31) of a sign line, and its inverse. The kernel
 // turns looked-up bytes into int16 by interleaving (positions 0-7, 16-23 in
 // one register, 8-15, 24-31 in the other) and those into int32 by even and
 // odd int16 lanes; this order makes its four int32 vectors rows 0-7, 8-15,
@@ -54,9 +49,9 @@ inline bool q1_tileable(int64_t rows, int64_t cols) {
 
 // Where one tile is and what it holds.
 struct Q1Tile {
-  Q1TileFormat format = Q1TileFormat::SignLines;
-  int64_t n_blocks = 0; // per row
-  size_t row_bytes = 0; // of a GGUF row: n_blocks * 18
+  TileFormat format = TileFormat::Q1SignLines; // Q1SignLines or Q1NibbleMasks
+  int64_t n_blocks = 0;                        // per row
+  size_t row_bytes = 0;                        // of a GGUF row: n_blocks * 18
 };
 
 // One tile (32 GGUF rows of row_bytes, row_bytes apart) to tile order.

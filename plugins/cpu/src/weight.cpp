@@ -122,35 +122,34 @@ HugeAlignedBuffer::~HugeAlignedBuffer() {
 }
 
 const uint8_t *Weight::natural_row(int64_t r, uint8_t *scratch) const {
-  if (!q1_tiled)
+  if (tiled == TileFormat::None)
     return row(r);
-  const int64_t first = r / kQ1TileRows * kQ1TileRows;
-  const Q1Tile shape{q1_format, cols / traits_of(type).block_elements, row_bytes};
-  untile_q1_row(shape, row(first), static_cast<int>(r - first), scratch);
+  const int64_t first = r / kTileRows * kTileRows;
+  untile_q1_row({tiled, cols / 128, row_bytes}, row(first), static_cast<int>(r - first), scratch);
   return scratch;
 }
 
-bool tile_q1_weight(Weight &w, Q1TileFormat format, oneapi::tbb::task_arena &arena) {
-  if (w.type != GgmlType::Q1_0 || w.q1_tiled || !q1_tileable(w.rows, w.cols))
+bool tile_weight(Weight &w, TileFormat format, oneapi::tbb::task_arena &arena) {
+  // Both tile formats so far are Q1_0's.
+  if (format == TileFormat::None || w.tiled != TileFormat::None || w.type != GgmlType::Q1_0 ||
+      !q1_tileable(w.rows, w.cols))
     return false;
   // 2 MiB-aligned so that huge pages, where the kernel grants them, spare
   // the long sweeps of the kernels the TLB (alignment measured against
   // 64-byte and page alignment in docs/performance.md).
   auto tiled = std::make_unique<HugeAlignedBuffer>(w.nbytes());
   uint8_t *base = tiled->data();
-  const size_t tile_bytes = static_cast<size_t>(kQ1TileRows) * w.row_bytes;
-  const Q1Tile shape{format, w.cols / traits_of(w.type).block_elements, w.row_bytes};
+  const size_t tile_bytes = static_cast<size_t>(kTileRows) * w.row_bytes;
   arena.execute([&] {
-    oneapi::tbb::parallel_for(int64_t{0}, w.rows / kQ1TileRows, [&](int64_t tile) {
+    oneapi::tbb::parallel_for(int64_t{0}, w.rows / kTileRows, [&](int64_t tile) {
       const size_t at = static_cast<size_t>(tile) * tile_bytes;
-      tile_q1_rows(shape, w.data + at, base + at);
+      tile_q1_rows({format, w.cols / 128, w.row_bytes}, w.data + at, base + at);
     });
   });
   w.tiles = std::move(tiled);
   w.owned.reset(); // a copy made at upload is no longer needed
   w.data = base;
-  w.q1_tiled = true;
-  w.q1_format = format;
+  w.tiled = format;
   return true;
 }
 

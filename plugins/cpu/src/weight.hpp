@@ -10,7 +10,7 @@
 
 #include "bonsai/bonsai_backend.h"
 #include "bonsai/core/formats.hpp"
-#include "q1_tiles.hpp"
+#include "tile_format.hpp"
 
 namespace bonsai::cpu {
 
@@ -39,12 +39,11 @@ struct Weight {
   const uint8_t *data = nullptr;    // rows * row_bytes bytes
   std::unique_ptr<uint8_t[]> owned; // set when the bytes were copied
   std::string name;                 // for messages
-  // Q1_0 stored in 32-row tiles (q1_tiles.hpp), not GGUF row order: row(r)
-  // is then the start of r's tile for r a multiple of 32, and a row's own
-  // bytes come from natural_row.
-  bool q1_tiled = false;
-  Q1TileFormat q1_format = Q1TileFormat::SignLines; // when q1_tiled
-  std::unique_ptr<HugeAlignedBuffer> tiles;         // the tiled bytes, when q1_tiled
+  // Stored in 32-row tiles of this format (q1_tiles.hpp), not
+  // in GGUF row order, unless None: row(r) is then the start of r's tile for
+  // r a multiple of 32, and a row's own bytes come from natural_row.
+  TileFormat tiled = TileFormat::None;
+  std::unique_ptr<HugeAlignedBuffer> tiles; // the tiled bytes, when tiled
 
   const uint8_t *row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
   // Row r in GGUF order: row(r) itself, or for a tiled weight its bytes
@@ -63,9 +62,9 @@ bool is_supported_type(uint32_t type_id);
 // UNSUPPORTED for an unknown type.
 std::unique_ptr<Weight> make_weight(const bonsai_weight_desc &desc);
 
-// Rewrites a Q1_0 weight into 32-row tiles of `format` (an owned copy, tiles
-// in parallel on `arena`) when its shape allows (q1_tileable). Returns
-// whether it did.
-bool tile_q1_weight(Weight &w, Q1TileFormat format, oneapi::tbb::task_arena &arena);
+// Rewrites a weight into 32-row tiles of `format` (an owned copy, tiles in
+// parallel on `arena`) when its type is the format's and its shape allows
+// (q1_tileable). Returns whether it did.
+bool tile_weight(Weight &w, TileFormat format, oneapi::tbb::task_arena &arena);
 
 } // namespace bonsai::cpu

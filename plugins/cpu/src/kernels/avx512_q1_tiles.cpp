@@ -1,5 +1,5 @@
 // The AVX-512 kernel for Q1_0 weights stored in 32-row tiles of nibble masks
-// (q1_tiles.hpp, Q1TileFormat::NibbleMasks) against Natural activations. A
+// (q1_tiles.hpp, TileFormat::Q1NibbleMasks) against Natural activations. A
 // context on the avx512 set runs every Q1_0 matmul of a tiled weight here,
 // whatever the number of tokens, so a token's logits do not depend on how
 // many tokens its step held.

@@ -9,7 +9,7 @@
 #include "bonsai/core/formats.hpp"
 #include "cpu_features.hpp"
 #include "options.hpp"
-#include "q1_tiles.hpp"
+#include "tile_format.hpp"
 
 namespace bonsai::cpu {
 
@@ -65,11 +65,11 @@ struct QueryGroup {
   int n = 0;                        // 1..kMaxQueries
 };
 
-// A kernel for Q1_0 matrices stored in 32-row tiles (q1_tiles.hpp): job.w at
-// a tile, whole tiles only, activations quantized in `layout`.
-struct Q1TiledKernel {
-  RowKernel rows = nullptr; // nullptr: the set reads Q1_0 in GGUF rows
-  Q1TileFormat format = Q1TileFormat::SignLines;
+// A kernel for matrices stored in 32-row tiles (tile_format.hpp): job.w at a
+// tile, whole tiles only, activations quantized in `layout`.
+struct TiledKernel {
+  RowKernel rows = nullptr; // nullptr: the set reads this type in GGUF rows
+  TileFormat format = TileFormat::None;
   QuantLayout layout = QuantLayout::Natural;
 };
 
@@ -85,11 +85,11 @@ struct KernelSet {
   bool quantized_input[kWeightKinds] = {};
   QuantLayout layout[kWeightKinds] = {};
   QuantizeRowFn quantize = quantize_act_row; // activation quantizer for the layouts above
-  // When q1_tiled.rows is set, a context stores its Q1_0 matrices in 32-row
-  // tiles of q1_tiled.format where their shape allows (q1_tileable), and
+  // Where tiled[kind].rows is set, a context stores its matrices of that
+  // kind in 32-row tiles of tiled[kind].format where their shape allows, and
   // every matmul of a tiled weight runs that kernel, whatever its number of
-  // tokens, instead of rows[Q1_0].
-  Q1TiledKernel q1_tiled;
+  // tokens, instead of rows[kind].
+  TiledKernel tiled[kWeightKinds] = {};
   float (*dot)(const float *a, const float *b, int64_t n) = nullptr;
   void (*axpy)(float alpha, const float *x, float *y, int64_t n) = nullptr; // y += alpha x
   // Optional whole-head attention helpers for f32 or f16 spans (used when

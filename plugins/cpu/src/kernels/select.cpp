@@ -35,14 +35,16 @@ KernelSet make_avx2_set() {
   set.softmax_weights = avx2_softmax_weights;
   set.to_f16 = avx2_to_f16;
   set.quantize = avx2_quantize_act_row;
-  set.q1_tiled = {avx2_rows_q1_tables, Q1TileFormat::SignLines, QuantLayout::Q1Tables};
+  set.tiled[static_cast<int>(WeightKind::Q1_0)] = {avx2_rows_q1_tables, TileFormat::Q1SignLines,
+                                                   QuantLayout::Q1Tables};
   return set;
 }
 
 KernelSet make_avx512_set() {
   KernelSet set = make_avx2_set(); // float types and Q8_0 stay on AVX2
   set.name = "avx512";
-  set.q1_tiled = {avx512_rows_q1_tiles, Q1TileFormat::NibbleMasks, QuantLayout::Natural};
+  set.tiled[static_cast<int>(WeightKind::Q1_0)] = {avx512_rows_q1_tiles, TileFormat::Q1NibbleMasks,
+                                                   QuantLayout::Natural};
   // Q1_0 matrices that cannot be tiled: the sign bits are the byte masks.
   set.rows[static_cast<int>(WeightKind::Q1_0)] = avx512_rows_q1;
   set.layout[static_cast<int>(WeightKind::Q1_0)] = QuantLayout::Q1Mask512;
