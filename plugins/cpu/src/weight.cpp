@@ -114,7 +114,10 @@ HugeAlignedBuffer::HugeAlignedBuffer(size_t bytes) {
   mapping_ = reinterpret_cast<void *>(aligned);
   mapping_bytes_ = kept_end - aligned;
   data_ = reinterpret_cast<uint8_t *>(aligned);
-  madvise(data_, bytes, MADV_HUGEPAGE); // a hint: refused on kernels without THP, harmlessly
+  // No MADV_HUGEPAGE: with the kernel's default defrag setting it makes page
+  // faults compact memory on the spot, and an 8B load then took 1.5 s now
+  // and then instead of 0.4-0.7 s, with decode and prefill no faster for it
+  // (docs/performance.md).
 }
 
 HugeAlignedBuffer::~HugeAlignedBuffer() {

@@ -14,9 +14,9 @@
 
 namespace bonsai::cpu {
 
-// Anonymous memory mapped at a 2 MiB boundary and offered to the kernel for
-// huge pages (tiled weights are read in long sweeps). Unmapped on
-// destruction.
+// Anonymous memory mapped at a 2 MiB boundary, so that a kernel that backs
+// every mapping with transparent huge pages can use them for tiled weights
+// (read in long sweeps). Unmapped on destruction.
 class HugeAlignedBuffer {
 public:
   explicit HugeAlignedBuffer(size_t bytes); // throws PluginError when out of memory
