@@ -42,6 +42,15 @@ constexpr int q1_tile_position(int r) {
   return 16 * upper + 8 * (vector / 2) + 2 * pair + vector % 2;
 }
 
+// fn(tile, r) for each tile of n_rows tiled rows (a multiple of 32) starting
+// at `tiles`, r its first row; row_bytes is a GGUF row's.
+template <class Fn>
+void for_each_q1_tile(const uint8_t *tiles, size_t row_bytes, int64_t n_rows, Fn &&fn) {
+  const size_t tile_bytes = static_cast<size_t>(kQ1TileRows) * row_bytes;
+  for (int64_t r = 0; r < n_rows; r += kQ1TileRows)
+    fn(tiles + static_cast<size_t>(r / kQ1TileRows) * tile_bytes, r);
+}
+
 // Whether a Q1_0 matrix of this shape is stored in tiles.
 inline bool q1_tileable(int64_t rows, int64_t cols) {
   return rows > 0 && rows % kQ1TileRows == 0 && cols > 0 && cols <= kQ1TileMaxCols;

@@ -157,14 +157,12 @@ BONSAI_TARGET_AVX2 void tile_tokens(const uint8_t *tile, int64_t n_blocks, const
 
 void avx2_rows_q1_tables(const RowJob &job) {
   const int64_t n_blocks = job.cols / kActBlock;
-  const size_t tile_bytes = static_cast<size_t>(kQ1TileRows) * job.w_row_bytes;
-  for (int64_t r = 0; r < job.n_rows; r += kQ1TileRows) {
-    const uint8_t *tile = job.w + static_cast<size_t>(r / kQ1TileRows) * tile_bytes;
+  for_each_q1_tile(job.w, job.w_row_bytes, job.n_rows, [&](const uint8_t *tile, int64_t r) {
     if (job.n_tokens == 1)
       tile_one_token(tile, n_blocks, job.q, 0, job.y + r);
     else
       tile_tokens(tile, n_blocks, job.q, job.n_tokens, job.y + r, job.ldy);
-  }
+  });
 }
 
 } // namespace bonsai::cpu

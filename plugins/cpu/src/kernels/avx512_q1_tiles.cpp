@@ -119,9 +119,7 @@ BONSAI_TARGET_AVX512 void tile_tokens(const uint8_t *tile, int64_t n_blocks, con
 
 void avx512_rows_q1_tiles(const RowJob &job) {
   const int64_t n_blocks = job.cols / kActBlock;
-  const size_t tile_bytes = static_cast<size_t>(kQ1TileRows) * job.w_row_bytes;
-  for (int64_t r = 0; r < job.n_rows; r += kQ1TileRows) {
-    const uint8_t *tile = job.w + static_cast<size_t>(r / kQ1TileRows) * tile_bytes;
+  for_each_q1_tile(job.w, job.w_row_bytes, job.n_rows, [&](const uint8_t *tile, int64_t r) {
     float *y = job.y + r;
     int t = 0;
     for (; t + kMaxTokens <= job.n_tokens; t += kMaxTokens)
@@ -130,7 +128,7 @@ void avx512_rows_q1_tiles(const RowJob &job) {
       tile_tokens<2>(tile, n_blocks, job.q, t, y, job.ldy);
     else if (job.n_tokens - t == 1)
       tile_tokens<1>(tile, n_blocks, job.q, t, y, job.ldy);
-  }
+  });
 }
 
 } // namespace bonsai::cpu
