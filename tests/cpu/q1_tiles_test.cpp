@@ -128,43 +128,52 @@ TEST(Q1Tiles, OnlyWholeTilesOfModerateWidthAreTiled) {
 
 // Each tiled kernel's outputs are sum_e w_e x_e over the quantized inputs
 // (Natural bytes and scales, read back from a Natural quantization, which
-// Q1Tables shares), to float rounding.
+// Q1Tables shares), to float rounding: one token, and five (the AVX-512
+// kernel's passes of 3 and of 2 tokens).
 TEST(Q1Tiles, TiledKernelsGiveTheExactDotOfTheQuantizedInputs) {
   const std::vector<const KernelSet *> sets = tiled_sets(WeightKind::Q1_0);
   if (sets.empty())
     GTEST_SKIP() << "skipped: no tiled Q1_0 kernel runs on this CPU";
   for (const KernelSet *set : sets)
-    for (const int64_t blocks : {int64_t{16}, int64_t{48}}) {
-      SCOPED_TRACE(std::string(set->name) + ", " + std::to_string(blocks) + " blocks");
-      const TiledKernel &kernel = set->tiled[static_cast<int>(WeightKind::Q1_0)];
-      const int64_t rows = 3 * kQ1TileRows, cols = blocks * kActBlock;
-      const std::vector<uint8_t> w = random_q1_rows(rows, blocks, 3);
-      const std::vector<float> x = random_inputs(cols, 4);
-      const Quantized acts = quantize(*set, kernel.layout, x, cols, 1);
-      const Quantized natural = quantize(*set, QuantLayout::Natural, x, cols, 1);
-      ASSERT_EQ(acts.d, natural.d);
-      ASSERT_EQ(acts.dsum, natural.dsum);
-      std::vector<float> y;
-      const JobShape shape{GgmlType::Q1_0, kBlock * static_cast<size_t>(blocks), rows, cols, 1};
-      kernel.rows(job_for(shape, tiled(kernel.format, w, rows, blocks), acts, kernel.layout, y));
-      for (int64_t r = 0; r < rows; ++r) {
-        double want = 0, magnitude = 0;
-        for (int64_t b = 0; b < blocks; ++b) {
-          const uint8_t *block = &w[static_cast<size_t>(r * blocks + b) * kBlock];
-          uint16_t dh;
-          std::memcpy(&dh, block, 2);
-          const double dw = bonsai::fp16_to_f32(dh);
-          for (int e = 0; e < kActBlock; ++e) {
-            const double xv = natural.q[static_cast<size_t>(b * kActBlock + e)] *
-                              static_cast<double>(natural.d[static_cast<size_t>(b * 8 + e / 16)]);
-            const double wv = ((block[2 + e / 8] >> (e % 8)) & 1) ? dw : -dw;
-            want += wv * xv;
-            magnitude += std::abs(wv * xv);
+    for (const int64_t blocks : {int64_t{16}, int64_t{48}})
+      for (const int n_tokens : {1, 5}) {
+        SCOPED_TRACE(std::string(set->name) + ", " + std::to_string(blocks) + " blocks, " +
+                     std::to_string(n_tokens) + " tokens");
+        const TiledKernel &kernel = set->tiled[static_cast<int>(WeightKind::Q1_0)];
+        const int64_t rows = 3 * kQ1TileRows, cols = blocks * kActBlock;
+        const std::vector<uint8_t> w = random_q1_rows(rows, blocks, 3);
+        const std::vector<float> x = random_inputs(n_tokens * cols, 4);
+        const Quantized acts = quantize(*set, kernel.layout, x, cols, n_tokens);
+        const Quantized natural = quantize(*set, QuantLayout::Natural, x, cols, n_tokens);
+        ASSERT_EQ(acts.d, natural.d);
+        ASSERT_EQ(acts.dsum, natural.dsum);
+        std::vector<float> y;
+        const JobShape shape{GgmlType::Q1_0, kBlock * static_cast<size_t>(blocks), rows, cols,
+                             n_tokens};
+        kernel.rows(job_for(shape, tiled(kernel.format, w, rows, blocks), acts, kernel.layout, y));
+        for (int t = 0; t < n_tokens; ++t)
+          for (int64_t r = 0; r < rows; ++r) {
+            double want = 0, magnitude = 0;
+            for (int64_t b = 0; b < blocks; ++b) {
+              const uint8_t *block = &w[static_cast<size_t>(r * blocks + b) * kBlock];
+              uint16_t dh;
+              std::memcpy(&dh, block, 2);
+              const double dw = bonsai::fp16_to_f32(dh);
+              // Block b of token t in the block-major buffer.
+              const size_t slot = static_cast<size_t>(b * natural.stride + t);
+              for (int e = 0; e < kActBlock; ++e) {
+                const double xv =
+                    natural.q[slot * kActBlock + static_cast<size_t>(e)] *
+                    static_cast<double>(natural.d[slot * 8 + static_cast<size_t>(e / 16)]);
+                const double wv = ((block[2 + e / 8] >> (e % 8)) & 1) ? dw : -dw;
+                want += wv * xv;
+                magnitude += std::abs(wv * xv);
+              }
+            }
+            EXPECT_NEAR(y[static_cast<size_t>(t * rows + r)], want, 1e-5 * magnitude)
+                << "token " << t << " row " << r;
           }
-        }
-        EXPECT_NEAR(y[static_cast<size_t>(r)], want, 1e-5 * magnitude) << "row " << r;
       }
-    }
 }
 
 // A token's outputs are the same floats whether its step held it alone or
@@ -177,7 +186,7 @@ TEST(Q1Tiles, EveryTokenGetsTheSameResultAloneAndInAStep) {
   for (const KernelSet *set : sets) {
     SCOPED_TRACE(set->name);
     const TiledKernel &kernel = set->tiled[static_cast<int>(WeightKind::Q1_0)];
-    const int n_tokens = 9;
+    const int n_tokens = 8; // the AVX-512 kernel: passes of 3, 3 and 2 tokens
     const int64_t rows = 2 * kQ1TileRows, blocks = 20, cols = blocks * kActBlock;
     const std::vector<uint8_t> w =
         tiled(kernel.format, random_q1_rows(rows, blocks, 5), rows, blocks);

@@ -27,6 +27,8 @@ inline constexpr int64_t kQ1TileRows = kTileRows;
 inline constexpr size_t kQ1TileScaleBytes = kQ1TileRows * 2;
 inline constexpr size_t kQ1TileBlockBytes = kQ1TileRows * sizeof(BlockQ1_0); // 576
 inline constexpr int64_t kQ1TileMaxCols = kTileMaxCols;
+// A tiled row gathered back must fit Weight::natural_row's callers' buffers.
+static_assert(kQ1TileMaxCols / 128 * sizeof(BlockQ1_0) <= kTileMaxRowBytes);
 
 // Q1SignLines: the row at position p (0..31) of a sign line, and its inverse. The kernel
 // turns looked-up bytes into int16 by interleaving (positions 0-7, 16-23 in

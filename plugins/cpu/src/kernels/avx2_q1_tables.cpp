@@ -1,8 +1,9 @@
-// The AVX2 table kernel for Q1_0 weights stored in 32-row tiles
-// (q1_tiles.hpp) against Q1Tables activations (activations.hpp). A context
-// that tiles its Q1_0 weights runs every Q1_0 matmul here, whatever the
-// number of tokens, so a token's logits do not depend on how many tokens its
-// step held (speculative verification and prompt-cache reuse rely on it).
+// The AVX2 table kernel for Q1_0 weights stored in 32-row tiles of sign
+// lines (q1_tiles.hpp) against Q1Tables activations (activations.hpp). A
+// context on the avx2 or avxvnni set runs every matmul of a tiled Q1_0
+// weight here, whatever the number of tokens, so a token's logits do not
+// depend on how many tokens its step held (speculative verification and
+// prompt-cache reuse rely on it).
 //
 // Per sub-block (16 inputs) and tile the kernel does two loads of 32 sign
 // bytes, four nibble index vectors and eight table lookups (the low and high
