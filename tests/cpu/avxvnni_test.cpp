@@ -14,6 +14,7 @@
 #include "activations.hpp"
 #include "bonsai/core/formats.hpp"
 #include "cpu_features.hpp"
+#include "kernel_test_support.hpp"
 #include "kernels/kernel_set.hpp"
 #include "random_blocks.hpp"
 
@@ -22,32 +23,15 @@ namespace {
 using namespace bonsai::cpu;
 using bonsai::GgmlType;
 
-using bonsai::cpu::test::random_rows;
+using namespace bonsai::cpu::test;
 
 std::vector<float> rows_of(const KernelSet &set, GgmlType type, WeightKind kind,
                            const std::vector<uint8_t> &w, size_t row_bytes, int64_t rows,
                            int64_t cols, const std::vector<float> &x, int n_tokens) {
   const QuantLayout layout = set.layout[static_cast<int>(kind)];
-  const int64_t blocks = cols / kActBlock, stride = padded_token_stride(n_tokens);
-  std::vector<int8_t> q(static_cast<size_t>(blocks * stride * kActBlock));
-  std::vector<float> d(static_cast<size_t>(blocks * stride * meta_per_block(layout)));
-  std::vector<float> dsum(static_cast<size_t>(blocks * stride));
-  for (int t = 0; t < n_tokens; ++t)
-    set.quantize(
-        x.data() + static_cast<size_t>(t) * cols, cols, layout,
-        {q.data() + t * kActBlock, d.data() + t * meta_per_block(layout), dsum.data() + t, stride});
-  RowJob job;
-  job.type = type;
-  job.w = w.data();
-  job.w_row_bytes = row_bytes;
-  job.cols = cols;
-  job.n_rows = rows;
-  job.n_tokens = n_tokens;
-  job.q = {cols, blocks, n_tokens, stride, meta_per_block(layout), q.data(), d.data(), dsum.data()};
-  std::vector<float> y(static_cast<size_t>(rows) * n_tokens);
-  job.y = y.data();
-  job.ldy = rows;
-  set.rows[static_cast<int>(kind)](job);
+  std::vector<float> y;
+  set.rows[static_cast<int>(kind)](job_for({type, row_bytes, rows, cols, n_tokens}, w,
+                                           quantize(set, layout, x, cols, n_tokens), layout, y));
   return y;
 }
 
@@ -164,14 +148,10 @@ TEST(AvxVnniKernels, MainlineQ2RowsAreTheExactDotOfTheQuantizedInputs) {
         const std::vector<float> y = rows_of(*set, GgmlType::Q2_0_G64, WeightKind::Q2_0_G64, w,
                                              pair_bytes * blocks, rows, cols, x, n_tokens);
         // The same quantized activations, read back value by value.
-        const int64_t stride = padded_token_stride(n_tokens);
-        std::vector<int8_t> q(static_cast<size_t>(blocks * stride * kActBlock));
-        std::vector<float> d(static_cast<size_t>(blocks * stride * meta_per_block(layout)));
-        std::vector<float> dsum(static_cast<size_t>(blocks * stride));
-        for (int t = 0; t < n_tokens; ++t)
-          set->quantize(x.data() + static_cast<size_t>(t) * cols, cols, layout,
-                        {q.data() + t * kActBlock, d.data() + t * meta_per_block(layout),
-                         dsum.data() + t, stride});
+        const Quantized acts = quantize(*set, layout, x, cols, n_tokens);
+        const std::vector<int8_t> &q = acts.q;
+        const std::vector<float> &d = acts.d;
+        const int64_t stride = acts.stride;
         for (int t = 0; t < n_tokens; ++t)
           for (int64_t r = 0; r < rows; ++r) {
             double want = 0, magnitude = 0;

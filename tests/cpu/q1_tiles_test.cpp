@@ -14,11 +14,11 @@
 #include "activations.hpp"
 #include "bonsai/core/formats.hpp"
 #include "cpu_features.hpp"
+#include "kernel_test_support.hpp"
 #include "kernels/kernel_set.hpp"
 #include "kernels/simd_kernels.hpp"
 #include "q1_tiles.hpp"
 #include "random_blocks.hpp"
-#include "tile_test_support.hpp"
 
 namespace {
 

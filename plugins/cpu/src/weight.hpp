@@ -39,9 +39,9 @@ struct Weight {
   const uint8_t *data = nullptr;    // rows * row_bytes bytes
   std::unique_ptr<uint8_t[]> owned; // set when the bytes were copied
   std::string name;                 // for messages
-  // Stored in 32-row tiles of this format (q1_tiles.hpp), not
-  // in GGUF row order, unless None: row(r) is then the start of r's tile for
-  // r a multiple of 32, and a row's own bytes come from natural_row.
+  // Unless None, stored in 32-row tiles of this format (q1_tiles.hpp), not in
+  // GGUF row order: row(r) is then the start of r's tile for r a multiple of
+  // 32, and a row's own bytes come from natural_row.
   TileFormat tiled = TileFormat::None;
   std::unique_ptr<HugeAlignedBuffer> tiles; // the tiled bytes, when tiled
 

@@ -1,7 +1,7 @@
 #pragma once
-// For the tiled-kernel tests (q1_tiles_test.cpp): activations quantized by a
-// kernel set, a RowJob over a tiled matrix, and the kernel sets with a tiled
-// kernel for a weight kind that this CPU runs.
+// For the row-kernel tests (q1_tiles_test.cpp, avxvnni_test.cpp):
+// activations quantized by a kernel set, a RowJob over them, and the kernel
+// sets with a tiled kernel for a weight kind that this CPU runs.
 #include <cstdio>
 #include <random>
 #include <string>
