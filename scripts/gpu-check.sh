@@ -20,9 +20,10 @@
 # /tmp/bonsai-gpu-check; else everything to BUILD/gpu-check);
 # GPU_CHECK_SHAPES (default "1.7b 4b 8b"), GPU_CHECK_TYPES (default "q1_0
 # q2_0"), GPU_CHECK_REPS (default 3), GPU_CHECK_BUDGET_S (default 560),
-# GPU_CHECK_SECTIONS (default "tests persistent sanitizer bench load parallel
-# llama ncu options qwen35": the GPU sections to run, in that order; the
-# plugin/JIT section always runs).
+# GPU_CHECK_SECTIONS (default "nvrtc tests persistent sanitizer bench load
+# parallel llama ncu options qwen35": the GPU sections to run, in that order;
+# the plugin/JIT section always runs), GPU_CHECK_Q35_TYPES (default "q1_0
+# q2_0_g64": the 27B files the qwen35 section makes and benches).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -58,14 +59,20 @@ bin="$build/bin"
 plugin="$build/lib/bonsai/plugins/libbonsai_cuda.so"
 export BONSAI_PLUGIN="$plugin"
 reps="${GPU_CHECK_REPS:-3}"
-sections=" ${GPU_CHECK_SECTIONS:-tests persistent sanitizer bench load parallel llama ncu options qwen35} "
+sections=" ${GPU_CHECK_SECTIONS:-nvrtc tests persistent sanitizer bench load parallel llama ncu options qwen35} "
 wanted() { [[ "$sections" == *" $1 "* ]]; }
 
-# Mainline llama.cpp, when its source came along: built in the background
-# (low priority) while the tests run, for llama-bench on the same files.
+# Mainline llama.cpp, for llama-bench on the same files: a llama-bench built
+# elsewhere for this GPU when one came along (scripts/gpu-bundle.sh packs
+# $LLAMA_BENCH_BUILD's), else its source, built in the background (low
+# priority) while the tests run.
 llama_src="$root/.gpu-carry/llama.tar.xz"
+llama_prebuilt="$root/.gpu-carry/llama-bench.tar.xz"
 llama_build="$work/llama.cpp/build"
-if [ "$mode" = gpu ] && [ -f "$llama_src" ] && command -v nvcc >/dev/null; then
+if [ "$mode" = gpu ] && [ -f "$llama_prebuilt" ]; then
+  mkdir -p "$llama_build"
+  tar -C "$llama_build" -xJf "$llama_prebuilt"
+elif [ "$mode" = gpu ] && [ -f "$llama_src" ] && command -v nvcc >/dev/null; then
   mkdir -p "$work/llama.cpp"
   tar -C "$work/llama.cpp" -xJf "$llama_src"
   setsid nice -n 19 bash -c "cmake -S '$work/llama.cpp' -B '$llama_build' -G Ninja \
@@ -255,13 +262,17 @@ ncu_digest() {
          printf "  %-32s %-24s %12s  DRAM %6s %%  SM %6s %%\n", name, grid, duration, dram, $NF }' "$1"
 }
 
-if wanted tests; then
-section "tests"
+if wanted nvrtc; then
+section "NVRTC with this machine's toolkit"
 # test_cuda's NVRTC suites: every program compiles for each architecture and
 # its PTX has every entry point. Its kernel-emulator suites run in CI, and its
 # fake-driver suites (several minutes, single-threaded) on any machine with
 # NVRTC: this GPU adds nothing to either.
 step test_cuda 100 "$bin/test_cuda" --gtest_filter='Nvrtc.*:KernelSources.*:KernelPrograms.*:Arch/*'
+fi
+
+if wanted tests; then
+section "tests"
 step conformance 150 "$bin/test_conformance"
 step golden 150 "$bin/test_golden"
 grep -h '^\[ golden' "$logs/golden.log" >>"$summary" 2>/dev/null
@@ -278,7 +289,7 @@ if wanted persistent; then
   step persistent_conformance 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_conformance"
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
-      step "persistent_sanitizer_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      step "persistent_sanitizer_$tool" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
         "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1 \
         --backend-options decode=persistent
       grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/persistent_sanitizer_$tool.log" >>"$summary"
@@ -395,8 +406,8 @@ fi
 
 if wanted llama; then
   section "mainline llama.cpp beside bonsai (same Q1_0 files, same run, 5 repetitions)"
-  if [ -n "${llama_pid:-}" ]; then
-    while [ ! -x "$llama_build/bin/llama-bench" ] && kill -0 "$llama_pid" 2>/dev/null &&
+  if [ -n "${llama_pid:-}" ] || [ -x "$llama_build/bin/llama-bench" ]; then
+    while [ ! -x "$llama_build/bin/llama-bench" ] && kill -0 "${llama_pid:-}" 2>/dev/null &&
       [ $((deadline - $(date +%s))) -gt 60 ]; do
       sleep 3
     done
@@ -407,6 +418,8 @@ if wanted llama; then
         step "llama_${s}_q1_0" 90 "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 5
         table_rows "llama_${s}_q1_0"
         bench "bonsai_${s}_q1_0" "$f" -p 512 -n 128 -r 5
+        wanted persistent && bench "bonsai_${s}_q1_0_persistent" "$f" -p 0 -n 128 -r 5 \
+          --backend-options decode=persistent
       done
     else
       echo "llama.cpp: not built in time (logs/llama_build.log)" | tee -a "$summary"
@@ -476,7 +489,7 @@ if wanted qwen35; then
       grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/qwen35_sanitizer_$tool.log" >>"$summary"
     done
   fi
-  for t in q1_0 q2_0_g64; do
+  for t in ${GPU_CHECK_Q35_TYPES-q1_0 q2_0_g64}; do
     f="$models/27b-$t.gguf"
     [ -f "$f" ] || step "make_27b_$t" 150 "$bin/bonsai-gguf" make-model --preset 27b --type "$t" \
       --vocab "$data/qwen3-vocab.gguf" -o "$f"
