@@ -3,6 +3,7 @@
 // out by hand for small shapes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -112,6 +113,41 @@ TEST(PersistentPlan, EachWaitCountsAllOfTheStageBeforeItWhichComesEarlier) {
   }
   // 3 sequences x 4 KV heads per layer.
   EXPECT_EQ(signals[persistent_counter(2, PersistentStage::attention)], 12);
+}
+
+// The weight buffer: a tile's bytes worked out by hand, and a stage whose
+// share per block would not fit is cut into more, smaller instructions.
+TEST(PersistentPlan, StagesAreCutWhereTheirWeightsWouldNotFitTheBuffer) {
+  PersistentShape shape = tiny(4, 1);
+  shape.block_bytes = 18; // Q1_0: 16 code bytes and an f16 scale per 128 weights
+  // 16 rows x (512 / 128) blocks x 18 bytes; gate/up twice; down 1536 wide.
+  EXPECT_EQ(bonsai::cuda::persistent_tile_bytes(shape, PersistentStage::qkv), 1152);
+  EXPECT_EQ(bonsai::cuda::persistent_tile_bytes(shape, PersistentStage::output), 1152);
+  EXPECT_EQ(bonsai::cuda::persistent_tile_bytes(shape, PersistentStage::ffn_up), 2304);
+  EXPECT_EQ(bonsai::cuda::persistent_tile_bytes(shape, PersistentStage::ffn_down), 3456);
+  EXPECT_EQ(bonsai::cuda::persistent_largest_tile_bytes(shape), 3456);
+  // 7,000 bytes: Q/K/V and O take 6 tiles at most (of 16 and 8 per block),
+  // gate/up 3 (of 24), down 2 (of 8).
+  shape.weight_buffer_bytes = 7000;
+  const std::vector<PersistentInstr> plan = build_persistent_plan(shape);
+  std::map<int, int> per_op, widest;
+  for (const PersistentInstr &instr : plan) {
+    if (instr.layer != 0 || instr.op == op(PersistentStage::attention))
+      continue;
+    ++per_op[instr.op];
+    widest[instr.op] = std::max(widest[instr.op], instr.end - instr.begin);
+  }
+  EXPECT_EQ(per_op[op(PersistentStage::qkv)], 11); // 64 tiles by 6
+  EXPECT_EQ(widest[op(PersistentStage::qkv)], 6);
+  EXPECT_EQ(per_op[op(PersistentStage::output)], 6); // 32 by 6
+  EXPECT_EQ(per_op[op(PersistentStage::ffn_up)], 32);
+  EXPECT_EQ(per_op[op(PersistentStage::ffn_down)], 16);
+  // A buffer smaller than the down projection's tile serves no plan.
+  shape.weight_buffer_bytes = 3455;
+  EXPECT_THROW(build_persistent_plan(shape), bonsai::plugin::PluginError);
+  // Without one, each stage is shared out among the blocks as before.
+  shape.weight_buffer_bytes = 0;
+  EXPECT_EQ(build_persistent_plan(shape).size(), build_persistent_plan(tiny(4, 1)).size());
 }
 
 TEST(PersistentPlan, DescribesInstructionsForStallReports) {

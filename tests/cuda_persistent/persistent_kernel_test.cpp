@@ -100,6 +100,7 @@ template <class KV> struct StepPart {
 struct StepResult {
   std::vector<float> x; // the hidden rows after the last layer, one per token
   PkStatus status{};
+  std::vector<PersistentInstr> plan; // the instruction list it ran
 };
 
 // One step of the kernel over `parts` (at most 8 sequences and tokens).
@@ -122,6 +123,11 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
                         s.n_ff,
                         static_cast<int>(parts.size()),
                         kBlocks};
+  // A weight buffer of one and a half of the largest tile: stages are cut
+  // into more instructions than blocks, and some Q/K/V instructions span
+  // two of the matrices.
+  shape.block_bytes = T::PAYLOAD + 2;
+  shape.weight_buffer_bytes = bonsai::cuda::persistent_largest_tile_bytes(shape) * 3 / 2 / 16 * 16;
   std::vector<PersistentInstr> plan = bonsai::cuda::build_persistent_plan(shape);
   for (PersistentInstr &instr : plan)
     if (fault == Fault::no_wait)
@@ -144,6 +150,8 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   a.n_instrs = static_cast<int>(plan.size());
   a.n_tokens = n_tokens;
   a.n_sequences = static_cast<int>(parts.size());
+  const int max_cols = std::max({s.n_embd, s.n_head * s.head_dim, s.n_ff});
+  a.weights_offset = static_cast<int>(PK_SHARED_BYTES(max_cols, n_tokens));
   a.dims = {s.n_embd, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, kMaxContext, s.rms_eps, 1.0f};
   int first = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -161,14 +169,13 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   emu::ignore_fences = fault == Fault::no_fence;
   emu::lose_signal_at = fault == Fault::lost_signal ? 5 : 0;
   emu::schedule_seed = seed;
-  const int max_cols = std::max({s.n_embd, s.n_head * s.head_dim, s.n_ff});
-  emu::launch_cooperative({kBlocks, 1, 1}, PK_THREADS, PK_SHARED_BYTES(max_cols, n_tokens),
+  emu::launch_cooperative({kBlocks, 1, 1}, PK_THREADS, a.weights_offset + shape.weight_buffer_bytes,
                           [&] { decode_persistent<T, D, KV>(a); });
   emu::ignore_fences = false;
   emu::lose_signal_at = 0;
   for (auto &p : parts)
     p.sequence->length += static_cast<int>(p.tokens.size());
-  return {x, status};
+  return {x, status, plan};
 }
 
 // The logits of hidden row `row`: the reference's final norm and LM head.
@@ -333,11 +340,15 @@ TEST(PersistentKernel, ALostCounterUpdateEndsTheLaunchWithAReport) {
   EXPECT_GE(r.status.block, 0);
   EXPECT_LT(r.status.block, kBlocks);
   EXPECT_LT(r.status.observed, r.status.target);
-  // Layer 0's four Q/K/V updates come first, so the 5th is one of its two
-  // attention ones: the output projection waits on that counter for ever.
-  EXPECT_EQ(r.status.counter, 1);
-  const PersistentShape shape{2, 256, 4, 2, 64, 384, 1, kBlocks};
-  const std::vector<PersistentInstr> plan = bonsai::cuda::build_persistent_plan(shape);
+  // Layer 0's Q/K/V updates come first (32 tiles, 3 per instruction in
+  // the test's weight buffer: 11 of them), so the 5th is one of those: the
+  // attention instructions wait on that counter for ever.
+  const std::vector<PersistentInstr> &plan = r.plan;
+  const auto first_stage = std::count_if(
+      plan.begin(), plan.end(), [](const PersistentInstr &i) { return i.layer == 0 && i.op == 0; });
+  EXPECT_EQ(first_stage, 11);
+  EXPECT_EQ(r.status.counter, 0);
+  EXPECT_EQ(r.status.target, first_stage);
   ASSERT_LT(static_cast<size_t>(r.status.instr), plan.size());
   EXPECT_EQ(plan[static_cast<size_t>(r.status.instr)].wait_counter, r.status.counter);
   EXPECT_EQ(plan[static_cast<size_t>(r.status.instr)].wait_target, r.status.target);

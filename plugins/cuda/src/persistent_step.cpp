@@ -6,6 +6,7 @@
 #include "kernel_sources.hpp"
 #include "launch.hpp"
 #include "plugin_error.hpp"
+#include "weight_repack.hpp"
 
 namespace bonsai::cuda {
 
@@ -52,24 +53,46 @@ struct PersistentArgs {
   CUdeviceptr rope_rates;
   uint64_t layer_bytes;
   int64_t deadline_ns;
-  int32_t n_instrs, n_tokens, n_sequences, reserved;
+  int32_t n_instrs, n_tokens, n_sequences, weights_offset;
   DimsArg dims;
   SequenceArg sequences[kPersistentMaxSequences];
 };
 static_assert(sizeof(PersistentArgs) == 344, "must match PersistentArgs in kernels/persistent.cuh");
 
-// Dynamic shared bytes (PK_SHARED_BYTES) of a step of n_tokens tokens: the
-// control area, then the larger of the tokens' quantized inputs and an
-// attention's working set (PkAttention).
+// Dynamic shared bytes before the weight buffer (PK_SHARED_BYTES) in a
+// step of n_tokens tokens: the control area, then the larger of the
+// tokens' quantized inputs and an attention's working set (PkAttention).
+// Both are multiples of 16, as the weight buffer's cp.async copies need.
 constexpr unsigned kControlBytes = 304;
 constexpr unsigned kAttentionBytes = 4 * (8 * 4 * 128 + 2 * 8 * 128 + 2 * 8 * 4 + 8 * 4 * 128);
-unsigned shared_bytes(int max_cols, int n_tokens) {
+unsigned work_bytes(int max_cols, int n_tokens) {
   const auto staged = static_cast<unsigned>(n_tokens * int8_staging_bytes(max_cols));
   return kControlBytes + std::max(staged, kAttentionBytes);
 }
 
+// Bytes of a 128-weight block with its f16 scale in the planar layout.
+int block_bytes(unsigned ggml_type) {
+  return planar_code_bytes(ggml_type) + 2;
+}
+
+// The weight buffer left beside the work area of steps of n_tokens tokens,
+// a multiple of 16.
+int weight_buffer(const Kernels &kernels, const std::string &kernel, int max_cols, int n_tokens) {
+  const int left =
+      kernels.dynamic_shared_limit(kernel) - static_cast<int>(work_bytes(max_cols, n_tokens));
+  return left / 16 * 16;
+}
+
 int widest_input(const ModelDims &d) {
   return std::max({d.n_embd, d.n_head * d.head_dim, d.n_ff});
+}
+
+// The plan's shape of a model (one sequence, no weight buffer yet).
+PersistentShape plan_shape(const BoundModel &m, unsigned ggml_type) {
+  const ModelDims &d = m.dims;
+  PersistentShape shape{d.n_layer, d.n_embd, d.n_head, d.n_head_kv, d.head_dim, d.n_ff, 1, 1};
+  shape.block_bytes = block_bytes(ggml_type);
+  return shape;
 }
 
 // Why the model cannot run on the persistent kernel, or "".
@@ -96,18 +119,25 @@ std::string unsupported_reason(const Kernels &kernels, const BoundModel &m, std:
   if (d.n_head % d.n_head_kv != 0 || d.n_head / d.n_head_kv > kPersistentMaxGroup)
     return strformat("%d query heads per KV head (it takes up to %d)", d.n_head / d.n_head_kv,
                      kPersistentMaxGroup);
-  const unsigned shared = shared_bytes(widest_input(d), 1);
-  if (!kernels.has(*kernel) || static_cast<int>(shared) > kernels.dynamic_shared_limit(*kernel))
-    return strformat("a block needs %u bytes of shared memory", shared);
+  // The weight buffer's copies move whole 16-byte chunks of scales.
+  if ((d.n_head_kv * d.head_dim) % 16 != 0)
+    return "the K/V width is not a multiple of 16";
+  if (!kernels.has(*kernel))
+    return "its kernel was not built";
+  const int largest_tile = persistent_largest_tile_bytes(plan_shape(m, type));
+  if (weight_buffer(kernels, *kernel, widest_input(d), 1) < largest_tile)
+    return strformat("a block needs %u bytes of shared memory",
+                     work_bytes(widest_input(d), 1) + static_cast<unsigned>(largest_tile));
   return {};
 }
 
 // The most tokens a step may have: 8, or fewer where their staged inputs
-// would not fit a block's shared memory.
-int most_tokens(const Kernels &kernels, const std::string &kernel, const ModelDims &d) {
+// would leave no room for the weights of one tile of every stage.
+int most_tokens(const Kernels &kernels, const std::string &kernel, const PersistentShape &shape,
+                int max_cols) {
   int n = kPersistentMaxTokens;
   while (n > 1 &&
-         static_cast<int>(shared_bytes(widest_input(d), n)) > kernels.dynamic_shared_limit(kernel))
+         weight_buffer(kernels, kernel, max_cols, n) < persistent_largest_tile_bytes(shape))
     --n;
   return n;
 }
@@ -150,10 +180,13 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   const ModelDims &d = m.dims;
   auto p = std::make_unique<PersistentDecode>(device);
   p->kernel = kernel;
-  p->max_tokens = most_tokens(*ctx.kernels, kernel, d);
-  p->blocks = multiprocessors(device);
+  p->shape = plan_shape(m, m.layers[0].wq->layout.type);
+  p->shape.blocks = multiprocessors(device);
+  p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d));
+  p->shape.weight_buffer_bytes =
+      weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens);
+  p->blocks = p->shape.blocks;
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
-  p->shape = {d.n_layer, d.n_embd, d.n_head, d.n_head_kv, d.head_dim, d.n_ff, 1, p->blocks};
   std::vector<LayerArg> layers;
   for (const LayerBinding &L : m.layers)
     layers.push_back({L.wq->data.get(), L.wk->data.get(), L.wv->data.get(), L.wo->data.get(),
@@ -166,10 +199,12 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
   ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
-                         "tokens (%u bytes of shared memory per block at most), %d ms wait "
-                         "deadline",
+                         "tokens, a %d-byte weight buffer (%u bytes of shared memory per block at "
+                         "most), %d ms wait deadline",
                          kernel.c_str(), p->blocks, kBlockThreads, p->max_tokens,
-                         shared_bytes(widest_input(d), p->max_tokens),
+                         p->shape.weight_buffer_bytes,
+                         work_bytes(widest_input(d), p->max_tokens) +
+                             static_cast<unsigned>(p->shape.weight_buffer_bytes),
                          ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
@@ -200,6 +235,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   args.n_instrs = static_cast<int32_t>(plan.host.size());
   args.n_tokens = step.n_tokens;
   args.n_sequences = n_sequences;
+  args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens));
   args.dims = {d.n_embd, d.n_head,      d.n_head_kv, d.head_dim,
                d.n_ff,   m.max_context, d.rms_eps,   d.rope_magnitude};
   for (int i = 0; i < n_sequences; ++i) {
@@ -214,7 +250,8 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(p.blocks);
   shape.block_x = kBlockThreads;
-  shape.shared_bytes = shared_bytes(widest_input(d), step.n_tokens);
+  shape.shared_bytes = work_bytes(widest_input(d), step.n_tokens) +
+                       static_cast<unsigned>(p.shape.weight_buffer_bytes);
   shape.cooperative = true;
   launch(device, ctx.kernels->get(p.kernel), shape, args);
   device.check(

@@ -46,9 +46,13 @@ struct StageBuilder {
     instr.signal_counter = persistent_counter(layer, stage);
     return instr;
   }
-  // Tiles [0, n_tiles) in at most `blocks` contiguous ranges.
-  int matmul(PersistentStage stage, int n_tiles, int blocks) {
-    const int per_block = (n_tiles + blocks - 1) / blocks;
+  // Tiles [0, n_tiles) in `blocks` contiguous ranges, or more where a
+  // range's weights would pass the weight buffer.
+  int matmul(PersistentStage stage, int n_tiles, const PersistentShape &shape) {
+    int per_block = (n_tiles + shape.blocks - 1) / shape.blocks;
+    if (shape.weight_buffer_bytes > 0)
+      per_block =
+          std::min(per_block, shape.weight_buffer_bytes / persistent_tile_bytes(shape, stage));
     int added = 0;
     for (int begin = 0; begin < n_tiles; begin += per_block, ++added)
       list.push_back(make(stage, begin, std::min(n_tiles, begin + per_block)));
@@ -64,6 +68,22 @@ struct StageBuilder {
 
 } // namespace
 
+int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage) {
+  const int cols = stage == PersistentStage::output     ? shape.n_head * shape.head_dim
+                   : stage == PersistentStage::ffn_down ? shape.n_ff
+                                                        : shape.n_embd;
+  const int matrices = stage == PersistentStage::ffn_up ? 2 : 1;
+  return kPersistentTileRows * (cols / 128) * shape.block_bytes * matrices;
+}
+
+int persistent_largest_tile_bytes(const PersistentShape &shape) {
+  int largest = 0;
+  for (PersistentStage stage : {PersistentStage::qkv, PersistentStage::output,
+                                PersistentStage::ffn_up, PersistentStage::ffn_down})
+    largest = std::max(largest, persistent_tile_bytes(shape, stage));
+  return largest;
+}
+
 std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape) {
   if (shape.n_layer < 1 || shape.blocks < 1 || shape.n_sequences < 1 ||
       shape.n_sequences > kPersistentMaxSequences || shape.n_head_kv < 1 || shape.head_dim < 1 ||
@@ -72,6 +92,11 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
                            "%d/%d heads)",
                            shape.n_layer, shape.blocks, shape.n_sequences, shape.n_head,
                            shape.n_head_kv));
+  if (shape.weight_buffer_bytes > 0 &&
+      (shape.block_bytes < 1 || persistent_largest_tile_bytes(shape) > shape.weight_buffer_bytes))
+    fail_invalid(strformat("persistent decode plan: a %d-byte weight buffer holds no tile of "
+                           "%d bytes",
+                           shape.weight_buffer_bytes, persistent_largest_tile_bytes(shape)));
   const int qkv_tiles =
       tiles(shape.n_head * shape.head_dim) + 2 * tiles(shape.n_head_kv * shape.head_dim);
   std::vector<PersistentInstr> list;
@@ -82,13 +107,12 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
       stage.wait_counter = persistent_counter(layer, done);
       stage.wait_count = count;
     };
-    next(PersistentStage::qkv, stage.matmul(PersistentStage::qkv, qkv_tiles, shape.blocks));
+    next(PersistentStage::qkv, stage.matmul(PersistentStage::qkv, qkv_tiles, shape));
     next(PersistentStage::attention, stage.attention(shape.n_sequences, shape.n_head_kv));
     next(PersistentStage::output,
-         stage.matmul(PersistentStage::output, tiles(shape.n_embd), shape.blocks));
-    next(PersistentStage::ffn_up,
-         stage.matmul(PersistentStage::ffn_up, tiles(shape.n_ff), shape.blocks));
-    previous_count = stage.matmul(PersistentStage::ffn_down, tiles(shape.n_embd), shape.blocks);
+         stage.matmul(PersistentStage::output, tiles(shape.n_embd), shape));
+    next(PersistentStage::ffn_up, stage.matmul(PersistentStage::ffn_up, tiles(shape.n_ff), shape));
+    previous_count = stage.matmul(PersistentStage::ffn_down, tiles(shape.n_embd), shape);
     previous_counter = persistent_counter(layer, PersistentStage::ffn_down);
   }
   return list;

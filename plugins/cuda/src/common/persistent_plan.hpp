@@ -41,7 +41,19 @@ struct PersistentShape {
   int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
   int n_sequences = 1; // attention instructions per KV head
   int blocks = 1;      // the grid: matmul tiles are shared out among this many
+  // Bytes of one 128-weight block of a row with its f16 scale (Q1_0: 18,
+  // Q2_0: 34): what a tile's weights take in the kernel's weight buffer.
+  int block_bytes = 0;
+  // The weight buffer (shared memory) that holds one matmul instruction's
+  // weights; a stage is cut into more instructions than blocks where its
+  // shares would not fit. 0: no limit (block_bytes unused).
+  int weight_buffer_bytes = 0;
 };
+
+// Bytes of one tile's weights in a matmul stage (gate/up: of both matrices).
+int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage);
+// The largest of those: the least weight buffer the plan can be cut for.
+int persistent_largest_tile_bytes(const PersistentShape &shape);
 
 // The counter of `stage` in `layer`.
 inline int persistent_counter(int layer, PersistentStage stage) {
@@ -50,8 +62,9 @@ inline int persistent_counter(int layer, PersistentStage stage) {
 
 // The list, in dependency order: every instruction waits for the whole
 // stage before it (the previous layer's down projection for a layer's
-// Q/K/V), and each stage's matmul tiles are split into at most `blocks`
-// contiguous ranges. Block b of the grid runs entries b, b + blocks, ...
+// Q/K/V), and each stage's matmul tiles are split into contiguous ranges,
+// `blocks` of them, or more where a range's weights would not fit
+// weight_buffer_bytes. Block b of the grid runs entries b, b + blocks, ...
 std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape);
 
 // "layer 3 attention (sequence 0, KV head 2)", for stall reports.

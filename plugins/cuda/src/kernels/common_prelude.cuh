@@ -53,6 +53,31 @@ __device__ __forceinline__ U32x4 load_shared_u32x4(const U32x4 *p) {
                : "memory");
   return v;
 }
+// 16 bytes global -> shared without passing through registers; lands by
+// the matching cp_async_wait. Before compute capability 8.0 (no cp.async)
+// a plain copy through registers, landed at once.
+__device__ __forceinline__ void cp_async_16(void *shared_dst, const void *global_src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("{ .reg .u64 s, g; cvta.to.shared.u64 s, %0; cvta.to.global.u64 g, %1;"
+               " cp.async.cg.shared.global [s], [g], 16; }" ::"l"(shared_dst),
+               "l"(global_src)
+               : "memory");
+#else
+  *(U32x4 *)shared_dst = load_weight_u32x4((const u8 *)global_src);
+#endif
+}
+// Closes the group of this thread's copies issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+// Waits until at most PENDING of this thread's committed groups are in flight.
+template <int PENDING> __device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+#endif
+}
 // c + the sum of the four products of a's unsigned bytes with b's signed bytes.
 __device__ __forceinline__ int dp4a_u8_s8(u32 a, u32 b, int c) {
   int d;

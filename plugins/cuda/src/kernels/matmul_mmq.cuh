@@ -35,30 +35,6 @@ __device__ __forceinline__ void mma_s8_m16n8k32(int (&d)[4], const u32 (&a)[4], 
   asm volatile("trap;"); // the program is built for 8.0+ only
 #endif
 }
-// 16 bytes global -> shared without passing through registers; lands by
-// the matching cp_async_wait.
-__device__ __forceinline__ void cp_async_16(void *shared_dst, const void *global_src) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("{ .reg .u64 s, g; cvta.to.shared.u64 s, %0; cvta.to.global.u64 g, %1;"
-               " cp.async.cg.shared.global [s], [g], 16; }" ::"l"(shared_dst),
-               "l"(global_src)
-               : "memory");
-#else
-  asm volatile("trap;");
-#endif
-}
-// Closes the group of this thread's copies issued since the last commit.
-__device__ __forceinline__ void cp_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-// Waits until at most PENDING of this thread's committed groups are in flight.
-template <int PENDING> __device__ __forceinline__ void cp_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
-#endif
-}
 #endif
 
 #define MMQ_WARPS 8

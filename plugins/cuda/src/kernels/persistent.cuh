@@ -8,6 +8,12 @@
 // when it is. The list is in dependency order, so the lowest unfinished
 // instruction can always run: no deadlock, and no grid-wide barrier.
 //
+// Weights: a matmul instruction first starts copying its weights (the
+// codes and scales of its rows, a few tens of KB) into a buffer in shared
+// memory with cp.async, then waits for its inputs, so the copy overlaps the
+// wait, and all of it is in flight at once; the row dots then read shared
+// memory.
+//
 // Memory ordering: outputs other blocks read are written with pk_store.
 // A producer's threads store, meet at a block barrier, then thread 0 fences
 // (cumulative: it publishes the whole block's stores) and adds to the
@@ -92,7 +98,8 @@ struct PersistentArgs {
   const double *rope_rates;         // head_dim / 2: pair i turns pos * rate[i]
   unsigned long long layer_bytes;   // bytes of one layer's keys in a cache
   long long deadline_ns;            // longest wait before the launch gives up
-  int n_instrs, n_tokens, n_sequences, reserved;
+  int n_instrs, n_tokens, n_sequences;
+  int weights_offset; // where the weight buffer starts in dynamic shared memory (16-aligned)
   PkDims dims;
   PkSequence sequences[PK_MAX_SEQUENCES];
 };
@@ -135,6 +142,10 @@ __device__ __forceinline__ void pk_store(float *p, float v) {
 __device__ __forceinline__ void pk_store(u16 *p, u16 v) {
   *p = v;
 }
+// One 16-byte chunk of weight codes into the weight buffer.
+__device__ __forceinline__ void pk_fetch_codes_16(unsigned char *dst, const u8 *src) {
+  cp_async_16(dst, src);
+}
 #else
 inline int pk_load_acquire(const int *p) {
   return *p;
@@ -165,6 +176,10 @@ inline void pk_store(float *p, float v) {
 }
 inline void pk_store(u16 *p, u16 v) {
   emu::buffered_store(p, v);
+}
+inline void pk_fetch_codes_16(unsigned char *dst, const u8 *src) {
+  ++emu::weight_loads; // the tests count how often each chunk is read
+  cp_async_16(dst, src);
 }
 #endif
 
@@ -201,9 +216,12 @@ static_assert(sizeof(PkControl) <= PK_CONTROL_BYTES, "the control area outgrew i
 // Bytes of one token's quantized input row of `cols` values in shared
 // memory (records, then offsets; 16-byte aligned).
 #define PK_STAGED_ROW_BYTES(cols) (Q8_ROW_STRIDE(cols) * 16)
-// Dynamic shared bytes for steps of n_tokens tokens with inputs of up to
+// Dynamic shared bytes before the weight buffer (PersistentArgs::
+// weights_offset) for steps of n_tokens tokens with inputs of up to
 // max_cols values: the control area, then the larger of the staged inputs
-// and an attention's working set.
+// and an attention's working set. The weight buffer follows: the host sizes
+// it and cuts the instruction list so that every matmul instruction's
+// weights fit.
 #define PK_SHARED_BYTES(max_cols, n_tokens)                                                        \
   (PK_CONTROL_BYTES + ((n_tokens)*PK_STAGED_ROW_BYTES(max_cols) > sizeof(PkAttention)              \
                            ? (n_tokens)*PK_STAGED_ROW_BYTES(max_cols)                              \
@@ -303,7 +321,8 @@ __device__ void pk_stage_inputs(const float *x, const float *norm, float eps, in
   __syncthreads();
 }
 
-// N_MATS matrices of `rows` x `cols` read together (the MLP's gate and up).
+// N_MATS matrices of `rows` x `cols` read together (the MLP's gate and up),
+// planar (codes, then scales) in the block's weight buffer.
 template <int N_MATS> struct PkMatmul {
   const u8 *w[N_MATS];
   int rows, cols;
@@ -311,7 +330,7 @@ template <int N_MATS> struct PkMatmul {
 
 // Rows [row0, row0 + DP4A_ROWS_PER_WARP) of this warp for every token:
 // acc[t][m][i] = (W_m row0 + i) . (token t's staged input). Each weight
-// chunk is loaded once and used for all the tokens.
+// chunk is read once (from shared memory) and used for all the tokens.
 template <class T, class D, int N_MATS>
 __device__ __forceinline__ void
 pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, int n_tokens,
@@ -328,7 +347,7 @@ pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, 
     const int b = at.k / D::CHUNKS, part = at.k % D::CHUNKS;
     BONSAI_UNROLL
     for (int m = 0; m < N_MATS; ++m) {
-      const U32x4 codes = load_weight_u32x4(mm.w[m] + (wc.first_chunk + c) * 16);
+      const U32x4 codes = load_shared_u32x4((const U32x4 *)(mm.w[m] + (wc.first_chunk + c) * 16));
       const float d = half_to_float(((const u16 *)(mm.w[m] + wc.codes_bytes))[wc.block_index(at)]);
       BONSAI_UNROLL
       for (int t = 0; t < PK_MAX_TOKENS; ++t) {
@@ -360,39 +379,124 @@ pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, 
 #define PK_ADD 1
 #define PK_SWIGLU 2
 
-// One 16-row tile as an instruction sees it: its matrices, this warp's
-// first row, and the output rows (token 0's; token t's are t * rows on).
-template <int N_MATS> struct PkTile {
-  PkMatmul<N_MATS> mm;
-  int row0;
-  float *out;
+// The rows of one matrix (or of gate and up together) that a matmul
+// instruction computes, and where their copy lies in the weight buffer:
+// per matrix the codes of those rows, then their scales, which is the
+// planar layout of a matrix of just those rows.
+struct PkPiece {
+  const u8 *w[2]; // the planar matrices in global memory; w[1]: up, beside gate
+  int n_mats;     // 1, or 2 for gate and up
+  int rows, cols; // the whole matrix's shape
+  int row_begin, row_end;
+  float *out;         // token 0's output row (token t's: t * rows further)
+  unsigned shared[2]; // each matrix's copy: its offset in the weight buffer
+};
+// Q/K/V instructions may span the three matrices.
+struct PkPieces {
+  int n;
+  PkPiece p[3];
 };
 
-// Every token's input row (`in`, times `norm` and 1/rms when norm is not
-// NULL) staged once, then each tile of [begin, end) as locate(tile) places
-// it (row0 < 0: this warp has no rows there), its weights read once for all
-// the tokens.
-template <class T, class D, int N_MATS, int KIND, class Locate>
-__device__ __forceinline__ void pk_tiles(const PersistentArgs &a, const PkInstr &ins,
-                                         const float *in, const float *norm, int cols,
-                                         unsigned char *staged, PkControl *ctl, Locate locate) {
+// Bytes of the copy of `rows` rows of a planar matrix `cols` wide.
+template <class T> __device__ __forceinline__ unsigned pk_piece_bytes(int rows, int cols) {
+  return (unsigned)rows * (unsigned)(cols / 128) * (T::PAYLOAD + 2);
+}
+
+// The pieces of a matmul instruction: its tiles [begin, end) counted over
+// the stage's matrices one after another (Q, K, V for the first stage).
+template <class T>
+__device__ PkPieces pk_pieces(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L) {
+  const PkDims &d = a.dims;
+  PkPieces ps;
+  ps.n = 0;
+  unsigned at = 0;
+  const auto add = [&](const u8 *w0, const u8 *w1, int rows, int cols, int first_tile, float *out) {
+    const int n_tiles = (rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
+    const int begin = ins.begin > first_tile ? ins.begin : first_tile;
+    const int end = min(ins.end, first_tile + n_tiles);
+    if (begin >= end)
+      return;
+    PkPiece &p = ps.p[ps.n++];
+    p.w[0] = w0;
+    p.w[1] = w1;
+    p.n_mats = w1 != 0 ? 2 : 1;
+    p.rows = rows;
+    p.cols = cols;
+    p.row_begin = (begin - first_tile) * PK_TILE_ROWS;
+    p.row_end = min(rows, (end - first_tile) * PK_TILE_ROWS);
+    p.out = out;
+    for (int m = 0; m < p.n_mats; ++m) {
+      p.shared[m] = at;
+      at += pk_piece_bytes<T>(p.row_end - p.row_begin, cols);
+    }
+  };
+  const int q_rows = d.n_head * d.head_dim, kv_rows = d.n_head_kv * d.head_dim;
+  if (ins.op == PK_QKV) {
+    const int q_tiles = (q_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
+    const int kv_tiles = (kv_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
+    add(L.wq, 0, q_rows, d.n_embd, 0, a.q);
+    add(L.wk, 0, kv_rows, d.n_embd, q_tiles, a.k);
+    add(L.wv, 0, kv_rows, d.n_embd, q_tiles + kv_tiles, a.v);
+  } else if (ins.op == PK_OUTPUT) {
+    add(L.wo, 0, d.n_embd, q_rows, 0, a.x);
+  } else if (ins.op == PK_FFN_UP) {
+    add(L.wg, L.wu, d.n_ff, d.n_embd, 0, a.ff);
+  } else {
+    add(L.wd, 0, d.n_embd, d.n_ff, 0, a.x);
+  }
+  return ps;
+}
+
+// Starts copying a matmul instruction's weights into the weight buffer
+// (one cp.async group per thread). Weights never change, so this runs
+// before the instruction's wait: the copy overlaps the wait for the stage
+// before it.
+template <class T>
+__device__ void pk_fetch_weights(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
+                                 unsigned char *buffer) {
+  const PkPieces ps = pk_pieces<T>(a, ins, L);
+  for (int i = 0; i < ps.n; ++i) {
+    const PkPiece &p = ps.p[i];
+    const int n_blocks = p.cols / 128, rows = p.row_end - p.row_begin;
+    const size_t row_codes = (size_t)n_blocks * T::PAYLOAD;
+    const int code_chunks = (int)(rows * row_codes / 16), scale_chunks = rows * n_blocks * 2 / 16;
+    for (int m = 0; m < p.n_mats; ++m) {
+      const u8 *codes = p.w[m] + (size_t)p.row_begin * row_codes;
+      const u8 *scales = p.w[m] + (size_t)p.rows * row_codes + (size_t)p.row_begin * n_blocks * 2;
+      unsigned char *const dst = buffer + p.shared[m];
+      for (int c = threadIdx.x; c < code_chunks; c += PK_THREADS)
+        pk_fetch_codes_16(dst + 16 * (size_t)c, codes + 16 * (size_t)c);
+      for (int c = threadIdx.x; c < scale_chunks; c += PK_THREADS)
+        cp_async_16(dst + 16 * ((size_t)code_chunks + c), scales + 16 * (size_t)c);
+    }
+  }
+  cp_async_commit();
+}
+
+// One piece's rows from the weight buffer, 16 rows (DP4A_ROWS_PER_WARP per
+// warp) at a time, for every token of the step.
+template <class T, class D, int N_MATS, int KIND>
+__device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
+                              const unsigned char *buffer, const unsigned char *staged,
+                              const PkControl *ctl) {
   const int lane = threadIdx.x % 32;
-  pk_stage_inputs(in, norm, a.dims.eps, cols, a.n_tokens, staged, ctl);
-  for (int tile = ins.begin; tile < ins.end; ++tile) {
-    const PkTile<N_MATS> where = locate(tile);
-    if (where.row0 < 0)
-      continue;
+  PkMatmul<N_MATS> mm;
+  for (int m = 0; m < N_MATS; ++m)
+    mm.w[m] = buffer + p.shared[m];
+  mm.rows = p.row_end - p.row_begin;
+  mm.cols = p.cols;
+  for (int row0 = threadIdx.x / 32 * DP4A_ROWS_PER_WARP; row0 < mm.rows; row0 += PK_TILE_ROWS) {
     float acc[PK_MAX_TOKENS][N_MATS][DP4A_ROWS_PER_WARP];
-    pk_warp_rows<T, D, N_MATS>(where.mm, where.row0, staged, a.n_tokens, acc);
+    pk_warp_rows<T, D, N_MATS>(mm, row0, staged, a.n_tokens, acc);
     for (int t = 0; t < PK_MAX_TOKENS; ++t) {
       if (t >= a.n_tokens)
         continue;
       const float scale = ctl->scales[t];
-      float *const out = where.out + (size_t)t * where.mm.rows;
+      float *const out = p.out + (size_t)t * p.rows + p.row_begin;
       for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i) { // a constant bound: acc stays in registers
-        if (lane != 0 || where.row0 + i >= where.mm.rows)
+        if (lane != 0 || row0 + i >= mm.rows)
           continue;
-        float *const y = out + where.row0 + i;
+        float *const y = out + row0 + i;
         const float g = acc[t][0][i] * scale, u = acc[t][N_MATS - 1][i] * scale;
         const float v = KIND == PK_SWIGLU ? g / (1.0f + expf(-g)) * u : g;
         pk_store(y, KIND == PK_ADD ? *y + v : v);
@@ -401,62 +505,30 @@ __device__ __forceinline__ void pk_tiles(const PersistentArgs &a, const PkInstr 
   }
 }
 
-// This warp's first row in tile `tile` of a matrix of `rows` rows, or -1.
-__device__ __forceinline__ int pk_warp_row0(int tile, int rows) {
-  const int row0 = tile * PK_TILE_ROWS + threadIdx.x / 32 * DP4A_ROWS_PER_WARP;
-  return row0 < rows ? row0 : -1;
-}
-
-// Q, K and V rows: the tiles of Q come first, then K's, then V's.
+// A matmul instruction after its wait: every token's input row (times the
+// stage's norm and 1/rms where it has one) staged once, its weights landed,
+// then each piece.
 template <class T, class D>
-__device__ void pk_qkv(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
-                       unsigned char *staged, PkControl *ctl) {
+__device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
+                          unsigned char *staged, const unsigned char *buffer, PkControl *ctl) {
   const PkDims &d = a.dims;
-  const int q_rows = d.n_head * d.head_dim, kv_rows = d.n_head_kv * d.head_dim;
-  const int q_tiles = (q_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
-  const int kv_tiles = (kv_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
-  pk_tiles<T, D, 1, PK_SET>(a, ins, a.x, L.attn_norm, d.n_embd, staged, ctl, [&](int tile) {
-    PkTile<1> where;
-    const int which = tile < q_tiles ? 0 : tile < q_tiles + kv_tiles ? 1 : 2;
-    const int first = which == 0 ? 0 : which == 1 ? q_tiles : q_tiles + kv_tiles;
-    where.mm.w[0] = which == 0 ? L.wq : which == 1 ? L.wk : L.wv;
-    where.mm.rows = which == 0 ? q_rows : kv_rows;
-    where.mm.cols = d.n_embd;
-    where.out = which == 0 ? a.q : which == 1 ? a.k : a.v;
-    where.row0 = pk_warp_row0(tile - first, where.mm.rows);
-    return where;
-  });
-}
-
-// residual rows += W in (the O and down projections).
-template <class T, class D>
-__device__ void pk_residual(const PersistentArgs &a, const PkInstr &ins, const u8 *w,
-                            const float *in, int cols, unsigned char *staged, PkControl *ctl) {
-  pk_tiles<T, D, 1, PK_ADD>(a, ins, in, 0, cols, staged, ctl, [&](int tile) {
-    PkTile<1> where;
-    where.mm.w[0] = w;
-    where.mm.rows = a.dims.n_embd;
-    where.mm.cols = cols;
-    where.out = a.x;
-    where.row0 = pk_warp_row0(tile, where.mm.rows);
-    return where;
-  });
-}
-
-// ff rows = silu(Wg h) * (Wu h), h = RMSNorm(x) * ffn_norm.
-template <class T, class D>
-__device__ void pk_ffn_up(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
-                          unsigned char *staged, PkControl *ctl) {
-  pk_tiles<T, D, 2, PK_SWIGLU>(a, ins, a.x, L.ffn_norm, a.dims.n_embd, staged, ctl, [&](int tile) {
-    PkTile<2> where;
-    where.mm.w[0] = L.wg;
-    where.mm.w[1] = L.wu;
-    where.mm.rows = a.dims.n_ff;
-    where.mm.cols = a.dims.n_embd;
-    where.out = a.ff;
-    where.row0 = pk_warp_row0(tile, where.mm.rows);
-    return where;
-  });
+  const float *in = ins.op == PK_OUTPUT ? a.attn : ins.op == PK_FFN_DOWN ? a.ff : a.x;
+  const float *norm = ins.op == PK_QKV ? L.attn_norm : ins.op == PK_FFN_UP ? L.ffn_norm : 0;
+  const int cols = ins.op == PK_OUTPUT     ? d.n_head * d.head_dim
+                   : ins.op == PK_FFN_DOWN ? d.n_ff
+                                           : d.n_embd;
+  pk_stage_inputs(in, norm, d.eps, cols, a.n_tokens, staged, ctl);
+  cp_async_wait<0>();
+  __syncthreads(); // every thread's copies have landed
+  const PkPieces ps = pk_pieces<T>(a, ins, L);
+  for (int i = 0; i < ps.n; ++i) {
+    if (ins.op == PK_FFN_UP)
+      pk_piece_rows<T, D, 2, PK_SWIGLU>(a, ps.p[i], buffer, staged, ctl);
+    else if (ins.op == PK_QKV)
+      pk_piece_rows<T, D, 1, PK_SET>(a, ps.p[i], buffer, staged, ctl);
+    else
+      pk_piece_rows<T, D, 1, PK_ADD>(a, ps.p[i], buffer, staged, ctl);
+  }
 }
 
 // Phase 1 of an attention instruction: warp-sized items, each one head row
@@ -609,21 +681,20 @@ template <class T, class D, class KV> __device__ void decode_persistent(const Pe
   BONSAI_DYNAMIC_SHARED(U32x4, pk_shared);
   PkControl *const ctl = (PkControl *)pk_shared;
   unsigned char *const work = (unsigned char *)pk_shared + PK_CONTROL_BYTES;
+  unsigned char *const weights = (unsigned char *)pk_shared + a.weights_offset;
   for (int index = blockIdx.x; index < a.n_instrs; index += gridDim.x) {
     const PkInstr ins = a.instrs[index];
-    if (!pk_wait(a, ins, index, ctl))
-      return;
     const PkLayer &L = a.layers[ins.layer];
-    if (ins.op == PK_QKV)
-      pk_qkv<T, D>(a, ins, L, work, ctl);
-    else if (ins.op == PK_ATTENTION)
+    if (ins.op != PK_ATTENTION)
+      pk_fetch_weights<T>(a, ins, L, weights);
+    if (!pk_wait(a, ins, index, ctl)) {
+      cp_async_wait<0>(); // no copy may outlive the block
+      return;
+    }
+    if (ins.op == PK_ATTENTION)
       pk_attention<KV>(a, ins, (PkAttention *)work);
-    else if (ins.op == PK_OUTPUT)
-      pk_residual<T, D>(a, ins, L.wo, a.attn, a.dims.n_head * a.dims.head_dim, work, ctl);
-    else if (ins.op == PK_FFN_UP)
-      pk_ffn_up<T, D>(a, ins, L, work, ctl);
     else
-      pk_residual<T, D>(a, ins, L.wd, a.ff, a.dims.n_ff, work, ctl);
+      pk_matmul<T, D>(a, ins, L, work, weights, ctl);
     pk_done(a, ins);
   }
 }
