@@ -29,16 +29,17 @@ TEST(CudaCubinFallback, RefusedPtxIsReplacedByACachedCubinForTheExactArchitectur
     Lines log;
     ASSERT_NO_FATAL_FAILURE(start_and_stop_context(log));
     if (start == 0) {
-      // Five programs (matmul, layer, tensor-core matmul, int8 GEMV,
-      // tensor-core attention): each PTX refused, each CUBIN compiled for the
-      // fake sm_90.
-      EXPECT_EQ(log.count("the driver refused the PTX NVRTC made for"), 5);
-      EXPECT_EQ(log.count("(222)"), 5); // CUDA_ERROR_UNSUPPORTED_PTX_VERSION, kept in the message
-      EXPECT_EQ(log.count("compiling a CUBIN for sm_90 instead"), 5);
-      EXPECT_EQ(log.count("bytes of CUBIN"), 5);
+      // Six programs (matmul, layer, tensor-core matmul, int8 GEMV,
+      // tensor-core attention, and the persistent decode that decode=auto
+      // uses on sm_90): each PTX refused, each CUBIN compiled for the fake
+      // sm_90.
+      EXPECT_EQ(log.count("the driver refused the PTX NVRTC made for"), 6);
+      EXPECT_EQ(log.count("(222)"), 6); // CUDA_ERROR_UNSUPPORTED_PTX_VERSION, kept in the message
+      EXPECT_EQ(log.count("compiling a CUBIN for sm_90 instead"), 6);
+      EXPECT_EQ(log.count("bytes of CUBIN"), 6);
     } else {
-      EXPECT_EQ(log.count("PTX cache hit"), 5);
-      EXPECT_EQ(log.count("CUBIN"), 5); // the hits name what they loaded
+      EXPECT_EQ(log.count("PTX cache hit"), 6);
+      EXPECT_EQ(log.count("CUBIN"), 6); // the hits name what they loaded
       EXPECT_EQ(log.count("NVRTC compile"), 0);
     }
   }

@@ -26,12 +26,12 @@ TEST(CudaFakeDriver, SecondContextLoadsPtxFromTheCacheWithoutNvrtc) {
     Lines log;
     ASSERT_NO_FATAL_FAILURE(start_and_stop_context(log));
     if (start == 0) {
-      // Five programs on the fake sm_90: matmul, layer, tensor-core matmul,
-      // int8 GEMV, tensor-core attention.
-      EXPECT_EQ(log.count("PTX cache miss"), 5);
-      EXPECT_EQ(log.count("NVRTC compile"), 5);
+      // Six programs on the fake sm_90: matmul, layer, tensor-core matmul,
+      // int8 GEMV, tensor-core attention, persistent decode (decode=auto).
+      EXPECT_EQ(log.count("PTX cache miss"), 6);
+      EXPECT_EQ(log.count("NVRTC compile"), 6);
     } else {
-      EXPECT_EQ(log.count("PTX cache hit"), 5);
+      EXPECT_EQ(log.count("PTX cache hit"), 6);
       EXPECT_EQ(log.count("NVRTC compile"), 0);
     }
   }
@@ -48,8 +48,9 @@ TEST(CudaFakeDriver, CacheOffOptionCompilesEveryTime) {
   ASSERT_EQ(cuda_api().create_context(&desc, &ctx, nullptr, 0), BONSAI_OK);
   cuda_api().destroy_context(ctx);
   EXPECT_EQ(log.count("PTX cache off: disabled by the context option ptx_cache=off"), 1);
-  // base, layer, int8 tensor-core, int8 GEMV and tensor-core attention programs
-  EXPECT_EQ(log.count("NVRTC compile"), 5);
+  // base, layer, int8 tensor-core, int8 GEMV, tensor-core attention and
+  // persistent decode programs
+  EXPECT_EQ(log.count("NVRTC compile"), 6);
   EXPECT_TRUE(std::filesystem::is_empty(cache.path()));
 }
 
@@ -59,7 +60,8 @@ TEST(CudaFakeDriver, ReferenceKernelsLeaveTheFastProgramsOut) {
   // or used; tensor_cores=off and int8_gemv=off drop theirs. The fake device
   // is sm_90: prefill runs on int8 tensor cores unless prefill=f16 asks for
   // the f16 ones, its attention on tensor cores unless prefill_attention=cores
-  // asks for CUDA cores; decode=persistent adds its own program.
+  // asks for CUDA cores; decode=persistent, and decode=auto on sm_90, add the
+  // persistent program where the int8 GEMVs are on.
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   struct Case {
@@ -69,13 +71,14 @@ TEST(CudaFakeDriver, ReferenceKernelsLeaveTheFastProgramsOut) {
   };
   for (const Case c :
        {Case{"kernels=reference;ptx_cache=off", false, false, false, false},
-        Case{"tensor_cores=off;ptx_cache=off", false, false, true, false},
+        Case{"tensor_cores=off;ptx_cache=off", false, false, true, false, true},
         Case{"int8_gemv=off;ptx_cache=off", false, true, false, true},
-        Case{"prefill=f16;ptx_cache=off", true, false, true, true},
-        Case{"prefill_attention=cores;ptx_cache=off", false, true, true, false},
+        Case{"prefill=f16;ptx_cache=off", true, false, true, true, true},
+        Case{"prefill_attention=cores;ptx_cache=off", false, true, true, false, true},
         Case{"decode=persistent;ptx_cache=off", false, true, true, true, true},
         Case{"decode=persistent;int8_gemv=off;ptx_cache=off", false, true, false, true, false},
-        Case{"ptx_cache=off", false, true, true, true}}) {
+        Case{"decode=graph;ptx_cache=off", false, true, true, true, false},
+        Case{"ptx_cache=off", false, true, true, true, true}}) {
     Lines log;
     const bonsai_context_desc desc = context_desc(&log, c.options);
     bonsai_context *ctx = nullptr;

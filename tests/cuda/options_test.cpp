@@ -109,14 +109,23 @@ TEST(CudaOptions, BadValuesOfKnownKeysAreErrors) {
 
 namespace {
 
-TEST(CudaOptions, DecodeIsLaunchByLaunchUnlessPersistentIsAskedFor) {
-  EXPECT_FALSE(parse_options(nullptr).persistent_decode);
-  EXPECT_FALSE(parse_options("decode=graph").persistent_decode);
-  EXPECT_TRUE(parse_options("decode=persistent").persistent_decode);
+TEST(CudaOptions, DecodeIsAutoUnlessAskedForAndGraphUnderTheReferenceKernels) {
+  using bonsai::cuda::DecodeMode;
+  using bonsai::cuda::persistent_decode_wanted;
+  EXPECT_EQ(parse_options(nullptr).decode, DecodeMode::automatic);
+  EXPECT_EQ(parse_options("decode=auto").decode, DecodeMode::automatic);
+  EXPECT_EQ(parse_options("decode=graph").decode, DecodeMode::graph);
+  EXPECT_EQ(parse_options("decode=persistent").decode, DecodeMode::persistent);
   // The reference kernels are the plain path: a persistent decode before
   // them is turned off.
-  EXPECT_FALSE(parse_options("decode=persistent;kernels=reference").persistent_decode);
-  expect_refused("decode=megakernel", "decode=megakernel: expected persistent or graph");
+  EXPECT_EQ(parse_options("decode=persistent;kernels=reference").decode, DecodeMode::graph);
+  expect_refused("decode=megakernel", "decode=megakernel: expected auto, persistent or graph");
+  // auto builds the kernel where it was measured (Hopper) only; persistent
+  // wherever asked for, graph nowhere.
+  EXPECT_TRUE(persistent_decode_wanted(DecodeMode::automatic, 9));
+  EXPECT_FALSE(persistent_decode_wanted(DecodeMode::automatic, 8));
+  EXPECT_TRUE(persistent_decode_wanted(DecodeMode::persistent, 7));
+  EXPECT_FALSE(persistent_decode_wanted(DecodeMode::graph, 9));
 }
 
 TEST(CudaOptions, PersistentDeadlineIsWholeMillisecondsUpToTenMinutes) {

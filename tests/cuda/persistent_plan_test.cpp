@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "bonsai/plugin/plugin_error.hpp"
@@ -150,10 +151,41 @@ TEST(PersistentPlan, StagesAreCutWhereTheirWeightsWouldNotFitTheBuffer) {
   EXPECT_EQ(build_persistent_plan(shape).size(), build_persistent_plan(tiny(4, 1)).size());
 }
 
+// Long contexts: each (sequence, KV head)'s attention is cut into key
+// ranges so that the grid has about one attention instruction per block.
+TEST(PersistentPlan, AttentionIsCutIntoKeyRangesThatFillTheGrid) {
+  using bonsai::cuda::persistent_attention_splits;
+  EXPECT_EQ(persistent_attention_splits(132, 1, 8), 16); // an H100, 8B: 8 KV heads
+  EXPECT_EQ(persistent_attention_splits(132, 8, 8), 2);
+  EXPECT_EQ(persistent_attention_splits(132, 3, 8), 5);
+  EXPECT_EQ(persistent_attention_splits(4, 2, 4), 1);     // never fewer than one
+  EXPECT_EQ(persistent_attention_splits(1024, 1, 2), 32); // nor more than 32
+  PersistentShape shape = tiny(4, 2);
+  shape.attention_splits = 3;
+  const std::vector<PersistentInstr> plan = build_persistent_plan(shape);
+  std::set<std::tuple<int, int, int>> seen; // (sequence, KV head, key range) of layer 1
+  int output_waits_for = 0;
+  for (const PersistentInstr &instr : plan) {
+    if (instr.layer != 1)
+      continue;
+    if (instr.op == op(PersistentStage::attention)) {
+      EXPECT_TRUE(seen.insert({instr.begin, instr.end, instr.part}).second);
+    }
+    if (instr.op == op(PersistentStage::output))
+      output_waits_for = instr.wait_target;
+  }
+  EXPECT_EQ(seen.size(), 2u * 4u * 3u);
+  EXPECT_EQ(output_waits_for, 24); // every range of every head
+  EXPECT_EQ(*seen.rbegin(), std::make_tuple(1, 3, 2));
+  shape.attention_splits = 33;
+  EXPECT_THROW(build_persistent_plan(shape), bonsai::plugin::PluginError);
+}
+
 TEST(PersistentPlan, DescribesInstructionsForStallReports) {
   const std::vector<PersistentInstr> plan = build_persistent_plan(tiny(4, 1));
   EXPECT_EQ(describe_persistent_instr(plan[0]), "layer 0 Q/K/V (tiles 0..15)");
-  EXPECT_EQ(describe_persistent_instr(plan[5]), "layer 0 attention (sequence 0, KV head 1)");
+  EXPECT_EQ(describe_persistent_instr(plan[5]),
+            "layer 0 attention (sequence 0, KV head 1, key range 0)");
   EXPECT_EQ(describe_persistent_instr(plan[plan.size() - 1]),
             "layer 3 down projection (tiles 24..31)");
 }

@@ -36,7 +36,7 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
       ctx.options.tensor_cores,
       ctx.options.prefill_int8,
       ctx.options.int8_gemv,
-      ctx.options.persistent_decode,
+      persistent_decode_wanted(ctx.options.decode, facts.compute_major),
       ctx.options.tensor_cores && ctx.options.attention_tc,
       facts.shared_per_block_optin};
   ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);

@@ -16,6 +16,7 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
       tensor_cores_(config.tensor_cores && config.compute_major >= 7 && !int8_mma_),
       int8_gemv_(config.int8_gemv),
       persistent_(config.persistent && config.int8_gemv && config.compute_major >= 7),
+      persistent_wanted_(config.persistent),
       attention_tc_(config.attention_tc && config.compute_major >= 8) {
   const NvrtcLoad nvrtc = load_nvrtc();
   if (nvrtc.api == nullptr)

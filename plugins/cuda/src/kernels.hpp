@@ -20,7 +20,7 @@ struct KernelLoadConfig {
   bool tensor_cores = true;       // use the tensor-core GEMMs where the device has them
   bool prefill_int8 = true;       // on 8.0+, the int8 tensor-core GEMMs instead of the f16 ones
   bool int8_gemv = true;          // use the dp4a GEMVs for single-token Q1_0/Q2_0 matmuls
-  bool persistent = false;        // build the persistent decode kernel (decode=persistent)
+  bool persistent = false;        // build the persistent decode kernel (persistent_decode_wanted)
   bool attention_tc = true;       // prefill attention on tensor cores where the device has them
   int shared_per_block_optin = 0; // the device's opt-in shared memory per block (0: unknown)
 };
@@ -47,8 +47,11 @@ public:
   bool int8_mma() const { return int8_mma_; }
   // Whether single-token Q1_0/Q2_0 matmuls may use the int8 (dp4a) GEMVs.
   bool int8_gemv() const { return int8_gemv_; }
-  // Whether the persistent decode kernels were built (decode=persistent).
+  // Whether the persistent decode kernels were built (decode=persistent,
+  // or auto on sm_90+, with int8_gemv on and a device of sm_70+).
   bool persistent() const { return persistent_; }
+  // Whether the options asked for them (they may still not be built).
+  bool persistent_wanted() const { return persistent_wanted_; }
   // Whether prefill attention may run on f16 tensor cores (8.0+).
   bool attention_tc() const { return attention_tc_; }
 
@@ -58,6 +61,7 @@ private:
   bool tensor_cores_ = false;
   bool int8_gemv_ = false;
   bool persistent_ = false;
+  bool persistent_wanted_ = false;
   bool attention_tc_ = false;
   std::vector<CUmodule> modules_;
   struct Entry {

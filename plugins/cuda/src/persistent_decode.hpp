@@ -42,19 +42,23 @@ private:
 struct PersistentPlanBuffer {
   std::vector<PersistentInstr> host; // for stall reports
   DeviceBuffer device;
+  int attention_splits = 1; // key ranges per (sequence, KV head)
 };
 
 struct PersistentDecode {
   explicit PersistentDecode(const Device &device) : status(device) {}
-  std::string kernel;        // e.g. "bonsai_decode_persistent_q1_0"
-  int max_tokens = 0;        // the most tokens a step may have (their inputs fit shared memory)
-  int blocks = 0;            // one per SM
-  long long deadline_ns = 0; // persistent_deadline_ms
-  PersistentShape shape;     // n_sequences set per plan
-  DeviceBuffer layers;       // PkLayer per layer
-  DeviceBuffer control;      // the counters, then PkStatus
-  size_t counter_bytes = 0;  // bytes of the counters (a multiple of 16)
-  PinnedStatus status;       // the last launch's status, once the step has synchronized
+  std::string kernel;         // e.g. "bonsai_decode_persistent_q1_0"
+  int max_tokens = 0;         // the most tokens a step may have (their inputs fit shared memory)
+  bool single_tokens = true;  // false under decode=auto: single-token steps take the graph path
+  int blocks = 0;             // one per SM
+  long long deadline_ns = 0;  // persistent_deadline_ms
+  PersistentShape shape;      // n_sequences set per plan
+  DeviceBuffer layers;        // PkLayer per layer
+  DeviceBuffer control;       // the counters, the attention arrivals, then PkStatus
+  size_t arrivals_offset = 0; // where the attention arrival counts start in `control`
+  size_t counter_bytes = 0;   // bytes of the counters and arrivals (a multiple of 16)
+  DeviceBuffer partials;      // the split attention's per-range softmax states
+  PinnedStatus status;        // the last launch's status, once the step has synchronized
   std::map<int, PersistentPlanBuffer> plans; // by number of sequences
   int last_sequences = 0;                    // the plan of the last launch
 };

@@ -56,14 +56,18 @@ struct PersistentArgs {
   int32_t n_instrs, n_tokens, n_sequences, weights_offset;
   DimsArg dims;
   SequenceArg sequences[kPersistentMaxSequences];
+  CUdeviceptr partials, arrivals;
+  int32_t attention_splits, reserved;
 };
-static_assert(sizeof(PersistentArgs) == 344, "must match PersistentArgs in kernels/persistent.cuh");
+static_assert(sizeof(PersistentArgs) == 368, "must match PersistentArgs in kernels/persistent.cuh");
 
 // Dynamic shared bytes before the weight buffer (PK_SHARED_BYTES) in a
 // step of n_tokens tokens: the control area, then the larger of the
 // tokens' quantized inputs and an attention's working set (PkAttention).
 // Both are multiples of 16, as the weight buffer's cp.async copies need.
-constexpr unsigned kControlBytes = 304;
+constexpr unsigned kControlBytes = 304; // PK_CONTROL_BYTES
+// PkAttention: queries, the step's keys and values, then per warp its
+// softmax state.
 constexpr unsigned kAttentionBytes = 4 * (8 * 4 * 128 + 2 * 8 * 128 + 2 * 8 * 4 + 8 * 4 * 128);
 unsigned work_bytes(int max_cols, int n_tokens) {
   const auto staged = static_cast<unsigned>(n_tokens * int8_staging_bytes(max_cols));
@@ -155,8 +159,10 @@ const PersistentPlanBuffer &plan_for(const Device &device, PersistentDecode &p, 
     return found->second;
   PersistentShape shape = p.shape;
   shape.n_sequences = n_sequences;
+  shape.attention_splits = persistent_attention_splits(p.blocks, n_sequences, shape.n_head_kv);
   PersistentPlanBuffer plan;
   plan.host = build_persistent_plan(shape);
+  plan.attention_splits = shape.attention_splits;
   const size_t bytes = plan.host.size() * sizeof(PersistentInstr);
   plan.device = DeviceBuffer(device, bytes, "the persistent decode instruction list");
   device.upload(plan.device.get(), plan.host.data(), bytes);
@@ -167,11 +173,11 @@ const PersistentPlanBuffer &plan_for(const Device &device, PersistentDecode &p, 
 } // namespace
 
 void prepare_persistent_decode(Context &ctx, BoundModel &m) {
-  if (!ctx.options.persistent_decode || m.persistent || m.persistent_off)
+  if (!ctx.kernels->persistent_wanted() || m.persistent || m.persistent_off)
     return;
   std::string kernel;
   if (const std::string why = unsupported_reason(*ctx.kernels, m, &kernel); !why.empty()) {
-    ctx.log.info("decode=persistent does not apply to this model (" + why +
+    ctx.log.info("the persistent decode kernel does not apply to this model (" + why +
                  "): decoding launch by launch");
     m.persistent_off = true;
     return;
@@ -180,6 +186,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   const ModelDims &d = m.dims;
   auto p = std::make_unique<PersistentDecode>(device);
   p->kernel = kernel;
+  p->single_tokens = ctx.options.decode == DecodeMode::persistent;
   p->shape = plan_shape(m, m.layers[0].wq->layout.type);
   p->shape.blocks = multiprocessors(device);
   p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d));
@@ -194,14 +201,25 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
                       L.q_norm, L.k_norm, L.ffn_norm});
   p->layers = DeviceBuffer(device, layers.size() * sizeof(LayerArg), "the persistent layer table");
   device.upload(p->layers.get(), layers.data(), layers.size() * sizeof(LayerArg));
-  p->counter_bytes = (size_t{kPersistentStages} * d.n_layer * sizeof(int32_t) + 15) / 16 * 16;
+  // The stage counters, then the attention ranges' arrival counts.
+  p->arrivals_offset = size_t{kPersistentStages} * d.n_layer * sizeof(int32_t);
+  p->counter_bytes =
+      (p->arrivals_offset +
+       size_t{kPersistentMaxSequences} * d.n_layer * d.n_head_kv * sizeof(int32_t) + 15) /
+      16 * 16;
+  // The split attention's states: the most rows a step has, each query
+  // head, as many key ranges as one sequence gets (the most), m, l and sums.
+  const int most_splits = persistent_attention_splits(p->blocks, 1, d.n_head_kv);
+  p->partials = DeviceBuffer(
+      device, size_t(p->max_tokens) * d.n_head * most_splits * (d.head_dim + 2) * sizeof(float),
+      "the persistent decode attention states");
   p->control = DeviceBuffer(device, p->counter_bytes + sizeof(PersistentStatus),
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
   ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
-                         "tokens, a %d-byte weight buffer (%u bytes of shared memory per block at "
-                         "most), %d ms wait deadline",
-                         kernel.c_str(), p->blocks, kBlockThreads, p->max_tokens,
+                         "tokens, attention in up to %d key ranges, a %d-byte weight buffer (%u "
+                         "bytes of shared memory per block at most), %d ms wait deadline",
+                         kernel.c_str(), p->blocks, kBlockThreads, p->max_tokens, most_splits,
                          p->shape.weight_buffer_bytes,
                          work_bytes(widest_input(d), p->max_tokens) +
                              static_cast<unsigned>(p->shape.weight_buffer_bytes),
@@ -211,6 +229,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
 
 bool persistent_step_applies(const BoundModel &m, const StepState &step) {
   return m.persistent != nullptr && step.n_tokens <= m.persistent->max_tokens &&
+         (step.n_tokens > 1 || m.persistent->single_tokens) &&
          static_cast<int>(step.sequences.size()) <= kPersistentMaxSequences;
 }
 
@@ -235,6 +254,9 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   args.n_instrs = static_cast<int32_t>(plan.host.size());
   args.n_tokens = step.n_tokens;
   args.n_sequences = n_sequences;
+  args.partials = p.partials.get();
+  args.arrivals = p.control.get() + p.arrivals_offset;
+  args.attention_splits = plan.attention_splits;
   args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens));
   args.dims = {d.n_embd, d.n_head,      d.n_head_kv, d.head_dim,
                d.n_ff,   m.max_context, d.rms_eps,   d.rope_magnitude};

@@ -62,7 +62,7 @@ ContextOptions parse_options(const char *options) {
       parsed.tensor_cores = value != "reference";
       parsed.int8_gemv = value != "reference";
       if (value == "reference")
-        parsed.persistent_decode = false;
+        parsed.decode = DecodeMode::graph;
     } else if (key == "ptx_cache") {
       parsed.ptx_cache = parse_switch(key, value);
     } else if (key == "graphs") {
@@ -84,9 +84,11 @@ ContextOptions parse_options(const char *options) {
         fail_invalid("option prefill=" + value + ": expected int8 or f16");
       parsed.prefill_int8 = value == "int8";
     } else if (key == "decode") {
-      if (value != "persistent" && value != "graph")
-        fail_invalid("option decode=" + value + ": expected persistent or graph");
-      parsed.persistent_decode = value == "persistent";
+      if (value != "auto" && value != "persistent" && value != "graph")
+        fail_invalid("option decode=" + value + ": expected auto, persistent or graph");
+      parsed.decode = value == "auto"         ? DecodeMode::automatic
+                      : value == "persistent" ? DecodeMode::persistent
+                                              : DecodeMode::graph;
     } else if (key == "prefill_attention") {
       if (value != "tc" && value != "cores")
         fail_invalid("option prefill_attention=" + value + ": expected tc or cores");

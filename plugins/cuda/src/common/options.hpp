@@ -6,6 +6,15 @@
 
 namespace bonsai::cuda {
 
+// Option decode: which steps run on the persistent decode kernel.
+enum class DecodeMode { automatic, graph, persistent };
+
+// Whether the persistent kernel serves a device of compute capability
+// `compute_major` under `mode` (it is built only then).
+inline bool persistent_decode_wanted(DecodeMode mode, int compute_major) {
+  return mode == DecodeMode::persistent || (mode == DecodeMode::automatic && compute_major >= 9);
+}
+
 struct ContextOptions {
   // "reference": every launch issued one by one (no CUDA graph) and every
   // matmul in f32 on CUDA cores, the plain path to compare against. "auto"
@@ -33,12 +42,15 @@ struct ContextOptions {
   // start while the one before it finishes, fetching its weights before it
   // waits. Off by default until a GPU has measured it (docs/cuda.md).
   bool programmatic_launch = false;
-  // decode=persistent|graph: how steps of up to 8 tokens run their layers.
-  // graph (default): a launch per operation, single-token steps of slot 0
+  // decode=auto|persistent|graph: how steps of up to 8 tokens run their
+  // layers. graph: a launch per operation, single-token steps of slot 0
   // replayed as a CUDA graph. persistent: every layer in one launch of
-  // kernels/persistent.cuh (Q1_0/Q2_0 models; others keep graph). Off until
-  // a GPU has measured it (docs/cuda.md); off under kernels=reference.
-  bool persistent_decode = false;
+  // kernels/persistent.cuh (Q1_0/Q2_0 models; others keep graph). auto
+  // (default): what measured faster on Hopper (docs/cuda.md): persistent
+  // for steps of 2 to 8 tokens (several sequences, short prompts), graph
+  // for single tokens; graph only before sm_90, where nothing was measured.
+  // graph under kernels=reference.
+  DecodeMode decode = DecodeMode::automatic;
   // prefill_attention=tc|cores: the attention of steps of 9 or more tokens
   // on f16 tensor cores (tc, default on 8.0+; kernels/attention_tc.cuh) or
   // on CUDA cores (the split kernels decode uses). Off with tensor_cores=off

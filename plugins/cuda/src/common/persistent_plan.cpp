@@ -58,11 +58,14 @@ struct StageBuilder {
       list.push_back(make(stage, begin, std::min(n_tiles, begin + per_block)));
     return added;
   }
-  int attention(int n_sequences, int n_head_kv) {
+  int attention(int n_sequences, int n_head_kv, int splits) {
     for (int s = 0; s < n_sequences; ++s)
       for (int h = 0; h < n_head_kv; ++h)
-        list.push_back(make(PersistentStage::attention, s, h));
-    return n_sequences * n_head_kv;
+        for (int part = 0; part < splits; ++part) {
+          list.push_back(make(PersistentStage::attention, s, h));
+          list.back().part = part;
+        }
+    return n_sequences * n_head_kv * splits;
   }
 };
 
@@ -87,11 +90,12 @@ int persistent_largest_tile_bytes(const PersistentShape &shape) {
 std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape) {
   if (shape.n_layer < 1 || shape.blocks < 1 || shape.n_sequences < 1 ||
       shape.n_sequences > kPersistentMaxSequences || shape.n_head_kv < 1 || shape.head_dim < 1 ||
-      shape.n_head % shape.n_head_kv != 0)
+      shape.n_head % shape.n_head_kv != 0 || shape.attention_splits < 1 ||
+      shape.attention_splits > kPersistentMaxSplits)
     fail_invalid(strformat("persistent decode plan: bad shape (%d layers, %d blocks, %d sequences, "
-                           "%d/%d heads)",
+                           "%d/%d heads, %d key ranges)",
                            shape.n_layer, shape.blocks, shape.n_sequences, shape.n_head,
-                           shape.n_head_kv));
+                           shape.n_head_kv, shape.attention_splits));
   if (shape.weight_buffer_bytes > 0 &&
       (shape.block_bytes < 1 || persistent_largest_tile_bytes(shape) > shape.weight_buffer_bytes))
     fail_invalid(strformat("persistent decode plan: a %d-byte weight buffer holds no tile of "
@@ -108,7 +112,8 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
       stage.wait_count = count;
     };
     next(PersistentStage::qkv, stage.matmul(PersistentStage::qkv, qkv_tiles, shape));
-    next(PersistentStage::attention, stage.attention(shape.n_sequences, shape.n_head_kv));
+    next(PersistentStage::attention,
+         stage.attention(shape.n_sequences, shape.n_head_kv, shape.attention_splits));
     next(PersistentStage::output,
          stage.matmul(PersistentStage::output, tiles(shape.n_embd), shape));
     next(PersistentStage::ffn_up, stage.matmul(PersistentStage::ffn_up, tiles(shape.n_ff), shape));
@@ -118,10 +123,15 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
   return list;
 }
 
+int persistent_attention_splits(int blocks, int n_sequences, int n_head_kv) {
+  const int heads = std::max(1, n_sequences * n_head_kv);
+  return std::clamp(blocks / heads, 1, kPersistentMaxSplits);
+}
+
 std::string describe_persistent_instr(const PersistentInstr &instr) {
   if (instr.op == static_cast<int32_t>(PersistentStage::attention))
-    return strformat("layer %d attention (sequence %d, KV head %d)", instr.layer, instr.begin,
-                     instr.end);
+    return strformat("layer %d attention (sequence %d, KV head %d, key range %d)", instr.layer,
+                     instr.begin, instr.end, instr.part);
   return strformat("layer %d %s (tiles %d..%d)", instr.layer, stage_name(instr.op), instr.begin,
                    instr.end - 1);
 }

@@ -12,7 +12,7 @@ namespace bonsai::cuda {
 // (PK_QKV ... PK_FFN_DOWN of persistent.cuh).
 enum class PersistentStage : int32_t {
   qkv = 0,       // RMSNorm + Q, K, V rows
-  attention = 1, // one (sequence, KV head): QK-norm, RoPE, KV append, attention
+  attention = 1, // one (sequence, KV head[, key range]): QK-norm, RoPE, KV append, attention
   output = 2,    // O rows added to the residual
   ffn_up = 3,    // RMSNorm + gate and up rows, SiLU product
   ffn_down = 4,  // down rows added to the residual
@@ -23,6 +23,7 @@ inline constexpr int kPersistentMaxTokens = 8; // PK_MAX_TOKENS
 inline constexpr int kPersistentMaxSequences = 8;
 inline constexpr int kPersistentMaxHeadDim = 128;
 inline constexpr int kPersistentMaxGroup = 4;
+inline constexpr int kPersistentMaxSplits = 32; // PK_MAX_SPLITS
 
 // PkInstr of persistent.cuh, byte for byte.
 struct PersistentInstr {
@@ -33,7 +34,7 @@ struct PersistentInstr {
   int32_t wait_counter = 0;
   int32_t wait_target = 0; // 0: no wait
   int32_t signal_counter = 0;
-  int32_t reserved = 0;
+  int32_t part = 0; // attention: its key range, of PersistentShape::attention_splits
 };
 static_assert(sizeof(PersistentInstr) == 32, "must match PkInstr in kernels/persistent.cuh");
 
@@ -48,7 +49,14 @@ struct PersistentShape {
   // weights; a stage is cut into more instructions than blocks where its
   // shares would not fit. 0: no limit (block_bytes unused).
   int weight_buffer_bytes = 0;
+  // Key ranges each (sequence, KV head)'s attention is cut into, so that
+  // long contexts keep every block busy; the last range to finish merges.
+  int attention_splits = 1;
 };
+
+// The key ranges that give each block about one attention instruction:
+// blocks / (sequences x KV heads), between 1 and kPersistentMaxSplits.
+int persistent_attention_splits(int blocks, int n_sequences, int n_head_kv);
 
 // Bytes of one tile's weights in a matmul stage (gate/up: of both matrices).
 int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage);
@@ -67,7 +75,7 @@ inline int persistent_counter(int layer, PersistentStage stage) {
 // weight_buffer_bytes. Block b of the grid runs entries b, b + blocks, ...
 std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape);
 
-// "layer 3 attention (sequence 0, KV head 2)", for stall reports.
+// "layer 3 attention (sequence 0, KV head 2, key range 0)", for stall reports.
 std::string describe_persistent_instr(const PersistentInstr &instr);
 
 } // namespace bonsai::cuda

@@ -33,12 +33,13 @@
 // __shared__ array would be one for all of them there.
 #define PK_THREADS 256 // = DP4A_WARPS warps
 #define PK_WARPS (PK_THREADS / 32)
-#define PK_TILE_ROWS (DP4A_WARPS * DP4A_ROWS_PER_WARP)
+#define PK_TILE_ROWS (DP4A_WARPS * DP4A_ROWS_PER_WARP) // the plan's tile (kPersistentTileRows)
 #define PK_MAX_TOKENS 8
 #define PK_MAX_SEQUENCES 8
 #define PK_MAX_DIM 128
 #define PK_MAX_GROUP 4
 #define PK_DIMS_PER_LANE (PK_MAX_DIM / 32)
+#define PK_STAGE_BATCH 4 // input items whose loads a warp issues together
 
 // Instruction kinds; PK_STAGES counters per layer, one per kind.
 #define PK_QKV 0       // RMSNorm + Q, K, V rows
@@ -57,7 +58,7 @@ struct PkInstr {
   int wait_counter; // counters[wait_counter] must reach wait_target first
   int wait_target;  // 0: no wait (layer 0's first stage)
   int signal_counter;
-  int reserved;
+  int part; // attention: which of the launch's attention_splits key ranges
 };
 
 // One decoder layer's weights (planar Q1_0 or Q2_0, all of one type) and norms.
@@ -72,6 +73,7 @@ struct PkSequence {
   int kv_length, n_tokens, first_token, reserved;
   unsigned long long cache; // the slot's cache: per layer its keys, then its values
 };
+#define PK_MAX_SPLITS 32 // key ranges per (sequence, KV head) at most
 
 // Where the launch stalled, if it did (zeroed before each launch).
 struct PkStatus {
@@ -102,6 +104,14 @@ struct PersistentArgs {
   int weights_offset; // where the weight buffer starts in dynamic shared memory (16-aligned)
   PkDims dims;
   PkSequence sequences[PK_MAX_SEQUENCES];
+  // Attention split over key ranges (attention_splits > 1): each range's
+  // softmax state per token row and query head, [row][head][split] of
+  // head_dim + 2 floats (m, l, then the unnormalized sums), and per layer,
+  // sequence and KV head how many ranges have written theirs (zeroed before
+  // each launch): the last one merges them.
+  float *partials;
+  int *arrivals; // [layer][PK_MAX_SEQUENCES][n_head_kv]
+  int attention_splits, reserved2;
 };
 
 #ifndef BONSAI_KERNEL_EMULATION
@@ -142,6 +152,13 @@ __device__ __forceinline__ void pk_store(float *p, float v) {
 __device__ __forceinline__ void pk_store(u16 *p, u16 v) {
   *p = v;
 }
+// Adds one and returns the old value, acquiring what the earlier adders
+// released (they fenced before adding).
+__device__ __forceinline__ int pk_arrive(int *p) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+  return old;
+}
 // One 16-byte chunk of weight codes into the weight buffer.
 __device__ __forceinline__ void pk_fetch_codes_16(unsigned char *dst, const u8 *src) {
   cp_async_16(dst, src);
@@ -176,6 +193,9 @@ inline void pk_store(float *p, float v) {
 }
 inline void pk_store(u16 *p, u16 v) {
   emu::buffered_store(p, v);
+}
+inline int pk_arrive(int *p) { // fibers switch only at waits: no other block runs in between
+  return (*p)++;
 }
 inline void pk_fetch_codes_16(unsigned char *dst, const u8 *src) {
   ++emu::weight_loads; // the tests count how often each chunk is read
@@ -287,22 +307,37 @@ __device__ void pk_stage_inputs(const float *x, const float *norm, float eps, in
   float ss[PK_MAX_TOKENS];
   for (int t = 0; t < PK_MAX_TOKENS; ++t)
     ss[t] = 0.0f;
-  for (int item = warp; item < n_tokens * n_blocks; item += PK_WARPS) {
-    const int t = item / n_blocks, b = item % n_blocks;
-    const size_t at = (size_t)t * cols + (size_t)b * 128 + 4 * lane;
-    const U32x4 v = *(const U32x4 *)(x + at);
-    float v0 = __uint_as_float(v.x), v1 = __uint_as_float(v.y);
-    float v2 = __uint_as_float(v.z), v3 = __uint_as_float(v.w);
-    const float squares = v0 * v0 + v1 * v1 + v2 * v2 + v3 * v3;
-    for (int tt = 0; tt < PK_MAX_TOKENS; ++tt) // constant indices keep ss in registers
-      ss[tt] += tt == t ? squares : 0.0f;
-    if (norm != 0) {
-      const U32x4 n = *(const U32x4 *)(norm + (size_t)b * 128 + 4 * lane);
-      v0 *= __uint_as_float(n.x), v1 *= __uint_as_float(n.y);
-      v2 *= __uint_as_float(n.z), v3 *= __uint_as_float(n.w);
+  // PK_STAGE_BATCH items per warp at a time, their loads issued together:
+  // the inputs come from L2, and one load in flight per warp would leave
+  // most of each item's time to latency.
+  const int n_items = n_tokens * n_blocks;
+  for (int first = warp; first < n_items; first += PK_STAGE_BATCH * PK_WARPS) {
+    U32x4 values[PK_STAGE_BATCH], norms[PK_STAGE_BATCH];
+    BONSAI_UNROLL
+    for (int u = 0; u < PK_STAGE_BATCH; ++u) {
+      const int item = first + u * PK_WARPS, t = item / n_blocks, b = item % n_blocks;
+      const U32x4 none = {0, 0, 0, 0};
+      const bool mine = item < n_items; // the same for the whole warp
+      values[u] = mine ? *(const U32x4 *)(x + (size_t)t * cols + (size_t)b * 128 + 4 * lane) : none;
+      norms[u] = mine && norm != 0 ? *(const U32x4 *)(norm + (size_t)b * 128 + 4 * lane) : none;
     }
-    Q8Record *const records = (Q8Record *)(staged + (size_t)t * PK_STAGED_ROW_BYTES(cols));
-    quantize_lane(v0, v1, v2, v3, lane, &records[b], (float *)(records + n_blocks) + 2 * b);
+    BONSAI_UNROLL
+    for (int u = 0; u < PK_STAGE_BATCH; ++u) {
+      const int item = first + u * PK_WARPS, t = item / n_blocks, b = item % n_blocks;
+      if (item >= n_items)
+        continue;
+      float v0 = __uint_as_float(values[u].x), v1 = __uint_as_float(values[u].y);
+      float v2 = __uint_as_float(values[u].z), v3 = __uint_as_float(values[u].w);
+      const float squares = v0 * v0 + v1 * v1 + v2 * v2 + v3 * v3;
+      for (int tt = 0; tt < PK_MAX_TOKENS; ++tt) // constant indices keep ss in registers
+        ss[tt] += tt == t ? squares : 0.0f;
+      if (norm != 0) {
+        v0 *= __uint_as_float(norms[u].x), v1 *= __uint_as_float(norms[u].y);
+        v2 *= __uint_as_float(norms[u].z), v3 *= __uint_as_float(norms[u].w);
+      }
+      Q8Record *const records = (Q8Record *)(staged + (size_t)t * PK_STAGED_ROW_BYTES(cols));
+      quantize_lane(v0, v1, v2, v3, lane, &records[b], (float *)(records + n_blocks) + 2 * b);
+    }
   }
   for (int t = 0; t < PK_MAX_TOKENS; ++t) {
     if (t >= n_tokens)
@@ -562,13 +597,17 @@ __device__ void pk_norm_rope(const float *src, const float *norm, float *dst, in
   __syncwarp();
 }
 
-// One sequence and KV head: its tokens' queries (the group's heads) and key
-// normed and rotated, keys and values appended to the cache, then causal
-// attention over the cache and the step's own keys (from shared memory: the
-// cache writes are not read back, they are for later steps).
+// One sequence and KV head, or one range of its keys (attention_splits >
+// 1): its tokens' queries (the group's heads) and key normed and rotated,
+// keys and values appended to the cache (by range 0), then causal attention
+// over the range's cached keys and, in the last range, the step's own keys
+// (from shared memory: the cache writes are not read back, they are for
+// later steps). Split, each range writes its softmax state and the last
+// range to finish merges them.
 template <class KV>
-__device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, PkAttention *s) {
-  const int seq = ins.begin, head = ins.end;
+__device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, PkAttention *s,
+                             PkControl *ctl) {
+  const int seq = ins.begin, head = ins.end, split = ins.part, splits = a.attention_splits;
   if (seq >= a.n_sequences)
     return;
   const PkSequence sq = a.sequences[seq];
@@ -581,6 +620,7 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, PkAtte
       sq.cache + 2 * a.layer_bytes * (unsigned long long)ins.layer;
   KV *const keys = (KV *)layer_base + (size_t)head * d.max_ctx * hd;
   KV *const values = (KV *)(layer_base + a.layer_bytes) + (size_t)head * d.max_ctx * hd;
+  const bool appends = split == 0, last = split == splits - 1;
 
   // Phase 1: (group + 2) items per token: the queries, the key, the value.
   const int per_token = group + 2;
@@ -592,23 +632,28 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, PkAtte
                        pos, a, (KV *)0);
     } else if (j == group) {
       pk_norm_rope<KV>(a.k + row * kv_width + (size_t)head * hd, L.k_norm, s->k[t], pos, a,
-                       keys + (size_t)pos * hd);
+                       appends ? keys + (size_t)pos * hd : (KV *)0);
     } else {
       const float *src = a.v + row * kv_width + (size_t)head * hd;
       for (int i = lane; i < hd; i += 32) {
         const float value = kv_rounded(src[i], values);
         s->v[t][i] = value;
-        kv_put(values + (size_t)pos * hd + i, value);
+        if (appends)
+          kv_put(values + (size_t)pos * hd + i, value);
       }
     }
   }
   __syncthreads();
 
+  // This range's cached keys [lo, hi); the last range also takes the step's.
+  const int chunk = (sq.kv_length + splits - 1) / splits;
+  const int lo = min(sq.kv_length, split * chunk), hi = min(sq.kv_length, lo + chunk);
+
   // Phase 2, per token: warps take the keys in turn, each keeping an online
   // softmax per query head; the warps' states are combined at the end.
   const float scale = 1.0f / sqrtf((float)hd);
   for (int t = 0; t < sq.n_tokens; ++t) {
-    const int n_keys = sq.kv_length + t + 1;
+    const int n_keys = (hi - lo) + (last ? t + 1 : 0);
     float m[PK_MAX_GROUP], l[PK_MAX_GROUP], acc[PK_MAX_GROUP][PK_DIMS_PER_LANE];
     for (int g = 0; g < PK_MAX_GROUP; ++g) {
       m[g] = BONSAI_NEG_INF;
@@ -616,18 +661,15 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, PkAtte
       for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
         acc[g][r] = 0.0f;
     }
-    for (int j = warp; j < n_keys; j += PK_WARPS) {
+    for (int idx = warp; idx < n_keys; idx += PK_WARPS) {
       float kv[PK_DIMS_PER_LANE], vv[PK_DIMS_PER_LANE];
-      const bool cached = j < sq.kv_length;
+      const bool cached = idx < hi - lo;
+      const int j = cached ? lo + idx : idx - (hi - lo); // a cache position, or a step token
       for (int r = 0; r < PK_DIMS_PER_LANE; ++r) {
         const int dim = lane + 32 * r;
         const bool in = dim < hd;
-        kv[r] = !in      ? 0.0f
-                : cached ? kv_load(keys, (size_t)j * hd + dim)
-                         : s->k[j - sq.kv_length][dim];
-        vv[r] = !in      ? 0.0f
-                : cached ? kv_load(values, (size_t)j * hd + dim)
-                         : s->v[j - sq.kv_length][dim];
+        kv[r] = !in ? 0.0f : cached ? kv_load(keys, (size_t)j * hd + dim) : s->k[j][dim];
+        vv[r] = !in ? 0.0f : cached ? kv_load(values, (size_t)j * hd + dim) : s->v[j][dim];
       }
       for (int g = 0; g < PK_MAX_GROUP; ++g) {
         if (g >= group)
@@ -658,21 +700,62 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, PkAtte
           s->acc[warp][g][lane + 32 * r] = acc[g][r];
     }
     __syncthreads();
-    float *out = a.attn + (size_t)(sq.first_token + t) * q_width + (size_t)head * group * hd;
+    const int row = sq.first_token + t;
     for (int at = threadIdx.x; at < group * hd; at += PK_THREADS) {
       const int g = at / hd, i = at % hd;
       float m_max = BONSAI_NEG_INF;
       for (int w = 0; w < PK_WARPS; ++w)
         m_max = fmaxf(m_max, s->m[w][g]);
       float l_sum = 0.0f, sum = 0.0f;
-      for (int w = 0; w < PK_WARPS; ++w) {
-        const float weight = expf(s->m[w][g] - m_max); // 0 for a warp without keys
-        l_sum += s->l[w][g] * weight;
-        sum += s->acc[w][g][i] * weight;
+      if (m_max != BONSAI_NEG_INF) // a range without keys has nothing to add
+        for (int w = 0; w < PK_WARPS; ++w) {
+          const float weight = expf(s->m[w][g] - m_max); // 0 for a warp without keys
+          l_sum += s->l[w][g] * weight;
+          sum += s->acc[w][g][i] * weight;
+        }
+      if (splits == 1) {
+        pk_store(a.attn + (size_t)row * q_width + (size_t)head * group * hd + at, sum / l_sum);
+      } else {
+        float *const state =
+            a.partials + (((size_t)row * d.n_head + head * group + g) * splits + split) * (hd + 2);
+        if (i == 0) {
+          pk_store(state, m_max);
+          pk_store(state + 1, l_sum);
+        }
+        pk_store(state + 2 + i, sum);
       }
-      pk_store(out + at, sum / l_sum);
     }
     __syncthreads(); // the states are rewritten for the next token
+  }
+  if (splits == 1)
+    return;
+
+  // The last range to arrive merges every range's state into the output.
+  if (threadIdx.x == 0) {
+    pk_fence(); // publishes this block's states before the count says so
+    int *const arrivals =
+        a.arrivals + ((size_t)ins.layer * PK_MAX_SEQUENCES + seq) * d.n_head_kv + head;
+    ctl->go = pk_arrive(arrivals) == splits - 1;
+  }
+  __syncthreads();
+  if (!ctl->go)
+    return;
+  for (int at = threadIdx.x; at < sq.n_tokens * group * hd; at += PK_THREADS) {
+    const int t = at / (group * hd), g = at / hd % group, i = at % hd;
+    const int row = sq.first_token + t;
+    const float *const states =
+        a.partials + ((size_t)row * d.n_head + head * group + g) * splits * (hd + 2);
+    float m_max = BONSAI_NEG_INF;
+    for (int r = 0; r < splits; ++r)
+      m_max = fmaxf(m_max, states[r * (hd + 2)]);
+    float l_sum = 0.0f, sum = 0.0f;
+    for (int r = 0; r < splits; ++r) {
+      const float *const state = states + r * (hd + 2);
+      const float weight = state[0] == BONSAI_NEG_INF ? 0.0f : expf(state[0] - m_max);
+      l_sum += state[1] * weight;
+      sum += state[2 + i] * weight;
+    }
+    pk_store(a.attn + (size_t)row * q_width + (size_t)head * group * hd + g * hd + i, sum / l_sum);
   }
 }
 
@@ -692,7 +775,7 @@ template <class T, class D, class KV> __device__ void decode_persistent(const Pe
       return;
     }
     if (ins.op == PK_ATTENTION)
-      pk_attention<KV>(a, ins, (PkAttention *)work);
+      pk_attention<KV>(a, ins, (PkAttention *)work, ctl);
     else
       pk_matmul<T, D>(a, ins, L, work, weights, ctl);
     pk_done(a, ins);
