@@ -21,9 +21,13 @@
 # GPU_CHECK_SHAPES (default "1.7b 4b 8b"), GPU_CHECK_TYPES (default "q1_0
 # q2_0"), GPU_CHECK_REPS (default 3), GPU_CHECK_BUDGET_S (default 560),
 # GPU_CHECK_SECTIONS (default "nvrtc tests persistent sanitizer bench load
-# parallel llama ncu options qwen35": the GPU sections to run, in that order;
+# parallel speculative llama ncu options qwen35": the GPU sections to run,
+# in that order;
 # the plugin/JIT section always runs), GPU_CHECK_Q35_TYPES (default "q1_0
-# q2_0_g64": the 27B files the qwen35 section makes and benches).
+# q2_0_g64": the 27B files the qwen35 section makes and benches),
+# GPU_CHECK_GOLDEN_FILTER (default "*": the golden tests the tests and
+# persistent sections run, for a checkout that carries only some of
+# tests/data).
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -59,7 +63,7 @@ bin="$build/bin"
 plugin="$build/lib/bonsai/plugins/libbonsai_cuda.so"
 export BONSAI_PLUGIN="$plugin"
 reps="${GPU_CHECK_REPS:-3}"
-sections=" ${GPU_CHECK_SECTIONS:-nvrtc tests persistent sanitizer bench load parallel llama ncu options qwen35} "
+sections=" ${GPU_CHECK_SECTIONS:-nvrtc tests persistent sanitizer bench load parallel speculative llama ncu options qwen35} "
 wanted() { [[ "$sections" == *" $1 "* ]]; }
 
 # Mainline llama.cpp, for llama-bench on the same files: a llama-bench built
@@ -72,6 +76,12 @@ llama_build="$work/llama.cpp/build"
 if [ "$mode" = gpu ] && [ -f "$llama_prebuilt" ]; then
   mkdir -p "$llama_build"
   tar -C "$llama_build" -xJf "$llama_prebuilt"
+  # It links this machine's CUDA toolkit, and NCCL where the toolkit has
+  # none (a Python wheel's copy).
+  if ldd "$llama_build/bin/llama-bench" 2>/dev/null | grep -q 'libnccl.*not found'; then
+    nccl="$(find /usr /opt /root -name 'libnccl.so.2' 2>/dev/null | head -1)"
+    [ -n "$nccl" ] && llama_libs="$(dirname "$nccl")"
+  fi
 elif [ "$mode" = gpu ] && [ -f "$llama_src" ] && command -v nvcc >/dev/null; then
   mkdir -p "$work/llama.cpp"
   tar -C "$work/llama.cpp" -xJf "$llama_src"
@@ -274,17 +284,19 @@ fi
 if wanted tests; then
 section "tests"
 step conformance 150 "$bin/test_conformance"
-step golden 150 "$bin/test_golden"
+step golden 150 "$bin/test_golden" --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
 grep -h '^\[ golden' "$logs/golden.log" >>"$summary" 2>/dev/null
 fi
 
 # decode=persistent (kernels/persistent.cuh, one launch per step): its golden
 # gates and sanitizers first, then tg128 on every model beside the default
-# (graph) rows of the bench section, at 4,096 of context, with 1-8
-# sequences, and ncu on one launch.
+# rows of the bench section (single tokens take the graph path under the
+# default decode=auto), at 4,096 of context, with 1-8 sequences (the
+# parallel section gives the default's), and ncu on one launch.
 if wanted persistent; then
   section "decode=persistent"
-  step golden_persistent 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden"
+  step golden_persistent 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
+    --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
   grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
   step persistent_conformance 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_conformance"
   if command -v compute-sanitizer >/dev/null; then
@@ -404,8 +416,32 @@ if wanted parallel; then
   done
 fi
 
+# Speculative decoding (docs/speculative.md): the 1.7B shape drafting for
+# the 8B (random weights: 0 % acceptance, the overhead), then drafts of known
+# agreement, the 1.7B with perturbed copies of itself (make-model
+# --perturb-of), four proposals a step. Each tg128 row is followed by its
+# `gen` and `gen+draft` rows; the log says how many proposals were kept.
+if wanted speculative; then
+  section "speculative decoding (bonsai bench -md, greedy, tg128)"
+  small="$models/$(echo "$shapes" | awk '{print $1}')-q1_0.gguf"
+  big="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
+  if [ -f "$small" ] && [ -f "$big" ] && [ "$small" != "$big" ]; then
+    bench spec_draft_small "$big" -p 0 -n 128 -md "$small"
+    grep -h 'kept' "$logs/spec_draft_small.log" >>"$summary" 2>/dev/null
+  fi
+  for p in 0 0.00001 0.0001; do
+    [ -f "$small" ] || break
+    copy="$models/perturbed-$p.gguf"
+    [ -f "$copy" ] || "$bin/bonsai-gguf" make-model --perturb-of "$small" --perturb "$p" \
+      -o "$copy" >>"$logs/make_models.log" 2>&1
+    bench "spec_perturbed_$p" "$small" -p 0 -n 128 -md "$copy" --draft-fixed --draft-max 4 \
+      --draft-p-min 0
+    grep -h 'kept' "$logs/spec_perturbed_$p.log" >>"$summary" 2>/dev/null
+  done
+fi
+
 if wanted llama; then
-  section "mainline llama.cpp beside bonsai (same Q1_0 files, same run, 5 repetitions)"
+  section "mainline llama.cpp beside bonsai (same files, same run, 5 repetitions)"
   if [ -n "${llama_pid:-}" ] || [ -x "$llama_build/bin/llama-bench" ]; then
     while [ ! -x "$llama_build/bin/llama-bench" ] && kill -0 "${llama_pid:-}" 2>/dev/null &&
       [ $((deadline - $(date +%s))) -gt 60 ]; do
@@ -413,13 +449,16 @@ if wanted llama; then
     done
     if [ -x "$llama_build/bin/llama-bench" ]; then
       for s in $shapes; do
-        f="$models/$s-q1_0.gguf"
-        [ -f "$f" ] || continue
-        step "llama_${s}_q1_0" 90 "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 5
-        table_rows "llama_${s}_q1_0"
-        bench "bonsai_${s}_q1_0" "$f" -p 512 -n 128 -r 5
-        wanted persistent && bench "bonsai_${s}_q1_0_persistent" "$f" -p 0 -n 128 -r 5 \
-          --backend-options decode=persistent
+        for t in $types; do
+          f="$models/$s-$t.gguf"
+          [ -f "$f" ] || continue
+          step "llama_${s}_$t" 90 env LD_LIBRARY_PATH="${llama_libs:-}:$LD_LIBRARY_PATH" \
+            "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 5
+          table_rows "llama_${s}_$t"
+          bench "bonsai_${s}_$t" "$f" -p 512 -n 128 -r 5
+          wanted persistent && bench "bonsai_${s}_${t}_persistent" "$f" -p 0 -n 128 -r 5 \
+            --backend-options decode=persistent
+        done
       done
     else
       echo "llama.cpp: not built in time (logs/llama_build.log)" | tee -a "$summary"
@@ -480,9 +519,13 @@ fi
 # mainline llama.cpp on the same files when it was built.
 if wanted qwen35; then
   section "qwen35 layers (layer kinds)"
-  step qwen35_golden 200 "$bin/test_golden" --gtest_filter='*LayerKinds*:*q35*'
+  # The golden models only where the checkout carries them.
+  [ -f "$data/tiny-q35-q1.gguf" ] || echo "qwen35 gates: skipped: no tests/data/tiny-q35-q1.gguf" |
+    tee -a "$summary"
+  [ -f "$data/tiny-q35-q1.gguf" ] && step qwen35_golden 200 "$bin/test_golden" \
+    --gtest_filter='*LayerKinds*:*q35*'
   grep -h '^\[ golden' "$logs/qwen35_golden.log" >>"$summary" 2>/dev/null
-  if command -v compute-sanitizer >/dev/null; then
+  if command -v compute-sanitizer >/dev/null && [ -f "$data/tiny-q35-q1.gguf" ]; then
     for tool in memcheck racecheck synccheck; do
       step "qwen35_sanitizer_$tool" 150 compute-sanitizer --tool "$tool" --error-exitcode 9 \
         "$bin/bonsai" bench -m "$data/tiny-q35-q1.gguf" --backend cuda -p 12 -n 4 -np 3 -r 1
@@ -497,7 +540,8 @@ if wanted qwen35; then
     bench "qwen35_27b_$t" "$f" -p 512 -n 128
     bench "qwen35_27b_${t}_parallel" "$f" -p 0 -n 32 -np 1,4
     if [ -x "$llama_build/bin/llama-bench" ]; then
-      step "llama_27b_$t" 150 "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 3
+      step "llama_27b_$t" 150 env LD_LIBRARY_PATH="${llama_libs:-}:$LD_LIBRARY_PATH" \
+        "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 3
       table_rows "llama_27b_$t"
     fi
   done
