@@ -50,9 +50,8 @@ struct PersistentDecode {
   std::string kernel;         // e.g. "bonsai_decode_persistent_q1_0"
   int max_tokens = 0;         // the most tokens a step may have (their inputs fit shared memory)
   bool single_tokens = true;  // false under decode=auto: single-token steps take the graph path
-  int blocks = 0;             // one per SM
   long long deadline_ns = 0;  // persistent_deadline_ms
-  PersistentShape shape;      // n_sequences set per plan
+  PersistentShape shape;      // blocks: one per SM; n_sequences set per plan
   DeviceBuffer layers;        // PkLayer per layer
   DeviceBuffer control;       // the counters, the attention arrivals, then PkStatus
   size_t arrivals_offset = 0; // where the attention arrival counts start in `control`

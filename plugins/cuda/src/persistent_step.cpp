@@ -159,7 +159,8 @@ const PersistentPlanBuffer &plan_for(const Device &device, PersistentDecode &p, 
     return found->second;
   PersistentShape shape = p.shape;
   shape.n_sequences = n_sequences;
-  shape.attention_splits = persistent_attention_splits(p.blocks, n_sequences, shape.n_head_kv);
+  shape.attention_splits =
+      persistent_attention_splits(p.shape.blocks, n_sequences, shape.n_head_kv);
   PersistentPlanBuffer plan;
   plan.host = build_persistent_plan(shape);
   plan.attention_splits = shape.attention_splits;
@@ -192,7 +193,6 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d));
   p->shape.weight_buffer_bytes =
       weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens);
-  p->blocks = p->shape.blocks;
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
   std::vector<LayerArg> layers;
   for (const LayerBinding &L : m.layers)
@@ -209,7 +209,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
       16 * 16;
   // The split attention's states: the most rows a step has, each query
   // head, as many key ranges as one sequence gets (the most), m, l and sums.
-  const int most_splits = persistent_attention_splits(p->blocks, 1, d.n_head_kv);
+  const int most_splits = persistent_attention_splits(p->shape.blocks, 1, d.n_head_kv);
   p->partials = DeviceBuffer(
       device, size_t(p->max_tokens) * d.n_head * most_splits * (d.head_dim + 2) * sizeof(float),
       "the persistent decode attention states");
@@ -219,7 +219,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
                          "tokens, attention in up to %d key ranges, a %d-byte weight buffer (%u "
                          "bytes of shared memory per block at most), %d ms wait deadline",
-                         kernel.c_str(), p->blocks, kBlockThreads, p->max_tokens, most_splits,
+                         kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
                          p->shape.weight_buffer_bytes,
                          work_bytes(widest_input(d), p->max_tokens) +
                              static_cast<unsigned>(p->shape.weight_buffer_bytes),
@@ -270,7 +270,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
                                     device.stream()),
                "cuMemsetD32Async (persistent decode counters)");
   LaunchShape shape;
-  shape.grid_x = static_cast<unsigned>(p.blocks);
+  shape.grid_x = static_cast<unsigned>(p.shape.blocks);
   shape.block_x = kBlockThreads;
   shape.shared_bytes = work_bytes(widest_input(d), step.n_tokens) +
                        static_cast<unsigned>(p.shape.weight_buffer_bytes);

@@ -555,6 +555,8 @@ __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, const PkL
   pk_stage_inputs(in, norm, d.eps, cols, a.n_tokens, staged, ctl);
   cp_async_wait<0>();
   __syncthreads(); // every thread's copies have landed
+  // Worked out again rather than kept from the fetch: a few integer ops,
+  // where keeping them would hold registers across the wait.
   const PkPieces ps = pk_pieces<T>(a, ins, L);
   for (int i = 0; i < ps.n; ++i) {
     if (ins.op == PK_FFN_UP)
