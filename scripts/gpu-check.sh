@@ -318,6 +318,21 @@ if wanted persistent; then
   if [ -f "$f" ]; then
     bench persistent_d4096 "$f" -p 0 -n 128 -d 4096 --backend-options decode=persistent
     bench persistent_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options decode=persistent
+  fi
+  # Where a launch's time goes (option persistent_trace): each stage's share
+  # of a layer and what it was spent on, one sequence and eight, on the
+  # smallest and the largest shape.
+  for s in $(echo "$shapes" | awk '{print $1, $NF}' | tr ' ' '\n' | sort -u); do
+    f="$models/$s-q1_0.gguf"
+    [ -f "$f" ] || continue
+    for np in 1 8; do
+      step "persistent_trace_${s}_np$np" 90 "$bin/bonsai" bench -m "$f" --backend cuda -p 0 -n 32 \
+        -np "$np" -r 1 --backend-options "decode=persistent;persistent_trace=$logs/trace_${s}_np$np.txt"
+      head -9 "$logs/trace_${s}_np$np.txt" 2>/dev/null | tee -a "$summary"
+    done
+  done
+  f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
+  if [ -f "$f" ]; then
     if command -v ncu >/dev/null; then
       step ncu_persistent 90 ncu --section SpeedOfLight --section LaunchStats --section Occupancy \
         -k regex:persistent --launch-skip 4 --launch-count 2 "$bin/bonsai" run -m "$f" \

@@ -138,6 +138,12 @@ TEST(CudaOptions, PersistentDeadlineIsWholeMillisecondsUpToTenMinutes) {
     expect_refused(bad, "expected a whole number of milliseconds from 1 to 600000");
 }
 
+TEST(CudaOptions, PersistentTraceIsOffUnlessGivenAFile) {
+  EXPECT_EQ(parse_options(nullptr).persistent_trace, "");
+  EXPECT_EQ(parse_options("persistent_trace=/tmp/trace.txt").persistent_trace, "/tmp/trace.txt");
+  expect_refused("persistent_trace=", "persistent_trace=: expected the path of the file to write");
+}
+
 } // namespace
 
 namespace {

@@ -10,8 +10,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -121,6 +124,63 @@ TEST(CudaPersistentDecode, ALostCounterUpdateIsReportedAndTheStepRunsAgainLaunch
   EXPECT_THAT(log, HasSubstr("run again launch by launch"));
   // Only the first step tried the persistent kernel.
   EXPECT_EQ(fake_launches(kKernel) - persistent_before, 1);
+}
+
+// Option persistent_trace: after each step the file holds the table of the
+// launches so far and FILE.csv the last launch's marks, a line per
+// instruction. The emulator's trace clock ticks once per read, so two marks
+// of one instruction with nothing between them are 1 ns apart.
+std::vector<std::string> lines_of(const std::filesystem::path &path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+TEST(CudaPersistentDecode, TheTraceOptionWritesWhereEachLaunchSpentItsTime) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const TempDir dir;
+  const std::filesystem::path trace = dir.path() / "trace.txt";
+  const bonsai::Engine engine =
+      open_tiny_q1_cuda(std::string(kPersistent) + ";persistent_trace=" + trace.string());
+  bonsai::Session session = engine.create_session();
+  EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
+  const std::vector<std::string> report = lines_of(trace);
+  ASSERT_FALSE(report.empty());
+  // The 8-token prompt, then three single tokens.
+  EXPECT_THAT(report[0], HasSubstr("persistent decode trace: 4 launches of 1 to 8 tokens"));
+  for (const char *stage :
+       {"Q/K/V ", "attention ", "output projection ", "gate/up ", "down projection ", "a layer "})
+    EXPECT_TRUE(std::any_of(report.begin(), report.end(), [&](const std::string &l) {
+      return l.rfind(stage, 0) == 0;
+    })) << stage;
+  EXPECT_EQ(report.back(), "timer: the finest nonzero step between two marks was 1 ns");
+  const std::vector<std::string> csv = lines_of(trace.string() + ".csv");
+  ASSERT_GT(csv.size(), 5u);
+  EXPECT_THAT(csv[0], HasSubstr("instruction,block,layer,stage,"));
+  for (size_t i = 1; i < csv.size(); ++i) {
+    EXPECT_EQ(std::count(csv[i].begin(), csv[i].end(), ','), 11) << csv[i];
+    EXPECT_EQ(csv[i].rfind(std::to_string(i - 1) + ",", 0), 0u) << csv[i];
+  }
+}
+
+TEST(CudaPersistentDecode, ATraceFileThatCannotBeWrittenWarnsOnceAndDecodingGoesOn) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const LevelGuard level;
+  const TempDir dir;
+  const std::string trace = (dir.path() / "no-such-folder" / "trace.txt").string();
+  const bonsai::Engine engine =
+      open_tiny_q1_cuda(std::string(kPersistent) + ";persistent_trace=" + trace);
+  bonsai::Session session = engine.create_session();
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
+  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string warning = "persistent_trace: cannot write " + trace;
+  EXPECT_THAT(log, HasSubstr(warning));
+  EXPECT_EQ(log.find(warning), log.rfind(warning)); // once, not per step
 }
 
 } // namespace

@@ -13,9 +13,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "persistent_plan.hpp"
+#include "persistent_trace.hpp"
 #include "random_model.hpp"
 #include "reference_forward.hpp"
 #include "weight_repack.hpp"
@@ -100,14 +102,16 @@ template <class KV> struct StepPart {
 struct StepResult {
   std::vector<float> x; // the hidden rows after the last layer, one per token
   PkStatus status{};
-  std::vector<PersistentInstr> plan; // the instruction list it ran
+  std::vector<PersistentInstr> plan;     // the instruction list it ran
+  std::vector<unsigned long long> marks; // PK_MARKS per instruction, when traced
 };
 
 // One step of the kernel over `parts` (at most 8 sequences and tokens),
 // each (sequence, KV head)'s attention cut into `splits` key ranges.
 template <class T, class D, class KV>
 StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test::RefModel &ref,
-                    std::vector<StepPart<KV>> parts, Fault fault, unsigned seed, int splits = 3) {
+                    std::vector<StepPart<KV>> parts, Fault fault, unsigned seed, int splits = 3,
+                    bool traced = false) {
   const ModelShape &s = host.shape;
   int n_tokens = 0;
   for (const auto &p : parts)
@@ -140,6 +144,7 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   std::vector<int> arrivals(static_cast<size_t>(s.n_layer * PK_MAX_SEQUENCES * s.n_head_kv));
   std::vector<float> partials(size_t(n_tokens) * s.n_head * splits * (s.head_dim + 2));
   PkStatus status{};
+  std::vector<unsigned long long> marks(traced ? plan.size() * PK_MARKS : 0);
 
   PersistentArgs a{};
   a.instrs = reinterpret_cast<const PkInstr *>(plan.data());
@@ -159,6 +164,7 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   a.partials = partials.data();
   a.arrivals = arrivals.data();
   a.attention_splits = splits;
+  a.trace = traced ? marks.data() : nullptr;
   a.dims = {s.n_embd, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, kMaxContext, s.rms_eps, 1.0f};
   int first = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -182,7 +188,7 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   emu::lose_signal_at = 0;
   for (auto &p : parts)
     p.sequence->length += static_cast<int>(p.tokens.size());
-  return {x, status, plan};
+  return {x, status, plan, marks};
 }
 
 // The logits of hidden row `row`: the reference's final norm and LM head.
@@ -364,6 +370,60 @@ TEST(PersistentKernel, ALostCounterUpdateEndsTheLaunchWithAReport) {
   EXPECT_EQ(plan[static_cast<size_t>(r.status.instr)].wait_target, r.status.target);
   // One deadline passed, in virtual time.
   EXPECT_GE(emu::virtual_ns - before, 1000000000LL);
+}
+
+// The trace (option persistent_trace): in the emulator its clock ticks once
+// per read across all blocks, so the marks are the order things happened in.
+// Each instruction's five marks come in order, and its wait ends after every
+// instruction it waits for has finished its outputs. Without the waits
+// (the no_wait fault) that order breaks, so the check can fail. `plan`:
+// the list as built, with its waits (the fault's list has none).
+int marks_out_of_order(const StepResult &r, const std::vector<PersistentInstr> &plan) {
+  const auto mark = [&](size_t i, int point) { return r.marks[i * PK_MARKS + point]; };
+  int broken = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    for (int point = 0; point < PK_MARKS; ++point)
+      broken += mark(i, point) == 0 || (point > 0 && mark(i, point) <= mark(i, point - 1));
+    if (plan[i].wait_target == 0)
+      continue;
+    for (size_t j = 0; j < plan.size(); ++j)
+      if (plan[j].signal_counter == plan[i].wait_counter)
+        broken += mark(i, PK_MARK_GO) <= mark(j, PK_MARK_END);
+  }
+  return broken;
+}
+
+TEST(PersistentKernel, TraceMarksFollowEachInstructionAndItsWait) {
+  Rng rng(1234);
+  const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
+  const bonsai::test::RefModel ref = host.reference();
+  DeviceModel dev(host);
+  std::vector<PersistentInstr> plan;
+  for (unsigned seed : {1u, 2u, 3u}) {
+    Sequence<float> seq(host.shape);
+    const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&seq, {4, 5}}},
+                                                             Fault::none, seed, 3, true);
+    plan = r.plan;
+    EXPECT_EQ(marks_out_of_order(r, plan), 0) << "seed " << seed;
+    // The host's reading of them: every stage of every layer took time,
+    // and the spans add up to the launch.
+    const std::span<const uint64_t> marks(reinterpret_cast<const uint64_t *>(r.marks.data()),
+                                          r.marks.size());
+    const auto timings = bonsai::cuda::persistent_stage_timings(r.plan, marks);
+    ASSERT_EQ(timings.size(), size_t{5} * host.shape.n_layer);
+    double spans = 0;
+    for (const auto &t : timings) {
+      EXPECT_GT(t.span, 0);
+      spans += t.span;
+    }
+    const auto [first, last] = std::minmax_element(r.marks.begin(), r.marks.end());
+    EXPECT_DOUBLE_EQ(spans, static_cast<double>(*last - *first));
+  }
+  Sequence<float> seq(host.shape);
+  const StepResult broken = run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&seq, {4, 5}}},
+                                                                Fault::no_wait, 1, 3, true);
+  ASSERT_EQ(broken.plan.size(), plan.size());
+  EXPECT_GT(marks_out_of_order(broken, plan), 0);
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 
 #include "device.hpp"
 #include "persistent_plan.hpp"
+#include "persistent_trace.hpp"
 
 namespace bonsai::cuda {
 
@@ -60,6 +61,12 @@ struct PersistentDecode {
   PinnedStatus status;        // the last launch's status, once the step has synchronized
   std::map<int, PersistentPlanBuffer> plans; // by number of sequences
   int last_sequences = 0;                    // the plan of the last launch
+  int last_tokens = 0;                       // the tokens of the last launch
+  // Option persistent_trace: the marks buffer (PK_MARKS per instruction of
+  // the largest plan so far) and the launches read back from it.
+  DeviceBuffer trace;
+  PersistentTraceSummary trace_summary;
+  bool trace_write_failed = false; // warned once
 };
 
 } // namespace bonsai::cuda

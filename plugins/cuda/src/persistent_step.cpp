@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 
 #include "kernel_sources.hpp"
 #include "launch.hpp"
@@ -58,8 +59,9 @@ struct PersistentArgs {
   SequenceArg sequences[kPersistentMaxSequences];
   CUdeviceptr partials, arrivals;
   int32_t attention_splits, reserved;
+  CUdeviceptr trace; // PK_MARKS times per instruction, or 0
 };
-static_assert(sizeof(PersistentArgs) == 368, "must match PersistentArgs in kernels/persistent.cuh");
+static_assert(sizeof(PersistentArgs) == 376, "must match PersistentArgs in kernels/persistent.cuh");
 
 // Dynamic shared bytes before the weight buffer (PK_SHARED_BYTES) in a
 // step of n_tokens tokens: the control area, then the larger of the
@@ -239,6 +241,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   const int n_sequences = static_cast<int>(step.sequences.size());
   const PersistentPlanBuffer &plan = plan_for(device, p, n_sequences);
   p.last_sequences = n_sequences;
+  p.last_tokens = step.n_tokens;
   const ModelDims &d = m.dims;
   const Activations &a = m.act;
   PersistentArgs args{};
@@ -269,6 +272,14 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
                                     (p.counter_bytes + sizeof(PersistentStatus)) / 4,
                                     device.stream()),
                "cuMemsetD32Async (persistent decode counters)");
+  if (!ctx.options.persistent_trace.empty()) {
+    const size_t marks_bytes = plan.host.size() * kPersistentMarks * sizeof(uint64_t);
+    if (p.trace.bytes() < marks_bytes)
+      p.trace = DeviceBuffer(device, marks_bytes, "the persistent decode trace");
+    device.check(api.cuMemsetD32Async(p.trace.get(), 0, marks_bytes / 4, device.stream()),
+                 "cuMemsetD32Async (persistent decode trace)");
+    args.trace = p.trace.get();
+  }
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(p.shape.blocks);
   shape.block_x = kBlockThreads;
@@ -302,6 +313,35 @@ std::string take_persistent_stall(Context &ctx, BoundModel &m) {
   m.persistent.reset();
   m.persistent_off = true;
   return report;
+}
+
+namespace {
+
+bool write_file(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  return static_cast<bool>(out);
+}
+
+} // namespace
+
+void take_persistent_trace(Context &ctx, BoundModel &m) {
+  const std::string &path = ctx.options.persistent_trace;
+  if (path.empty() || !m.persistent)
+    return;
+  PersistentDecode &p = *m.persistent;
+  const std::vector<PersistentInstr> &plan = p.plans.at(p.last_sequences).host;
+  std::vector<uint64_t> marks(plan.size() * kPersistentMarks);
+  ctx.device->download(marks.data(), p.trace.get(), marks.size() * sizeof(uint64_t));
+  p.trace_summary.add(plan, marks, p.last_tokens);
+  const bool written = write_file(path, p.trace_summary.report()) &&
+                       write_file(path + ".csv", persistent_trace_csv(plan, marks, p.shape.blocks));
+  if (!written && !p.trace_write_failed) {
+    p.trace_write_failed = true;
+    ctx.log.warn("persistent_trace: cannot write " + path + " or " + path +
+                 ".csv; the trace is kept in memory only");
+  }
 }
 
 } // namespace bonsai::cuda

@@ -24,4 +24,9 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step);
 // for this model, with a warning.
 std::string take_persistent_stall(Context &ctx, BoundModel &m);
 
+// After a step whose persistent launch completed, under option
+// persistent_trace: reads the launch's marks back, adds them to the
+// summary and writes the summary and the launch's marks to their files.
+void take_persistent_trace(Context &ctx, BoundModel &m);
+
 } // namespace bonsai::cuda

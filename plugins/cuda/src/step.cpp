@@ -339,8 +339,10 @@ bool recovered_from_stall(Context &ctx, BoundModel &m) {
   if (!s.persistent || s.persistent_checked)
     return false;
   s.persistent_checked = true;
-  if (take_persistent_stall(ctx, m).empty())
+  if (take_persistent_stall(ctx, m).empty()) {
+    take_persistent_trace(ctx, m);
     return false;
+  }
   s.persistent = false;
   rerun_layers(ctx, m, s);
   return true;

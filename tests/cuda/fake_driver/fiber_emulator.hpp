@@ -278,6 +278,13 @@ inline long long virtual_clock_ns() {
   return virtual_ns;
 }
 
+// The persistent kernel's trace clock: one tick per read, across all
+// blocks, so that a trace records the order its events happened in.
+inline unsigned long long trace_ticks = 0;
+inline unsigned long long trace_tick() {
+  return ++trace_ticks;
+}
+
 // Suspends the calling thread until the counter may have reached its
 // target, the abort flag is raised, or the clock reaches `until`.
 inline void wait_for_counter(const int *counter, int target, const int *abort, long long until) {

@@ -59,6 +59,12 @@ struct ContextOptions {
   // persistent_deadline_ms=N: the longest a persistent decode block waits
   // for another before the launch gives up and reports where it stalled.
   int persistent_deadline_ms = 1000;
+  // persistent_trace=PATH: every persistent decode launch notes when each
+  // instruction started, stopped waiting, had its inputs, finished and
+  // signalled; after each step PATH gets the table of where a layer's time
+  // went (averaged over the steps so far) and PATH.csv the last launch's
+  // marks. Costs a synchronization and a copy per step: for diagnosis only.
+  std::string persistent_trace;
   bool ptx_cache = true; // ptx_cache=off disables the disk cache
   // upload_chunk_kib=N: each of the two pinned buffers weights are staged
   // through on their way to the device (16 MiB by default; less where pinned

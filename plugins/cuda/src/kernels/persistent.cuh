@@ -22,6 +22,10 @@
 // pk_stores back until that block fences, so a missing fence, a missing wait
 // or a wrong count gives wrong numbers there (tests/cuda/persistent_*).
 //
+// With a trace buffer (option persistent_trace), thread 0 notes five times
+// per instruction (PK_MARK_*), so that the host can say where a step's time
+// goes: waiting, staging inputs, computing, or publishing.
+//
 // A wait that lasts longer than the launch's deadline (globaltimer) records
 // where it stalled in PkStatus and raises its abort flag; every other wait
 // sees the flag and the whole grid returns, so a lost update costs one
@@ -112,7 +116,17 @@ struct PersistentArgs {
   float *partials;
   int *arrivals; // [layer][PK_MAX_SEQUENCES][n_head_kv]
   int attention_splits, reserved2;
+  // PK_MARKS times per instruction (n_instrs of them), or null: no trace.
+  unsigned long long *trace;
 };
+
+// The times a traced instruction notes, in this order.
+#define PK_MARK_START 0  // its block took it up (before the weights' copy starts)
+#define PK_MARK_GO 1     // its wait ended
+#define PK_MARK_READY 2  // inputs staged and weights landed (attention: rows normed and rotated)
+#define PK_MARK_END 3    // outputs written, before the fence
+#define PK_MARK_SIGNAL 4 // its counter update issued
+#define PK_MARKS 5
 
 #ifndef BONSAI_KERNEL_EMULATION
 __device__ __forceinline__ int pk_load_acquire(const int *p) {
@@ -129,6 +143,9 @@ __device__ __forceinline__ long long pk_clock_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return (long long)t;
+}
+__device__ __forceinline__ unsigned long long pk_trace_ns() {
+  return (unsigned long long)pk_clock_ns();
 }
 // Between two polls of a counter: let the other warps of the SM run.
 __device__ __forceinline__ void pk_pause(const int *, int, const int *, long long) {
@@ -172,6 +189,9 @@ inline int pk_load_relaxed(const int *p) {
 }
 inline long long pk_clock_ns() {
   return emu::virtual_clock_ns();
+}
+inline unsigned long long pk_trace_ns() { // a tick per read: the order events happened in
+  return emu::trace_tick();
 }
 inline void pk_pause(const int *counter, int target, const int *abort, long long until) {
   emu::wait_for_counter(counter, target, abort, until);
@@ -283,15 +303,23 @@ __device__ bool pk_wait(const PersistentArgs &a, const PkInstr &ins, int index, 
   return ctl->go != 0;
 }
 
+// Thread 0 notes the time of `point` of instruction `index` when tracing.
+__device__ __forceinline__ void pk_mark(const PersistentArgs &a, int index, int point) {
+  if (a.trace != 0 && threadIdx.x == 0)
+    a.trace[(size_t)index * PK_MARKS + point] = pk_trace_ns();
+}
+
 // Publishes the block's stores, then counts the instruction done.
-__device__ void pk_done(const PersistentArgs &a, const PkInstr &ins) {
+__device__ void pk_done(const PersistentArgs &a, const PkInstr &ins, int index) {
   __syncthreads(); // every thread's stores are made
+  pk_mark(a, index, PK_MARK_END);
   if (threadIdx.x == 0) {
 #ifndef BONSAI_PK_OMIT_FENCE
     pk_fence();
 #endif
     pk_signal(a.counters + ins.signal_counter);
   }
+  pk_mark(a, index, PK_MARK_SIGNAL);
 }
 
 // Quantizes every token's input row (times norm when not NULL, but
@@ -544,7 +572,7 @@ __device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
 // stage's norm and 1/rms where it has one) staged once, its weights landed,
 // then each piece.
 template <class T, class D>
-__device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
+__device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index, const PkLayer &L,
                           unsigned char *staged, const unsigned char *buffer, PkControl *ctl) {
   const PkDims &d = a.dims;
   const float *in = ins.op == PK_OUTPUT ? a.attn : ins.op == PK_FFN_DOWN ? a.ff : a.x;
@@ -555,6 +583,7 @@ __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, const PkL
   pk_stage_inputs(in, norm, d.eps, cols, a.n_tokens, staged, ctl);
   cp_async_wait<0>();
   __syncthreads(); // every thread's copies have landed
+  pk_mark(a, index, PK_MARK_READY);
   // Worked out again rather than kept from the fetch: a few integer ops,
   // where keeping them would hold registers across the wait.
   const PkPieces ps = pk_pieces<T>(a, ins, L);
@@ -607,11 +636,13 @@ __device__ void pk_norm_rope(const float *src, const float *norm, float *dst, in
 // later steps). Split, each range writes its softmax state and the last
 // range to finish merges them.
 template <class KV>
-__device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, PkAttention *s,
+__device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int index, PkAttention *s,
                              PkControl *ctl) {
   const int seq = ins.begin, head = ins.end, split = ins.part, splits = a.attention_splits;
-  if (seq >= a.n_sequences)
+  if (seq >= a.n_sequences) {
+    pk_mark(a, index, PK_MARK_READY);
     return;
+  }
   const PkSequence sq = a.sequences[seq];
   const PkLayer &L = a.layers[ins.layer];
   const PkDims &d = a.dims;
@@ -646,6 +677,7 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, PkAtte
     }
   }
   __syncthreads();
+  pk_mark(a, index, PK_MARK_READY);
 
   // This range's cached keys [lo, hi); the last range also takes the step's.
   const int chunk = (sq.kv_length + splits - 1) / splits;
@@ -770,17 +802,19 @@ template <class T, class D, class KV> __device__ void decode_persistent(const Pe
   for (int index = blockIdx.x; index < a.n_instrs; index += gridDim.x) {
     const PkInstr ins = a.instrs[index];
     const PkLayer &L = a.layers[ins.layer];
+    pk_mark(a, index, PK_MARK_START);
     if (ins.op != PK_ATTENTION)
       pk_fetch_weights<T>(a, ins, L, weights);
     if (!pk_wait(a, ins, index, ctl)) {
       cp_async_wait<0>(); // no copy may outlive the block
       return;
     }
+    pk_mark(a, index, PK_MARK_GO);
     if (ins.op == PK_ATTENTION)
-      pk_attention<KV>(a, ins, (PkAttention *)work, ctl);
+      pk_attention<KV>(a, ins, index, (PkAttention *)work, ctl);
     else
-      pk_matmul<T, D>(a, ins, L, work, weights, ctl);
-    pk_done(a, ins);
+      pk_matmul<T, D>(a, ins, index, L, work, weights, ctl);
+    pk_done(a, ins, index);
   }
 }
 
