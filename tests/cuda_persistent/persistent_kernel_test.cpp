@@ -41,7 +41,7 @@ using bonsai::cuda::PersistentInstr;
 using bonsai::cuda::PersistentShape;
 
 constexpr int kBlocks = 4;
-constexpr int kMaxContext = 16;
+constexpr int kMaxContext = 80;
 constexpr uint32_t kQ1_0 = 41, kQ2_0 = 42;
 constexpr double kGoldenCosine = 0.9995; // the golden gate of every plugin
 
@@ -268,6 +268,36 @@ TEST(PersistentKernel, F16CacheDecodeMatchesTheFloat64Reference) {
   const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, u16>(kQ1_0, Fault::none, 7);
   std::printf("[ persistent ] q1_0, f16 cache: min cosine %.8f\n", worst);
   EXPECT_GE(worst, kGoldenCosine);
+}
+
+// A longer context: eight steps of 8 tokens fill 64 positions, then single
+// tokens run with attention whole and in 3 key ranges, so that each warp
+// walks several batches of keys (PK_KEY_BATCH at a time, PK_WARPS warps)
+// and the online softmax rescales between them.
+TEST(PersistentKernel, LongContextDecodeMatchesTheFloat64Reference) {
+  Rng rng(4321);
+  const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
+  const bonsai::test::RefModel ref = host.reference();
+  DeviceModel dev(host);
+  for (int splits : {1, 3}) {
+    bonsai::test::RefForward reference(ref);
+    Sequence<float> seq(host.shape);
+    double worst = 1.0;
+    unsigned seed = 50;
+    for (int step = 0; step < 10; ++step) {
+      std::vector<int32_t> tokens;
+      for (int t = 0; t < (step < 8 ? 8 : 1); ++t)
+        tokens.push_back((37 * (step * 8 + t) + 11) % host.shape.n_vocab);
+      const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&seq, tokens}},
+                                                               Fault::none, seed++, splits);
+      for (size_t t = 0; t < tokens.size(); ++t)
+        worst = std::min(
+            worst, cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
+    }
+    EXPECT_EQ(seq.length, 66);
+    std::printf("[ persistent ] 66 positions, %d key ranges: min cosine %.8f\n", splits, worst);
+    EXPECT_GE(worst, kGoldenCosine);
+  }
 }
 
 // Two sequences in one step, one starting (2 tokens) and one continuing (1

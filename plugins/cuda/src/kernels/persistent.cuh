@@ -44,6 +44,7 @@
 #define PK_MAX_GROUP 4
 #define PK_DIMS_PER_LANE (PK_MAX_DIM / 32)
 #define PK_STAGE_BATCH 4 // input items whose loads a warp issues together
+#define PK_KEY_BATCH 4   // attention: keys whose loads a warp issues together
 
 // Instruction kinds; PK_STAGES counters per layer, one per kind.
 #define PK_QKV 0       // RMSNorm + Q, K, V rows
@@ -683,8 +684,9 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
   const int chunk = (sq.kv_length + splits - 1) / splits;
   const int lo = min(sq.kv_length, split * chunk), hi = min(sq.kv_length, lo + chunk);
 
-  // Phase 2, per token: warps take the keys in turn, each keeping an online
-  // softmax per query head; the warps' states are combined at the end.
+  // Phase 2, per token: warps take the keys in turn, PK_KEY_BATCH at a time,
+  // each keeping an online softmax per query head; the warps' states are
+  // combined at the end.
   const float scale = 1.0f / sqrtf((float)hd);
   for (int t = 0; t < sq.n_tokens; ++t) {
     const int n_keys = (hi - lo) + (last ? t + 1 : 0);
@@ -695,30 +697,52 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
       for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
         acc[g][r] = 0.0f;
     }
-    for (int idx = warp; idx < n_keys; idx += PK_WARPS) {
-      float kv[PK_DIMS_PER_LANE], vv[PK_DIMS_PER_LANE];
-      const bool cached = idx < hi - lo;
-      const int j = cached ? lo + idx : idx - (hi - lo); // a cache position, or a step token
-      for (int r = 0; r < PK_DIMS_PER_LANE; ++r) {
-        const int dim = lane + 32 * r;
-        const bool in = dim < hd;
-        kv[r] = !in ? 0.0f : cached ? kv_load(keys, (size_t)j * hd + dim) : s->k[j][dim];
-        vv[r] = !in ? 0.0f : cached ? kv_load(values, (size_t)j * hd + dim) : s->v[j][dim];
+    // A warp takes PK_KEY_BATCH consecutive keys at a time and issues all
+    // their loads before it uses any: the cache comes from DRAM or L2, and
+    // one key in flight per warp left long contexts waiting on latency.
+    for (int first = warp * PK_KEY_BATCH; first < n_keys; first += PK_WARPS * PK_KEY_BATCH) {
+      float kv[PK_KEY_BATCH][PK_DIMS_PER_LANE], vv[PK_KEY_BATCH][PK_DIMS_PER_LANE];
+      BONSAI_UNROLL
+      for (int u = 0; u < PK_KEY_BATCH; ++u) {
+        const int idx = first + u;
+        const bool real = idx < n_keys, cached = idx < hi - lo;
+        const int j = cached ? lo + idx : idx - (hi - lo); // a cache position, or a step token
+        BONSAI_UNROLL
+        for (int r = 0; r < PK_DIMS_PER_LANE; ++r) {
+          const int dim = lane + 32 * r;
+          const bool in = real && dim < hd;
+          kv[u][r] = !in ? 0.0f : cached ? kv_load(keys, (size_t)j * hd + dim) : s->k[j][dim];
+          vv[u][r] = !in ? 0.0f : cached ? kv_load(values, (size_t)j * hd + dim) : s->v[j][dim];
+        }
       }
+      BONSAI_UNROLL
       for (int g = 0; g < PK_MAX_GROUP; ++g) {
         if (g >= group)
           continue;
-        float partial = 0.0f;
+        float score[PK_KEY_BATCH], batch_max = BONSAI_NEG_INF;
+        BONSAI_UNROLL
+        for (int u = 0; u < PK_KEY_BATCH; ++u) {
+          float partial = 0.0f;
+          for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
+            if (lane + 32 * r < hd)
+              partial += s->q[t][g][lane + 32 * r] * kv[u][r];
+          const float dot = warp_sum(partial) * scale; // every lane: the sum is warp-wide
+          score[u] = first + u < n_keys ? dot : BONSAI_NEG_INF;
+          batch_max = fmaxf(batch_max, score[u]);
+        }
+        const float m_new = fmaxf(m[g], batch_max);  // finite: the batch's first key is real
+        const float correction = expf(m[g] - m_new); // 0 for the warp's first batch
+        float added = 0.0f;
         for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
-          if (lane + 32 * r < hd)
-            partial += s->q[t][g][lane + 32 * r] * kv[r];
-        const float score = warp_sum(partial) * scale;
-        const float m_new = fmaxf(m[g], score);
-        const float correction = expf(m[g] - m_new); // 0 for the warp's first key
-        const float p = expf(score - m_new);
-        l[g] = l[g] * correction + p;
-        for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
-          acc[g][r] = acc[g][r] * correction + p * vv[r];
+          acc[g][r] *= correction;
+        BONSAI_UNROLL
+        for (int u = 0; u < PK_KEY_BATCH; ++u) {
+          const float p = expf(score[u] - m_new); // 0 past the last key
+          added += p;
+          for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
+            acc[g][r] += p * vv[u][r];
+        }
+        l[g] = l[g] * correction + added;
         m[g] = m_new;
       }
     }
