@@ -225,6 +225,10 @@ if [ "$mode" = fake ]; then
   step golden_persistent 600 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
     --gtest_filter='*/tiny_q1_decode_persistent:*/tiny_q2_decode_persistent'
   grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
+  step golden_persistent_producer 600 env \
+    BONSAI_PLUGIN_OPTIONS="decode=persistent;persistent_quantize=producer" "$bin/test_golden" \
+    --gtest_filter='*/tiny_q1_decode_persistent_persistent_quantize_producer:*/tiny_q2_decode_persistent_persistent_quantize_producer'
+  grep -h '^\[ golden' "$logs/golden_persistent_producer.log" >>"$summary" 2>/dev/null
   # qwen35 through the plugin's own layers (ABI 1.2 layer kinds): the golden
   # logits of both tiny qwen35 models.
   step golden_qwen35 600 "$bin/test_golden" --gtest_filter='*LayerKinds.PromptLogits*'
@@ -299,12 +303,22 @@ if wanted persistent; then
     --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
   grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
   step persistent_conformance 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_conformance"
+  # persistent_quantize=producer (each output group quantized once by the
+  # instruction that completes it): its gates and sanitizers too.
+  producer="decode=persistent;persistent_quantize=producer"
+  step golden_persistent_producer 150 env BONSAI_PLUGIN_OPTIONS="$producer" "$bin/test_golden" \
+    --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
+  grep -h '^\[ golden' "$logs/golden_persistent_producer.log" >>"$summary" 2>/dev/null
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
-      step "persistent_sanitizer_$tool" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-        "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1 \
-        --backend-options decode=persistent
-      grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/persistent_sanitizer_$tool.log" >>"$summary"
+      for variant in consumer producer; do
+        name="persistent_sanitizer_$tool"
+        [ "$variant" = producer ] && name="${name}_producer"
+        step "$name" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+          "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1 \
+          --backend-options "decode=persistent;persistent_quantize=$variant"
+        grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/$name.log" >>"$summary"
+      done
     done
   fi
   wait "$models_pid" 2>/dev/null
@@ -318,6 +332,8 @@ if wanted persistent; then
   if [ -f "$f" ]; then
     bench persistent_d4096 "$f" -p 0 -n 128 -d 4096 --backend-options decode=persistent
     bench persistent_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options decode=persistent
+    bench persistent_producer "$f" -p 0 -n 128 --backend-options "$producer"
+    bench persistent_producer_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$producer"
   fi
   # Where a launch's time goes (option persistent_trace): each stage's share
   # of a layer and what it was spent on, one sequence and eight, on the
@@ -326,9 +342,13 @@ if wanted persistent; then
     f="$models/$s-q1_0.gguf"
     [ -f "$f" ] || continue
     for np in 1 8; do
-      step "persistent_trace_${s}_np$np" 90 "$bin/bonsai" bench -m "$f" --backend cuda -p 0 -n 32 \
-        -np "$np" -r 1 --backend-options "decode=persistent;persistent_trace=$logs/trace_${s}_np$np.txt"
-      head -9 "$logs/trace_${s}_np$np.txt" 2>/dev/null | tee -a "$summary"
+      for variant in consumer producer; do
+        name="trace_${s}_np${np}_$variant"
+        step "persistent_$name" 90 "$bin/bonsai" bench -m "$f" --backend cuda -p 0 -n 32 \
+          -np "$np" -r 1 --backend-options \
+          "decode=persistent;persistent_quantize=$variant;persistent_trace=$logs/$name.txt"
+        head -9 "$logs/$name.txt" 2>/dev/null | tee -a "$summary"
+      done
     done
   done
   f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"

@@ -138,6 +138,14 @@ TEST(CudaOptions, PersistentDeadlineIsWholeMillisecondsUpToTenMinutes) {
     expect_refused(bad, "expected a whole number of milliseconds from 1 to 600000");
 }
 
+TEST(CudaOptions, PersistentInputsAreQuantizedByTheirReadersUnlessProducerIsAskedFor) {
+  EXPECT_FALSE(parse_options(nullptr).persistent_producer_quantize);
+  EXPECT_FALSE(parse_options("persistent_quantize=consumer").persistent_producer_quantize);
+  EXPECT_TRUE(parse_options("persistent_quantize=producer").persistent_producer_quantize);
+  expect_refused("persistent_quantize=both",
+                 "persistent_quantize=both: expected consumer or producer");
+}
+
 TEST(CudaOptions, PersistentTraceIsOffUnlessGivenAFile) {
   EXPECT_EQ(parse_options(nullptr).persistent_trace, "");
   EXPECT_EQ(parse_options("persistent_trace=/tmp/trace.txt").persistent_trace, "/tmp/trace.txt");

@@ -86,6 +86,26 @@ TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraph
   }
 }
 
+// persistent_quantize=producer: the instructions that complete a group of
+// a stage's output quantize it for the stage that reads it. The int8 codes
+// are the same numbers; only the sums of squares are added in another
+// order, so the logits stay next to the readers-quantize path, and the
+// greedy tokens are the reference's.
+TEST(CudaPersistentDecode, ProducerQuantizedInputsKeepTheReferenceTokensAndLogits) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const std::string producer = std::string(kPersistent) + ";persistent_quantize=producer";
+  {
+    const bonsai::Engine engine = open_tiny_q1_cuda(producer);
+    bonsai::Session session = engine.create_session();
+    EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
+  }
+  const std::vector<float> readers = prompt_logits(open_tiny_q1_cuda(kPersistent));
+  const std::vector<float> producers = prompt_logits(open_tiny_q1_cuda(producer));
+  ASSERT_EQ(producers.size(), readers.size());
+  EXPECT_GT(cosine(producers, readers), 0.999999);
+}
+
 // Each fault breaks one rule of the kernel's protocol; the emulator must
 // turn every one of them into numbers that fail the golden gate (cosine
 // 0.9995 against the right ones), whatever order the blocks run in.

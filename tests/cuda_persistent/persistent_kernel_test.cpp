@@ -106,12 +106,20 @@ struct StepResult {
   std::vector<unsigned long long> marks; // PK_MARKS per instruction, when traced
 };
 
-// One step of the kernel over `parts` (at most 8 sequences and tokens),
-// each (sequence, KV head)'s attention cut into `splits` key ranges.
+// How a step is launched: each (sequence, KV head)'s attention cut into
+// `splits` key ranges; with the trace buffer; with persistent_quantize=producer.
+struct Launch {
+  int splits = 3;
+  bool traced = false;
+  bool producer = false;
+};
+
+// One step of the kernel over `parts` (at most 8 sequences and tokens).
 template <class T, class D, class KV>
 StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test::RefModel &ref,
-                    std::vector<StepPart<KV>> parts, Fault fault, unsigned seed, int splits = 3,
-                    bool traced = false) {
+                    std::vector<StepPart<KV>> parts, Fault fault, unsigned seed, Launch how = {}) {
+  const int splits = how.splits;
+  const bool traced = how.traced;
   const ModelShape &s = host.shape;
   int n_tokens = 0;
   for (const auto &p : parts)
@@ -145,6 +153,14 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   std::vector<float> partials(size_t(n_tokens) * s.n_head * splits * (s.head_dim + 2));
   PkStatus status{};
   std::vector<unsigned long long> marks(traced ? plan.size() * PK_MARKS : 0);
+  // persistent_quantize=producer: the staged rows each stage reads, the
+  // sums of squares of the normed ones, and the group row counts.
+  const int q_width = s.n_head * s.head_dim;
+  const int q8_groups = std::max({s.n_embd, q_width, s.n_ff}) / 128;
+  const int reader_width[PK_STAGES] = {s.n_embd, 0, q_width, s.n_embd, s.n_ff};
+  std::vector<std::unique_ptr<Aligned>> staged_rows;
+  std::vector<std::vector<float>> sums;
+  std::vector<int> group_rows(size_t(s.n_layer) * PK_STAGES * q8_groups);
 
   PersistentArgs a{};
   a.instrs = reinterpret_cast<const PkInstr *>(plan.data());
@@ -165,6 +181,21 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   a.arrivals = arrivals.data();
   a.attention_splits = splits;
   a.trace = traced ? marks.data() : nullptr;
+  a.n_layer = s.n_layer;
+  if (how.producer) {
+    a.quantize = 1;
+    a.q8_groups = q8_groups;
+    a.group_rows = group_rows.data();
+    for (int stage = 0; stage < PK_STAGES; ++stage) {
+      if (reader_width[stage] == 0)
+        continue;
+      staged_rows.push_back(
+          std::make_unique<Aligned>(size_t(n_tokens) * PK_STAGED_ROW_BYTES(reader_width[stage])));
+      a.q8[stage] = staged_rows.back()->data();
+      sums.emplace_back(size_t(n_tokens) * q8_groups);
+      a.q8_sumsq[stage] = sums.back().data();
+    }
+  }
   a.dims = {s.n_embd, s.n_head, s.n_head_kv, s.head_dim, s.n_ff, kMaxContext, s.rms_eps, 1.0f};
   int first = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -225,7 +256,7 @@ ModelShape small_shape() {
 // Decodes a 3-token prompt in one step, then 4 tokens one by one, beside
 // the float64 reference; returns the lowest cosine over every token.
 template <class T, class D, class KV>
-double decode_against_reference(uint32_t type, Fault fault, unsigned seed, int splits = 3) {
+double decode_against_reference(uint32_t type, Fault fault, unsigned seed, Launch how = {}) {
   Rng rng(1234);
   const HostModel host = bonsai::conformance::random_model(small_shape(), type, rng);
   const bonsai::test::RefModel ref = host.reference();
@@ -235,8 +266,7 @@ double decode_against_reference(uint32_t type, Fault fault, unsigned seed, int s
   const std::vector<std::vector<int32_t>> steps = {{17, 250, 3}, {42}, {0}, {319}, {100}};
   double worst = 1.0;
   for (const auto &tokens : steps) {
-    const StepResult r =
-        run_step<T, D, KV>(host, dev, ref, {{&seq, tokens}}, fault, seed++, splits);
+    const StepResult r = run_step<T, D, KV>(host, dev, ref, {{&seq, tokens}}, fault, seed++, how);
     for (size_t t = 0; t < tokens.size(); ++t)
       worst = std::min(worst,
                        cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
@@ -244,30 +274,42 @@ double decode_against_reference(uint32_t type, Fault fault, unsigned seed, int s
   return worst;
 }
 
+const char *mode(bool producer) {
+  return producer ? "producer-quantized inputs" : "inputs staged by each block";
+}
+
 // Attention whole, and cut into 3 and 5 key ranges: with up to 6 cached
 // keys, some ranges get none (their states must add nothing) and the last
-// one also takes the step's own keys.
+// one also takes the step's own keys. Each with the inputs staged by every
+// block and quantized by their producers (persistent_quantize=producer).
 TEST(PersistentKernel, Q1_0DecodeMatchesTheFloat64Reference) {
-  for (int splits : {1, 3, 5})
-    for (unsigned seed : {1u, 99u}) {
-      const double worst =
-          decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, Fault::none, seed, splits);
-      std::printf("[ persistent ] q1_0, f32 cache, %d key ranges, seed %u: min cosine %.8f\n",
-                  splits, seed, worst);
-      EXPECT_GE(worst, kGoldenCosine);
-    }
+  for (bool producer : {false, true})
+    for (int splits : {1, 3, 5})
+      for (unsigned seed : {1u, 99u}) {
+        const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(
+            kQ1_0, Fault::none, seed, {.splits = splits, .producer = producer});
+        std::printf("[ persistent ] q1_0, f32 cache, %d key ranges, seed %u, %s: min cosine %.8f\n",
+                    splits, seed, mode(producer), worst);
+        EXPECT_GE(worst, kGoldenCosine);
+      }
 }
 
 TEST(PersistentKernel, Q2_0DecodeMatchesTheFloat64Reference) {
-  const double worst = decode_against_reference<TypeQ2_0, Dp4aQ2_0, float>(kQ2_0, Fault::none, 5);
-  std::printf("[ persistent ] q2_0, f32 cache: min cosine %.8f\n", worst);
-  EXPECT_GE(worst, kGoldenCosine);
+  for (bool producer : {false, true}) {
+    const double worst = decode_against_reference<TypeQ2_0, Dp4aQ2_0, float>(
+        kQ2_0, Fault::none, 5, {.producer = producer});
+    std::printf("[ persistent ] q2_0, f32 cache, %s: min cosine %.8f\n", mode(producer), worst);
+    EXPECT_GE(worst, kGoldenCosine);
+  }
 }
 
 TEST(PersistentKernel, F16CacheDecodeMatchesTheFloat64Reference) {
-  const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, u16>(kQ1_0, Fault::none, 7);
-  std::printf("[ persistent ] q1_0, f16 cache: min cosine %.8f\n", worst);
-  EXPECT_GE(worst, kGoldenCosine);
+  for (bool producer : {false, true}) {
+    const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, u16>(kQ1_0, Fault::none, 7,
+                                                                           {.producer = producer});
+    std::printf("[ persistent ] q1_0, f16 cache, %s: min cosine %.8f\n", mode(producer), worst);
+    EXPECT_GE(worst, kGoldenCosine);
+  }
 }
 
 // A longer context: eight steps of 8 tokens fill 64 positions, then single
@@ -279,7 +321,8 @@ TEST(PersistentKernel, LongContextDecodeMatchesTheFloat64Reference) {
   const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
   const bonsai::test::RefModel ref = host.reference();
   DeviceModel dev(host);
-  for (int splits : {1, 3}) {
+  for (const Launch how :
+       {Launch{.splits = 1}, Launch{.splits = 3}, Launch{.splits = 1, .producer = true}}) {
     bonsai::test::RefForward reference(ref);
     Sequence<float> seq(host.shape);
     double worst = 1.0;
@@ -289,13 +332,14 @@ TEST(PersistentKernel, LongContextDecodeMatchesTheFloat64Reference) {
       for (int t = 0; t < (step < 8 ? 8 : 1); ++t)
         tokens.push_back((37 * (step * 8 + t) + 11) % host.shape.n_vocab);
       const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&seq, tokens}},
-                                                               Fault::none, seed++, splits);
+                                                               Fault::none, seed++, how);
       for (size_t t = 0; t < tokens.size(); ++t)
         worst = std::min(
             worst, cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
     }
     EXPECT_EQ(seq.length, 66);
-    std::printf("[ persistent ] 66 positions, %d key ranges: min cosine %.8f\n", splits, worst);
+    std::printf("[ persistent ] 66 positions, %d key ranges, %s: min cosine %.8f\n", how.splits,
+                mode(how.producer), worst);
     EXPECT_GE(worst, kGoldenCosine);
   }
 }
@@ -307,22 +351,26 @@ TEST(PersistentKernel, TwoSequencesInOneStepEachMatchTheirReference) {
   const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
   const bonsai::test::RefModel ref = host.reference();
   DeviceModel dev(host);
-  bonsai::test::RefForward ref_a(ref), ref_b(ref);
-  Sequence<float> a(host.shape), b(host.shape);
-  run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&b, {5, 6, 7}}}, Fault::none, 3);
-  for (int32_t token : {5, 6, 7})
-    ref_b.step(token);
-  const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(
-      host, dev, ref, {{&a, {11, 12}}, {&b, {13}}}, Fault::none, 4);
-  const double a0 = cosine(logits_of(r.x, 0, ref), ref_a.step(11));
-  const double a1 = cosine(logits_of(r.x, 1, ref), ref_a.step(12));
-  const double b0 = cosine(logits_of(r.x, 2, ref), ref_b.step(13));
-  std::printf("[ persistent ] two sequences: cosines %.8f %.8f %.8f\n", a0, a1, b0);
-  EXPECT_GE(a0, kGoldenCosine);
-  EXPECT_GE(a1, kGoldenCosine);
-  EXPECT_GE(b0, kGoldenCosine);
-  EXPECT_EQ(a.length, 2);
-  EXPECT_EQ(b.length, 4);
+  for (bool producer : {false, true}) {
+    const Launch how{.producer = producer};
+    bonsai::test::RefForward ref_a(ref), ref_b(ref);
+    Sequence<float> a(host.shape), b(host.shape);
+    run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&b, {5, 6, 7}}}, Fault::none, 3, how);
+    for (int32_t token : {5, 6, 7})
+      ref_b.step(token);
+    const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(
+        host, dev, ref, {{&a, {11, 12}}, {&b, {13}}}, Fault::none, 4, how);
+    const double a0 = cosine(logits_of(r.x, 0, ref), ref_a.step(11));
+    const double a1 = cosine(logits_of(r.x, 1, ref), ref_a.step(12));
+    const double b0 = cosine(logits_of(r.x, 2, ref), ref_b.step(13));
+    std::printf("[ persistent ] two sequences, %s: cosines %.8f %.8f %.8f\n", mode(producer), a0,
+                a1, b0);
+    EXPECT_GE(a0, kGoldenCosine);
+    EXPECT_GE(a1, kGoldenCosine);
+    EXPECT_GE(b0, kGoldenCosine);
+    EXPECT_EQ(a.length, 2);
+    EXPECT_EQ(b.length, 4);
+  }
 }
 
 // Eight tokens in one step (the most a step takes): each matches the
@@ -333,41 +381,46 @@ TEST(PersistentKernel, EightTokensMatchTheReferenceAndReadEachWeightOnce) {
   const HostModel host = bonsai::conformance::random_model(small_shape(), kQ2_0, rng);
   const bonsai::test::RefModel ref = host.reference();
   DeviceModel dev(host);
-  Sequence<float> one(host.shape), eight(host.shape);
-  const long before_one = emu::weight_loads;
-  run_step<TypeQ2_0, Dp4aQ2_0, float>(host, dev, ref, {{&one, {9}}}, Fault::none, 11);
-  const long loads_one = emu::weight_loads - before_one;
-  const std::vector<int32_t> tokens = {1, 2, 3, 250, 5, 6, 300, 8};
-  const long before_eight = emu::weight_loads;
-  const StepResult r =
-      run_step<TypeQ2_0, Dp4aQ2_0, float>(host, dev, ref, {{&eight, tokens}}, Fault::none, 12);
-  EXPECT_EQ(emu::weight_loads - before_eight, loads_one);
-  // Every Q2_0 weight of the layers is 2 bits: 16-byte chunks of 64 weights.
-  const ModelShape &s = host.shape;
-  const long per_layer = (long{s.n_head + 2 * s.n_head_kv} * s.head_dim * s.n_embd +
-                          long{s.n_embd} * s.n_head * s.head_dim + 3L * s.n_ff * s.n_embd) /
-                         64;
-  EXPECT_EQ(loads_one, per_layer * s.n_layer);
-  bonsai::test::RefForward reference(ref);
-  double worst = 1.0;
-  for (size_t t = 0; t < tokens.size(); ++t)
-    worst = std::min(worst,
-                     cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
-  std::printf("[ persistent ] eight tokens in one step: min cosine %.8f, %ld weight loads\n", worst,
-              loads_one);
-  EXPECT_GE(worst, kGoldenCosine);
+  for (bool producer : {false, true}) {
+    const Launch how{.producer = producer};
+    Sequence<float> one(host.shape), eight(host.shape);
+    const long before_one = emu::weight_loads;
+    run_step<TypeQ2_0, Dp4aQ2_0, float>(host, dev, ref, {{&one, {9}}}, Fault::none, 11, how);
+    const long loads_one = emu::weight_loads - before_one;
+    const std::vector<int32_t> tokens = {1, 2, 3, 250, 5, 6, 300, 8};
+    const long before_eight = emu::weight_loads;
+    const StepResult r = run_step<TypeQ2_0, Dp4aQ2_0, float>(host, dev, ref, {{&eight, tokens}},
+                                                             Fault::none, 12, how);
+    EXPECT_EQ(emu::weight_loads - before_eight, loads_one);
+    // Every Q2_0 weight of the layers is 2 bits: 16-byte chunks of 64 weights.
+    const ModelShape &s = host.shape;
+    const long per_layer = (long{s.n_head + 2 * s.n_head_kv} * s.head_dim * s.n_embd +
+                            long{s.n_embd} * s.n_head * s.head_dim + 3L * s.n_ff * s.n_embd) /
+                           64;
+    EXPECT_EQ(loads_one, per_layer * s.n_layer);
+    bonsai::test::RefForward reference(ref);
+    double worst = 1.0;
+    for (size_t t = 0; t < tokens.size(); ++t)
+      worst = std::min(worst,
+                       cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
+    std::printf("[ persistent ] eight tokens in one step, %s: min cosine %.8f, %ld weight loads\n",
+                mode(producer), worst, loads_one);
+    EXPECT_GE(worst, kGoldenCosine);
+  }
 }
 
 // Removing the waits, waiting for one instruction too few, or fences that
 // publish nothing: the numbers fail the gate whatever the block order.
 TEST(PersistentKernel, EveryBrokenSynchronizationRuleFailsTheGate) {
-  for (Fault fault : {Fault::no_wait, Fault::early, Fault::no_fence})
-    for (unsigned seed : {1u, 2u, 3u}) {
-      const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, fault, seed);
-      std::printf("[ persistent ] fault %d, seed %u: min cosine %.8f\n", static_cast<int>(fault),
-                  seed, worst);
-      EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
-    }
+  for (bool producer : {false, true})
+    for (Fault fault : {Fault::no_wait, Fault::early, Fault::no_fence})
+      for (unsigned seed : {1u, 2u, 3u}) {
+        const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(
+            kQ1_0, fault, seed, {.producer = producer});
+        std::printf("[ persistent ] fault %d, seed %u, %s: min cosine %.8f\n",
+                    static_cast<int>(fault), seed, mode(producer), worst);
+        EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
+      }
 }
 
 // A lost counter update: the waiting blocks give up at the deadline, the
@@ -432,7 +485,7 @@ TEST(PersistentKernel, TraceMarksFollowEachInstructionAndItsWait) {
   for (unsigned seed : {1u, 2u, 3u}) {
     Sequence<float> seq(host.shape);
     const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&seq, {4, 5}}},
-                                                             Fault::none, seed, 3, true);
+                                                             Fault::none, seed, {.traced = true});
     plan = r.plan;
     EXPECT_EQ(marks_out_of_order(r, plan), 0) << "seed " << seed;
     // The host's reading of them: every stage of every layer took time,
@@ -450,8 +503,8 @@ TEST(PersistentKernel, TraceMarksFollowEachInstructionAndItsWait) {
     EXPECT_DOUBLE_EQ(spans, static_cast<double>(*last - *first));
   }
   Sequence<float> seq(host.shape);
-  const StepResult broken = run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&seq, {4, 5}}},
-                                                                Fault::no_wait, 1, 3, true);
+  const StepResult broken = run_step<TypeQ1_0, Dp4aQ1_0, float>(
+      host, dev, ref, {{&seq, {4, 5}}}, Fault::no_wait, 1, {.traced = true});
   ASSERT_EQ(broken.plan.size(), plan.size());
   EXPECT_GT(marks_out_of_order(broken, plan), 0);
 }

@@ -58,7 +58,17 @@ struct PersistentDecode {
   size_t arrivals_offset = 0; // where the attention arrival counts start in `control`
   size_t counter_bytes = 0;   // bytes of the counters and arrivals (a multiple of 16)
   DeviceBuffer partials;      // the split attention's per-range softmax states
-  PinnedStatus status;        // the last launch's status, once the step has synchronized
+  // persistent_quantize=producer (when it applies): the staged int8 rows of
+  // each matmul stage (Q/K/V, output, gate/up, down) and the sums of
+  // squares of the normed ones (Q/K/V, gate/up), at `staged_offsets` and
+  // `sums_offsets` in `staged`, and the group row counts in `control` at
+  // `group_rows_offset`.
+  bool producer_quantize = false;
+  int q8_groups = 0; // 128-value groups of the widest input
+  DeviceBuffer staged;
+  size_t staged_offsets[kPersistentStages] = {}, sums_offsets[kPersistentStages] = {};
+  size_t group_rows_offset = 0;
+  PinnedStatus status; // the last launch's status, once the step has synchronized
   std::map<int, PersistentPlanBuffer> plans; // by number of sequences
   int last_sequences = 0;                    // the plan of the last launch
   int last_tokens = 0;                       // the tokens of the last launch

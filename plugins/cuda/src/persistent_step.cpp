@@ -60,17 +60,20 @@ struct PersistentArgs {
   CUdeviceptr partials, arrivals;
   int32_t attention_splits, reserved;
   CUdeviceptr trace; // PK_MARKS times per instruction, or 0
+  CUdeviceptr q8[kPersistentStages], q8_sumsq[kPersistentStages], group_rows;
+  int32_t quantize, q8_groups, n_layer, reserved3;
 };
-static_assert(sizeof(PersistentArgs) == 376, "must match PersistentArgs in kernels/persistent.cuh");
+static_assert(sizeof(PersistentArgs) == 480, "must match PersistentArgs in kernels/persistent.cuh");
 
 // Dynamic shared bytes before the weight buffer (PK_SHARED_BYTES) in a
 // step of n_tokens tokens: the control area, then the larger of the
 // tokens' quantized inputs and an attention's working set (PkAttention).
 // Both are multiples of 16, as the weight buffer's cp.async copies need.
-constexpr unsigned kControlBytes = 304; // PK_CONTROL_BYTES
-// PkAttention: queries, the step's keys and values, then per warp its
-// softmax state.
-constexpr unsigned kAttentionBytes = 4 * (8 * 4 * 128 + 2 * 8 * 128 + 2 * 8 * 4 + 8 * 4 * 128);
+constexpr unsigned kControlBytes = 320; // PK_CONTROL_BYTES
+// PkAttention: queries, the step's keys and values, per warp its softmax
+// state, then the outputs (persistent_quantize=producer).
+constexpr unsigned kAttentionBytes =
+    4 * (8 * 4 * 128 + 2 * 8 * 128 + 2 * 8 * 4 + 8 * 4 * 128 + 8 * 4 * 128);
 unsigned work_bytes(int max_cols, int n_tokens) {
   const auto staged = static_cast<unsigned>(n_tokens * int8_staging_bytes(max_cols));
   return kControlBytes + std::max(staged, kAttentionBytes);
@@ -135,6 +138,42 @@ std::string unsupported_reason(const Kernels &kernels, const BoundModel &m, std:
     return strformat("a block needs %u bytes of shared memory",
                      work_bytes(widest_input(d), 1) + static_cast<unsigned>(largest_tile));
   return {};
+}
+
+// Why persistent_quantize=producer cannot apply to the model, or "".
+std::string producer_quantize_reason(const ModelDims &d) {
+  if ((d.n_head / d.n_head_kv * d.head_dim) % 128 != 0)
+    return "a KV head's query columns are not whole groups of 128";
+  if (widest_input(d) / 128 > kPersistentMaxQ8Groups)
+    return strformat("inputs wider than %d", kPersistentMaxQ8Groups * 128);
+  return {};
+}
+
+// The stage's input width: what its staged rows hold.
+int stage_input_width(const ModelDims &d, PersistentStage stage) {
+  return stage == PersistentStage::output     ? d.n_head * d.head_dim
+         : stage == PersistentStage::ffn_down ? d.n_ff
+                                              : d.n_embd;
+}
+
+// Lays out persistent_quantize=producer's buffers: each matmul stage's
+// staged rows for the most tokens, the normed stages' sums of squares, and
+// the group row counts (after the other counts in `control`, which the
+// launch zeroes together).
+void prepare_producer_quantize(const Device &device, const ModelDims &d, PersistentDecode &p) {
+  p.producer_quantize = true;
+  p.q8_groups = widest_input(d) / 128;
+  size_t bytes = 0;
+  for (PersistentStage stage : {PersistentStage::qkv, PersistentStage::output,
+                                PersistentStage::ffn_up, PersistentStage::ffn_down}) {
+    p.staged_offsets[static_cast<int>(stage)] = bytes;
+    bytes += static_cast<size_t>(p.max_tokens * int8_staging_bytes(stage_input_width(d, stage)));
+  }
+  for (PersistentStage stage : {PersistentStage::qkv, PersistentStage::ffn_up}) {
+    p.sums_offsets[static_cast<int>(stage)] = bytes;
+    bytes += (size_t(p.max_tokens) * p.q8_groups * sizeof(float) + 15) / 16 * 16;
+  }
+  p.staged = DeviceBuffer(device, bytes, "the persistent decode's producer-quantized inputs");
 }
 
 // The most tokens a step may have: 8, or fewer where their staged inputs
@@ -205,10 +244,18 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   device.upload(p->layers.get(), layers.data(), layers.size() * sizeof(LayerArg));
   // The stage counters, then the attention ranges' arrival counts.
   p->arrivals_offset = size_t{kPersistentStages} * d.n_layer * sizeof(int32_t);
-  p->counter_bytes =
-      (p->arrivals_offset +
-       size_t{kPersistentMaxSequences} * d.n_layer * d.n_head_kv * sizeof(int32_t) + 15) /
-      16 * 16;
+  p->group_rows_offset = p->arrivals_offset + size_t{kPersistentMaxSequences} * d.n_layer *
+                                                  d.n_head_kv * sizeof(int32_t);
+  if (ctx.options.persistent_producer_quantize) {
+    if (const std::string why = producer_quantize_reason(d); why.empty())
+      prepare_producer_quantize(device, d, *p);
+    else
+      ctx.log.info("persistent_quantize=producer does not apply to this model (" + why +
+                   "): each instruction quantizes its inputs");
+  }
+  const size_t group_rows =
+      p->producer_quantize ? size_t{kPersistentStages} * d.n_layer * p->q8_groups : 0;
+  p->counter_bytes = (p->group_rows_offset + group_rows * sizeof(int32_t) + 15) / 16 * 16;
   // The split attention's states: the most rows a step has, each query
   // head, as many key ranges as one sequence gets (the most), m, l and sums.
   const int most_splits = persistent_attention_splits(p->shape.blocks, 1, d.n_head_kv);
@@ -220,11 +267,13 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   device.synchronize(); // `layers` goes out of scope
   ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
                          "tokens, attention in up to %d key ranges, a %d-byte weight buffer (%u "
-                         "bytes of shared memory per block at most), %d ms wait deadline",
+                         "bytes of shared memory per block at most), inputs quantized by their "
+                         "%s, %d ms wait deadline",
                          kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
                          p->shape.weight_buffer_bytes,
                          work_bytes(widest_input(d), p->max_tokens) +
                              static_cast<unsigned>(p->shape.weight_buffer_bytes),
+                         p->producer_quantize ? "producers" : "readers",
                          ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
@@ -279,6 +328,18 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
     device.check(api.cuMemsetD32Async(p.trace.get(), 0, marks_bytes / 4, device.stream()),
                  "cuMemsetD32Async (persistent decode trace)");
     args.trace = p.trace.get();
+  }
+  args.n_layer = d.n_layer;
+  if (p.producer_quantize) {
+    args.quantize = 1;
+    args.q8_groups = p.q8_groups;
+    args.group_rows = p.control.get() + p.group_rows_offset;
+    for (PersistentStage stage : {PersistentStage::qkv, PersistentStage::output,
+                                  PersistentStage::ffn_up, PersistentStage::ffn_down})
+      args.q8[static_cast<int>(stage)] = p.staged.get() + p.staged_offsets[static_cast<int>(stage)];
+    for (PersistentStage stage : {PersistentStage::qkv, PersistentStage::ffn_up})
+      args.q8_sumsq[static_cast<int>(stage)] =
+          p.staged.get() + p.sums_offsets[static_cast<int>(stage)];
   }
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(p.shape.blocks);

@@ -96,6 +96,10 @@ ContextOptions parse_options(const char *options) {
     } else if (key == "persistent_deadline_ms") {
       parsed.persistent_deadline_ms =
           static_cast<int>(parse_whole(key, value, 600000, "milliseconds"));
+    } else if (key == "persistent_quantize") {
+      if (value != "consumer" && value != "producer")
+        fail_invalid("option persistent_quantize=" + value + ": expected consumer or producer");
+      parsed.persistent_producer_quantize = value == "producer";
     } else if (key == "persistent_trace") {
       if (value.empty())
         fail_invalid("option persistent_trace=: expected the path of the file to write");

@@ -59,6 +59,13 @@ struct ContextOptions {
   // persistent_deadline_ms=N: the longest a persistent decode block waits
   // for another before the launch gives up and reports where it stalled.
   int persistent_deadline_ms = 1000;
+  // persistent_quantize=consumer|producer: who turns a persistent stage's
+  // f32 input into int8 records. consumer (default, what was measured):
+  // every instruction quantizes the whole input row after its wait.
+  // producer: the instruction that completes a 128-row group of a stage's
+  // output quantizes that group once, and the readers copy the records.
+  // Kept as an option until a GPU has measured both (docs/cuda.md).
+  bool persistent_producer_quantize = false;
   // persistent_trace=PATH: every persistent decode launch notes when each
   // instruction started, stopped waiting, had its inputs, finished and
   // signalled; after each step PATH gets the table of where a layer's time

@@ -23,7 +23,8 @@ inline constexpr int kPersistentMaxTokens = 8; // PK_MAX_TOKENS
 inline constexpr int kPersistentMaxSequences = 8;
 inline constexpr int kPersistentMaxHeadDim = 128;
 inline constexpr int kPersistentMaxGroup = 4;
-inline constexpr int kPersistentMaxSplits = 32; // PK_MAX_SPLITS
+inline constexpr int kPersistentMaxSplits = 32;    // PK_MAX_SPLITS
+inline constexpr int kPersistentMaxQ8Groups = 128; // PK_MAX_Q8_GROUPS
 
 // PkInstr of persistent.cuh, byte for byte.
 struct PersistentInstr {

@@ -59,26 +59,40 @@ __device__ float input_scale(const Dp4aInput &in) {
   return 1.0f / sqrtf(block_sum(ss, scratch) / (float)in.cols + in.eps);
 }
 
-// Record b's share of lane `lane` (values 4 lane .. 4 lane + 3 of the
-// block: group lane / 8, half lane / 16): int8 codes, the group's scale and
-// the half's offset. Every lane of the warp calls it for the same record.
-__device__ __forceinline__ void quantize_lane(float v0, float v1, float v2, float v3, int lane,
-                                              Q8Record *record, float *offsets) {
+// Lane `lane`'s share of one record (values 4 lane .. 4 lane + 3 of the
+// block: group lane / 8, half lane / 16): its four int8 codes packed, its
+// group's scale and its half's offset (the sum of scale * q over the half).
+// Every lane of the warp calls it for the same record.
+struct Q8Lane {
+  u32 codes;
+  float scale, offset;
+};
+__device__ __forceinline__ Q8Lane quantize_lane_values(float v0, float v1, float v2, float v3) {
   float amax = fmaxf(fmaxf(fabsf(v0), fabsf(v1)), fmaxf(fabsf(v2), fabsf(v3)));
   for (int o = 4; o > 0; o >>= 1) // the 8 lanes of a group of 32 values
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  const float scale = amax / 127.0f;
+  Q8Lane out;
+  out.scale = amax / 127.0f;
   const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
   const int q0 = __float2int_rn(v0 * inverse), q1 = __float2int_rn(v1 * inverse);
   const int q2 = __float2int_rn(v2 * inverse), q3 = __float2int_rn(v3 * inverse);
-  record->q[lane] = pack_int8x4(q0, q1, q2, q3);
-  if (lane % 8 == 0)
-    record->scale[lane / 8] = scale;
-  float offset = scale * (float)(q0 + q1 + q2 + q3);
+  out.codes = pack_int8x4(q0, q1, q2, q3);
+  out.offset = out.scale * (float)(q0 + q1 + q2 + q3);
   for (int o = 8; o > 0; o >>= 1) // the 16 lanes of a half
-    offset += __shfl_xor_sync(0xffffffffu, offset, o);
+    out.offset += __shfl_xor_sync(0xffffffffu, out.offset, o);
+  return out;
+}
+
+// The same, stored: the lane's codes, and its group's scale and half's
+// offset by their first lanes.
+__device__ __forceinline__ void quantize_lane(float v0, float v1, float v2, float v3, int lane,
+                                              Q8Record *record, float *offsets) {
+  const Q8Lane q = quantize_lane_values(v0, v1, v2, v3);
+  record->q[lane] = q.codes;
+  if (lane % 8 == 0)
+    record->scale[lane / 8] = q.scale;
   if (lane % 16 == 0)
-    offsets[lane / 16] = offset;
+    offsets[lane / 16] = q.offset;
 }
 
 // Warp w quantizes records w, w + n_warps, ...; lane l owns values

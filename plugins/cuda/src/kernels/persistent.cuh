@@ -43,8 +43,9 @@
 #define PK_MAX_DIM 128
 #define PK_MAX_GROUP 4
 #define PK_DIMS_PER_LANE (PK_MAX_DIM / 32)
-#define PK_STAGE_BATCH 4 // input items whose loads a warp issues together
-#define PK_KEY_BATCH 4   // attention: keys whose loads a warp issues together
+#define PK_MAX_Q8_GROUPS 128 // 128-value groups of a row at most (persistent_quantize=producer)
+#define PK_STAGE_BATCH 4     // input items whose loads a warp issues together
+#define PK_KEY_BATCH 4       // attention: keys whose loads a warp issues together
 
 // Instruction kinds; PK_STAGES counters per layer, one per kind.
 #define PK_QKV 0       // RMSNorm + Q, K, V rows
@@ -119,7 +120,21 @@ struct PersistentArgs {
   int attention_splits, reserved2;
   // PK_MARKS times per instruction (n_instrs of them), or null: no trace.
   unsigned long long *trace;
+  // Option persistent_quantize=producer (quantize != 0): whoever completes
+  // a 128-row group of a stage's output (the last of its instructions to
+  // count its rows there; attention: each output's own instruction)
+  // quantizes it for the stage that reads it, whose instructions then copy
+  // int8 records instead of each quantizing the whole f32 row. Indexed by
+  // the reading stage (PK_QKV, PK_OUTPUT, PK_FFN_UP, PK_FFN_DOWN): each
+  // token's staged row, laid out as in shared memory (PK_STAGED_ROW_BYTES
+  // apart), and for PK_QKV and PK_FFN_UP, whose inputs are normed, each
+  // token's sums of squares per group (q8_groups apart).
+  unsigned char *q8[PK_STAGES];
+  float *q8_sumsq[PK_STAGES];
+  int *group_rows; // [layer][PK_STAGES][q8_groups]: rows of each output group written (zeroed)
+  int quantize, q8_groups, n_layer, reserved3;
 };
+static_assert(sizeof(PersistentArgs) == 480, "persistent_step.cpp's image must match");
 
 // The times a traced instruction notes, in this order.
 #define PK_MARK_START 0  // its block took it up (before the weights' copy starts)
@@ -170,11 +185,17 @@ __device__ __forceinline__ void pk_store(float *p, float v) {
 __device__ __forceinline__ void pk_store(u16 *p, u16 v) {
   *p = v;
 }
-// Adds one and returns the old value, acquiring what the earlier adders
+__device__ __forceinline__ void pk_store(u32 *p, u32 v) {
+  *p = v;
+}
+// Adds n and returns the old value, acquiring what the earlier adders
 // released (they fenced before adding).
-__device__ __forceinline__ int pk_arrive(int *p) {
+__device__ __forceinline__ int pk_arrive(int *p, int n = 1) {
   int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;"
+               : "=r"(old)
+               : "l"(p), "r"(n)
+               : "memory");
   return old;
 }
 // One 16-byte chunk of weight codes into the weight buffer.
@@ -215,8 +236,14 @@ inline void pk_store(float *p, float v) {
 inline void pk_store(u16 *p, u16 v) {
   emu::buffered_store(p, v);
 }
-inline int pk_arrive(int *p) { // fibers switch only at waits: no other block runs in between
-  return (*p)++;
+inline void pk_store(u32 *p, u32 v) {
+  emu::buffered_store(p, v);
+}
+inline int pk_arrive(int *p,
+                     int n = 1) { // fibers switch only at waits: no other block runs between
+  const int old = *p;
+  *p += n;
+  return old;
 }
 inline void pk_fetch_codes_16(unsigned char *dst, const u8 *src) {
   ++emu::weight_loads; // the tests count how often each chunk is read
@@ -241,9 +268,10 @@ __device__ __forceinline__ void kv_put(u16 *p, float v) {
 // The dynamic shared memory: a control area, then either a matmul's
 // quantized input or an attention's working set.
 struct PkControl {
-  int go;                                  // thread 0's verdict on the wait: 1 run, 0 return
-  float partials[PK_WARPS][PK_MAX_TOKENS]; // per-warp sums of squares of each token's input
-  float scales[PK_MAX_TOKENS];             // what each token's row dots are multiplied by
+  int go;                                   // thread 0's verdict on the wait: 1 run, 0 return
+  float partials[PK_WARPS][PK_MAX_TOKENS];  // per-warp sums of squares of each token's input
+  float scales[PK_MAX_TOKENS];              // what each token's row dots are multiplied by
+  unsigned complete[PK_MAX_Q8_GROUPS / 32]; // producer: the output groups this block completed
 };
 struct PkAttention {
   float q[PK_MAX_TOKENS][PK_MAX_GROUP][PK_MAX_DIM]; // normed, rotated queries
@@ -251,8 +279,9 @@ struct PkAttention {
   float v[PK_MAX_TOKENS][PK_MAX_DIM];               // the step's values, as cached
   float m[PK_WARPS][PK_MAX_GROUP], l[PK_WARPS][PK_MAX_GROUP];
   float acc[PK_WARPS][PK_MAX_GROUP][PK_MAX_DIM];
+  float out[PK_MAX_TOKENS][PK_MAX_GROUP * PK_MAX_DIM]; // producer: the outputs, to quantize
 };
-#define PK_CONTROL_BYTES 304 // sizeof(PkControl) rounded up to 16 (the host's kControlBytes)
+#define PK_CONTROL_BYTES 320 // sizeof(PkControl) rounded up to 16 (the host's kControlBytes)
 static_assert(sizeof(PkControl) <= PK_CONTROL_BYTES, "the control area outgrew its bytes");
 // Bytes of one token's quantized input row of `cols` values in shared
 // memory (records, then offsets; 16-byte aligned).
@@ -383,6 +412,54 @@ __device__ void pk_stage_inputs(const float *x, const float *norm, float eps, in
     ctl->scales[threadIdx.x] = norm != 0 ? 1.0f / sqrtf(total / (float)cols + eps) : 1.0f;
   }
   __syncthreads();
+}
+
+// persistent_quantize=producer, the reading side: copies every token's
+// staged row of stage `op` (written by the instructions before the wait)
+// into `staged` and sets ctl->scales[t] from the rows' sums of squares where
+// the stage has a norm. The caller waits for the copies.
+__device__ void pk_copy_inputs(const PersistentArgs &a, int op, const float *norm, int cols,
+                               unsigned char *staged, PkControl *ctl) {
+  __syncthreads(); // the previous instruction's staged rows are no longer read
+  const int chunks = a.n_tokens * Q8_ROW_STRIDE(cols);
+  for (int c = threadIdx.x; c < chunks; c += PK_THREADS)
+    cp_async_16(staged + 16 * (size_t)c, a.q8[op] + 16 * (size_t)c);
+  cp_async_commit();
+  if ((int)threadIdx.x < a.n_tokens) {
+    float scale = 1.0f;
+    if (norm != 0) {
+      const float *sums = a.q8_sumsq[op] + (size_t)threadIdx.x * a.q8_groups;
+      float total = 0.0f;
+      for (int g = 0; g < cols / 128; ++g)
+        total += sums[g];
+      scale = 1.0f / sqrtf(total / (float)cols + a.dims.eps);
+    }
+    ctl->scales[threadIdx.x] = scale;
+  }
+}
+
+// persistent_quantize=producer, the writing side, one warp: group g (128
+// values, the lane's four in v0..v3) of token row `row` of an output
+// `width` wide, quantized into the staged row stage `consumer` copies. With
+// a norm (the lane's four of its weights; null: none) the group's sum of
+// squares goes beside it and the codes are of the values times the norm.
+__device__ void pk_put_group(const PersistentArgs &a, int consumer, int width, int row, int g,
+                             float v0, float v1, float v2, float v3, const float *norm) {
+  const int lane = threadIdx.x % 32;
+  if (norm != 0) {
+    const float squares = warp_sum(v0 * v0 + v1 * v1 + v2 * v2 + v3 * v3);
+    if (lane == 0)
+      pk_store(a.q8_sumsq[consumer] + (size_t)row * a.q8_groups + g, squares);
+    v0 *= norm[0], v1 *= norm[1], v2 *= norm[2], v3 *= norm[3];
+  }
+  const Q8Lane q = quantize_lane_values(v0, v1, v2, v3);
+  Q8Record *const records = (Q8Record *)(a.q8[consumer] + (size_t)row * PK_STAGED_ROW_BYTES(width));
+  pk_store(&records[g].q[lane], q.codes);
+  if (lane % 8 == 0)
+    pk_store(&records[g].scale[lane / 8], q.scale);
+  float *const offsets = (float *)(records + width / 128) + 2 * g;
+  if (lane % 16 == 0)
+    pk_store(offsets + lane / 16, q.offset);
 }
 
 // N_MATS matrices of `rows` x `cols` read together (the MLP's gate and up),
@@ -569,6 +646,45 @@ __device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
   }
 }
 
+// persistent_quantize=producer after a matmul instruction of the output
+// projection, gate/up or the down projection has written its rows (one
+// piece): it counts them into each 128-row group they fall in, and the
+// block whose rows complete a group quantizes that group, every token's,
+// for the stage that reads it (the down projection: the next layer's
+// Q/K/V; none after the last layer).
+__device__ void pk_publish_groups(const PersistentArgs &a, const PkInstr &ins, const PkPiece &p,
+                                  PkControl *ctl) {
+  const int consumer = ins.op == PK_OUTPUT ? PK_FFN_UP : ins.op == PK_FFN_UP ? PK_FFN_DOWN : PK_QKV;
+  const float *norm = ins.op == PK_OUTPUT     ? a.layers[ins.layer].ffn_norm
+                      : ins.op == PK_FFN_DOWN ? a.layers[ins.layer + 1].attn_norm
+                                              : 0;
+  const int first = p.row_begin / 128, last = (p.row_end - 1) / 128;
+  __syncthreads(); // the rows are written
+  if (threadIdx.x == 0) {
+    pk_fence(); // publishes them before the counts say so
+    int *const counts = a.group_rows + ((size_t)ins.layer * PK_STAGES + ins.op) * a.q8_groups;
+    for (int w = 0; w < PK_MAX_Q8_GROUPS / 32; ++w)
+      ctl->complete[w] = 0;
+    for (int g = first; g <= last; ++g) {
+      const int begin = p.row_begin > g * 128 ? p.row_begin : g * 128;
+      const int rows = min(p.row_end, (g + 1) * 128) - begin;
+      if (pk_arrive(counts + g, rows) + rows == 128) // acquires the other blocks' rows
+        ctl->complete[(g - first) / 32] |= 1u << ((g - first) % 32);
+    }
+  }
+  __syncthreads();
+  const int lane = threadIdx.x % 32, width = p.rows;
+  for (int item = threadIdx.x / 32; item < (last - first + 1) * a.n_tokens; item += PK_WARPS) {
+    const int k = item / a.n_tokens, t = item % a.n_tokens, g = first + k;
+    if ((ctl->complete[k / 32] >> (k % 32) & 1u) == 0) // the same for the whole warp
+      continue;
+    const U32x4 v = *(const U32x4 *)(p.out + (size_t)t * width + (size_t)g * 128 + 4 * lane);
+    pk_put_group(a, consumer, width, t, g, __uint_as_float(v.x), __uint_as_float(v.y),
+                 __uint_as_float(v.z), __uint_as_float(v.w),
+                 norm != 0 ? norm + (size_t)g * 128 + 4 * lane : 0);
+  }
+}
+
 // A matmul instruction after its wait: every token's input row (times the
 // stage's norm and 1/rms where it has one) staged once, its weights landed,
 // then each piece.
@@ -581,7 +697,11 @@ __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index
   const int cols = ins.op == PK_OUTPUT     ? d.n_head * d.head_dim
                    : ins.op == PK_FFN_DOWN ? d.n_ff
                                            : d.n_embd;
-  pk_stage_inputs(in, norm, d.eps, cols, a.n_tokens, staged, ctl);
+  // Layer 0's Q/K/V read the embeddings, which no instruction wrote.
+  if (a.quantize != 0 && !(ins.op == PK_QKV && ins.layer == 0))
+    pk_copy_inputs(a, ins.op, norm, cols, staged, ctl);
+  else
+    pk_stage_inputs(in, norm, d.eps, cols, a.n_tokens, staged, ctl);
   cp_async_wait<0>();
   __syncthreads(); // every thread's copies have landed
   pk_mark(a, index, PK_MARK_READY);
@@ -596,6 +716,8 @@ __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index
     else
       pk_piece_rows<T, D, 1, PK_ADD>(a, ps.p[i], buffer, staged, ctl);
   }
+  if (a.quantize != 0 && ins.op != PK_QKV && !(ins.op == PK_FFN_DOWN && ins.layer == a.n_layer - 1))
+    pk_publish_groups(a, ins, ps.p[0], ctl);
 }
 
 // Phase 1 of an attention instruction: warp-sized items, each one head row
@@ -627,6 +749,25 @@ __device__ void pk_norm_rope(const float *src, const float *norm, float *dst, in
     dst[i + half] = r1;
   }
   __syncwarp();
+}
+
+// persistent_quantize=producer: one (sequence, KV head)'s finished
+// outputs, from shared memory, quantized group by group into the output
+// projection's staged rows (its group x head_dim columns are whole groups:
+// the host checks).
+__device__ void pk_quantize_attention(const PersistentArgs &a, const PkSequence &sq, int head,
+                                      const PkAttention *s) {
+  if (a.quantize == 0)
+    return;
+  __syncthreads(); // the outputs are in shared memory
+  const PkDims &d = a.dims;
+  const int lane = threadIdx.x % 32, per_head = d.n_head / d.n_head_kv * d.head_dim / 128;
+  for (int item = threadIdx.x / 32; item < sq.n_tokens * per_head; item += PK_WARPS) {
+    const int t = item / per_head, k = item % per_head;
+    const float *const v = &s->out[t][k * 128 + 4 * lane];
+    pk_put_group(a, PK_OUTPUT, d.n_head * d.head_dim, sq.first_token + t, head * per_head + k, v[0],
+                 v[1], v[2], v[3], 0);
+  }
 }
 
 // One sequence and KV head, or one range of its keys (attention_splits >
@@ -771,7 +912,9 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
           l_sum += s->l[w][g] * weight;
           sum += s->acc[w][g][i] * weight;
         }
-      if (splits == 1) {
+      if (splits == 1 && a.quantize != 0) {
+        s->out[t][at] = sum / l_sum;
+      } else if (splits == 1) {
         pk_store(a.attn + (size_t)row * q_width + (size_t)head * group * hd + at, sum / l_sum);
       } else {
         float *const state =
@@ -785,8 +928,10 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
     }
     __syncthreads(); // the states are rewritten for the next token
   }
-  if (splits == 1)
+  if (splits == 1) {
+    pk_quantize_attention(a, sq, head, s);
     return;
+  }
 
   // The last range to arrive merges every range's state into the output.
   if (threadIdx.x == 0) {
@@ -813,8 +958,13 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
       l_sum += state[1] * weight;
       sum += state[2 + i] * weight;
     }
-    pk_store(a.attn + (size_t)row * q_width + (size_t)head * group * hd + g * hd + i, sum / l_sum);
+    if (a.quantize != 0)
+      s->out[t][g * hd + i] = sum / l_sum;
+    else
+      pk_store(a.attn + (size_t)row * q_width + (size_t)head * group * hd + g * hd + i,
+               sum / l_sum);
   }
+  pk_quantize_attention(a, sq, head, s);
 }
 
 template <class T, class D, class KV> __device__ void decode_persistent(const PersistentArgs &a) {
