@@ -43,9 +43,10 @@
 #define PK_MAX_DIM 128
 #define PK_MAX_GROUP 4
 #define PK_DIMS_PER_LANE (PK_MAX_DIM / 32)
-#define PK_MAX_Q8_GROUPS 128 // 128-value groups of a row at most (persistent_quantize=producer)
-#define PK_STAGE_BATCH 4     // input items whose loads a warp issues together
-#define PK_KEY_BATCH 4       // attention: keys whose loads a warp issues together
+#define PK_MAX_Q8_GROUPS 128  // 128-value groups of a row at most (persistent_quantize=producer)
+#define PK_STAGE_BATCH 4      // input items whose loads a warp issues together
+#define PK_KEY_BATCH 4        // attention: keys whose loads a warp issues together
+#define PK_POLLS_PER_CHECK 16 // counter polls per look at the abort flag and the deadline
 
 // Instruction kinds; PK_STAGES counters per layer, one per kind.
 #define PK_QKV 0       // RMSNorm + Q, K, V rows
@@ -305,10 +306,17 @@ __device__ bool pk_wait(const PersistentArgs &a, const PkInstr &ins, int index, 
     if (ins.wait_target > 0) {
       const int *counter = a.counters + ins.wait_counter;
       const long long start = pk_clock_ns();
-      for (;;) {
+      for (int poll = 1;; ++poll) {
         const int observed = pk_load_acquire(counter);
         if (observed >= ins.wait_target)
           break;
+        // The abort flag and the deadline only every PK_POLLS_PER_CHECK
+        // polls: the flag's load is another round trip to L2, and a poll
+        // behind it would see the counter move that much later.
+        if (poll % PK_POLLS_PER_CHECK != 0) {
+          pk_pause(counter, ins.wait_target, &a.status->abort, start + a.deadline_ns + 1);
+          continue;
+        }
         if (pk_load_relaxed(&a.status->abort) != 0) {
           go = 0;
           break;
@@ -838,14 +846,15 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
       for (int r = 0; r < PK_DIMS_PER_LANE; ++r)
         acc[g][r] = 0.0f;
     }
-    // A warp takes PK_KEY_BATCH consecutive keys at a time and issues all
-    // their loads before it uses any: the cache comes from DRAM or L2, and
-    // one key in flight per warp left long contexts waiting on latency.
-    for (int first = warp * PK_KEY_BATCH; first < n_keys; first += PK_WARPS * PK_KEY_BATCH) {
+    // A warp takes PK_KEY_BATCH keys at a time (PK_WARPS apart, so that a
+    // short range still spreads over every warp) and issues all their loads
+    // before it uses any: the cache comes from DRAM or L2, and one key in
+    // flight per warp left long contexts waiting on latency.
+    for (int first = warp; first < n_keys; first += PK_WARPS * PK_KEY_BATCH) {
       float kv[PK_KEY_BATCH][PK_DIMS_PER_LANE], vv[PK_KEY_BATCH][PK_DIMS_PER_LANE];
       BONSAI_UNROLL
       for (int u = 0; u < PK_KEY_BATCH; ++u) {
-        const int idx = first + u;
+        const int idx = first + u * PK_WARPS;
         const bool real = idx < n_keys, cached = idx < hi - lo;
         const int j = cached ? lo + idx : idx - (hi - lo); // a cache position, or a step token
         BONSAI_UNROLL
@@ -868,7 +877,7 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
             if (lane + 32 * r < hd)
               partial += s->q[t][g][lane + 32 * r] * kv[u][r];
           const float dot = warp_sum(partial) * scale; // every lane: the sum is warp-wide
-          score[u] = first + u < n_keys ? dot : BONSAI_NEG_INF;
+          score[u] = first + u * PK_WARPS < n_keys ? dot : BONSAI_NEG_INF;
           batch_max = fmaxf(batch_max, score[u]);
         }
         const float m_new = fmaxf(m[g], batch_max);  // finite: the batch's first key is real
