@@ -149,13 +149,6 @@ std::string producer_quantize_reason(const ModelDims &d) {
   return {};
 }
 
-// The stage's input width: what its staged rows hold.
-int stage_input_width(const ModelDims &d, PersistentStage stage) {
-  return stage == PersistentStage::output     ? d.n_head * d.head_dim
-         : stage == PersistentStage::ffn_down ? d.n_ff
-                                              : d.n_embd;
-}
-
 // Lays out persistent_quantize=producer's buffers: each matmul stage's
 // staged rows for the most tokens, the normed stages' sums of squares, and
 // the group row counts (after the other counts in `control`, which the
@@ -167,7 +160,8 @@ void prepare_producer_quantize(const Device &device, const ModelDims &d, Persist
   for (PersistentStage stage : {PersistentStage::qkv, PersistentStage::output,
                                 PersistentStage::ffn_up, PersistentStage::ffn_down}) {
     p.staged_offsets[static_cast<int>(stage)] = bytes;
-    bytes += static_cast<size_t>(p.max_tokens * int8_staging_bytes(stage_input_width(d, stage)));
+    bytes += static_cast<size_t>(p.max_tokens *
+                                 int8_staging_bytes(persistent_stage_input_width(p.shape, stage)));
   }
   for (PersistentStage stage : {PersistentStage::qkv, PersistentStage::ffn_up}) {
     p.sums_offsets[static_cast<int>(stage)] = bytes;

@@ -11,7 +11,9 @@ int tiles(int rows) {
   return (rows + kPersistentTileRows - 1) / kPersistentTileRows;
 }
 
-const char *stage_name(int op) {
+} // namespace
+
+const char *persistent_stage_name(int op) {
   switch (static_cast<PersistentStage>(op)) {
   case PersistentStage::qkv:
     return "Q/K/V";
@@ -26,6 +28,8 @@ const char *stage_name(int op) {
   }
   return "unknown";
 }
+
+namespace {
 
 // Appends one stage of `layer`: waits for all `wait_count` instructions of
 // the stage counted by `wait_counter` (none when wait_count is 0), signals
@@ -71,10 +75,14 @@ struct StageBuilder {
 
 } // namespace
 
+int persistent_stage_input_width(const PersistentShape &shape, PersistentStage stage) {
+  return stage == PersistentStage::output     ? shape.n_head * shape.head_dim
+         : stage == PersistentStage::ffn_down ? shape.n_ff
+                                              : shape.n_embd;
+}
+
 int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage) {
-  const int cols = stage == PersistentStage::output     ? shape.n_head * shape.head_dim
-                   : stage == PersistentStage::ffn_down ? shape.n_ff
-                                                        : shape.n_embd;
+  const int cols = persistent_stage_input_width(shape, stage);
   const int matrices = stage == PersistentStage::ffn_up ? 2 : 1;
   return kPersistentTileRows * (cols / 128) * shape.block_bytes * matrices;
 }
@@ -132,8 +140,8 @@ std::string describe_persistent_instr(const PersistentInstr &instr) {
   if (instr.op == static_cast<int32_t>(PersistentStage::attention))
     return strformat("layer %d attention (sequence %d, KV head %d, key range %d)", instr.layer,
                      instr.begin, instr.end, instr.part);
-  return strformat("layer %d %s (tiles %d..%d)", instr.layer, stage_name(instr.op), instr.begin,
-                   instr.end - 1);
+  return strformat("layer %d %s (tiles %d..%d)", instr.layer, persistent_stage_name(instr.op),
+                   instr.begin, instr.end - 1);
 }
 
 } // namespace bonsai::cuda

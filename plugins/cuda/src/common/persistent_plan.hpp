@@ -59,6 +59,14 @@ struct PersistentShape {
 // blocks / (sequences x KV heads), between 1 and kPersistentMaxSplits.
 int persistent_attention_splits(int blocks, int n_sequences, int n_head_kv);
 
+// "Q/K/V", "attention", "output projection", "gate/up", "down projection"
+// for a PersistentStage's value ("unknown" for others).
+const char *persistent_stage_name(int op);
+
+// The width of a matmul stage's input: n_head x head_dim for the output
+// projection, n_ff for the down projection, n_embd for Q/K/V and gate/up.
+int persistent_stage_input_width(const PersistentShape &shape, PersistentStage stage);
+
 // Bytes of one tile's weights in a matmul stage (gate/up: of both matrices).
 int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage);
 // The largest of those: the least weight buffer the plan can be cut for.

@@ -8,9 +8,6 @@
 namespace bonsai::cuda {
 namespace {
 
-const char *const kStageNames[kPersistentStages] = {"Q/K/V", "attention", "output projection",
-                                                    "gate/up", "down projection"};
-
 double median(std::vector<double> values) {
   if (values.empty())
     return 0;
@@ -151,9 +148,9 @@ std::string PersistentTraceSummary::report() const {
   for (int s = 0; s < kPersistentStages; ++s) {
     const PersistentStageTiming t = mean(static_cast<PersistentStage>(s));
     spans += t.span;
-    out += strformat("%-18s", kStageNames[s]) + " " + fixed(t.span) + " " + fixed(t.seen) + " " +
-           fixed(t.inputs) + " " + fixed(t.compute) + " " + fixed(t.publish) + " " +
-           fixed(t.trail) + "\n";
+    out += strformat("%-18s", persistent_stage_name(s)) + " " + fixed(t.span) + " " +
+           fixed(t.seen) + " " + fixed(t.inputs) + " " + fixed(t.compute) + " " + fixed(t.publish) +
+           " " + fixed(t.trail) + "\n";
   }
   out += strformat("%-18s", "a layer") + " " + fixed(spans) + "\n";
   out += strformat("a launch: %.1f us from its first mark to its last signal\n",
@@ -180,8 +177,9 @@ std::string persistent_trace_csv(std::span<const PersistentInstr> plan,
                     "t_end,t_signal\n";
   for (size_t i = 0; i < plan.size(); ++i) {
     const PersistentInstr &instr = plan[i];
-    out += strformat("%zu,%zu,%d,%s,%d,%d,%d", i, i % static_cast<size_t>(std::max(blocks, 1)),
-                     instr.layer, kStageNames[instr.op], instr.begin, instr.end, instr.part);
+    out +=
+        strformat("%zu,%zu,%d,%s,%d,%d,%d", i, i % static_cast<size_t>(std::max(blocks, 1)),
+                  instr.layer, persistent_stage_name(instr.op), instr.begin, instr.end, instr.part);
     for (int k = 0; k < kPersistentMarks; ++k)
       out += strformat(",%llu",
                        static_cast<unsigned long long>(marks[i * kPersistentMarks + k] - first));
