@@ -334,25 +334,6 @@ if wanted persistent; then
     bench persistent_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options decode=persistent
     bench persistent_producer "$f" -p 0 -n 128 --backend-options "$producer"
     bench persistent_producer_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$producer"
-  fi
-  # Where a launch's time goes (option persistent_trace): each stage's share
-  # of a layer and what it was spent on, one sequence and eight, on the
-  # smallest and the largest shape.
-  for s in $(echo "$shapes" | awk '{print $1, $NF}' | tr ' ' '\n' | sort -u); do
-    f="$models/$s-q1_0.gguf"
-    [ -f "$f" ] || continue
-    for np in 1 8; do
-      for variant in consumer producer; do
-        name="trace_${s}_np${np}_$variant"
-        step "persistent_$name" 90 "$bin/bonsai" bench -m "$f" --backend cuda -p 0 -n 32 \
-          -np "$np" -r 1 --backend-options \
-          "decode=persistent;persistent_quantize=$variant;persistent_trace=$logs/$name.txt"
-        head -9 "$logs/$name.txt" 2>/dev/null | tee -a "$summary"
-      done
-    done
-  done
-  f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
-  if [ -f "$f" ]; then
     if command -v ncu >/dev/null; then
       step ncu_persistent 90 ncu --section SpeedOfLight --section LaunchStats --section Occupancy \
         -k regex:persistent --launch-skip 4 --launch-count 2 "$bin/bonsai" run -m "$f" \
@@ -360,6 +341,22 @@ if wanted persistent; then
       [ -f "$logs/ncu_persistent.log" ] && ncu_digest "$logs/ncu_persistent.log" >>"$summary"
     fi
   fi
+  # Where a launch's time goes (option persistent_trace): each stage's share
+  # of a layer and what it was spent on, one sequence and eight, on the
+  # smallest and the largest shape.
+  for s in $(echo "$shapes" | awk '{print $1, $NF}' | tr ' ' '\n' | sort -u); do
+    traced="$models/$s-q1_0.gguf"
+    [ -f "$traced" ] || continue
+    for np in 1 8; do
+      for variant in consumer producer; do
+        name="trace_${s}_np${np}_$variant"
+        step "persistent_$name" 90 "$bin/bonsai" bench -m "$traced" --backend cuda -p 0 -n 32 \
+          -np "$np" -r 1 --backend-options \
+          "decode=persistent;persistent_quantize=$variant;persistent_trace=$logs/$name.txt"
+        head -9 "$logs/$name.txt" 2>/dev/null | tee -a "$summary"
+      done
+    done
+  done
 fi
 
 if wanted sanitizer; then
