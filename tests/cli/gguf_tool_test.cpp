@@ -192,5 +192,111 @@ TEST(GgufTool, PerturbedCopyReplacesTheAskedFractionOfBlocks) {
       << mixed.err;
 }
 
+// make-model --layer-gain G: the matrices that write into the residual stream
+// (attn_output, ffn_down) keep their signs and have every scale times G;
+// every other tensor is the same bytes as without it.
+TEST(GgufTool, LayerGainScalesOnlyTheResidualWriters) {
+  TempDir dir;
+  const std::string plain = dir.file("plain.gguf"), quiet = dir.file("quiet.gguf");
+  for (const auto &[path, gain] : {std::pair{plain, "1"}, std::pair{quiet, "0.25"}}) {
+    const auto r = run_gguf_tool({"make-model", "--vocab", kVocab, "--preset", "tiny",
+                                  "--vocab-size", "512", "--layer-gain", gain, "-o", path});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const gguf::File a = gguf::File::open(plain), b = gguf::File::open(quiet);
+  ASSERT_EQ(a.tensors().size(), b.tensors().size());
+  size_t scaled = 0;
+  for (size_t i = 0; i < a.tensors().size(); ++i) {
+    const auto &ta = a.tensors()[i], &tb = b.tensors()[i];
+    ASSERT_EQ(ta.nbytes, tb.nbytes);
+    const bool writer =
+        ta.name.ends_with("attn_output.weight") || ta.name.ends_with("ffn_down.weight");
+    if (!writer) {
+      EXPECT_EQ(std::memcmp(ta.data, tb.data, ta.nbytes), 0) << ta.name;
+      continue;
+    }
+    ++scaled;
+    for (size_t off = 0; off < ta.nbytes; off += sizeof(BlockQ1_0)) {
+      BlockQ1_0 x, y;
+      std::memcpy(&x, ta.data + off, sizeof x);
+      std::memcpy(&y, tb.data + off, sizeof y);
+      ASSERT_EQ(std::memcmp(x.signs, y.signs, sizeof x.signs), 0) << ta.name;
+      // A power of two: the f16 scale is exactly a quarter (no subnormals at this width).
+      ASSERT_EQ(fp16_to_f32(y.d), 0.25f * fp16_to_f32(x.d)) << ta.name << " at " << off;
+    }
+  }
+  EXPECT_EQ(scaled, 8u); // 4 layers x (attn_output, ffn_down)
+  const auto bad = run_gguf_tool({"make-model", "--vocab", kVocab, "--preset", "tiny",
+                                  "--layer-gain", "1001", "-o", dir.file("bad.gguf")});
+  expect_error(bad, 2, "make-model", "--layer-gain must be in [0, 1000]");
+}
+
+// make-model --head-of: the wider model's embedding and LM head rows are the
+// narrower model's followed by zeros, its output norm the narrower one's then
+// ones; with quiet layers in both, the two models choose the same tokens.
+TEST(GgufTool, HeadOfMakesAWiderModelChooseTheNarrowerModelsTokens) {
+  TempDir dir;
+  const std::string draft = dir.file("draft.gguf"), wide = dir.file("wide.gguf"),
+                    loud = dir.file("loud.gguf");
+  const std::vector<std::string> common = {"make-model", "--vocab",      kVocab, "--preset",
+                                           "tiny",       "--vocab-size", "4096"};
+  const auto make = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_gguf_tool(args);
+  };
+  ASSERT_EQ(make({"--untied", "--layer-gain", "0", "-o", draft}).exit_code, 0);
+  const auto made = make({"--untied", "--hidden", "1024", "--seed", "9", "--layer-gain", "0",
+                          "--head-of", draft, "-o", wide});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.out.find("zero-padded to 1024"), std::string::npos) << made.out;
+  ASSERT_EQ(make({"--untied", "--hidden", "1024", "--seed", "9", "--head-of", draft, "-o", loud})
+                .exit_code,
+            0);
+
+  const gguf::File d = gguf::File::open(draft), w = gguf::File::open(wide);
+  for (const char *name : {"token_embd.weight", "output.weight"}) {
+    const auto *td = d.find_tensor(name), *tw = w.find_tensor(name);
+    ASSERT_TRUE(td && tw) << name;
+    ASSERT_EQ(tw->dims, (std::vector<int64_t>{1024, 4096})) << name;
+    const size_t narrow = 4 * sizeof(BlockQ1_0), row = 8 * sizeof(BlockQ1_0);
+    for (size_t r = 0; r < 4096; ++r) {
+      ASSERT_EQ(std::memcmp(tw->data + r * row, td->data + r * narrow, narrow), 0) << name;
+      for (size_t k = narrow; k < row; ++k)
+        ASSERT_EQ(tw->data[r * row + k], 0) << name << " row " << r;
+    }
+  }
+  const auto *nd = d.find_tensor("output_norm.weight"), *nw = w.find_tensor("output_norm.weight");
+  ASSERT_TRUE(nd && nw);
+  std::vector<float> norm(1024);
+  std::memcpy(norm.data(), nw->data, nw->nbytes);
+  EXPECT_EQ(std::memcmp(norm.data(), nd->data, nd->nbytes), 0);
+  for (size_t i = 512; i < 1024; ++i)
+    ASSERT_EQ(norm[i], 1.0f) << i;
+
+  // Zero columns scale RMSNorm's output by a constant, so the argmax of
+  // every step is the draft's: the same greedy text. With loud layers, not.
+  const auto text = [](const std::string &model) {
+    const auto r = run_bonsai({"run", "-m", model, "-p", "Once upon a time", "-n", "12", "--temp",
+                               "0", "--ignore-eos", "--no-chat", "-t", "2"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string expected = text(draft);
+  EXPECT_FALSE(expected.empty());
+  EXPECT_EQ(text(wide), expected);
+  EXPECT_NE(text(loud), expected);
+
+  expect_error(make({"--hidden", "256", "--heads", "2", "--kv-heads", "1", "--head-of", draft, "-o",
+                     dir.file("narrow.gguf")}),
+               1, "make-model", "more than the new model's 256");
+  expect_error(
+      make({"--hidden", "1024", "--type", "q2_0", "--head-of", draft, "-o", dir.file("q2.gguf")}),
+      1, "make-model", "pass --type q1_0");
+  expect_error(
+      make({"--hidden", "1024", "--tied", "--head-of", draft, "-o", dir.file("tied.gguf")}), 1,
+      "make-model", "pass --untied");
+}
+
 } // namespace
 } // namespace bonsai::test

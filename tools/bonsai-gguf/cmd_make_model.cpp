@@ -15,6 +15,7 @@
 #include "bonsai/core/gguf.hpp"
 #include "command.hpp"
 #include "command_line.hpp"
+#include "make_model_head.hpp"
 #include "make_model_perturb.hpp"
 #include "make_model_vocab.hpp"
 #include "make_model_weights.hpp"
@@ -243,12 +244,15 @@ struct Options {
   std::string output;
   std::string name;
   uint64_t seed = 1;
+  float layer_gain = 1.0f;            // on the matrices that write into the residual stream
+  std::optional<std::string> head_of; // the model whose embedding, head and norm are padded in
   std::optional<PerturbSpec> perturb; // --perturb-of: a copy, not a new model
 };
 
 const char *kSynopsis =
     "make-model --vocab VOCAB.gguf -o OUT.gguf [--preset 1.7b|4b|8b|27b|tiny|tiny-q35]\n"
     "                              [shape options] [--type TYPE] [--seed N]\n"
+    "                              [--layer-gain G] [--head-of MODEL.gguf]\n"
     "       make-model --perturb-of MODEL.gguf --perturb P -o OUT.gguf [--seed N]";
 const char *kAbout =
     "Writes a Qwen3 GGUF with random weights of the given shape (27b and tiny-q35:\n"
@@ -259,7 +263,10 @@ const char *kAbout =
     "padded with [PAD{id}] (or cut, keeping control tokens) to --vocab-size rows.\n"
     "With --perturb-of, writes a copy of MODEL in which a fraction P of the blocks of\n"
     "every quantized matrix is replaced by other blocks of the same matrix: a draft\n"
-    "that agrees with MODEL less as P grows (docs/speculative.md).";
+    "that agrees with MODEL less as P grows (docs/speculative.md).\n"
+    "--layer-gain and --head-of make drafts of known agreement across shapes: two\n"
+    "models with quiet layers and one shared (zero-padded) embedding and LM head\n"
+    "choose the same next tokens; the gain sets how far the layers move them apart.";
 
 Options parse(const std::vector<std::string> &args, bool &help) {
   CommandLine command_line("make-model", kSynopsis, kAbout);
@@ -281,6 +288,8 @@ Options parse(const std::vector<std::string> &args, bool &help) {
     ("untied", po::bool_switch(), "separate output.weight (8b, tiny and custom default)")
     ("seed", po::value<uint64_t>()->value_name("N")->default_value(1), "random seed")
     ("name", po::value<std::string>()->value_name("TEXT"), "general.name")
+    ("layer-gain", po::value<double>()->value_name("G"), "scale attn_output, ffn_down and ssm_out by G in [0, 1000] (default 1; near 0 the layers barely change the residual stream)")
+    ("head-of", po::value<std::string>()->value_name("MODEL.gguf"), "take MODEL's token embedding, LM head and output norm (same vocabulary and --type, narrower), zero-padded to --hidden")
     ("perturb-of", po::value<std::string>()->value_name("MODEL.gguf"), "copy this model with some blocks replaced (with --perturb)")
     ("perturb", po::value<double>()->value_name("P"), "fraction of each matrix's blocks replaced, in [0, 1]");
   // clang-format on
@@ -294,8 +303,9 @@ Options parse(const std::vector<std::string> &args, bool &help) {
     require(vm.count("perturb-of") && vm.count("perturb"),
             "--perturb-of MODEL.gguf and --perturb P go together");
     require(vm.count("output"), "-o OUT.gguf is required");
-    for (const char *key : {"vocab", "preset", "hidden", "layers", "heads", "kv-heads", "ffn",
-                            "head-dim", "vocab-size", "context-length", "name"})
+    for (const char *key :
+         {"vocab", "preset", "hidden", "layers", "heads", "kv-heads", "ffn", "head-dim",
+          "vocab-size", "context-length", "name", "layer-gain", "head-of"})
       require(!vm.count(key), std::string("--") + key + " does not apply to --perturb-of");
     o.perturb = PerturbSpec{vm["perturb-of"].as<std::string>(), vm["output"].as<std::string>(),
                             vm["perturb"].as<double>(), vm["seed"].as<uint64_t>()};
@@ -341,24 +351,56 @@ Options parse(const std::vector<std::string> &args, bool &help) {
   if (tied || untied)
     o.shape.tied = tied;
   validate(o.shape, o.type);
+  if (vm.count("layer-gain")) {
+    const double gain = vm["layer-gain"].as<double>();
+    require(gain >= 0.0 && gain <= 1000.0, "--layer-gain must be in [0, 1000]");
+    o.layer_gain = static_cast<float>(gain);
+  }
+  if (vm.count("head-of"))
+    o.head_of = vm["head-of"].as<std::string>();
   o.name = vm.count("name") ? vm["name"].as<std::string>()
                             : "bonsai-" + shape_name + "-" + type + "-synthetic";
   return o;
 }
 
-void add_weights(gguf::Writer &w, const Options &o, int64_t &n_params) {
+// The matrices whose outputs are added to the residual stream: scaling them
+// scales each layer's whole contribution.
+bool writes_residual(const std::string &name) {
+  for (const char *suffix : {".attn_output.weight", ".ffn_down.weight", ".ssm_out.weight"})
+    if (name.ends_with(suffix))
+      return true;
+  return false;
+}
+
+// The borrowed tensor of that name, or nullptr.
+std::vector<uint8_t> *borrowed(BorrowedHead *head, const std::string &name) {
+  if (head == nullptr)
+    return nullptr;
+  if (name == "token_embd.weight")
+    return &head->token_embd;
+  if (name == "output.weight")
+    return &head->output;
+  if (name == "output_norm.weight")
+    return &head->output_norm;
+  return nullptr;
+}
+
+void add_weights(gguf::Writer &w, const Options &o, BorrowedHead *head, int64_t &n_params) {
   for (PlannedTensor &t : plan_tensors(o.shape)) {
     int64_t elements = 1;
     for (int64_t d : t.dims)
       elements *= d;
     n_params += elements;
     const uint64_t seed = tensor_seed(o.seed, t.name);
-    if (t.floats) {
+    if (std::vector<uint8_t> *bytes = borrowed(head, t.name)) {
+      w.add_tensor(t.name, t.floats ? GgmlType::F32 : o.type, std::move(t.dims), std::move(*bytes));
+    } else if (t.floats) {
       const RandomFloatSpec spec{seed, t.floats->low, t.floats->high};
       w.add_tensor_filled(t.name, GgmlType::F32, std::move(t.dims),
                           [spec](std::span<uint8_t> out) { fill_random_floats(spec, out); });
     } else {
-      const RandomMatrixSpec spec{o.type, t.dims[0], seed};
+      const RandomMatrixSpec spec{o.type, t.dims[0], seed,
+                                  writes_residual(t.name) ? o.layer_gain : 1.0f};
       w.add_tensor_filled(t.name, o.type, std::move(t.dims),
                           [spec](std::span<uint8_t> out) { fill_random_matrix(spec, out); });
     }
@@ -379,12 +421,16 @@ int run_make_model(const std::vector<std::string> &args) {
   const gguf::File vocab = gguf::File::open(o.vocab_path);
   const FittedVocab fitted = fit_vocabulary(vocab, o.shape.vocab);
 
+  std::optional<BorrowedHead> head;
+  if (o.head_of)
+    head = borrow_head({*o.head_of, o.type, o.shape.hidden, o.shape.vocab, o.shape.tied});
+
   gguf::Writer w;
   set_hyperparameters(w, o.shape, o.type, o.name);
   for (const auto &[key, value] : fitted.keys)
     w.set(key, value);
   int64_t n_params = 0;
-  add_weights(w, o, n_params);
+  add_weights(w, o, head ? &*head : nullptr, n_params);
   w.write(o.output);
 
   const double seconds =
@@ -421,6 +467,14 @@ int run_make_model(const std::vector<std::string> &args) {
               static_cast<long long>(n_params),
               std::string(type_name(static_cast<uint32_t>(o.type))).c_str(),
               static_cast<unsigned long long>(o.seed));
+  if (head)
+    std::printf("  head: token embedding, LM head and output norm of %s (width %lld, "
+                "zero-padded to %lld)\n",
+                o.head_of->c_str(), static_cast<long long>(head->source_hidden),
+                static_cast<long long>(s.hidden));
+  if (o.layer_gain != 1.0f)
+    std::printf("  layer gain: attn_output, ffn_down and ssm_out scaled by %g\n",
+                static_cast<double>(o.layer_gain));
   std::printf("  size: %llu bytes (%.1f MiB) in %.2f s\n", static_cast<unsigned long long>(bytes),
               static_cast<double>(bytes) / (1024.0 * 1024.0), seconds);
   return 0;

@@ -131,19 +131,21 @@ void fill_random_matrix(const RandomMatrixSpec &spec, std::span<uint8_t> out) {
     throw Error("random weights need a positive input width, got " +
                 std::to_string(spec.in_features));
   FastRng rng(spec.seed);
-  const float inv_sqrt_in = 1.0f / std::sqrt(static_cast<float>(spec.in_features));
+  if (!(spec.gain >= 0.0f && spec.gain <= 1000.0f))
+    throw Error("random weights: the gain must be in [0, 1000], got " + std::to_string(spec.gain));
+  const float base_scale = spec.gain / std::sqrt(static_cast<float>(spec.in_features));
   switch (spec.type) {
   case GgmlType::Q1_0:
     if (out.size() % sizeof(BlockQ1_0) != 0)
       break;
-    return fill_q1_blocks(rng, inv_sqrt_in, out);
+    return fill_q1_blocks(rng, base_scale, out);
   case GgmlType::Q2_0:
     if (out.size() % sizeof(BlockQ2_0) != 0)
       break;
-    return fill_q2_blocks(rng, std::sqrt(1.5f) * inv_sqrt_in, out);
+    return fill_q2_blocks(rng, std::sqrt(1.5f) * base_scale, out);
   default:
     if (traits_of(spec.type).ternary)
-      return fill_other_ternary(spec, rng, std::sqrt(1.5f) * inv_sqrt_in, out);
+      return fill_other_ternary(spec, rng, std::sqrt(1.5f) * base_scale, out);
     throw Error("random weights can only be made as q1_0 or a ternary type, not " +
                 std::string(type_name(static_cast<uint32_t>(spec.type))));
   }

@@ -29,13 +29,14 @@ struct RandomMatrixSpec {
   GgmlType type = GgmlType::Q1_0; // Q1_0 or a ternary type
   int64_t in_features = 0;        // ne0: sets the scale so outputs stay O(1)
   uint64_t seed = 0;
+  float gain = 1.0f; // multiplies every block's scale (make-model --layer-gain)
 };
 
 // Fills `out` (whole blocks) with random blocks: Q1_0 random sign bits, Q2_0
 // random codes 0..2 (other ternary types: the same, converted exactly); each block's d = c /
-// sqrt(in_features) * U[0.5, 1.5) with c = 1 (Q1_0) or sqrt(1.5) (Q2_0, a third of whose weights
-// are zero), so a row dotted with an O(1) vector gives O(1). Throws bonsai::Error for another type
-// or a size that is not a whole number of blocks.
+// sqrt(in_features) * U[0.5, 1.5) * gain with c = 1 (Q1_0) or sqrt(1.5) (Q2_0, a third of whose
+// weights are zero), so a row dotted with an O(1) vector gives O(1). Throws bonsai::Error for
+// another type or a size that is not a whole number of blocks.
 void fill_random_matrix(const RandomMatrixSpec &spec, std::span<uint8_t> out);
 
 struct RandomFloatSpec {
