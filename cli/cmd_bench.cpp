@@ -30,6 +30,7 @@
 
 #include "bench_progress.hpp"
 #include "bench_report.hpp"
+#include "bench_sizes.hpp"
 #include "bonsai/engine.hpp"
 #include "commands.hpp"
 #include "engine_setup.hpp"
@@ -314,20 +315,15 @@ int bench_command(const Args &argv) {
     return kExitOk;
   parse_lists(a);
   const int32_t max_depth = largest(a.depth);
-  // Size the context and the batch to the tests unless the user chose. The
-  // engine holds n_batch to n_ctx, and a decode step of -np P sequences
-  // carries P tokens: the context is at least P, or -n 4 -np 8 could not run.
-  // A drafted row also holds its one-token prompt and, at its end, proposals.
+  // Size the context and the batch to the tests unless the user chose
+  // (bench_sizes.hpp).
+  const BenchSizes sizes =
+      bench_sizes({largest(a.n_prompt), largest(a.n_gen), max_depth, largest(a.parallel),
+                   draft_args.any() ? draft_args.options.max : 0});
   if (!command_line.given("ctx-size"))
-    a.engine.n_ctx = max_depth +
-                     std::max({largest(a.n_prompt), largest(a.n_gen), largest(a.parallel), 1}) +
-                     (draft_args.any() ? 1 + draft_args.options.max : 0);
-  // With -np P a step carries P sequences' tokens: ppN x P in one step when
-  // it fits 4096 tokens, else in chunks.
+    a.engine.n_ctx = sizes.n_ctx;
   if (!command_line.given("batch-size"))
-    a.engine.n_batch = std::max(
-        {std::min(largest(a.n_prompt) * largest(a.parallel), std::max(4096, largest(a.n_prompt))),
-         std::min(max_depth, 512), largest(a.parallel), 1});
+    a.engine.n_batch = sizes.n_batch;
 
   const BenchFormat format = *parse_bench_format(a.output);
   BenchProgress progress(count_tests(a, draft_args.any()), a.engine.progress);
