@@ -459,8 +459,10 @@ fi
 # proposals were kept.
 if wanted speculative; then
   section "speculative decoding (bonsai bench -md, greedy, tg128)"
-  small="$models/$(echo "$shapes" | awk '{print $1}')-q1_0.gguf"
-  big="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
+  small_shape=$(echo "$shapes" | awk '{print $1}')
+  big_shape=$(echo "$shapes" | awk '{print $NF}')
+  small="$models/$small_shape-q1_0.gguf"
+  big="$models/$big_shape-q1_0.gguf"
   if [ -f "$small" ] && [ -f "$big" ] && [ "$small" != "$big" ]; then
     bench spec_draft_small "$big" -p 0 -n 128 -md "$small"
     grep -h 'kept' "$logs/spec_draft_small.log" >>"$summary" 2>/dev/null
@@ -474,8 +476,6 @@ if wanted speculative; then
       --draft-p-min 0
     grep -h 'kept' "$logs/spec_perturbed_$p.log" >>"$summary" 2>/dev/null
   done
-  small_shape=$(echo "$shapes" | awk '{print $1}')
-  big_shape=$(echo "$shapes" | awk '{print $NF}')
   pair_draft="$models/pair-draft-$small_shape.gguf"
   if [ "$small_shape" != "$big_shape" ]; then
     [ -f "$pair_draft" ] || "$bin/bonsai-gguf" make-model --preset "$small_shape" --untied \

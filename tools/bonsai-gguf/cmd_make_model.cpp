@@ -353,7 +353,8 @@ Options parse(const std::vector<std::string> &args, bool &help) {
   validate(o.shape, o.type);
   if (vm.count("layer-gain")) {
     const double gain = vm["layer-gain"].as<double>();
-    require(gain >= 0.0 && gain <= 1000.0, "--layer-gain must be in [0, 1000]");
+    require(gain >= 0.0 && gain <= kMaxRandomGain, "--layer-gain must be in [0, 1000]");
+    static_assert(kMaxRandomGain == 1000.0f, "the message above names the bound");
     o.layer_gain = static_cast<float>(gain);
   }
   if (vm.count("head-of"))

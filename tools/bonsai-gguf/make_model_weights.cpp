@@ -131,8 +131,9 @@ void fill_random_matrix(const RandomMatrixSpec &spec, std::span<uint8_t> out) {
     throw Error("random weights need a positive input width, got " +
                 std::to_string(spec.in_features));
   FastRng rng(spec.seed);
-  if (!(spec.gain >= 0.0f && spec.gain <= 1000.0f))
-    throw Error("random weights: the gain must be in [0, 1000], got " + std::to_string(spec.gain));
+  if (!(spec.gain >= 0.0f && spec.gain <= kMaxRandomGain))
+    throw Error("random weights: the gain must be in [0, " + std::to_string(kMaxRandomGain) +
+                "], got " + std::to_string(spec.gain));
   const float base_scale = spec.gain / std::sqrt(static_cast<float>(spec.in_features));
   switch (spec.type) {
   case GgmlType::Q1_0:

@@ -32,6 +32,10 @@ struct RandomMatrixSpec {
   float gain = 1.0f; // multiplies every block's scale (make-model --layer-gain)
 };
 
+// The largest gain: keeps every block's f16 scale far below f16's largest
+// value at any input width.
+constexpr float kMaxRandomGain = 1000.0f;
+
 // Fills `out` (whole blocks) with random blocks: Q1_0 random sign bits, Q2_0
 // random codes 0..2 (other ternary types: the same, converted exactly); each block's d = c /
 // sqrt(in_features) * U[0.5, 1.5) * gain with c = 1 (Q1_0) or sqrt(1.5) (Q2_0, a third of whose
