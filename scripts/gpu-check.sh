@@ -229,6 +229,10 @@ if [ "$mode" = fake ]; then
     BONSAI_PLUGIN_OPTIONS="decode=persistent;persistent_quantize=producer" "$bin/test_golden" \
     --gtest_filter='*/tiny_q1_decode_persistent_persistent_quantize_producer:*/tiny_q2_decode_persistent_persistent_quantize_producer'
   grep -h '^\[ golden' "$logs/golden_persistent_producer.log" >>"$summary" 2>/dev/null
+  step golden_persistent_mma 600 env \
+    BONSAI_PLUGIN_OPTIONS="decode=persistent;persistent_matmul=mma" "$bin/test_golden" \
+    --gtest_filter='*/tiny_q1_decode_persistent_persistent_matmul_mma:*/tiny_q2_decode_persistent_persistent_matmul_mma'
+  grep -h '^\[ golden' "$logs/golden_persistent_mma.log" >>"$summary" 2>/dev/null
   # qwen35 through the plugin's own layers (ABI 1.2 layer kinds): the golden
   # logits of both tiny qwen35 models.
   step golden_qwen35 600 "$bin/test_golden" --gtest_filter='*LayerKinds.PromptLogits*'
@@ -309,14 +313,22 @@ if wanted persistent; then
   step golden_persistent_producer 150 env BONSAI_PLUGIN_OPTIONS="$producer" "$bin/test_golden" \
     --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
   grep -h '^\[ golden' "$logs/golden_persistent_producer.log" >>"$summary" 2>/dev/null
+  # persistent_matmul=mma (steps of several tokens on the int8 MMA): the
+  # same, and every step of its sanitizer runs has 3 tokens.
+  mma="decode=persistent;persistent_matmul=mma"
+  step golden_persistent_mma 150 env BONSAI_PLUGIN_OPTIONS="$mma" "$bin/test_golden" \
+    --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
+  grep -h '^\[ golden' "$logs/golden_persistent_mma.log" >>"$summary" 2>/dev/null
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
-      for variant in consumer producer; do
+      for variant in consumer producer mma; do
         name="persistent_sanitizer_$tool"
-        [ "$variant" = producer ] && name="${name}_producer"
+        options="decode=persistent"
+        [ "$variant" = producer ] && name="${name}_producer" && options="$producer"
+        [ "$variant" = mma ] && name="${name}_mma" && options="$mma"
         step "$name" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
           "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1 \
-          --backend-options "decode=persistent;persistent_quantize=$variant"
+          --backend-options "$options"
         grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/$name.log" >>"$summary"
       done
     done
@@ -334,6 +346,7 @@ if wanted persistent; then
     bench persistent_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options decode=persistent
     bench persistent_producer "$f" -p 0 -n 128 --backend-options "$producer"
     bench persistent_producer_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$producer"
+    bench persistent_mma_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$mma"
     if command -v ncu >/dev/null; then
       step ncu_persistent 90 ncu --section SpeedOfLight --section LaunchStats --section Occupancy \
         -k regex:persistent --launch-skip 4 --launch-count 2 "$bin/bonsai" run -m "$f" \
@@ -348,11 +361,13 @@ if wanted persistent; then
     traced="$models/$s-q1_0.gguf"
     [ -f "$traced" ] || continue
     for np in 1 8; do
-      for variant in consumer producer; do
+      for variant in consumer producer mma; do
+        [ "$variant" = mma ] && [ "$np" = 1 ] && continue # single tokens: dp4a either way
         name="trace_${s}_np${np}_$variant"
+        options="decode=persistent;persistent_quantize=$variant"
+        [ "$variant" = mma ] && options="$mma"
         step "persistent_$name" 90 "$bin/bonsai" bench -m "$traced" --backend cuda -p 0 -n 32 \
-          -np "$np" -r 1 --backend-options \
-          "decode=persistent;persistent_quantize=$variant;persistent_trace=$logs/$name.txt"
+          -np "$np" -r 1 --backend-options "$options;persistent_trace=$logs/$name.txt"
         head -9 "$logs/$name.txt" 2>/dev/null | tee -a "$summary"
       done
     done

@@ -216,6 +216,11 @@ inline float __shfl_xor_sync(unsigned /*mask*/, float value, int offset) {
 inline float __uint_as_float(unsigned bits) {
   return emu::bits_to_float(bits);
 }
+inline unsigned __float_as_uint(float value) {
+  unsigned bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
 inline float __int_as_float(int bits) {
   return emu::bits_to_float(static_cast<uint32_t>(bits));
 }

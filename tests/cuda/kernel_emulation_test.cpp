@@ -17,8 +17,9 @@
 #include "random_floats.hpp"
 // The kernel files, compiled as C++ (they are at global scope, as in NVRTC).
 #include "common_prelude.cuh"
-// The int8 record format, before the two kernel files that use it.
+// The int8 record format and MMA, before the kernel files that use them.
 #include "int8_input.cuh"
+#include "int8_mma.cuh"
 
 #include "attention_tc.cuh"
 #include "gemv_dp4a.cuh"

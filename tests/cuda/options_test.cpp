@@ -146,6 +146,13 @@ TEST(CudaOptions, PersistentInputsAreQuantizedByTheirReadersUnlessProducerIsAske
                  "persistent_quantize=both: expected consumer or producer");
 }
 
+TEST(CudaOptions, PersistentStepsMultiplyWithDp4aUnlessMmaIsAskedFor) {
+  EXPECT_FALSE(parse_options(nullptr).persistent_mma);
+  EXPECT_FALSE(parse_options("persistent_matmul=dp4a").persistent_mma);
+  EXPECT_TRUE(parse_options("persistent_matmul=mma").persistent_mma);
+  expect_refused("persistent_matmul=wmma", "persistent_matmul=wmma: expected dp4a or mma");
+}
+
 TEST(CudaOptions, PersistentTraceIsOffUnlessGivenAFile) {
   EXPECT_EQ(parse_options(nullptr).persistent_trace, "");
   EXPECT_EQ(parse_options("persistent_trace=/tmp/trace.txt").persistent_trace, "/tmp/trace.txt");

@@ -106,6 +106,30 @@ TEST(CudaPersistentDecode, ProducerQuantizedInputsKeepTheReferenceTokensAndLogit
   EXPECT_GT(cosine(producers, readers), 0.999999);
 }
 
+// persistent_matmul=mma: steps of several tokens (the 8-token prompt here;
+// single tokens stay on dp4a) multiply on the int8 MMA. The same int8
+// products summed in another order: the reference's greedy tokens, and the
+// prompt's logits next to the dp4a path's.
+TEST(CudaPersistentDecode, MmaStepsKeepTheReferenceTokensAndLogits) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const std::string mma = std::string(kPersistent) + ";persistent_matmul=mma";
+  {
+    const LevelGuard level;
+    testing::internal::CaptureStderr();
+    const bonsai::Engine engine = open_tiny_q1_cuda(mma);
+    bonsai::Session session = engine.create_session();
+    const std::vector<int32_t> greedy = tiny_q1_greedy(session);
+    const std::string log = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(greedy, kTinyQ1Greedy);
+    EXPECT_THAT(log, HasSubstr("steps of several tokens multiplied with the int8 MMA"));
+  }
+  const std::vector<float> dp4a = prompt_logits(open_tiny_q1_cuda(kPersistent));
+  const std::vector<float> tensor = prompt_logits(open_tiny_q1_cuda(mma));
+  ASSERT_EQ(tensor.size(), dp4a.size());
+  EXPECT_GT(cosine(tensor, dp4a), 0.999999);
+}
+
 // Each fault breaks one rule of the kernel's protocol; the emulator must
 // turn every one of them into numbers that fail the golden gate (cosine
 // 0.9995 against the right ones), whatever order the blocks run in.

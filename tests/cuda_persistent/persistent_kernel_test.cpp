@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "persistent_plan.hpp"
@@ -28,6 +29,7 @@
 #include "common_prelude.cuh"
 #include "int8_input.cuh"
 #include "gemv_dp4a.cuh"
+#include "int8_mma.cuh"
 #include "persistent.cuh"
 // clang-format on
 
@@ -107,12 +109,20 @@ struct StepResult {
 };
 
 // How a step is launched: each (sequence, KV head)'s attention cut into
-// `splits` key ranges; with the trace buffer; with persistent_quantize=producer.
+// `splits` key ranges; with the trace buffer; with persistent_quantize=producer;
+// with persistent_matmul=mma (steps of several tokens on the int8 MMA).
 struct Launch {
   int splits = 3;
   bool traced = false;
   bool producer = false;
+  bool mma = false;
 };
+
+// The int8 MMA operands of a weight type.
+template <class T> struct MmaOf;
+template <> struct MmaOf<TypeQ1_0> { using type = MmqQ1_0; };
+template <> struct MmaOf<TypeQ2_0> { using type = MmqQ2_0; };
+template <class T> using mma_of = typename MmaOf<T>::type;
 
 // One step of the kernel over `parts` (at most 8 sequences and tokens).
 template <class T, class D, class KV>
@@ -176,7 +186,8 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   a.n_tokens = n_tokens;
   a.n_sequences = static_cast<int>(parts.size());
   const int max_cols = std::max({s.n_embd, s.n_head * s.head_dim, s.n_ff});
-  a.weights_offset = static_cast<int>(PK_SHARED_BYTES(max_cols, n_tokens));
+  a.weights_offset = static_cast<int>(PK_SHARED_BYTES(max_cols, n_tokens, how.mma));
+  a.mma = how.mma ? 1 : 0;
   a.partials = partials.data();
   a.arrivals = arrivals.data();
   a.attention_splits = splits;
@@ -214,7 +225,7 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   emu::lose_signal_at = fault == Fault::lost_signal ? 5 : 0;
   emu::schedule_seed = seed;
   emu::launch_cooperative({kBlocks, 1, 1}, PK_THREADS, a.weights_offset + shape.weight_buffer_bytes,
-                          [&] { decode_persistent<T, D, KV>(a); });
+                          [&] { decode_persistent<T, D, mma_of<T>, KV>(a); });
   emu::ignore_fences = false;
   emu::lose_signal_at = 0;
   for (auto &p : parts)
@@ -274,40 +285,48 @@ double decode_against_reference(uint32_t type, Fault fault, unsigned seed, Launc
   return worst;
 }
 
-const char *mode(bool producer) {
-  return producer ? "producer-quantized inputs" : "inputs staged by each block";
+// The ways a step's matmuls get their inputs and multiply: inputs staged
+// by every block or quantized by their producers
+// (persistent_quantize=producer), steps of several tokens with dp4a or on
+// the int8 MMA (persistent_matmul=mma).
+constexpr Launch kModes[] = {
+    {}, {.producer = true}, {.mma = true}, {.producer = true, .mma = true}};
+
+std::string mode(const Launch &how) {
+  return std::string(how.producer ? "producer-quantized inputs" : "inputs staged by each block") +
+         (how.mma ? ", int8 MMA" : ", dp4a");
 }
 
 // Attention whole, and cut into 3 and 5 key ranges: with up to 6 cached
 // keys, some ranges get none (their states must add nothing) and the last
-// one also takes the step's own keys. Each with the inputs staged by every
-// block and quantized by their producers (persistent_quantize=producer).
+// one also takes the step's own keys. Each in every mode (kModes).
 TEST(PersistentKernel, Q1_0DecodeMatchesTheFloat64Reference) {
-  for (bool producer : {false, true})
+  for (Launch how : kModes)
     for (int splits : {1, 3, 5})
       for (unsigned seed : {1u, 99u}) {
-        const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(
-            kQ1_0, Fault::none, seed, {.splits = splits, .producer = producer});
+        how.splits = splits;
+        const double worst =
+            decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, Fault::none, seed, how);
         std::printf("[ persistent ] q1_0, f32 cache, %d key ranges, seed %u, %s: min cosine %.8f\n",
-                    splits, seed, mode(producer), worst);
+                    splits, seed, mode(how).c_str(), worst);
         EXPECT_GE(worst, kGoldenCosine);
       }
 }
 
 TEST(PersistentKernel, Q2_0DecodeMatchesTheFloat64Reference) {
-  for (bool producer : {false, true}) {
-    const double worst = decode_against_reference<TypeQ2_0, Dp4aQ2_0, float>(
-        kQ2_0, Fault::none, 5, {.producer = producer});
-    std::printf("[ persistent ] q2_0, f32 cache, %s: min cosine %.8f\n", mode(producer), worst);
+  for (const Launch &how : kModes) {
+    const double worst =
+        decode_against_reference<TypeQ2_0, Dp4aQ2_0, float>(kQ2_0, Fault::none, 5, how);
+    std::printf("[ persistent ] q2_0, f32 cache, %s: min cosine %.8f\n", mode(how).c_str(), worst);
     EXPECT_GE(worst, kGoldenCosine);
   }
 }
 
 TEST(PersistentKernel, F16CacheDecodeMatchesTheFloat64Reference) {
-  for (bool producer : {false, true}) {
-    const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, u16>(kQ1_0, Fault::none, 7,
-                                                                           {.producer = producer});
-    std::printf("[ persistent ] q1_0, f16 cache, %s: min cosine %.8f\n", mode(producer), worst);
+  for (const Launch &how : kModes) {
+    const double worst =
+        decode_against_reference<TypeQ1_0, Dp4aQ1_0, u16>(kQ1_0, Fault::none, 7, how);
+    std::printf("[ persistent ] q1_0, f16 cache, %s: min cosine %.8f\n", mode(how).c_str(), worst);
     EXPECT_GE(worst, kGoldenCosine);
   }
 }
@@ -322,7 +341,8 @@ TEST(PersistentKernel, LongContextDecodeMatchesTheFloat64Reference) {
   const bonsai::test::RefModel ref = host.reference();
   DeviceModel dev(host);
   for (const Launch how :
-       {Launch{.splits = 1}, Launch{.splits = 3}, Launch{.splits = 1, .producer = true}}) {
+       {Launch{.splits = 1}, Launch{.splits = 3}, Launch{.splits = 1, .producer = true},
+        Launch{.splits = 3, .mma = true}}) {
     bonsai::test::RefForward reference(ref);
     Sequence<float> seq(host.shape);
     double worst = 1.0;
@@ -339,7 +359,7 @@ TEST(PersistentKernel, LongContextDecodeMatchesTheFloat64Reference) {
     }
     EXPECT_EQ(seq.length, 66);
     std::printf("[ persistent ] 66 positions, %d key ranges, %s: min cosine %.8f\n", how.splits,
-                mode(how.producer), worst);
+                mode(how).c_str(), worst);
     EXPECT_GE(worst, kGoldenCosine);
   }
 }
@@ -351,8 +371,7 @@ TEST(PersistentKernel, TwoSequencesInOneStepEachMatchTheirReference) {
   const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
   const bonsai::test::RefModel ref = host.reference();
   DeviceModel dev(host);
-  for (bool producer : {false, true}) {
-    const Launch how{.producer = producer};
+  for (const Launch &how : kModes) {
     bonsai::test::RefForward ref_a(ref), ref_b(ref);
     Sequence<float> a(host.shape), b(host.shape);
     run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&b, {5, 6, 7}}}, Fault::none, 3, how);
@@ -363,7 +382,7 @@ TEST(PersistentKernel, TwoSequencesInOneStepEachMatchTheirReference) {
     const double a0 = cosine(logits_of(r.x, 0, ref), ref_a.step(11));
     const double a1 = cosine(logits_of(r.x, 1, ref), ref_a.step(12));
     const double b0 = cosine(logits_of(r.x, 2, ref), ref_b.step(13));
-    std::printf("[ persistent ] two sequences, %s: cosines %.8f %.8f %.8f\n", mode(producer), a0,
+    std::printf("[ persistent ] two sequences, %s: cosines %.8f %.8f %.8f\n", mode(how).c_str(), a0,
                 a1, b0);
     EXPECT_GE(a0, kGoldenCosine);
     EXPECT_GE(a1, kGoldenCosine);
@@ -381,8 +400,7 @@ TEST(PersistentKernel, EightTokensMatchTheReferenceAndReadEachWeightOnce) {
   const HostModel host = bonsai::conformance::random_model(small_shape(), kQ2_0, rng);
   const bonsai::test::RefModel ref = host.reference();
   DeviceModel dev(host);
-  for (bool producer : {false, true}) {
-    const Launch how{.producer = producer};
+  for (const Launch &how : kModes) {
     Sequence<float> one(host.shape), eight(host.shape);
     const long before_one = emu::weight_loads;
     run_step<TypeQ2_0, Dp4aQ2_0, float>(host, dev, ref, {{&one, {9}}}, Fault::none, 11, how);
@@ -404,21 +422,139 @@ TEST(PersistentKernel, EightTokensMatchTheReferenceAndReadEachWeightOnce) {
       worst = std::min(worst,
                        cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
     std::printf("[ persistent ] eight tokens in one step, %s: min cosine %.8f, %ld weight loads\n",
-                mode(producer), worst, loads_one);
+                mode(how).c_str(), worst, loads_one);
     EXPECT_GE(worst, kGoldenCosine);
+  }
+}
+
+// persistent_matmul=mma's rows (pk_piece_rows_mma) on their own, in one
+// block: a piece of 40 rows (tiles of 16, 16 and 8) starting at row 16 of a
+// 64-row matrix of 1,280 columns, so that the 8 warps take 2 or 1 of the 10
+// blocks of 128 columns each and their sums meet in shared memory. Against
+// float64 sums of the weights times the int8 inputs the block staged, for
+// 2, 5 and 8 tokens; rows outside the piece and tokens past the step keep
+// their values.
+template <class T, class D, int N_MATS, int KIND>
+void check_mma_piece(uint32_t type, int n_tokens, unsigned seed) {
+  constexpr int kRows = 64, kCols = 1280, kBegin = 16, kEnd = 56;
+  constexpr int kBlocksPerRow = kCols / 128;
+  Rng rng(seed);
+  std::vector<HostWeight> mats;
+  std::vector<Aligned> planar;
+  for (int m = 0; m < N_MATS; ++m) {
+    mats.push_back(bonsai::conformance::random_weight(type, kRows, kCols, 0.05, rng));
+    planar.emplace_back(mats.back().bytes.size());
+    bonsai::cuda::repack_planar({type, mats.back().bytes.data(), kRows, kCols},
+                                planar.back().data());
+  }
+  std::vector<float> x(size_t(n_tokens) * kCols);
+  for (float &v : x)
+    v = static_cast<float>(rng.uniform(-1.0, 1.0));
+  constexpr float kUntouched = 1234.5f;
+  std::vector<float> out(size_t(PK_MAX_TOKENS) * kRows, kUntouched);
+  std::vector<float> before = out;
+  if (KIND == PK_ADD)
+    for (size_t i = 0; i < out.size(); ++i)
+      before[i] = out[i] = static_cast<float>(rng.uniform(-1.0, 1.0));
+  // The piece's copy in the weight buffer: per matrix the codes of its
+  // rows, then their scales (what pk_fetch_weights copies).
+  const size_t row_codes = size_t(kBlocksPerRow) * T::PAYLOAD, row_scales = kBlocksPerRow * 2;
+  const size_t piece_bytes = (kEnd - kBegin) * (row_codes + row_scales);
+  PkPiece piece{};
+  piece.n_mats = N_MATS;
+  piece.rows = kRows;
+  piece.cols = kCols;
+  piece.row_begin = kBegin;
+  piece.row_end = kEnd;
+  piece.out = out.data();
+  for (int m = 0; m < N_MATS; ++m) {
+    piece.w[m] = planar[size_t(m)].data();
+    piece.shared[m] = static_cast<unsigned>(m * ((piece_bytes + 15) / 16 * 16));
+  }
+  PersistentArgs a{};
+  a.n_tokens = n_tokens;
+  a.mma = 1;
+  a.weights_offset = static_cast<int>(PK_SHARED_BYTES(kCols, n_tokens, true));
+  std::vector<unsigned char> staged_copy(size_t(n_tokens) * PK_STAGED_TOKEN_BYTES(kCols));
+  emu::launch_cooperative({1, 1, 1}, PK_THREADS, a.weights_offset + N_MATS * piece_bytes + 32, [&] {
+    BONSAI_DYNAMIC_SHARED(U32x4, shared);
+    PkControl *const ctl = (PkControl *)shared;
+    unsigned char *const staged = (unsigned char *)shared + PK_CONTROL_BYTES;
+    unsigned char *const buffer = (unsigned char *)shared + a.weights_offset;
+    if (threadIdx.x == 0)
+      for (int m = 0; m < N_MATS; ++m) {
+        const u8 *w = piece.w[m];
+        std::memcpy(buffer + piece.shared[m], w + kBegin * row_codes, (kEnd - kBegin) * row_codes);
+        std::memcpy(buffer + piece.shared[m] + (kEnd - kBegin) * row_codes,
+                    w + kRows * row_codes + kBegin * row_scales, (kEnd - kBegin) * row_scales);
+      }
+    pk_stage_inputs(x.data(), nullptr, 1e-6f, kCols, n_tokens, staged, ctl);
+    pk_piece_rows_mma<T, mma_of<T>, N_MATS, KIND>(a, piece, buffer, staged, ctl,
+                                                  (float *)(buffer - PK_REDUCE_BYTES));
+    if (threadIdx.x == 0)
+      std::memcpy(staged_copy.data(), staged, staged_copy.size());
+  });
+  // The inputs as the block quantized them: scale * q per 32 values.
+  std::vector<double> xq(size_t(n_tokens) * kCols);
+  for (int t = 0; t < n_tokens; ++t) {
+    const auto *records =
+        reinterpret_cast<const Q8Record *>(staged_copy.data() + t * PK_STAGED_TOKEN_BYTES(kCols));
+    for (int c = 0; c < kCols; ++c) {
+      const Q8Record &r = records[c / 128];
+      const int i = c % 128;
+      const auto q = static_cast<signed char>((r.q[i / 4] >> (8 * (i % 4))) & 255u);
+      xq[size_t(t) * kCols + c] = double{r.scale[i / 32]} * q;
+    }
+  }
+  std::vector<bonsai::test::RefMatrix> w;
+  for (const HostWeight &m : mats)
+    w.push_back(m.dequantized());
+  for (int t = 0; t < PK_MAX_TOKENS; ++t)
+    for (int r = 0; r < kRows; ++r) {
+      const float got = out[size_t(t) * kRows + r], was = before[size_t(t) * kRows + r];
+      if (t >= n_tokens || r < kBegin || r >= kEnd) {
+        ASSERT_EQ(got, was) << "token " << t << ", row " << r << " is not the piece's";
+        continue;
+      }
+      double dot[2] = {0, 0}, size[2] = {0, 0}; // the sums and the sums of magnitudes
+      for (int m = 0; m < N_MATS; ++m)
+        for (int c = 0; c < kCols; ++c) {
+          const double term = w[size_t(m)].w[size_t(r) * kCols + c] * xq[size_t(t) * kCols + c];
+          dot[m] += term;
+          size[m] += std::fabs(term);
+        }
+      double want = dot[0], bound = 1e-5 * size[0];
+      if (KIND == PK_ADD) {
+        want += was;
+        bound += 1e-6 * std::fabs(was);
+      } else if (KIND == PK_SWIGLU) {
+        want = dot[0] / (1.0 + std::exp(-dot[0])) * dot[1];
+        bound = 1e-5 * (size[0] * (1.0 + std::fabs(dot[1])) + size[1] * (1.0 + std::fabs(dot[0])));
+      }
+      ASSERT_NEAR(got, want, bound) << "token " << t << " of " << n_tokens << ", row " << r;
+    }
+}
+
+TEST(PersistentKernel, MmaRowsOfAPieceMatchFloat64SumsOfTheStagedInputs) {
+  for (int n_tokens : {2, 5, 8}) {
+    check_mma_piece<TypeQ1_0, Dp4aQ1_0, 1, PK_SET>(kQ1_0, n_tokens, 10u + n_tokens);
+    check_mma_piece<TypeQ1_0, Dp4aQ1_0, 1, PK_ADD>(kQ1_0, n_tokens, 20u + n_tokens);
+    check_mma_piece<TypeQ1_0, Dp4aQ1_0, 2, PK_SWIGLU>(kQ1_0, n_tokens, 30u + n_tokens);
+    check_mma_piece<TypeQ2_0, Dp4aQ2_0, 1, PK_SET>(kQ2_0, n_tokens, 40u + n_tokens);
+    check_mma_piece<TypeQ2_0, Dp4aQ2_0, 2, PK_SWIGLU>(kQ2_0, n_tokens, 50u + n_tokens);
   }
 }
 
 // Removing the waits, waiting for one instruction too few, or fences that
 // publish nothing: the numbers fail the gate whatever the block order.
 TEST(PersistentKernel, EveryBrokenSynchronizationRuleFailsTheGate) {
-  for (bool producer : {false, true})
+  for (const Launch &how : kModes)
     for (Fault fault : {Fault::no_wait, Fault::early, Fault::no_fence})
       for (unsigned seed : {1u, 2u, 3u}) {
-        const double worst = decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(
-            kQ1_0, fault, seed, {.producer = producer});
+        const double worst =
+            decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, fault, seed, how);
         std::printf("[ persistent ] fault %d, seed %u, %s: min cosine %.8f\n",
-                    static_cast<int>(fault), seed, mode(producer), worst);
+                    static_cast<int>(fault), seed, mode(how).c_str(), worst);
         EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
       }
 }

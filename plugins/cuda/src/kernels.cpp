@@ -17,7 +17,8 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
       int8_gemv_(config.int8_gemv),
       persistent_(config.persistent && config.int8_gemv && config.compute_major >= 7),
       persistent_wanted_(config.persistent),
-      attention_tc_(config.attention_tc && config.compute_major >= 8) {
+      attention_tc_(config.attention_tc && config.compute_major >= 8),
+      compute_major_(config.compute_major) {
   const NvrtcLoad nvrtc = load_nvrtc();
   if (nvrtc.api == nullptr)
     fail(BONSAI_ERR_UNSUPPORTED, "the CUDA plugin compiles its kernels at run time and needs "

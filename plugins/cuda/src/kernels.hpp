@@ -54,6 +54,8 @@ public:
   bool persistent_wanted() const { return persistent_wanted_; }
   // Whether prefill attention may run on f16 tensor cores (8.0+).
   bool attention_tc() const { return attention_tc_; }
+  // The device's compute capability, major number.
+  int compute_major() const { return compute_major_; }
 
 private:
   const Device &device_;
@@ -63,6 +65,7 @@ private:
   bool persistent_ = false;
   bool persistent_wanted_ = false;
   bool attention_tc_ = false;
+  int compute_major_ = 0;
   std::vector<CUmodule> modules_;
   struct Entry {
     CUfunction function = nullptr;

@@ -51,6 +51,7 @@ struct PersistentDecode {
   std::string kernel;         // e.g. "bonsai_decode_persistent_q1_0"
   int max_tokens = 0;         // the most tokens a step may have (their inputs fit shared memory)
   bool single_tokens = true;  // false under decode=auto: single-token steps take the graph path
+  bool mma = false;           // persistent_matmul=mma, where it applies
   long long deadline_ns = 0;  // persistent_deadline_ms
   PersistentShape shape;      // blocks: one per SM; n_sequences set per plan
   DeviceBuffer layers;        // PkLayer per layer

@@ -61,21 +61,30 @@ struct PersistentArgs {
   int32_t attention_splits, reserved;
   CUdeviceptr trace; // PK_MARKS times per instruction, or 0
   CUdeviceptr q8[kPersistentStages], q8_sumsq[kPersistentStages], group_rows;
-  int32_t quantize, q8_groups, n_layer, reserved3;
+  int32_t quantize, q8_groups, n_layer, mma;
 };
 static_assert(sizeof(PersistentArgs) == 480, "must match PersistentArgs in kernels/persistent.cuh");
 
 // Dynamic shared bytes before the weight buffer (PK_SHARED_BYTES) in a
 // step of n_tokens tokens: the control area, then the larger of the
-// tokens' quantized inputs and an attention's working set (PkAttention).
-// Both are multiples of 16, as the weight buffer's cp.async copies need.
-constexpr unsigned kControlBytes = 320; // PK_CONTROL_BYTES
+// tokens' quantized inputs (with persistent_matmul=mma, the warps' sums
+// after them) and an attention's working set (PkAttention). Both are
+// multiples of 16, as the weight buffer's cp.async copies need.
+constexpr unsigned kControlBytes = 320;    // PK_CONTROL_BYTES
+constexpr unsigned kMmaReduceBytes = 8192; // PK_REDUCE_BYTES
 // PkAttention: queries, the step's keys and values, per warp its softmax
 // state, then the outputs (persistent_quantize=producer).
 constexpr unsigned kAttentionBytes =
     4 * (8 * 4 * 128 + 2 * 8 * 128 + 2 * 8 * 4 + 8 * 4 * 128 + 8 * 4 * 128);
-unsigned work_bytes(int max_cols, int n_tokens) {
-  const auto staged = static_cast<unsigned>(n_tokens * int8_staging_bytes(max_cols));
+// A token's quantized input row in shared memory (PK_STAGED_TOKEN_BYTES):
+// padded to 16 more than a multiple of 128 bytes.
+unsigned staged_token_bytes(int cols) {
+  const auto row = static_cast<unsigned>(int8_staging_bytes(cols));
+  return row + (144 - row % 128) % 128;
+}
+unsigned work_bytes(int max_cols, int n_tokens, bool mma) {
+  const unsigned staged =
+      static_cast<unsigned>(n_tokens) * staged_token_bytes(max_cols) + (mma ? kMmaReduceBytes : 0);
   return kControlBytes + std::max(staged, kAttentionBytes);
 }
 
@@ -86,9 +95,10 @@ int block_bytes(unsigned ggml_type) {
 
 // The weight buffer left beside the work area of steps of n_tokens tokens,
 // a multiple of 16.
-int weight_buffer(const Kernels &kernels, const std::string &kernel, int max_cols, int n_tokens) {
+int weight_buffer(const Kernels &kernels, const std::string &kernel, int max_cols, int n_tokens,
+                  bool mma) {
   const int left =
-      kernels.dynamic_shared_limit(kernel) - static_cast<int>(work_bytes(max_cols, n_tokens));
+      kernels.dynamic_shared_limit(kernel) - static_cast<int>(work_bytes(max_cols, n_tokens, mma));
   return left / 16 * 16;
 }
 
@@ -134,9 +144,9 @@ std::string unsupported_reason(const Kernels &kernels, const BoundModel &m, std:
   if (!kernels.has(*kernel))
     return "its kernel was not built";
   const int largest_tile = persistent_largest_tile_bytes(plan_shape(m, type));
-  if (weight_buffer(kernels, *kernel, widest_input(d), 1) < largest_tile)
+  if (weight_buffer(kernels, *kernel, widest_input(d), 1, false) < largest_tile)
     return strformat("a block needs %u bytes of shared memory",
-                     work_bytes(widest_input(d), 1) + static_cast<unsigned>(largest_tile));
+                     work_bytes(widest_input(d), 1, false) + static_cast<unsigned>(largest_tile));
   return {};
 }
 
@@ -173,12 +183,23 @@ void prepare_producer_quantize(const Device &device, const ModelDims &d, Persist
 // The most tokens a step may have: 8, or fewer where their staged inputs
 // would leave no room for the weights of one tile of every stage.
 int most_tokens(const Kernels &kernels, const std::string &kernel, const PersistentShape &shape,
-                int max_cols) {
+                int max_cols, bool mma) {
   int n = kPersistentMaxTokens;
   while (n > 1 &&
-         weight_buffer(kernels, kernel, max_cols, n) < persistent_largest_tile_bytes(shape))
+         weight_buffer(kernels, kernel, max_cols, n, mma) < persistent_largest_tile_bytes(shape))
     --n;
   return n;
+}
+
+// Why persistent_matmul=mma cannot apply, or "".
+std::string mma_reason(const Context &ctx, const std::string &kernel, const PersistentShape &shape,
+                       int max_cols) {
+  if (ctx.kernels->compute_major() < 8)
+    return strformat("the int8 MMA needs compute capability 8.0, this device has %d.x",
+                     ctx.kernels->compute_major());
+  if (weight_buffer(*ctx.kernels, kernel, max_cols, 1, true) < persistent_largest_tile_bytes(shape))
+    return "its sums would leave no room for a tile's weights";
+  return {};
 }
 
 int multiprocessors(const Device &device) {
@@ -225,9 +246,15 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->single_tokens = ctx.options.decode == DecodeMode::persistent;
   p->shape = plan_shape(m, m.layers[0].wq->layout.type);
   p->shape.blocks = multiprocessors(device);
-  p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d));
+  if (ctx.options.persistent_mma) {
+    const std::string why = mma_reason(ctx, kernel, p->shape, widest_input(d));
+    p->mma = why.empty();
+    if (!p->mma)
+      ctx.log.info("persistent_matmul=mma does not apply (" + why + "): multiplying with dp4a");
+  }
+  p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d), p->mma);
   p->shape.weight_buffer_bytes =
-      weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens);
+      weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma);
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
   std::vector<LayerArg> layers;
   for (const LayerBinding &L : m.layers)
@@ -262,13 +289,13 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
                          "tokens, attention in up to %d key ranges, a %d-byte weight buffer (%u "
                          "bytes of shared memory per block at most), inputs quantized by their "
-                         "%s, %d ms wait deadline",
+                         "%s, steps of several tokens multiplied with %s, %d ms wait deadline",
                          kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
                          p->shape.weight_buffer_bytes,
-                         work_bytes(widest_input(d), p->max_tokens) +
+                         work_bytes(widest_input(d), p->max_tokens, p->mma) +
                              static_cast<unsigned>(p->shape.weight_buffer_bytes),
                          p->producer_quantize ? "producers" : "readers",
-                         ctx.options.persistent_deadline_ms));
+                         p->mma ? "the int8 MMA" : "dp4a", ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
 
@@ -303,7 +330,8 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   args.partials = p.partials.get();
   args.arrivals = p.control.get() + p.arrivals_offset;
   args.attention_splits = plan.attention_splits;
-  args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens));
+  args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens, p.mma));
+  args.mma = p.mma ? 1 : 0;
   args.dims = {d.n_embd, d.n_head,      d.n_head_kv, d.head_dim,
                d.n_ff,   m.max_context, d.rms_eps,   d.rope_magnitude};
   for (int i = 0; i < n_sequences; ++i) {
@@ -338,7 +366,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(p.shape.blocks);
   shape.block_x = kBlockThreads;
-  shape.shared_bytes = work_bytes(widest_input(d), step.n_tokens) +
+  shape.shared_bytes = work_bytes(widest_input(d), step.n_tokens, p.mma) +
                        static_cast<unsigned>(p.shape.weight_buffer_bytes);
   shape.cooperative = true;
   launch(device, ctx.kernels->get(p.kernel), shape, args);

@@ -56,8 +56,9 @@
 #include "fiber_emulator.hpp"
 // The plugin's kernels, compiled as C++.
 #include "common_prelude.cuh"
-// The int8 record format, before the two kernel files that use it.
+// The int8 record format and MMA, before the kernel files that use them.
 #include "int8_input.cuh"
+#include "int8_mma.cuh"
 
 #include "gemv_dp4a.cuh"
 #include "persistent.cuh"

@@ -100,6 +100,10 @@ ContextOptions parse_options(const char *options) {
       if (value != "consumer" && value != "producer")
         fail_invalid("option persistent_quantize=" + value + ": expected consumer or producer");
       parsed.persistent_producer_quantize = value == "producer";
+    } else if (key == "persistent_matmul") {
+      if (value != "dp4a" && value != "mma")
+        fail_invalid("option persistent_matmul=" + value + ": expected dp4a or mma");
+      parsed.persistent_mma = value == "mma";
     } else if (key == "persistent_trace") {
       if (value.empty())
         fail_invalid("option persistent_trace=: expected the path of the file to write");

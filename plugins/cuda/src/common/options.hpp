@@ -66,6 +66,13 @@ struct ContextOptions {
   // output quantizes that group once, and the readers copy the records.
   // Kept as an option until a GPU has measured both (docs/cuda.md).
   bool persistent_producer_quantize = false;
+  // persistent_matmul=dp4a|mma: how a persistent step of 2 or more tokens
+  // multiplies. dp4a (default, what was measured): every token's row dots
+  // apart, a weight chunk in registers reused across them. mma (compute
+  // capability 8.0+): the int8 tensor cores, the step's tokens as the MMA's
+  // 8 columns. Single tokens stay on dp4a. Kept as an option until a GPU has
+  // measured both (docs/cuda.md).
+  bool persistent_mma = false;
   // persistent_trace=PATH: every persistent decode launch notes when each
   // instruction started, stopped waiting, had its inputs, finished and
   // signalled; after each step PATH gets the table of where a layer's time

@@ -85,11 +85,13 @@ std::vector<KernelProgram> build_programs() {
       {"bonsai_gemv_dp4a.cu", std::string(kCommonPrelude) + kInt8InputSource + kGemvDp4aSource,
        dp4a_entry_points(), 6, ProgramFeature::int8_gemv},
       // mma.sync.m16n8k32 on int8 and cp.async need compute capability 8.0.
-      {"bonsai_matmul_mmq.cu", std::string(kCommonPrelude) + kInt8InputSource + kMatmulMmqSource,
+      {"bonsai_matmul_mmq.cu",
+       std::string(kCommonPrelude) + kInt8InputSource + kInt8MmaSource + kMatmulMmqSource,
        mmq_entry_points(), 8, ProgramFeature::int8_mma},
       // ld.acquire, nanosleep and globaltimer waits need compute capability 7.0.
       {"bonsai_decode_persistent.cu",
-       std::string(kCommonPrelude) + kInt8InputSource + kGemvDp4aSource + kPersistentSource,
+       std::string(kCommonPrelude) + kInt8InputSource + kGemvDp4aSource + kInt8MmaSource +
+           kPersistentSource,
        persistent_entry_points(), 7, ProgramFeature::persistent},
       // mma.sync.m16n8k16 with f32 sums needs compute capability 8.0.
       {"bonsai_attention_tc.cu",

@@ -38,6 +38,7 @@ extern const char *const kMatmulSource;
 extern const char *const kLayerSource;
 extern const char *const kMatmulTcSource;
 extern const char *const kInt8InputSource;
+extern const char *const kInt8MmaSource;
 extern const char *const kGemvDp4aSource;
 extern const char *const kMatmulMmqSource;
 extern const char *const kPersistentSource;

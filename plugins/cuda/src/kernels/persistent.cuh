@@ -31,8 +31,9 @@
 // sees the flag and the whole grid returns, so a lost update costs one
 // deadline, not a hung GPU. The host reads PkStatus after the step.
 //
-// Needs kernels/int8_input.cuh and kernels/gemv_dp4a.cuh before it (the
-// int8 records and the dp4a row dots). Uses dynamic shared memory only: the
+// Needs kernels/int8_input.cuh, kernels/gemv_dp4a.cuh and
+// kernels/int8_mma.cuh before it (the int8 records, the dp4a row dots and
+// the int8 MMA). Uses dynamic shared memory only: the
 // emulator runs the blocks of this kernel concurrently, and a static
 // __shared__ array would be one for all of them there.
 #define PK_THREADS 256 // = DP4A_WARPS warps
@@ -127,13 +128,18 @@ struct PersistentArgs {
   // quantizes it for the stage that reads it, whose instructions then copy
   // int8 records instead of each quantizing the whole f32 row. Indexed by
   // the reading stage (PK_QKV, PK_OUTPUT, PK_FFN_UP, PK_FFN_DOWN): each
-  // token's staged row, laid out as in shared memory (PK_STAGED_ROW_BYTES
-  // apart), and for PK_QKV and PK_FFN_UP, whose inputs are normed, each
-  // token's sums of squares per group (q8_groups apart).
+  // token's staged row, records then offsets as in shared memory
+  // (PK_STAGED_ROW_BYTES apart; shared memory pads them), and for PK_QKV
+  // and PK_FFN_UP, whose inputs are normed, each token's sums of squares
+  // per group (q8_groups apart).
   unsigned char *q8[PK_STAGES];
   float *q8_sumsq[PK_STAGES];
   int *group_rows; // [layer][PK_STAGES][q8_groups]: rows of each output group written (zeroed)
-  int quantize, q8_groups, n_layer, reserved3;
+  int quantize, q8_groups, n_layer;
+  // Option persistent_matmul=mma (compute capability 8.0+): steps of 2 or
+  // more tokens multiply on the int8 tensor cores (pk_piece_rows_mma), with
+  // PK_REDUCE_BYTES of shared memory just before the weight buffer.
+  int mma;
 };
 static_assert(sizeof(PersistentArgs) == 480, "persistent_step.cpp's image must match");
 
@@ -284,18 +290,29 @@ struct PkAttention {
 };
 #define PK_CONTROL_BYTES 320 // sizeof(PkControl) rounded up to 16 (the host's kControlBytes)
 static_assert(sizeof(PkControl) <= PK_CONTROL_BYTES, "the control area outgrew its bytes");
-// Bytes of one token's quantized input row of `cols` values in shared
-// memory (records, then offsets; 16-byte aligned).
+// Bytes of one token's quantized input row of `cols` values (records,
+// then offsets; 16-byte aligned), as the producers' rows lie in global memory.
 #define PK_STAGED_ROW_BYTES(cols) (Q8_ROW_STRIDE(cols) * 16)
+// The distance between two tokens' rows in shared memory: that, padded to
+// 16 more than a multiple of 128, so that the same word of eight tokens'
+// records lies in eight different banks (the tensor-core path reads one per
+// lane, a token per group of four lanes).
+#define PK_STAGED_TOKEN_BYTES(cols)                                                                \
+  (PK_STAGED_ROW_BYTES(cols) + (144 - PK_STAGED_ROW_BYTES(cols) % 128) % 128)
+// persistent_matmul=mma: each warp's partial sums of a 16 x 8 tile of one
+// or two matrices, added up across the warps.
+#define PK_REDUCE_BYTES (PK_WARPS * 2 * 128 * 4)
 // Dynamic shared bytes before the weight buffer (PersistentArgs::
 // weights_offset) for steps of n_tokens tokens with inputs of up to
 // max_cols values: the control area, then the larger of the staged inputs
-// and an attention's working set. The weight buffer follows: the host sizes
-// it and cuts the instruction list so that every matmul instruction's
-// weights fit.
-#define PK_SHARED_BYTES(max_cols, n_tokens)                                                        \
-  (PK_CONTROL_BYTES + ((n_tokens)*PK_STAGED_ROW_BYTES(max_cols) > sizeof(PkAttention)              \
-                           ? (n_tokens)*PK_STAGED_ROW_BYTES(max_cols)                              \
+// (with the tensor-core path's sums after them) and an attention's working
+// set. The weight buffer follows: the host sizes it and cuts the
+// instruction list so that every matmul instruction's weights fit.
+#define PK_STAGED_BYTES(max_cols, n_tokens, mma)                                                   \
+  ((n_tokens)*PK_STAGED_TOKEN_BYTES(max_cols) + ((mma) ? PK_REDUCE_BYTES : 0))
+#define PK_SHARED_BYTES(max_cols, n_tokens, mma)                                                   \
+  (PK_CONTROL_BYTES + (PK_STAGED_BYTES(max_cols, n_tokens, mma) > sizeof(PkAttention)              \
+                           ? PK_STAGED_BYTES(max_cols, n_tokens, mma)                              \
                            : sizeof(PkAttention)))
 
 // Thread 0 waits for the instruction's counter; the block follows its
@@ -362,7 +379,7 @@ __device__ void pk_done(const PersistentArgs &a, const PkInstr &ins, int index) 
 
 // Quantizes every token's input row (times norm when not NULL, but
 // without the 1/rms factor: int8 codes do not depend on a common scale)
-// into `staged`, PK_STAGED_ROW_BYTES(cols) apart, and sets ctl->scales[t] to
+// into `staged`, PK_STAGED_TOKEN_BYTES(cols) apart, and sets ctl->scales[t] to
 // what token t's row dots must be multiplied by: its 1/rms with a norm,
 // else 1. The sums of squares come out of the same pass, so no block
 // reduction stands before the first quantized value.
@@ -401,7 +418,7 @@ __device__ void pk_stage_inputs(const float *x, const float *norm, float eps, in
         v0 *= __uint_as_float(norms[u].x), v1 *= __uint_as_float(norms[u].y);
         v2 *= __uint_as_float(norms[u].z), v3 *= __uint_as_float(norms[u].w);
       }
-      Q8Record *const records = (Q8Record *)(staged + (size_t)t * PK_STAGED_ROW_BYTES(cols));
+      Q8Record *const records = (Q8Record *)(staged + (size_t)t * PK_STAGED_TOKEN_BYTES(cols));
       quantize_lane(v0, v1, v2, v3, lane, &records[b], (float *)(records + n_blocks) + 2 * b);
     }
   }
@@ -429,9 +446,11 @@ __device__ void pk_stage_inputs(const float *x, const float *norm, float eps, in
 __device__ void pk_copy_inputs(const PersistentArgs &a, int op, const float *norm, int cols,
                                unsigned char *staged, PkControl *ctl) {
   __syncthreads(); // the previous instruction's staged rows are no longer read
-  const int chunks = a.n_tokens * Q8_ROW_STRIDE(cols);
-  for (int c = threadIdx.x; c < chunks; c += PK_THREADS)
-    cp_async_16(staged + 16 * (size_t)c, a.q8[op] + 16 * (size_t)c);
+  const int row_chunks = Q8_ROW_STRIDE(cols), chunks = a.n_tokens * row_chunks;
+  for (int c = threadIdx.x; c < chunks; c += PK_THREADS) // rows apart in memory, padded here
+    cp_async_16(staged + (size_t)(c / row_chunks) * PK_STAGED_TOKEN_BYTES(cols) +
+                    16 * (size_t)(c % row_chunks),
+                a.q8[op] + 16 * (size_t)c);
   cp_async_commit();
   if ((int)threadIdx.x < a.n_tokens) {
     float scale = 1.0f;
@@ -486,7 +505,7 @@ pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, 
              float (&acc)[PK_MAX_TOKENS][N_MATS][DP4A_ROWS_PER_WARP]) {
   const int lane = threadIdx.x % 32;
   const WarpChunks<T, D> wc(mm.rows, mm.cols / 128, row0);
-  const size_t row_bytes = PK_STAGED_ROW_BYTES(mm.cols);
+  const size_t row_bytes = PK_STAGED_TOKEN_BYTES(mm.cols);
   for (int t = 0; t < PK_MAX_TOKENS; ++t)
     for (int m = 0; m < N_MATS; ++m)
       for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
@@ -654,6 +673,111 @@ __device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
   }
 }
 
+// persistent_matmul=mma, steps of 2 or more tokens: one piece's rows on
+// the int8 tensor cores, a 16-row tile at a time. The step's tokens are
+// the MMA's 8 columns, so each weight is decoded once for all of them, and
+// for 16 rows x 32 columns a lane reads 2 words of activations for every
+// token at once, where the dp4a rows read 4 per token. The MMA multiplies the raw codes (Q1_0: 0/1,
+// Q2_0: 0..3); the records' offsets turn that into the weights' product as
+// the dp4a rows do. A piece has a few tiles, fewer than warps, so the warps
+// split each tile's 128-column blocks among them and add their sums up in
+// `reduce` (shared memory).
+template <class T, class M, int N_MATS, int KIND>
+__device__ void pk_piece_rows_mma(const PersistentArgs &a, const PkPiece &p,
+                                  const unsigned char *buffer, const unsigned char *staged,
+                                  const PkControl *ctl, float *reduce) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, c = lane % 4;
+  const int rows = p.row_end - p.row_begin, n_blocks = p.cols / 128;
+  const size_t token_bytes = PK_STAGED_TOKEN_BYTES(p.cols);
+  const size_t codes_bytes = (size_t)rows * n_blocks * T::PAYLOAD;
+  // Token g's record feeds column g of B; tokens 2c and 2c + 1 are this
+  // lane's columns of C. A column of C depends on that column of B only, and
+  // a row on that row of A, so columns past the step's tokens repeat its
+  // last token and rows past the piece its last row: computed, never written.
+  const int n_tokens = a.n_tokens;
+  const Q8Record *const rec_b =
+      (const Q8Record *)(staged + (size_t)min(g, n_tokens - 1) * token_bytes);
+  const Q8Record *rec_c[2];
+  for (int j = 0; j < 2; ++j)
+    rec_c[j] = (const Q8Record *)(staged + (size_t)min(2 * c + j, n_tokens - 1) * token_bytes);
+  for (int tile = 0; tile < rows; tile += 16) {
+    const int row[2] = {min(tile + g, rows - 1), min(tile + g + 8, rows - 1)}; // A's g and g + 8
+    float acc[N_MATS][4];
+    for (int m = 0; m < N_MATS; ++m)
+      for (int i = 0; i < 4; ++i)
+        acc[m][i] = 0.0f;
+    for (int b = warp; b < n_blocks; b += PK_WARPS) {
+      u32 codes[N_MATS][2][M::WORDS];
+      float d[N_MATS][2];
+      for (int m = 0; m < N_MATS; ++m) {
+        const unsigned char *const w = buffer + p.shared[m];
+        for (int h = 0; h < 2; ++h) {
+          const size_t block = (size_t)row[h] * n_blocks + b;
+          for (int q = 0; q < M::WORDS / 4; ++q) {
+            const U32x4 v = load_shared_u32x4((const U32x4 *)(w + block * T::PAYLOAD) + q);
+            codes[m][h][4 * q] = v.x, codes[m][h][4 * q + 1] = v.y;
+            codes[m][h][4 * q + 2] = v.z, codes[m][h][4 * q + 3] = v.w;
+          }
+          d[m][h] = half_to_float(((const u16 *)(w + codes_bytes))[block]);
+        }
+      }
+      float part[N_MATS][4];
+      for (int m = 0; m < N_MATS; ++m)
+        for (int i = 0; i < 4; ++i)
+          part[m][i] = 0.0f;
+      BONSAI_UNROLL
+      for (int s = 0; s < 4; ++s) {
+        const u32 b0 = rec_b[b].q[8 * s + c], b1 = rec_b[b].q[8 * s + 4 + c];
+        const float s0 = rec_c[0][b].scale[s], s1 = rec_c[1][b].scale[s];
+        BONSAI_UNROLL
+        for (int m = 0; m < N_MATS; ++m) {
+          u32 operand[4];
+          M::codes(codes[m][0], codes[m][1], s, c, operand);
+          int dot[4] = {0, 0, 0, 0};
+          mma_s8_m16n8k32(dot, operand, b0, b1);
+          part[m][0] += s0 * (float)dot[0];
+          part[m][1] += s1 * (float)dot[1];
+          part[m][2] += s0 * (float)dot[2];
+          part[m][3] += s1 * (float)dot[3];
+        }
+      }
+      float offset[2]; // each C column's token: the sum of its values, scaled
+      for (int j = 0; j < 2; ++j) {
+        const float *const offsets = (const float *)(rec_c[j] + n_blocks) + 2 * b;
+        offset[j] = offsets[0] + offsets[1];
+      }
+      for (int m = 0; m < N_MATS; ++m)
+        for (int i = 0; i < 4; ++i) // element i: row g + 8 (i / 2), token 2c + i % 2
+          acc[m][i] += d[m][i / 2] * ((float)M::CODE_SCALE * part[m][i] - offset[i % 2]);
+    }
+    // [warp][matrix][lane][element]: the readers below take consecutive words.
+    for (int m = 0; m < N_MATS; ++m) {
+      const U32x4 v = {__float_as_uint(acc[m][0]), __float_as_uint(acc[m][1]),
+                       __float_as_uint(acc[m][2]), __float_as_uint(acc[m][3])};
+      *(U32x4 *)(reduce + ((size_t)(warp * N_MATS + m) * 32 + lane) * 4) = v;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < 128; e += PK_THREADS) {
+      const int l = e / 4, i = e % 4;
+      const int r = tile + l / 4 + 8 * (i / 2), t = 2 * (l % 4) + i % 2;
+      if (r >= rows || t >= n_tokens)
+        continue;
+      float sum[N_MATS];
+      for (int m = 0; m < N_MATS; ++m) {
+        sum[m] = 0.0f;
+        for (int w = 0; w < PK_WARPS; ++w)
+          sum[m] += reduce[(size_t)(w * N_MATS + m) * 128 + e];
+      }
+      const float scale = ctl->scales[t];
+      float *const y = p.out + (size_t)t * p.rows + p.row_begin + r;
+      const float gate = sum[0] * scale, up = sum[N_MATS - 1] * scale;
+      const float v = KIND == PK_SWIGLU ? gate / (1.0f + expf(-gate)) * up : gate;
+      pk_store(y, KIND == PK_ADD ? *y + v : v);
+    }
+    __syncthreads(); // `reduce` is written again for the next tile
+  }
+}
+
 // persistent_quantize=producer after a matmul instruction of the output
 // projection, gate/up or the down projection has written its rows (one
 // piece): it counts them into each 128-row group they fall in, and the
@@ -693,10 +817,22 @@ __device__ void pk_publish_groups(const PersistentArgs &a, const PkInstr &ins, c
   }
 }
 
+// One piece's rows, on the int8 tensor cores for a step of several tokens
+// where persistent_matmul=mma, else with dp4a.
+template <class T, class D, class M, int N_MATS, int KIND>
+__device__ void pk_rows(const PersistentArgs &a, const PkPiece &p, const unsigned char *buffer,
+                        const unsigned char *staged, const PkControl *ctl) {
+  if (a.mma != 0 && a.n_tokens > 1)
+    pk_piece_rows_mma<T, M, N_MATS, KIND>(a, p, buffer, staged, ctl,
+                                          (float *)(buffer - PK_REDUCE_BYTES));
+  else
+    pk_piece_rows<T, D, N_MATS, KIND>(a, p, buffer, staged, ctl);
+}
+
 // A matmul instruction after its wait: every token's input row (times the
 // stage's norm and 1/rms where it has one) staged once, its weights landed,
 // then each piece.
-template <class T, class D>
+template <class T, class D, class M>
 __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index, const PkLayer &L,
                           unsigned char *staged, const unsigned char *buffer, PkControl *ctl) {
   const PkDims &d = a.dims;
@@ -718,11 +854,11 @@ __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index
   const PkPieces ps = pk_pieces<T>(a, ins, L);
   for (int i = 0; i < ps.n; ++i) {
     if (ins.op == PK_FFN_UP)
-      pk_piece_rows<T, D, 2, PK_SWIGLU>(a, ps.p[i], buffer, staged, ctl);
+      pk_rows<T, D, M, 2, PK_SWIGLU>(a, ps.p[i], buffer, staged, ctl);
     else if (ins.op == PK_QKV)
-      pk_piece_rows<T, D, 1, PK_SET>(a, ps.p[i], buffer, staged, ctl);
+      pk_rows<T, D, M, 1, PK_SET>(a, ps.p[i], buffer, staged, ctl);
     else
-      pk_piece_rows<T, D, 1, PK_ADD>(a, ps.p[i], buffer, staged, ctl);
+      pk_rows<T, D, M, 1, PK_ADD>(a, ps.p[i], buffer, staged, ctl);
   }
   if (a.quantize != 0 && ins.op != PK_QKV && !(ins.op == PK_FFN_DOWN && ins.layer == a.n_layer - 1))
     pk_publish_groups(a, ins, ps.p[0], ctl);
@@ -976,7 +1112,8 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
   pk_quantize_attention(a, sq, head, s);
 }
 
-template <class T, class D, class KV> __device__ void decode_persistent(const PersistentArgs &a) {
+template <class T, class D, class M, class KV>
+__device__ void decode_persistent(const PersistentArgs &a) {
   grid_entry();
   BONSAI_DYNAMIC_SHARED(U32x4, pk_shared);
   PkControl *const ctl = (PkControl *)pk_shared;
@@ -996,18 +1133,18 @@ template <class T, class D, class KV> __device__ void decode_persistent(const Pe
     if (ins.op == PK_ATTENTION)
       pk_attention<KV>(a, ins, index, (PkAttention *)work, ctl);
     else
-      pk_matmul<T, D>(a, ins, index, L, work, weights, ctl);
+      pk_matmul<T, D, M>(a, ins, index, L, work, weights, ctl);
     pk_done(a, ins, index);
   }
 }
 
 // NAME for an f32 KV cache, NAME_f16 for an f16 one.
-#define BONSAI_PERSISTENT_KERNELS(suffix, Type, Dp4a)                                              \
+#define BONSAI_PERSISTENT_KERNELS(suffix, Type, Dp4a, Mmq)                                         \
   extern "C" __global__ void bonsai_decode_persistent_##suffix(PersistentArgs a) {                 \
-    decode_persistent<Type, Dp4a, float>(a);                                                       \
+    decode_persistent<Type, Dp4a, Mmq, float>(a);                                                  \
   }                                                                                                \
   extern "C" __global__ void bonsai_decode_persistent_##suffix##_f16(PersistentArgs a) {           \
-    decode_persistent<Type, Dp4a, u16>(a);                                                         \
+    decode_persistent<Type, Dp4a, Mmq, u16>(a);                                                    \
   }
-BONSAI_PERSISTENT_KERNELS(q1_0, TypeQ1_0, Dp4aQ1_0)
-BONSAI_PERSISTENT_KERNELS(q2_0, TypeQ2_0, Dp4aQ2_0)
+BONSAI_PERSISTENT_KERNELS(q1_0, TypeQ1_0, Dp4aQ1_0, MmqQ1_0)
+BONSAI_PERSISTENT_KERNELS(q2_0, TypeQ2_0, Dp4aQ2_0, MmqQ2_0)
