@@ -347,6 +347,8 @@ if wanted persistent; then
     bench persistent_producer "$f" -p 0 -n 128 --backend-options "$producer"
     bench persistent_producer_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$producer"
     bench persistent_mma_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$mma"
+    bench persistent_producer_mma_parallel "$f" -p 0 -n 64 -np 1,2,4,8 \
+      --backend-options "$producer;persistent_matmul=mma"
     if command -v ncu >/dev/null; then
       step ncu_persistent 90 ncu --section SpeedOfLight --section LaunchStats --section Occupancy \
         -k regex:persistent --launch-skip 4 --launch-count 2 "$bin/bonsai" run -m "$f" \
@@ -507,6 +509,13 @@ if wanted speculative; then
         bench "spec_pair_${g}_$k" "$target" -p 0 -n 128 -md "$pair_draft" --draft-p-min 0 "${fixed[@]}"
         grep -h 'kept' "$logs/spec_pair_${g}_$k.log" >>"$summary" 2>/dev/null
       done
+      # The 5-token verify steps on the int8 MMA (decode=auto runs them on
+      # the persistent kernel), every proposal kept.
+      if [ "$g" = 0 ]; then
+        bench "spec_pair_0_4_mma" "$target" -p 0 -n 128 -md "$pair_draft" --draft-p-min 0 \
+          --draft-fixed --draft-max 4 --backend-options persistent_matmul=mma
+        grep -h 'kept' "$logs/spec_pair_0_4_mma.log" >>"$summary" 2>/dev/null
+      fi
       rm -f "$target" # 1.1 GB each; the disk is shared with the other sections' models
     done
   fi
