@@ -296,75 +296,48 @@ step golden 150 "$bin/test_golden" --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}
 grep -h '^\[ golden' "$logs/golden.log" >>"$summary" 2>/dev/null
 fi
 
-# decode=persistent (kernels/persistent.cuh, one launch per step): its golden
-# gates and sanitizers first, then tg128 on every model beside the default
-# rows of the bench section (single tokens take the graph path under the
-# default decode=auto), at 4,096 of context, with 1-8 sequences (the
-# parallel section gives the default's), and ncu on one launch.
+# decode=persistent (kernels/persistent.cuh, one launch per step), most
+# telling first, since a call may run out of time: its golden gates and
+# conformance, as is and with each option still to be decided
+# (persistent_quantize=producer, persistent_matmul=mma); the largest shape
+# with 1-8 sequences each way (the figures that decide the defaults); where
+# a launch's time goes (persistent_trace); compute-sanitizer as is and with
+# both options; then tg128 on every model beside the default rows of the
+# bench section (single tokens take the graph path under the default
+# decode=auto), at 4,096 of context, and ncu on one launch.
 if wanted persistent; then
   section "decode=persistent"
+  producer="decode=persistent;persistent_quantize=producer"
+  mma="decode=persistent;persistent_matmul=mma"
+  both="$producer;persistent_matmul=mma"
   step golden_persistent 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
     --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
   grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
   step persistent_conformance 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_conformance"
-  # persistent_quantize=producer (each output group quantized once by the
-  # instruction that completes it): its gates and sanitizers too.
-  producer="decode=persistent;persistent_quantize=producer"
-  step golden_persistent_producer 150 env BONSAI_PLUGIN_OPTIONS="$producer" "$bin/test_golden" \
-    --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
-  grep -h '^\[ golden' "$logs/golden_persistent_producer.log" >>"$summary" 2>/dev/null
-  # persistent_matmul=mma (steps of several tokens on the int8 MMA): the
-  # same, and every step of its sanitizer runs has 3 tokens.
-  mma="decode=persistent;persistent_matmul=mma"
-  step golden_persistent_mma 150 env BONSAI_PLUGIN_OPTIONS="$mma" "$bin/test_golden" \
-    --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
-  grep -h '^\[ golden' "$logs/golden_persistent_mma.log" >>"$summary" 2>/dev/null
-  if command -v compute-sanitizer >/dev/null; then
-    for tool in memcheck racecheck synccheck; do
-      for variant in consumer producer mma; do
-        name="persistent_sanitizer_$tool"
-        options="decode=persistent"
-        [ "$variant" = producer ] && name="${name}_producer" && options="$producer"
-        [ "$variant" = mma ] && name="${name}_mma" && options="$mma"
-        step "$name" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-          "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1 \
-          --backend-options "$options"
-        grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/$name.log" >>"$summary"
-      done
-    done
-  fi
-  wait "$models_pid" 2>/dev/null
-  for s in $shapes; do
-    for t in $types; do
-      f="$models/$s-$t.gguf"
-      [ -f "$f" ] && bench "persistent_${s}_${t}" "$f" -p 0 -n 128 --backend-options decode=persistent
-    done
+  for variant in producer mma; do
+    options="$producer"
+    [ "$variant" = mma ] && options="$mma"
+    step "golden_persistent_$variant" 150 env BONSAI_PLUGIN_OPTIONS="$options" "$bin/test_golden" \
+      --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
+    grep -h '^\[ golden' "$logs/golden_persistent_$variant.log" >>"$summary" 2>/dev/null
   done
+  wait "$models_pid" 2>/dev/null
   f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
   if [ -f "$f" ]; then
-    bench persistent_d4096 "$f" -p 0 -n 128 -d 4096 --backend-options decode=persistent
     bench persistent_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options decode=persistent
-    bench persistent_producer "$f" -p 0 -n 128 --backend-options "$producer"
     bench persistent_producer_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$producer"
     bench persistent_mma_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$mma"
-    bench persistent_producer_mma_parallel "$f" -p 0 -n 64 -np 1,2,4,8 \
-      --backend-options "$producer;persistent_matmul=mma"
-    if command -v ncu >/dev/null; then
-      step ncu_persistent 90 ncu --section SpeedOfLight --section LaunchStats --section Occupancy \
-        -k regex:persistent --launch-skip 4 --launch-count 2 "$bin/bonsai" run -m "$f" \
-        --backend cuda -p hi -n 8 --temp 0 --backend-options decode=persistent
-      [ -f "$logs/ncu_persistent.log" ] && ncu_digest "$logs/ncu_persistent.log" >>"$summary"
-    fi
+    bench persistent_producer_mma_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$both"
   fi
-  # Where a launch's time goes (option persistent_trace): each stage's share
-  # of a layer and what it was spent on, one sequence and eight, on the
-  # smallest and the largest shape.
+  # Each stage's share of a layer and what it was spent on, one sequence and
+  # eight, on the smallest and the largest shape (mma: eight only, single
+  # tokens stay on dp4a).
   for s in $(echo "$shapes" | awk '{print $1, $NF}' | tr ' ' '\n' | sort -u); do
     traced="$models/$s-q1_0.gguf"
     [ -f "$traced" ] || continue
     for np in 1 8; do
       for variant in consumer producer mma; do
-        [ "$variant" = mma ] && [ "$np" = 1 ] && continue # single tokens: dp4a either way
+        [ "$variant" = mma ] && [ "$np" = 1 ] && continue
         name="trace_${s}_np${np}_$variant"
         options="decode=persistent;persistent_quantize=$variant"
         [ "$variant" = mma ] && options="$mma"
@@ -374,6 +347,35 @@ if wanted persistent; then
       done
     done
   done
+  # Three sequences in every step, as is and with both options.
+  if command -v compute-sanitizer >/dev/null; then
+    for tool in memcheck racecheck synccheck; do
+      for variant in consumer options; do
+        name="persistent_sanitizer_$tool"
+        options="decode=persistent"
+        [ "$variant" = options ] && name="${name}_producer_mma" && options="$both"
+        step "$name" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+          "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1 \
+          --backend-options "$options"
+        grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$logs/$name.log" >>"$summary"
+      done
+    done
+  fi
+  for s in $shapes; do
+    for t in $types; do
+      g="$models/$s-$t.gguf"
+      [ -f "$g" ] && bench "persistent_${s}_${t}" "$g" -p 0 -n 128 --backend-options decode=persistent
+    done
+  done
+  if [ -f "$f" ]; then
+    bench persistent_d4096 "$f" -p 0 -n 128 -d 4096 --backend-options decode=persistent
+    if command -v ncu >/dev/null; then
+      step ncu_persistent 90 ncu --section SpeedOfLight --section LaunchStats --section Occupancy \
+        -k regex:persistent --launch-skip 4 --launch-count 2 "$bin/bonsai" run -m "$f" \
+        --backend cuda -p hi -n 8 --temp 0 --backend-options decode=persistent
+      [ -f "$logs/ncu_persistent.log" ] && ncu_digest "$logs/ncu_persistent.log" >>"$summary"
+    fi
+  fi
 fi
 
 if wanted sanitizer; then
