@@ -130,6 +130,25 @@ TEST(CudaPersistentDecode, MmaStepsKeepTheReferenceTokensAndLogits) {
   EXPECT_GT(cosine(tensor, dp4a), 0.999999);
 }
 
+// A device before 8.0 has no int8 MMA: an info line says so and the steps
+// multiply with dp4a, with the reference's tokens.
+TEST(CudaPersistentDecode, MmaOnADeviceWithoutItSaysSoAndKeepsDp4a) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const EnvGuard turing("BONSAI_FAKE_CUDA_COMPUTE", std::string("7.5"));
+  const LevelGuard level;
+  testing::internal::CaptureStderr();
+  const bonsai::Engine engine =
+      open_tiny_q1_cuda(std::string(kPersistent) + ";persistent_matmul=mma");
+  bonsai::Session session = engine.create_session();
+  const std::vector<int32_t> greedy = tiny_q1_greedy(session);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(greedy, kTinyQ1Greedy);
+  EXPECT_THAT(log, HasSubstr("persistent_matmul=mma does not apply (the int8 MMA needs compute "
+                             "capability 8.0, this device has 7.x): multiplying with dp4a"));
+  EXPECT_THAT(log, HasSubstr("steps of several tokens multiplied with dp4a"));
+}
+
 // Each fault breaks one rule of the kernel's protocol; the emulator must
 // turn every one of them into numbers that fail the golden gate (cosine
 // 0.9995 against the right ones), whatever order the blocks run in.

@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -407,6 +408,21 @@ size_t device_bytes() {
   return env != nullptr ? std::strtoull(env, nullptr, 10) : (size_t{8} << 30);
 }
 
+// The compute capability the device reports: 9.0 (an H100), or
+// BONSAI_FAKE_CUDA_COMPUTE=MAJOR.MINOR (7.5 to 12.x) to play another GPU.
+struct ComputeCapability {
+  int major = 9, minor = 0;
+};
+ComputeCapability compute_capability() {
+  ComputeCapability cc;
+  const char *env = std::getenv("BONSAI_FAKE_CUDA_COMPUTE");
+  int major = 0, minor = 0;
+  if (env != nullptr && std::sscanf(env, "%d.%d", &major, &minor) == 2 &&
+      major * 10 + minor >= 75 && major <= 12 && minor >= 0 && minor <= 9)
+    cc = {major, minor};
+  return cc;
+}
+
 int fake_context_tag = 0;
 int fake_stream_tag = 0;
 int fake_event_tag = 0;
@@ -523,7 +539,10 @@ BONSAI_FAKE_API CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevic
     *value = kSharedPerBlockOptin;
     break;
   case kAttrComputeCapabilityMajor:
-    *value = 9;
+    *value = compute_capability().major;
+    break;
+  case kAttrComputeCapabilityMinor:
+    *value = compute_capability().minor;
     break;
   case kAttrMultiprocessorCount:
     *value = kMultiprocessors;
