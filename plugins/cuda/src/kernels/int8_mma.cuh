@@ -34,9 +34,9 @@ __device__ __forceinline__ u32 bytes_minus_one(u32 v) {
 // rows g and g + 8 from their codes. Word k, plane i, byte b of a planar
 // block holds weight k W + 4 i + b (common_prelude.cuh). codes() gives the
 // raw codes (Q1_0: 0 or 1, Q2_0: 0..3), operand() the weights over d
-// (Q1_0: -1 or +1, Q2_0: code - 1); a product with the codes is the one
-// with the weights once CODE_SCALE times it less the activations' sum is
-// taken (Q1_0: 2 x - 1, Q2_0: x - 1).
+// (Q1_0: -1 or +1, Q2_0: code - 1). Since weight / d = CODE_SCALE x code
+// - 1, a product with the weights is CODE_SCALE times the product with the
+// codes less the sum of the activations.
 struct MmqQ1_0 {
   static const int WORDS = 4;      // per block
   static const int CODE_SCALE = 2; // weight / d = 2 code - 1
