@@ -353,10 +353,10 @@ if wanted persistent; then
   # Three sequences in every step, as is and with both options.
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
-      for variant in consumer options; do
+      for variant in consumer producer_mma; do
         name="persistent_sanitizer_$tool"
         options="decode=persistent"
-        [ "$variant" = options ] && name="${name}_producer_mma" && options="$both"
+        [ "$variant" = producer_mma ] && name="${name}_producer_mma" && options="$both"
         step "$name" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
           "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1 \
           --backend-options "$options"
