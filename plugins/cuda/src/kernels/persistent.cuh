@@ -547,6 +547,13 @@ pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, 
 #define PK_ADD 1
 #define PK_SWIGLU 2
 
+// Writes one output row element of a matmul instruction from its sums
+// (already scaled; `up` is read for PK_SWIGLU only).
+template <int KIND> __device__ __forceinline__ void pk_put_output(float *y, float gate, float up) {
+  const float v = KIND == PK_SWIGLU ? gate / (1.0f + expf(-gate)) * up : gate;
+  pk_store(y, KIND == PK_ADD ? *y + v : v);
+}
+
 // The rows of one matrix (or of gate and up together) that a matmul
 // instruction computes, and where their copy lies in the weight buffer:
 // per matrix the codes of those rows, then their scales, which is the
@@ -664,10 +671,7 @@ __device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
       for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i) { // a constant bound: acc stays in registers
         if (lane != 0 || row0 + i >= mm.rows)
           continue;
-        float *const y = out + row0 + i;
-        const float g = acc[t][0][i] * scale, u = acc[t][N_MATS - 1][i] * scale;
-        const float v = KIND == PK_SWIGLU ? g / (1.0f + expf(-g)) * u : g;
-        pk_store(y, KIND == PK_ADD ? *y + v : v);
+        pk_put_output<KIND>(out + row0 + i, acc[t][0][i] * scale, acc[t][N_MATS - 1][i] * scale);
       }
     }
   }
@@ -769,10 +773,8 @@ __device__ void pk_piece_rows_mma(const PersistentArgs &a, const PkPiece &p,
           sum[m] += reduce[(size_t)(w * N_MATS + m) * 128 + e];
       }
       const float scale = ctl->scales[t];
-      float *const y = p.out + (size_t)t * p.rows + p.row_begin + r;
-      const float gate = sum[0] * scale, up = sum[N_MATS - 1] * scale;
-      const float v = KIND == PK_SWIGLU ? gate / (1.0f + expf(-gate)) * up : gate;
-      pk_store(y, KIND == PK_ADD ? *y + v : v);
+      pk_put_output<KIND>(p.out + (size_t)t * p.rows + p.row_begin + r, sum[0] * scale,
+                          sum[N_MATS - 1] * scale);
     }
     __syncthreads(); // `reduce` is written again for the next tile
   }
