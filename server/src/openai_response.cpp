@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "token_text.hpp"
+
 namespace bonsai::server {
 namespace {
 
@@ -113,11 +115,11 @@ json logprobs_json(Endpoint endpoint, const std::vector<StepLogprobs> &entries, 
        offsets = json::array();
   bool any_top = false;
   for (const StepLogprobs &e : entries) {
-    tokens.push_back(e.chosen.bytes);
+    tokens.push_back(legacy_token_text(e.chosen.bytes));
     token_logprobs.push_back(e.chosen.logprob);
     json top = json::object();
     for (const TokenLogprob &alt : e.top)
-      top[alt.bytes] = alt.logprob;
+      top[legacy_token_text(alt.bytes)] = alt.logprob;
     any_top = any_top || !e.top.empty();
     tops.push_back(std::move(top));
     offsets.push_back(offset);

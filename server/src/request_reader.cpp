@@ -12,9 +12,12 @@
 namespace bonsai::server {
 namespace {
 
-// The path of a request target: origin form "/a?b", or absolute form
-// "http://host/a?b" (what a proxy sends); nullopt for anything else.
-std::optional<std::string> target_path(std::string_view target) {
+// The path of a request target: origin form "/a?b", absolute form
+// "http://host/a?b" (what a proxy sends), or "*" for OPTIONS (the server as
+// a whole, RFC 9112 3.2.4); nullopt for anything else.
+std::optional<std::string> target_path(std::string_view target, http::verb method) {
+  if (target == "*")
+    return method == http::verb::options ? std::optional<std::string>("*") : std::nullopt;
   if (const size_t scheme = target.find("://");
       scheme != std::string_view::npos && !target.empty() && target.front() != '/') {
     const size_t slash = target.find('/', scheme + 3);
@@ -147,7 +150,7 @@ bool RequestReader::screen_head() {
     refuse(error_response(status, "invalid_request_error", text));
     return false;
   };
-  std::optional<std::string> path = target_path(message.target());
+  std::optional<std::string> path = target_path(message.target(), message.method());
   if (!path)
     return refuse_with(400, "The request target is not a path or an absolute URL");
   path_ = std::move(*path);

@@ -6,6 +6,7 @@
 #include "api_error.hpp"
 #include "json_limits.hpp"
 #include "request_fields.hpp"
+#include "token_text.hpp"
 
 namespace bonsai::server {
 namespace {
@@ -30,15 +31,6 @@ json object_body(std::string_view text, const RequestContext &context,
 
 std::string dump(const json &value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-bool valid_utf8(const std::string &text) {
-  try {
-    (void)json(text).dump();
-    return true;
-  } catch (const json::type_error &) {
-    return false;
-  }
 }
 
 } // namespace
@@ -73,7 +65,7 @@ std::string tokenize_body(const Engine &engine, const RequestContext &context,
       continue;
     }
     const std::string piece = engine.token_piece(id);
-    if (valid_utf8(piece))
+    if (is_valid_utf8(piece))
       out.push_back({{"id", id}, {"piece", piece}});
     else
       out.push_back({{"id", id}, {"piece", std::vector<uint8_t>(piece.begin(), piece.end())}});

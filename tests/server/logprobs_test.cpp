@@ -45,6 +45,29 @@ std::vector<double> log_softmax(const float *row, double t) {
   return out;
 }
 
+// Whether a token's bytes are part of a UTF-8 character rather than whole
+// characters.
+bool partial_character(const std::string &piece) {
+  return json(piece).dump(-1, ' ', false, json::error_handler_t::replace) !=
+         json(piece).dump(-1, ' ', false, json::error_handler_t::ignore);
+}
+
+// A token's key in the legacy top_logprobs object: its text, or for part
+// of a character OpenAI's "bytes:" and a \xNN escape per byte.
+std::string legacy_key(const bonsai::Engine &engine, size_t id) {
+  const std::string piece = engine.token_piece(static_cast<int32_t>(id));
+  if (!partial_character(piece))
+    return piece;
+  static const char kHex[] = "0123456789abcdef";
+  std::string text = "bytes:";
+  for (const unsigned char c : piece) {
+    text += "\\x";
+    text += kHex[c >> 4];
+    text += kHex[c & 15];
+  }
+  return text;
+}
+
 class ServerLogprobs : public ::testing::Test {
 protected:
   static void SetUpTestSuite() { server_ = new RunningServer(); }
@@ -59,6 +82,7 @@ TEST_F(ServerLogprobs, CompletionLogprobsMatchTheReferenceDistribution) {
   const std::vector<int32_t> prompt = golden_prompt();
   const std::vector<float> reference = read_f32(data_path("tiny-q1.ref.logits.f32"));
   ASSERT_EQ(reference.size(), prompt.size() * kVocab);
+  const bonsai::Engine engine = open_tiny();
   for (const size_t k : {size_t{9}, size_t{30}}) {
     for (const double t : {0.0, 0.7}) {
       const json body = {{"prompt", std::vector<int32_t>(prompt.begin(), prompt.begin() + k)},
@@ -78,8 +102,7 @@ TEST_F(ServerLogprobs, CompletionLogprobsMatchTheReferenceDistribution) {
       ASSERT_EQ(lp["top_logprobs"][0].size(), 3u) << r.body;
       double best = 0;
       for (size_t i = 0; i < 3; ++i) {
-        const std::string piece = parse(
-            post(*server_, "/detokenize", json({{"tokens", {order[i]}}}).dump()).body)["content"];
+        const std::string piece = legacy_key(engine, order[i]);
         ASSERT_TRUE(lp["top_logprobs"][0].contains(piece)) << piece << " " << r.body;
         EXPECT_NEAR(lp["top_logprobs"][0][piece].get<double>(), expected[order[i]], 2e-3);
         best = std::max(best, expected[order[i]]);
@@ -92,6 +115,42 @@ TEST_F(ServerLogprobs, CompletionLogprobsMatchTheReferenceDistribution) {
       EXPECT_EQ(lp["text_offset"][0], 0);
     }
   }
+}
+
+// Where the best alternatives include tokens that hold part of a UTF-8
+// character, each keeps a key of its own: OpenAI's "bytes:\xNN" form, not a
+// U+FFFD that two of them would share (the object would lose one).
+TEST_F(ServerLogprobs, PartialCharacterAlternativesKeepTheirOwnKeys) {
+  const std::vector<int32_t> prompt = golden_prompt();
+  const std::vector<float> reference = read_f32(data_path("tiny-q1.ref.logits.f32"));
+  const bonsai::Engine engine = open_tiny();
+  size_t checked = 0;
+  for (size_t k = 1; k <= prompt.size() && checked < 3; ++k) {
+    const std::vector<double> expected = log_softmax(&reference[(k - 1) * kVocab], 1);
+    std::vector<size_t> order(kVocab);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + 5, order.end(),
+                      [&](size_t a, size_t b) { return expected[a] > expected[b]; });
+    if (std::count_if(order.begin(), order.begin() + 5, [&](size_t id) {
+          return partial_character(engine.token_piece(static_cast<int32_t>(id)));
+        }) < 2)
+      continue;
+    ++checked;
+    const json body = {{"prompt", std::vector<int32_t>(prompt.begin(), prompt.begin() + k)},
+                       {"max_tokens", 1},
+                       {"temperature", 0},
+                       {"logprobs", 5}};
+    const auto r = post(*server_, "/v1/completions", body.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json top = parse(r.body)["choices"][0]["logprobs"]["top_logprobs"][0];
+    ASSERT_EQ(top.size(), 5u) << r.body;
+    for (size_t i = 0; i < 5; ++i) {
+      const std::string key = legacy_key(engine, order[i]);
+      ASSERT_TRUE(top.contains(key)) << key << " " << r.body;
+      EXPECT_NEAR(top[key].get<double>(), expected[order[i]], 2e-3);
+    }
+  }
+  EXPECT_GT(checked, 0u) << "no golden position has two partial characters among its best five";
 }
 
 TEST_F(ServerLogprobs, ChatLogprobsCoverTheReplyBestFirst) {
