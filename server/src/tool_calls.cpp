@@ -115,10 +115,20 @@ bool ToolCallSplit::parse_call(std::string_view body, ParsedToolCall &call) cons
     call.arguments = "{}";
   else if (arguments->is_object())
     call.arguments = arguments->dump(-1, ' ', false, json::error_handler_t::replace);
-  else if (arguments->is_string()) // some models quote the arguments
-    call.arguments = arguments->get<std::string>();
-  else
+  else if (arguments->is_string()) { // some models quote the arguments
+    // A client parses them as an object: text that is not one is no call.
+    json quoted;
+    try {
+      quoted = parse_json_within(arguments->get_ref<const std::string &>(), call_limits());
+    } catch (const ApiError &) {
+      return false;
+    }
+    if (!quoted.is_object())
+      return false;
+    call.arguments = quoted.dump(-1, ' ', false, json::error_handler_t::replace);
+  } else {
     return false;
+  }
   call.id = new_call_id();
   return true;
 }

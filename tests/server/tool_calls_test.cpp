@@ -57,9 +57,20 @@ TEST(ToolCallSplit, TextBeforeAndBetweenCallsStaysContent) {
                "Checking both.", {{"a", nlohmann::json::object()}, {"b", {{"x", {1, 2}}}}});
 }
 
-TEST(ToolCallSplit, QuotedArgumentsAreTakenAsTheirText) {
+TEST(ToolCallSplit, QuotedArgumentsAreTheObjectTheyHold) {
   expect_calls("<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"k\\\": 1}\"}</tool_call>", "",
                {{"f", {{"k", 1}}}});
+}
+
+// Arguments are a JSON object for the client to parse: quoted text that is
+// not one, or a value of another type, leaves the block as content.
+TEST(ToolCallSplit, ArgumentsThatAreNoObjectMakeNoCall) {
+  for (const std::string block :
+       {"<tool_call>{\"name\": \"f\", \"arguments\": \")ill\u00e9far\"}</tool_call>",
+        "<tool_call>{\"name\": \"f\", \"arguments\": \"[1]\"}</tool_call>",
+        "<tool_call>{\"name\": \"f\", \"arguments\": []}</tool_call>",
+        "<tool_call>{\"name\": \"f\", \"arguments\": 2883791}</tool_call>"})
+    expect_calls(block, block, {});
 }
 
 TEST(ToolCallSplit, ABlockThatDoesNotParseStaysContent) {

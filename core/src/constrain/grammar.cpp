@@ -23,6 +23,45 @@ ojson parse_schema(std::string_view text, const std::string &what) {
   }
 }
 
+// A tool's `parameters` as the schema of its arguments, which are a JSON
+// object (the call's "arguments" is parsed as one): a schema that says more
+// than nothing but not the type gets "type": "object", a type list is
+// narrowed to it, and a schema that allows no object, or whose top level the
+// narrowing cannot reach, is refused. (One that says nothing means any
+// object: the caller checks accepts_anything first.)
+ojson object_arguments(ojson doc, const std::string &where) {
+  if (!doc.is_object())
+    return doc; // the compiler says what is wrong with it
+  for (const char *keyword : {"$ref", "anyOf", "oneOf", "allOf"})
+    if (doc.contains(keyword))
+      throw Error(fmt::format("{}: arguments are a JSON object, so the top level must be an "
+                              "object schema (\"type\": \"object\"), not '{}'",
+                              where, keyword));
+  for (const char *keyword : {"const", "enum"}) {
+    const auto values = doc.find(keyword);
+    if (values == doc.end())
+      continue;
+    for (const ojson &v : values->is_array() && std::string_view(keyword) == "enum"
+                              ? *values
+                              : ojson::array({*values}))
+      if (!v.is_object())
+        throw Error(fmt::format("{}: arguments are a JSON object, but '{}' allows {}", where,
+                                keyword, v.dump(-1, ' ', false, ojson::error_handler_t::replace)));
+  }
+  const auto type = doc.find("type");
+  if (type == doc.end()) {
+    doc["type"] = "object";
+    return doc;
+  }
+  for (const ojson &name : type->is_array() ? *type : ojson::array({*type}))
+    if (name == "object") {
+      *type = "object";
+      return doc;
+    }
+  throw Error(fmt::format("{}: arguments are a JSON object, but 'type' is {}", where,
+                          type->dump(-1, ' ', false, ojson::error_handler_t::replace)));
+}
+
 int32_t add_sum(int32_t a, int32_t b) {
   return static_cast<int32_t>(std::min<int64_t>(int64_t{a} + b, kUnreachable));
 }
@@ -122,10 +161,11 @@ Grammar Grammar::tool_calls(std::span<const ToolSchema> tools, bool parallel,
                                 nlohmann::json(tool.name).dump()));
     const std::string where = fmt::format("tool '{}' parameters", tool.name);
     int32_t arguments;
-    if (tool.parameters.empty()) {
+    const ojson parsed = tool.parameters.empty() ? ojson(true) : parse_schema(tool.parameters, where);
+    if (constrain::accepts_anything(parsed)) {
       arguments = compiler.any_object();
     } else {
-      const ojson doc = parse_schema(tool.parameters, where);
+      const ojson doc = object_arguments(parsed, where);
       try {
         arguments = compiler.value(doc, doc, "#");
       } catch (const Error &e) {

@@ -106,6 +106,17 @@ void check_name(const std::string &name, const std::string &path, int32_t max_by
 
 } // namespace
 
+bool accepts_anything(const ojson &schema) {
+  if (schema.is_boolean())
+    return schema.get<bool>();
+  if (!schema.is_object())
+    return false;
+  return std::all_of(schema.items().begin(), schema.items().end(), [](const auto &item) {
+    return kAnnotations.contains(item.key()) || item.key() == "$defs" ||
+           item.key() == "definitions";
+  });
+}
+
 SchemaCompiler::SchemaCompiler(GrammarData &grammar, const GrammarLimits &limits)
     : g_(grammar), limits_(limits) {
   Node ws;

@@ -12,6 +12,10 @@
 
 namespace bonsai::constrain {
 
+// Whether `schema` constrains nothing: true, or an object of annotations
+// (title, description, ...) and definitions only.
+bool accepts_anything(const nlohmann::ordered_json &schema);
+
 class SchemaCompiler {
 public:
   SchemaCompiler(GrammarData &grammar, const GrammarLimits &limits);

@@ -178,6 +178,58 @@ TEST(GrammarMatcher, ToolCallsInQwenForm) {
   EXPECT_TRUE(matches(many, call + "\n" + call));
 }
 
+// A tool's arguments are a JSON object whatever its parameters schema
+// allows: a schema that says nothing means any object, a type list is
+// narrowed to object, and a schema without a type is one of an object.
+TEST(GrammarMatcher, ToolArgumentsAreAlwaysAnObject) {
+  const auto call = [](const std::string &arguments) {
+    return "<tool_call>\n{\"name\": \"f\", \"arguments\": " + arguments + "}\n</tool_call>";
+  };
+  for (const char *parameters : {"", "{}", "true", R"({"description":"no arguments"})",
+                                 R"({"type":["object","null"]})"}) {
+    SCOPED_TRACE(parameters);
+    const ToolSchema tools[] = {{"f", parameters}};
+    const Grammar g = Grammar::tool_calls(tools, false);
+    EXPECT_TRUE(matches(g, call("{}")));
+    for (const char *other : {"[]", "2883791", "null", R"("{}")"})
+      EXPECT_FALSE(matches(g, call(other))) << other;
+  }
+  for (const char *parameters : {"", "{}", "true"}) {
+    const ToolSchema tools[] = {{"f", parameters}};
+    EXPECT_TRUE(matches(Grammar::tool_calls(tools, false), call(R"({"a": [1]})"))) << parameters;
+  }
+  const ToolSchema typed[] = {{"f", R"({"properties":{"a":{"type":"integer"}},"required":["a"]})"}};
+  const Grammar g = Grammar::tool_calls(typed, false);
+  EXPECT_TRUE(matches(g, call(R"({"a": 5})")));
+  EXPECT_FALSE(matches(g, call("5")));
+  EXPECT_FALSE(matches(g, call(R"({"a": "5"})")));
+}
+
+// Parameters that allow no object, or whose top level is a reference or a
+// combination, are refused with the tool's name and the reason.
+TEST(GrammarMatcher, ToolParametersThatAllowNoObjectAreRefused) {
+  const auto refusal = [](const char *parameters) -> std::string {
+    const ToolSchema tools[] = {{"f", parameters}};
+    try {
+      (void)Grammar::tool_calls(tools, false);
+    } catch (const Error &e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(refusal(R"({"type":"integer"})"),
+            "tool 'f' parameters: arguments are a JSON object, but 'type' is \"integer\"");
+  EXPECT_EQ(refusal(R"({"type":["string","null"]})"),
+            "tool 'f' parameters: arguments are a JSON object, but 'type' is [\"string\",\"null\"]");
+  EXPECT_EQ(refusal(R"({"enum":[{"a":1},2]})"),
+            "tool 'f' parameters: arguments are a JSON object, but 'enum' allows 2");
+  EXPECT_NE(refusal(R"({"anyOf":[{"type":"object"},{"type":"null"}]})").find("not 'anyOf'"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"$ref":"#/$defs/a","$defs":{"a":{"type":"object"}}})").find("not '$ref'"),
+            std::string::npos);
+  EXPECT_EQ(refusal(R"({"type":"object","properties":{}})"), "accepted");
+}
+
 TEST(GrammarMatcher, ReasoningBlockBeforeTheValue) {
   const Grammar g = Grammar::json_schema(R"({"type": "boolean"})");
   const Grammar optional = g.after_reasoning(false);
