@@ -237,6 +237,12 @@ TEST_F(StructuredOutput, RefusalsNameTheFieldAndTheKeyword) {
        "tool_choice",
        "'nope', which is not in 'tools'"},
       {{{"tool_choice", "required"}}, "tool_choice", "needs 'tools'"},
+      {{{"tools",
+         {{{"type", "function"},
+           {"function", {{"name", "count"}, {"parameters", {{"type", "integer"}}}}}}}},
+        {"tool_choice", "required"}},
+       "tools",
+       "tool 'count' parameters: arguments are a JSON object, but 'type' is \"integer\""},
   };
   for (const Case &c : cases) {
     const auto r = chat(c.body);
