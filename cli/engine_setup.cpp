@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <memory>
 
 #include "bonsai/progress.hpp"
 #include "model_file.hpp"
@@ -43,12 +44,14 @@ Engine open_engine(const EngineArgs &args) {
 
 namespace {
 
-// Runs make(progress callback) under the "uploading weights" bar.
+// Runs make(progress callback) under the "uploading weights" bar. The
+// callback shares the bar: a batch keeps it for the sessions it opens later
+// (past a plugin's slots), when the bar is finished and draws nothing.
 template <class Make> auto with_upload_bar(const EngineArgs &args, Make &&make) {
-  ProgressBar bar("uploading weights", draw_progress(args));
+  const auto bar = std::make_shared<ProgressBar>("uploading weights", draw_progress(args));
   // Always set, so the engine's own progress callback is never reused.
-  auto made = make([&bar](double fraction) { bar.update(fraction); });
-  bar.finish();
+  auto made = make([bar](double fraction) { bar->update(fraction); });
+  bar->finish();
   return made;
 }
 

@@ -164,6 +164,21 @@ TEST(Bench, MoreSequencesThanGeneratedTokensStillRun) {
   EXPECT_EQ(row["n_tokens"].as_int(), 32);
 }
 
+// More sequences than the CPU plugin's 256 slots: the batch opens sessions
+// of their own for the rest, uploading the weights again through the
+// progress callback it kept, which once pointed at a bar gone out of scope.
+TEST(Bench, MoreSequencesThanThePluginsSlotsStillRun) {
+  const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n",
+                                      "0", "-np", "257", "-t", "1", "-r", "1", "-o", "jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("256 KV slots"), std::string::npos) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  const mini_json::Value row = mini_json::parse(lines[0]);
+  EXPECT_EQ(row["test"].as_string(), "pp8 x257");
+  EXPECT_EQ(row["n_tokens"].as_int(), 8 * 257);
+}
+
 TEST(Bench, MembwStatesEachTgRowAsAShareOfTheBandwidthLimit) {
   const ProcessResult r =
       run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n", "4", "-d", "40", "-np",
