@@ -149,6 +149,9 @@ int run_command(const Args &argv) {
     throw UsageError("--thinking does not apply to --json (the object holds the whole text)");
   if (!json_schema.empty() && !json_schema_file.empty())
     throw UsageError("--json-schema and --json-schema-file cannot be used together");
+  if ((!json_schema.empty() || !json_schema_file.empty()) && !generation.stop.empty())
+    throw UsageError("--stop cannot be used with --json-schema: a stop string could cut the "
+                     "value before it is complete");
   if (!json_schema_file.empty())
     json_schema = read_text_file(json_schema_file, "--json-schema-file");
   const std::string prompt = read_prompt(prompt_args);

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text_file.hpp"
+
 namespace bonsai::cli {
 namespace {
 
@@ -30,12 +32,10 @@ void save_conversation(const std::filesystem::path &path,
 }
 
 std::vector<ChatMessage> load_conversation(const std::filesystem::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path.string() + ": cannot open the conversation file");
+  const std::string text = read_text_file(path.string(), "/load");
   json doc;
   try {
-    doc = json::parse(in);
+    doc = json::parse(text);
   } catch (const json::exception &e) { // syntax, or a number out of range
     throw Error(path.string() + ": not a JSON conversation: " + e.what());
   }
@@ -46,6 +46,12 @@ std::vector<ChatMessage> load_conversation(const std::filesystem::path &path) {
     if (!ours || !doc.contains("messages"))
       throw Error(path.string() + ": a JSON object without \"format\": \"bonsai-chat\" and "
                                   "\"messages\"");
+    // A later format may mean something else by the same fields.
+    if (const auto version = doc.find("version");
+        version != doc.end() && !(version->is_number_integer() && *version == 1))
+      throw Error(path.string() + ": a conversation of version " +
+                  version->dump(-1, ' ', false, json::error_handler_t::replace) +
+                  "; this bonsai reads version 1");
     list = &doc["messages"];
   }
   if (!list->is_array())

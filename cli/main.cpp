@@ -64,6 +64,13 @@ std::string command_names() {
   return names;
 }
 
+bool is_command(std::string_view name) {
+  for (const auto &c : kSubcommands)
+    if (name == c.name)
+      return true;
+  return false;
+}
+
 void report(const char *what) {
   std::fprintf(stderr, "bonsai: error: %s\n", what);
 }
@@ -76,12 +83,20 @@ int main(int argc, char **argv) {
     print_usage(stderr);
     return kExitUsage;
   }
-  const std::string_view name = argv[1];
-  if (name == "--help" || name == "-h" || name == "help") {
+  std::string_view name = argv[1];
+  const bool help = name == "--help" || name == "-h" || name == "help";
+  if (help && argc == 3 && is_command(argv[2])) { // "bonsai help run": that command's help
+    name = argv[2];
+    argv[2] = const_cast<char *>("--help");
+  } else if ((help || name == "--version" || name == "version") && argc > 2) {
+    const std::string message = "unexpected argument '" + std::string(argv[2]) + "' after " +
+                                std::string(name) + " (see bonsai --help)";
+    report(message.c_str());
+    return kExitUsage;
+  } else if (help) {
     print_usage(stdout);
     return kExitOk;
-  }
-  if (name == "--version" || name == "version") {
+  } else if (name == "--version" || name == "version") {
     print_version();
     return kExitOk;
   }

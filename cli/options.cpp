@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -27,6 +28,10 @@ std::string shortest(float v) {
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
 }
+
+// The most threads a plugin context takes (the CPU plugin's limit);
+// between the machine's threads and this, plugins clamp with a warning.
+constexpr int32_t kMaxThreads = 1024;
 
 [[noreturn]] void invalid(const std::string &flag, const std::string &rule,
                           const std::string &got) {
@@ -49,12 +54,18 @@ void validate_engine(const EngineArgs &a) {
   if (a.n_batch < 1)
     invalid("-b/--batch-size", "must be >= 1", std::to_string(a.n_batch));
   for (const int32_t n : a.thread_list)
-    if (n < 0)
-      invalid("-t/--threads", "must be >= 0 (0 = automatic)", std::to_string(n));
+    if (n < 0 || n > kMaxThreads)
+      invalid("-t/--threads",
+              "must be in 0.." + std::to_string(kMaxThreads) +
+                  " (0 = automatic; more than the machine has are clamped)",
+              std::to_string(n));
 }
 
 void validate_generation(const GenerationArgs &g) {
   const SamplingParams &s = g.sampling;
+  for (const std::string &stop : g.stop)
+    if (stop.empty())
+      invalid("--stop", "must not be empty", "''");
   if (g.n_predict < -1)
     invalid("-n/--n-predict", "must be >= 0, or -1 for no limit", std::to_string(g.n_predict));
   check_finite("--temp", s.temperature);
@@ -189,7 +200,14 @@ CommandLine &CommandLine::rope(RopeOverrides &r) {
   add("yarn-orig-ctx", po::value(&r.yarn_orig_ctx)->value_name("N"),
       "the context the model was trained with, for YaRN");
   groups_.push_back(group);
-  checks_.push_back([&r] {
+  checks_.push_back([this, &r] {
+    // 0 is how "not given" is stored, so a 0 given is caught here.
+    if (given("rope-scale") && r.scale == 0.0f)
+      invalid("--rope-scale", "must be a context factor >= 1", "0");
+    if (given("rope-freq-base") && r.freq_base == 0.0f)
+      invalid("--rope-freq-base", "must be > 0", "0");
+    if (given("yarn-orig-ctx") && r.yarn_orig_ctx == 0)
+      invalid("--yarn-orig-ctx", "must be > 0", "0");
     RopeSettings probe; // the same checks as the engine, as usage errors
     try {
       apply_rope_overrides(probe, r);
@@ -401,8 +419,6 @@ bool CommandLine::parse(const std::vector<std::string> &args) {
         return d != nullptr && d->semantic()->max_tokens() > 0;
       }};
   const TranslatedArgs translated = translate_llama_flags(args, schema);
-  for (const std::string &note : translated.notes)
-    std::fprintf(stderr, "bonsai: note: %s\n", note.c_str());
   gpu_request_ = translated.gpu_request;
   try {
     store(translated.args, all);
@@ -428,6 +444,9 @@ bool CommandLine::parse(const std::vector<std::string> &args) {
   }
   for (const auto &check : checks_)
     check();
+  // After the checks: a command line that fails says one line, its error.
+  for (const std::string &note : translated.notes)
+    std::fprintf(stderr, "bonsai: note: %s\n", note.c_str());
   return true;
 }
 
@@ -456,18 +475,6 @@ std::vector<int32_t> parse_int_list(const std::string &flag, const std::string &
   }
 }
 
-std::string read_text_file(const std::string &path, const char *flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot open the file given to " + flag);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad())
-    throw Error(path + ": error while reading the file given to " + flag);
-  if (text.empty())
-    throw Error(path + ": the file given to " + flag + " is empty");
-  return text;
-}
-
 std::string read_prompt(const PromptArgs &args) {
   const bool has_text = !args.text.empty();
   const bool has_file = !args.file.empty();
@@ -477,12 +484,9 @@ std::string read_prompt(const PromptArgs &args) {
     throw UsageError("no prompt given: pass -p TEXT or -f FILE");
   if (has_text)
     return args.text;
-  std::string text;
-  if (args.file == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
+  if (args.file != "-")
     return read_text_file(args.file, "-f/--file");
-  }
+  const std::string text = read_stream(std::cin, "standard input (-f -)");
   if (text.empty())
     throw Error("the prompt on standard input is empty");
   return text;

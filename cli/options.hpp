@@ -15,6 +15,7 @@
 #include "bonsai/core/rope.hpp"
 
 #include "bonsai/engine.hpp"
+#include "text_file.hpp"
 
 namespace bonsai::cli {
 
@@ -126,10 +127,6 @@ private:
 // "512,1024" -> {512, 1024}; each must be >= `min`. Throws UsageError
 // naming `flag` for anything else (empty items, words, out of range).
 std::vector<int32_t> parse_int_list(const std::string &flag, const std::string &text, int32_t min);
-
-// The whole of a file named on the command line; Error naming the file and
-// the flag when it cannot be read or is empty.
-std::string read_text_file(const std::string &path, const char *flag);
 
 // The prompt text from -p or -f (exactly one of them). Throws UsageError when
 // both or neither are given, bonsai::Error when the file cannot be read.

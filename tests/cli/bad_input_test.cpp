@@ -113,6 +113,39 @@ TEST(BadInput, MissingPromptFile) {
                "/nonexistent/prompt.txt: cannot open");
 }
 
+// Files given on the command line that are no text file: one line naming
+// the file and the flag (a stream error once leaked through), and an
+// endless stream refused at a bound instead of filling the memory.
+TEST(BadInput, PromptOrSchemaFileThatIsNoFile) {
+  const std::string dir = ::testing::TempDir();
+  expect_error(run_bonsai({"run", "-m", kTiny, "-f", dir}), 1, "is a directory, not the file -f");
+  expect_error(run_bonsai({"run", "-m", kTiny, "-p", "hi", "--json-schema-file", dir}), 1,
+               "is a directory, not the file --json-schema-file");
+  expect_error(run_bonsai({"run", "-m", kTiny, "-f", "/dev/zero"}), 1,
+               "holds more than 64 MiB");
+}
+
+TEST(BadInput, StopWithASchema) {
+  expect_error(run_bonsai({"run", "-m", kTiny, "-p", "hi", "--json-schema", "{}", "--stop", "}"}),
+               2, "--stop cannot be used with --json-schema");
+}
+
+// bonsai --help and --version take nothing after them; "help COMMAND" is
+// that command's help.
+TEST(BadInput, WordsAfterHelpOrVersion) {
+  expect_error(run_bonsai({"--version", "--bogus"}), 2, "unexpected argument '--bogus' after");
+  expect_error(run_bonsai({"--help", "extra"}), 2, "unexpected argument 'extra' after --help");
+  const ProcessResult help = run_bonsai({"help", "run"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_EQ(help.out.rfind("usage: bonsai run", 0), 0u) << help.out;
+}
+
+// A llama.cpp flag that is ignored says so only when the command line is
+// good: a bad one gets its error alone.
+TEST(BadInput, IgnoredFlagNotesWaitForAGoodCommandLine) {
+  expect_error(run_bonsai({"run", "-m", kTiny, "-p", "hi", "-fa", "bogus"}), 2, "'bogus'");
+}
+
 TEST(BadInput, MissingModelFile) {
   expect_error(run_bonsai({"run", "-m", "/nonexistent/model.gguf", "-p", "hi"}), 1,
                "/nonexistent/model.gguf: model file not found");
@@ -210,7 +243,12 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"-n", "-2", "-n/--n-predict must be >= 0, or -1"},
                       BadValue{"-c", "-1", "-c/--ctx-size must be >= 0"},
                       BadValue{"-b", "0", "-b/--batch-size must be >= 1"},
-                      BadValue{"-t", "-1", "-t/--threads must be >= 0"},
+                      BadValue{"-t", "-1", "-t/--threads must be in 0..1024"},
+                      BadValue{"-t", "1025", "-t/--threads must be in 0..1024"},
+                      BadValue{"--stop", "", "--stop must not be empty"},
+                      BadValue{"--rope-scale", "0", "--rope-scale must be a context factor"},
+                      BadValue{"--rope-freq-base", "0", "--rope-freq-base must be > 0, got 0"},
+                      BadValue{"--yarn-orig-ctx", "0", "--yarn-orig-ctx must be > 0, got 0"},
                       BadValue{"--log-level", "loud", "--log-level must be one of"}),
     [](const ::testing::TestParamInfo<BadValue> &info) {
       std::string name = std::to_string(info.index) + "_";

@@ -163,7 +163,11 @@ TEST_F(ConversationFile, BadFilesAreRefusedWithTheReason) {
         Case{R"([{"role": "user", "content": 3}])", "no \"content\" string"},
         Case{R"([{"role": "user", "content": "a"}, {"role": "system",
                               "content": "b"}])",
-             "message 2 is a system message; only the first may be one"}}) {
+             "message 2 is a system message; only the first may be one"},
+        Case{R"({"format": "bonsai-chat", "version": 2, "messages": []})",
+             "a conversation of version 2; this bonsai reads version 1"},
+        Case{R"({"format": "bonsai-chat", "version": "1", "messages": []})",
+             "a conversation of version \"1\""}}) {
     const auto path = file("bad.json");
     write(path, c.text);
     try {
@@ -175,6 +179,14 @@ TEST_F(ConversationFile, BadFilesAreRefusedWithTheReason) {
     }
   }
   EXPECT_THROW(load_conversation(file("missing.json")), Error);
+  // A directory is refused with an Error naming it, which the chat reports
+  // and goes on from (a stream error escaping here once ended the chat).
+  try {
+    load_conversation(std::filesystem::temp_directory_path());
+    ADD_FAILURE() << "a directory was accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
 }
 
 } // namespace

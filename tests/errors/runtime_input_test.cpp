@@ -144,6 +144,14 @@ TEST_F(RuntimeInputErrors, ReplyFormatsThatCannotBeFollowed) {
   EXPECT_EQ(t.message, "tool calls: the tool name \"say \\\"hi\\\"\" holds a quote, a "
                        "backslash or a control character");
   EXPECT_EQ(session.position(), 0);
+  // A stop string could cut the value short, so a format takes none.
+  request.format.kind = ReplyFormat::Kind::json_object;
+  request.stop_strings = {"}"};
+  const Thrown stop = thrown_by([&] { session.generate(request); });
+  EXPECT_EQ(stop.type, "InvalidArgument");
+  EXPECT_EQ(stop.message, "generate: stop strings cannot be used with a reply format: one could "
+                          "cut the value before it is complete");
+  EXPECT_EQ(session.position(), 0);
   expect_cli_error(run_bonsai({"run", "-m", model_, "--backend", cpu_plugin(), "-p", "hi", "-j",
                                R"({"type": "integer", "multipleOf": 2})"}),
                    1, "json_schema: the keyword 'multipleOf' is not supported (at #)");

@@ -397,7 +397,8 @@ struct GenerateRequest {
   int32_t n_predict = 128;
   SamplingParams sampling;
   // Generation stops when the text contains one of these; the stop string and
-  // anything after it is not part of the output (not streamed either).
+  // anything after it is not part of the output (not streamed either). Not
+  // with `format` (InvalidArgument): a stop could cut the value short.
   std::vector<std::string> stop_strings;
   // Tokens that end generation (not part of the output). nullopt: the model's
   // default_stop_tokens(); empty vector: none.

@@ -60,6 +60,11 @@ void check_generation_limits(const GenerateRequest &request) {
   for (const auto &stop : request.stop_strings)
     if (stop.empty())
       throw InvalidArgument("generate: a stop string is empty");
+  // A stop string would cut the value (or the reasoning before it) short,
+  // and a constrained reply promises a whole value.
+  if (!request.stop_strings.empty() && request.format.kind != ReplyFormat::Kind::text)
+    throw InvalidArgument("generate: stop strings cannot be used with a reply format: one could "
+                          "cut the value before it is complete");
   if (request.top_logprobs < 0 || request.top_logprobs > 20)
     throw InvalidArgument(
         fmt::format("generate: top_logprobs must be 0..20, got {}", request.top_logprobs));
