@@ -332,6 +332,16 @@ static int check_more(bonsai_session *session, const int32_t *prompt, int n_prom
     fprintf(stderr, "the log callback got %d lines, no chat-template warning\n", logs.lines);
     ++failures;
   }
+  /* The header allows system, user and assistant turns only. */
+  const bonsai_chat_message odd[1] = {{"wizard", "Hi"}};
+  bonsai_generate_params odd_chat = chat;
+  odd_chat.messages = odd;
+  odd_chat.n_messages = 1;
+  if (bonsai_generate(session, &odd_chat, NULL, NULL, NULL) != -1 ||
+      strstr(bonsai_last_error(), "messages[0].role is 'wizard'") == NULL) {
+    fprintf(stderr, "a 'wizard' turn: %s\n", bonsai_last_error());
+    ++failures;
+  }
   if (bonsai_set_log_level("loud") != -1 || bonsai_set_log_level("warn") != 0) {
     fprintf(stderr, "bonsai_set_log_level accepted a bad name or refused a good one\n");
     ++failures;
@@ -343,6 +353,27 @@ static int check_more(bonsai_session *session, const int32_t *prompt, int n_prom
     fprintf(stderr, "greedy text: %s\n", bonsai_last_error());
     return failures + 1;
   }
+  /* top_p >= 1 and min_p <= 0 are "off" as the header says: sampled with
+   * them, a seeded reply is the one with the filters off by their defaults. */
+  bonsai_generate_params off = params;
+  off.temperature = 0.9f;
+  off.top_k = 0;
+  off.has_seed = 1;
+  off.seed = 7;
+  off.top_p = 1.0f;
+  off.min_p = 0.0f;
+  bonsai_generate_result off_result, beyond_result;
+  bonsai_generate_params beyond = off;
+  beyond.top_p = 1.5f;
+  beyond.min_p = -3.0f;
+  if (bonsai_generate(session, &off, NULL, NULL, &off_result) != 0 ||
+      bonsai_generate(session, &beyond, NULL, NULL, &beyond_result) != 0 ||
+      strcmp(off_result.text, beyond_result.text) != 0) {
+    fprintf(stderr, "top_p 1.5 and min_p -3: %s\n", bonsai_last_error());
+    ++failures;
+  }
+  bonsai_generate_result_free(&off_result);
+  bonsai_generate_result_free(&beyond_result);
   char stop[4];
   const size_t cut = strlen(result.text) / 2;
   memcpy(stop, result.text + cut, 3);

@@ -88,7 +88,10 @@ bonsai_engine *bonsai_engine_open(const char *model_path, const bonsai_engine_op
         if (options != nullptr) {
           if (options->struct_size < sizeof(uint32_t) ||
               options->struct_size > sizeof(bonsai_engine_options) + 4096)
-            throw bonsai::InvalidArgument("bonsai_engine_open: options->struct_size is not set");
+            throw bonsai::InvalidArgument(
+                "bonsai_engine_open: options->struct_size is " +
+                std::to_string(options->struct_size) +
+                "; set it to sizeof(bonsai_engine_options) (bonsai_engine_options_default() does)");
           std::memcpy(&c_options, options,
                       std::min<size_t>(options->struct_size, sizeof c_options));
         }
@@ -178,7 +181,10 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
         bonsai_generate_params p = bonsai_generate_params_default();
         if (params->struct_size < sizeof(uint32_t) ||
             params->struct_size > sizeof(bonsai_generate_params) + 4096)
-          throw bonsai::InvalidArgument("bonsai_generate: params->struct_size is not set");
+          throw bonsai::InvalidArgument(
+              "bonsai_generate: params->struct_size is " + std::to_string(params->struct_size) +
+              "; set it to sizeof(bonsai_generate_params) (bonsai_generate_params_default() "
+              "does)");
         std::memcpy(&p, params, std::min<size_t>(params->struct_size, sizeof p));
 
         bonsai::GenerateRequest request;
@@ -195,6 +201,11 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
             throw bonsai::InvalidArgument(
                 "bonsai_generate: messages[" + std::to_string(i) +
                 "] (or the array) is NULL; every message needs a role and content");
+          const std::string_view role = p.messages[i].role;
+          if (role != "system" && role != "user" && role != "assistant")
+            throw bonsai::InvalidArgument("bonsai_generate: messages[" + std::to_string(i) +
+                                          "].role is '" + std::string(role.substr(0, 32)) +
+                                          "'; expected system, user or assistant");
           request.messages.push_back({p.messages[i].role, p.messages[i].content});
         }
         if (p.system_prompt != nullptr)
@@ -221,8 +232,10 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
         request.n_predict = p.n_predict;
         request.sampling.temperature = p.temperature;
         request.sampling.top_k = p.top_k;
-        request.sampling.top_p = p.top_p;
-        request.sampling.min_p = p.min_p;
+        // The header's promise: top_p >= 1 and min_p <= 0 turn them off
+        // (the C++ API takes [0, 1] only). NaN stays NaN and is refused.
+        request.sampling.top_p = p.top_p > 1.0f ? 1.0f : p.top_p;
+        request.sampling.min_p = p.min_p < 0.0f ? 0.0f : p.min_p;
         request.sampling.repeat_penalty = p.repeat_penalty;
         if (p.has_seed != 0)
           request.sampling.seed = p.seed;
