@@ -30,7 +30,7 @@ std::string read_stream(std::istream &in, const std::string &what) {
   return text;
 }
 
-std::string read_text_file(const std::string &path, const char *flag) {
+std::string read_text_file(const std::string &path, const char *flag, bool empty_ok) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error))
     throw Error(path + ": is a directory, not the file " + flag + " takes");
@@ -38,7 +38,7 @@ std::string read_text_file(const std::string &path, const char *flag) {
   if (!in)
     throw Error(path + ": cannot open the file given to " + flag);
   std::string text = read_stream(in, path + " (given to " + flag + ")");
-  if (text.empty())
+  if (text.empty() && !empty_ok)
     throw Error(path + ": the file given to " + flag + " is empty");
   return text;
 }

@@ -10,8 +10,9 @@
 namespace bonsai::cli {
 
 // `path` read whole; bonsai::Error naming it and `flag` when it is a
-// directory, cannot be opened or read, is empty or is too large.
-std::string read_text_file(const std::string &path, const char *flag);
+// directory, cannot be opened or read, is too large, or is empty (unless
+// `empty_ok`).
+std::string read_text_file(const std::string &path, const char *flag, bool empty_ok = false);
 
 // `in` read whole, up to the same bound; `what` names it in errors.
 std::string read_stream(std::istream &in, const std::string &what);

@@ -1,6 +1,7 @@
 // bonsai-gguf follows the bonsai program's conventions: the GGUF file as the
 // first word or as -m FILE, --help on stdout with exit 0, command-line
 // mistakes as one error line with exit 2, runtime errors with exit 1.
+#include <sys/stat.h>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +114,8 @@ TEST(GgufTool, CommandLineMistakesExitTwo) {
       {{"info"}, "no GGUF file given: pass FILE or -m FILE"},
       {{"info", "-m", kTiny, kTiny}, "the GGUF file is already given with -m"},
       {{"info", kTiny, "--items", "many"}, "--items"},
+      {{"info", kTiny, "--items", "-1"}, "--items must be >= 0, got -1"},
+      {{"info", kTiny, "--chars", "-5"}, "--chars must be >= 0, got -5"},
       {{"tokenize", kVocab, "--tex", "hi"}, "unrecognised option '--tex'"}, // no abbreviations
       {{"tokenize", kVocab}, "give exactly one of --text TEXT or --text-file F"},
       {{"detokenize", kVocab}, "no token ids given"},
@@ -140,7 +143,18 @@ TEST(GgufTool, RuntimeErrorsExitOne) {
   expect_error(run_gguf_tool({"info", dir.file("missing.gguf")}), 1, "info", "missing.gguf");
   expect_error(run_gguf_tool({"info", "-m", text}), 1, "info", "not a GGUF file");
   expect_error(run_gguf_tool({"tokenize", kVocab, "--text-file", dir.file("missing.txt")}), 1,
-               "tokenize", "cannot open the text file");
+               "tokenize", "cannot open the file given to --text-file");
+  expect_error(run_gguf_tool({"tokenize", kVocab, "--text-file", dir.path().string()}), 1, "tokenize",
+               "is a directory, not the file --text-file takes");
+  // The output is renamed into place: a FIFO there would become a regular
+  // file, so it is refused and stays a FIFO.
+  const std::string fifo = dir.file("out.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_error(run_gguf_tool({"convert", kTiny, "-o", fifo, "--type", "q2_0"}), 1, "convert",
+               "exists and is not a regular file; not replacing it");
+  struct stat after {};
+  ASSERT_EQ(::stat(fifo.c_str(), &after), 0);
+  EXPECT_TRUE(S_ISFIFO(after.st_mode));
   // tiny-q1 has 2048 tokens: the id is well formed, the file refuses it (as
   // bonsai treats a token id outside the vocabulary).
   expect_error(run_gguf_tool({"detokenize", kTiny, "9707"}), 1, "detokenize", "out of range");

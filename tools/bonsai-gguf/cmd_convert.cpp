@@ -95,6 +95,7 @@ int run_convert(const std::vector<std::string> &args) {
   if (!parse_convert(args, a))
     return kExitOk;
   const gguf::File file = gguf::File::open(a.input);
+  gguf::Writer::check_target(a.output); // before the work, not after it
   gguf::Writer w;
   for (const auto &[key, value] : file.metadata())
     w.set(key, value);

@@ -220,14 +220,23 @@ int run_info(const std::vector<std::string> &args) {
   InfoOptions opt;
   CommandLine command_line("info", "info (FILE | -m FILE) [--items N] [--chars N]");
   command_line.model_file(opt.path, "GGUF file to describe (or the first argument)");
-  command_line.add_options()(
-      "items", po::value(&opt.array_items)->value_name("N")->default_value(opt.array_items),
-      "array elements to show per metadata array")(
-      "chars", po::value(&opt.string_chars)->value_name("N")->default_value(opt.string_chars),
+  // Signed, so that a negative value is refused (an unsigned option would
+  // wrap -1 to "everything").
+  int64_t items = static_cast<int64_t>(opt.array_items);
+  int64_t chars = static_cast<int64_t>(opt.string_chars);
+  command_line.add_options()("items", po::value(&items)->value_name("N")->default_value(items),
+                             "array elements to show per metadata array")(
+      "chars", po::value(&chars)->value_name("N")->default_value(chars),
       "string bytes to show before cutting");
   if (!command_line.parse(args))
     return kExitOk;
   command_line.no_more_words();
+  if (items < 0)
+    command_line.fail("--items must be >= 0, got " + std::to_string(items));
+  if (chars < 0)
+    command_line.fail("--chars must be >= 0, got " + std::to_string(chars));
+  opt.array_items = static_cast<size_t>(items);
+  opt.string_chars = static_cast<size_t>(chars);
 
   const gguf::File f = gguf::File::open(opt.path);
   print_header(f);

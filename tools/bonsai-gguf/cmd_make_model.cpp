@@ -413,6 +413,7 @@ int run_make_model(const std::vector<std::string> &args) {
   const Options o = parse(args, help);
   if (help)
     return kExitOk;
+  gguf::Writer::check_target(o.output); // before the work, not after it
   if (o.perturb) {
     write_perturbed_copy(*o.perturb);
     return kExitOk;

@@ -11,22 +11,12 @@
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/tokenizer.hpp"
 #include "command.hpp"
+#include "text_file.hpp"
 #include "command_line.hpp"
 
 namespace bonsai::tools {
 
 namespace {
-
-std::string read_text_file(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(path + ": cannot open the text file");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad())
-    throw Error(path + ": error while reading the text file");
-  return buffer.str();
-}
 
 // Length of the UTF-8 character at s[i], or 0 if the bytes there do not form
 // one; only used to decide what is printable as is.
@@ -127,7 +117,7 @@ int run_tokenize(const std::vector<std::string> &args) {
   TokenizeArgs a;
   if (!parse_tokenize(args, a))
     return kExitOk;
-  const std::string text = a.text_file.empty() ? a.text : read_text_file(a.text_file);
+  const std::string text = a.text_file.empty() ? a.text : cli::read_text_file(a.text_file, "--text-file", true);
   const auto file = gguf::File::open(a.model);
   const Tokenizer tokenizer = Tokenizer::from_gguf(file);
   const std::vector<int32_t> ids = tokenizer.encode(text, !a.no_special);

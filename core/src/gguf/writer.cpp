@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <string>
 #include <unistd.h>
 
@@ -310,9 +311,18 @@ std::vector<uint8_t> Writer::serialize() const {
   return image;
 }
 
+// The file is written beside the target and renamed over it, so a FIFO or
+// a device there would be replaced by a regular file.
+void Writer::check_target(const std::filesystem::path &path) {
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode))
+    throw Error(path.string() + ": exists and is not a regular file; not replacing it");
+}
+
 void Writer::write(const std::filesystem::path &path) const {
   static std::atomic<unsigned> counter{0};
   const std::string target = path.string();
+  check_target(path);
   TempFile tmp;
   tmp.path = target + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

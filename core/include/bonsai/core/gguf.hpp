@@ -194,8 +194,14 @@ public:
                          TensorFiller fill);
 
   // Writes the file (to a temp file in the same folder, then renamed, so no
-  // reader ever sees a half-written file). Throws bonsai::Error on I/O errors.
+  // reader ever sees a half-written file). Throws bonsai::Error on I/O errors
+  // and, before writing anything, where check_target does.
   void write(const std::filesystem::path &path) const;
+
+  // bonsai::Error if something other than a regular file is at `path` (a
+  // FIFO or a device, which the rename would replace): for a caller to refuse
+  // such a target before its work, as write() does.
+  static void check_target(const std::filesystem::path &path);
   // The serialized image, for tests that craft files in memory.
   std::vector<uint8_t> serialize() const;
 
