@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "bonsai/core/printable.hpp"
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/model_spec.hpp"
 #include "bonsai/core/tokenizer.hpp"
@@ -94,7 +95,7 @@ int info_command(const Args &args) {
        model + " (" + human_bytes(file.file_size()) + ", GGUF v" + std::to_string(file.version()) +
            ")");
   if (const auto *name = file.find("general.name"))
-    line(out, "name:", name->as_string("general.name"));
+    line(out, "name:", printable(name->as_string("general.name")));
   line(out, "architecture:", file.get_string("general.architecture"));
   line(out, "parameters:",
        human_count(spec.n_params()) + " (weights " + human_bytes(spec.weight_bytes()) + ")");

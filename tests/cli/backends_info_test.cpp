@@ -1,6 +1,7 @@
 // bonsai backends and bonsai info.
 #include <fstream>
 
+#include "bonsai/core/gguf.hpp"
 #include "cli_harness.hpp"
 
 namespace bonsai::test {
@@ -67,6 +68,26 @@ TEST(Info, DescribesTheGoldenModels) {
     EXPECT_NE(o.find("vocabulary:    2048 rows, 2048 tokens"), std::string::npos) << o;
     EXPECT_NE(o.find("chat template: plain ChatML fallback"), std::string::npos) << o;
   }
+}
+
+// A model's name comes from the file: a terminal must not act on its escape
+// sequences, and its line breaks must not break the report.
+TEST(Info, EscapesWhatTheFileSaysBeforePrintingIt) {
+  const gguf::File tiny = gguf::File::open(data_file("tiny-q1.gguf"));
+  gguf::Writer copy;
+  for (const auto &[key, value] : tiny.metadata())
+    copy.set(key, value);
+  copy.set_string("general.name", "\xff\n\x1b[31mred");
+  for (const gguf::TensorInfo &t : tiny.tensors())
+    copy.add_tensor_borrowed(t.name, t.type(), t.dims, {t.data, t.nbytes});
+  TempDir dir;
+  const std::string path = dir.file("named.gguf");
+  copy.write(path);
+  const auto r = run_bonsai({"info", "-m", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("name:          \\xff\\n\\x1b[31mred\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\xff'), std::string::npos) << r.out;
 }
 
 TEST(Info, RejectsAVocabularyOnlyFile) {

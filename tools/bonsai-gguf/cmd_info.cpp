@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bonsai/core/printable.hpp"
 #include "bonsai/core/error.hpp"
 #include "bonsai/core/formats.hpp"
 #include "bonsai/core/gguf.hpp"
@@ -32,25 +33,9 @@ double mib(uint64_t bytes) {
 
 // Quotes a string, making control characters visible and cutting it short.
 std::string quoted(const std::string &s, size_t limit) {
-  std::string out = "\"";
   const size_t shown = std::min(s.size(), limit);
-  for (size_t i = 0; i < shown; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
+  std::string out(1, '"');
+  out += printable(std::string_view(s).substr(0, shown), true);
   out += '"';
   if (shown < s.size())
     out += "… (" + std::to_string(s.size()) + " bytes)";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bonsai/core/error.hpp"
+#include "bonsai/core/printable.hpp"
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/tokenizer.hpp"
 #include "command.hpp"
@@ -18,48 +19,13 @@ namespace bonsai::tools {
 
 namespace {
 
-// Length of the UTF-8 character at s[i], or 0 if the bytes there do not form
-// one; only used to decide what is printable as is.
-size_t utf8_char_length(std::string_view s, size_t i) {
-  const auto lead = static_cast<unsigned char>(s[i]);
-  const size_t n = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
-  if (n == 0 || i + n > s.size() || lead >= 0xF5)
-    return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80)
-      return 0;
-  return n;
-}
-
 // Quotes a token's bytes so that spaces, control characters and partial UTF-8
-// sequences are visible: "\n", "\t", "\xE4" ...
+// sequences are visible: "\n", "\t", "\xe4" ...
 std::string visible(std::string_view bytes) {
-  std::string out = "\"";
-  for (size_t i = 0; i < bytes.size();) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c >= 0x20 && c < 0x7F) {
-      out += static_cast<char>(c);
-    } else if (const size_t n = c >= 0x80 ? utf8_char_length(bytes, i) : 0; n > 0) {
-      out.append(bytes.substr(i, n));
-      i += n;
-      continue;
-    } else {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02X", c);
-      out += hex;
-    }
-    ++i;
-  }
-  return out + "\"";
+  std::string out(1, '"');
+  out += printable(bytes, true);
+  out += '"';
+  return out;
 }
 
 std::vector<int32_t> parse_ids(const std::string &list) {

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "bonsai/core/error.hpp"
+#include "bonsai/core/printable.hpp"
 #include "byte_unicode.hpp"
 #include "normalize.hpp"
 #include "tokenizer_impl.hpp"
@@ -53,10 +54,10 @@ void append_byte_decoded(std::string_view text, std::string &out) {
 
 void check_supported_format(std::string_view where, std::string_view model, std::string_view pre) {
   if (model != "gpt2")
-    throw Error(std::string(where) + ": unsupported tokenizer.ggml.model '" + std::string(model) +
+    throw Error(std::string(where) + ": unsupported tokenizer.ggml.model '" + printable(model) +
                 "' (only 'gpt2' byte-level BPE is supported)");
   if (pre != "qwen2")
-    throw Error(std::string(where) + ": unsupported tokenizer.ggml.pre '" + std::string(pre) +
+    throw Error(std::string(where) + ": unsupported tokenizer.ggml.pre '" + printable(pre) +
                 "' (only the 'qwen2' pre-tokenizer is supported)");
 }
 
@@ -137,7 +138,7 @@ void Tokenizer::Impl::build_merges() {
     const std::string &line = data.merges[rank];
     const size_t space = line.find(' ');
     const auto describe = [&] {
-      return where() + ": merge " + std::to_string(rank) + " ('" + line + "')";
+      return where() + ": merge " + std::to_string(rank) + " ('" + printable(line) + "')";
     };
     if (space == std::string::npos || space == 0 || space + 1 == line.size() ||
         line.find(' ', space + 1) != std::string::npos)
@@ -148,7 +149,7 @@ void Tokenizer::Impl::build_merges() {
     const auto lookup = [&](std::string_view piece) {
       const int32_t id = id_of.find(piece);
       if (id < 0)
-        throw Error(describe() + " needs '" + std::string(piece) +
+        throw Error(describe() + " needs '" + printable(piece) +
                     "', which is not in the vocabulary");
       return id;
     };
