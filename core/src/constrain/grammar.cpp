@@ -200,14 +200,19 @@ Grammar Grammar::after_reasoning(bool opened) const {
   ws.kind = NodeKind::ws;
   ws.max = 20;
   const int32_t space = add(std::move(ws));
-  int32_t block = block_end;
+  // The blank lines a template writes after </think>, and only there: a
+  // reply without a think block starts with the value itself.
+  Node closed;
+  closed.kind = NodeKind::seq;
+  closed.kids = {block_end, space};
+  int32_t block = add(std::move(closed));
   if (!opened) {
     Node open;
     open.kind = NodeKind::literal;
     open.text = "<think>";
     Node both;
     both.kind = NodeKind::seq;
-    both.kids = {add(std::move(open)), block_end};
+    both.kids = {add(std::move(open)), block};
     Node nothing;
     nothing.kind = NodeKind::literal;
     Node optional;
@@ -217,7 +222,7 @@ Grammar Grammar::after_reasoning(bool opened) const {
   }
   Node root;
   root.kind = NodeKind::seq;
-  root.kids = {block, space, data->root};
+  root.kids = {block, data->root};
   data->root = add(std::move(root));
   data->compute_min_bytes();
   return Grammar(std::move(data));

@@ -236,6 +236,10 @@ TEST(GrammarMatcher, ReasoningBlockBeforeTheValue) {
   EXPECT_TRUE(matches(optional, "true"));
   EXPECT_TRUE(matches(optional, "<think>\nno </thin yes</think>\n\nfalse"));
   EXPECT_FALSE(prefix_ok(optional, "<think>x</think>1"));
+  // Blank lines only after a think block: without one the value comes first.
+  EXPECT_TRUE(matches(optional, "<think>x</think>\n\ntrue"));
+  EXPECT_FALSE(prefix_ok(optional, " "));
+  EXPECT_FALSE(prefix_ok(optional, "\n"));
   const Grammar opened = g.after_reasoning(true);
   EXPECT_TRUE(matches(opened, "plan</think>true"));
   GrammarMatcher m(opened);
