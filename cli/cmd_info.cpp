@@ -5,9 +5,9 @@
 #include <map>
 #include <string>
 
-#include "bonsai/core/printable.hpp"
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/model_spec.hpp"
+#include "bonsai/core/printable.hpp"
 #include "bonsai/core/tokenizer.hpp"
 #include "chat_template_kind.hpp"
 #include "commands.hpp"

@@ -274,11 +274,11 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
   g.format = std::move(format.format);
   spec.format_param = std::move(format.param);
   if (!g.stop_strings.empty() && g.format.kind != ReplyFormat::Kind::text)
-    throw bad_request(fmt::format("'stop' cannot be used with {}: a stop string could cut the "
-                                  "reply before it is complete",
-                                  spec.format_param == "tools" ? "a required tool call"
-                                                               : "'response_format'"),
-                      "stop");
+    throw bad_request(
+        fmt::format("'stop' cannot be used with {}: a stop string could cut the "
+                    "reply before it is complete",
+                    spec.format_param == "tools" ? "a required tool call" : "'response_format'"),
+        "stop");
   g.draft = draft_options(body, context.draft);
   check_prompt_bytes(g, context, endpoint == Endpoint::chat ? "messages" : "prompt");
   return spec;

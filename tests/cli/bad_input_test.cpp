@@ -121,8 +121,7 @@ TEST(BadInput, PromptOrSchemaFileThatIsNoFile) {
   expect_error(run_bonsai({"run", "-m", kTiny, "-f", dir}), 1, "is a directory, not the file -f");
   expect_error(run_bonsai({"run", "-m", kTiny, "-p", "hi", "--json-schema-file", dir}), 1,
                "is a directory, not the file --json-schema-file");
-  expect_error(run_bonsai({"run", "-m", kTiny, "-f", "/dev/zero"}), 1,
-               "holds more than 64 MiB");
+  expect_error(run_bonsai({"run", "-m", kTiny, "-f", "/dev/zero"}), 1, "holds more than 64 MiB");
 }
 
 TEST(BadInput, StopWithASchema) {

@@ -1,10 +1,10 @@
 // bonsai-gguf follows the bonsai program's conventions: the GGUF file as the
 // first word or as -m FILE, --help on stdout with exit 0, command-line
 // mistakes as one error line with exit 2, runtime errors with exit 1.
-#include <sys/stat.h>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 
 #include "bonsai/core/formats.hpp"
 #include "bonsai/core/gguf.hpp"
@@ -144,8 +144,8 @@ TEST(GgufTool, RuntimeErrorsExitOne) {
   expect_error(run_gguf_tool({"info", "-m", text}), 1, "info", "not a GGUF file");
   expect_error(run_gguf_tool({"tokenize", kVocab, "--text-file", dir.file("missing.txt")}), 1,
                "tokenize", "cannot open the file given to --text-file");
-  expect_error(run_gguf_tool({"tokenize", kVocab, "--text-file", dir.path().string()}), 1, "tokenize",
-               "is a directory, not the file --text-file takes");
+  expect_error(run_gguf_tool({"tokenize", kVocab, "--text-file", dir.path().string()}), 1,
+               "tokenize", "is a directory, not the file --text-file takes");
   // The output is renamed into place: a FIFO there would become a regular
   // file, so it is refused and stays a FIFO.
   const std::string fifo = dir.file("out.fifo");

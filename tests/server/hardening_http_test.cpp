@@ -458,8 +458,7 @@ TEST(ServerHardening, cross_site_requests_are_refused_and_configured_cors_is_ans
   EXPECT_EQ(options_plain->header("allow"), "POST, OPTIONS");
   // The asterisk form asks about the server as a whole (RFC 9112 3.2.4),
   // and only OPTIONS may use it.
-  const auto options_server =
-      raw_request(port, "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  const auto options_server = raw_request(port, "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
   ASSERT_TRUE(options_server);
   EXPECT_EQ(options_server->status, 204);
   EXPECT_EQ(options_server->header("allow"), "GET, POST, OPTIONS");

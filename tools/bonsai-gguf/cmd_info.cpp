@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "bonsai/core/printable.hpp"
 #include "bonsai/core/error.hpp"
 #include "bonsai/core/formats.hpp"
 #include "bonsai/core/gguf.hpp"
 #include "bonsai/core/model_spec.hpp"
+#include "bonsai/core/printable.hpp"
 #include "command.hpp"
 #include "command_line.hpp"
 

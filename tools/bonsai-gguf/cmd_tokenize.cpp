@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "bonsai/core/error.hpp"
-#include "bonsai/core/printable.hpp"
 #include "bonsai/core/gguf.hpp"
+#include "bonsai/core/printable.hpp"
 #include "bonsai/core/tokenizer.hpp"
 #include "command.hpp"
-#include "text_file.hpp"
 #include "command_line.hpp"
+#include "text_file.hpp"
 
 namespace bonsai::tools {
 
@@ -83,7 +83,8 @@ int run_tokenize(const std::vector<std::string> &args) {
   TokenizeArgs a;
   if (!parse_tokenize(args, a))
     return kExitOk;
-  const std::string text = a.text_file.empty() ? a.text : cli::read_text_file(a.text_file, "--text-file", true);
+  const std::string text =
+      a.text_file.empty() ? a.text : cli::read_text_file(a.text_file, "--text-file", true);
   const auto file = gguf::File::open(a.model);
   const Tokenizer tokenizer = Tokenizer::from_gguf(file);
   const std::vector<int32_t> ids = tokenizer.encode(text, !a.no_special);

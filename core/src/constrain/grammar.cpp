@@ -161,7 +161,8 @@ Grammar Grammar::tool_calls(std::span<const ToolSchema> tools, bool parallel,
                                 nlohmann::json(tool.name).dump()));
     const std::string where = fmt::format("tool '{}' parameters", tool.name);
     int32_t arguments;
-    const ojson parsed = tool.parameters.empty() ? ojson(true) : parse_schema(tool.parameters, where);
+    const ojson parsed =
+        tool.parameters.empty() ? ojson(true) : parse_schema(tool.parameters, where);
     if (constrain::accepts_anything(parsed)) {
       arguments = compiler.any_object();
     } else {

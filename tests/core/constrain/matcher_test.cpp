@@ -185,8 +185,8 @@ TEST(GrammarMatcher, ToolArgumentsAreAlwaysAnObject) {
   const auto call = [](const std::string &arguments) {
     return "<tool_call>\n{\"name\": \"f\", \"arguments\": " + arguments + "}\n</tool_call>";
   };
-  for (const char *parameters : {"", "{}", "true", R"({"description":"no arguments"})",
-                                 R"({"type":["object","null"]})"}) {
+  for (const char *parameters :
+       {"", "{}", "true", R"({"description":"no arguments"})", R"({"type":["object","null"]})"}) {
     SCOPED_TRACE(parameters);
     const ToolSchema tools[] = {{"f", parameters}};
     const Grammar g = Grammar::tool_calls(tools, false);
@@ -219,8 +219,9 @@ TEST(GrammarMatcher, ToolParametersThatAllowNoObjectAreRefused) {
   };
   EXPECT_EQ(refusal(R"({"type":"integer"})"),
             "tool 'f' parameters: arguments are a JSON object, but 'type' is \"integer\"");
-  EXPECT_EQ(refusal(R"({"type":["string","null"]})"),
-            "tool 'f' parameters: arguments are a JSON object, but 'type' is [\"string\",\"null\"]");
+  EXPECT_EQ(
+      refusal(R"({"type":["string","null"]})"),
+      "tool 'f' parameters: arguments are a JSON object, but 'type' is [\"string\",\"null\"]");
   EXPECT_EQ(refusal(R"({"enum":[{"a":1},2]})"),
             "tool 'f' parameters: arguments are a JSON object, but 'enum' allows 2");
   EXPECT_NE(refusal(R"({"anyOf":[{"type":"object"},{"type":"null"}]})").find("not 'anyOf'"),
