@@ -1,6 +1,7 @@
 """OpenAI-shaped dicts: completions, chat completions and their stream chunks.
 
-The shapes follow OpenAI's API (and ``bonsai serve``). Beside OpenAI's fields,
+The shapes follow OpenAI's API (and ``bonsai serve``): a chat reply's think
+block goes in ``reasoning_content``, the rest in ``content``. Beside OpenAI's fields,
 each choice has ``stop_reason``, the library's own reason ("length", "stop
 token", "stop string", "cancelled", "context full"), and each response (the
 last chunk of a stream) has ``timings``.
@@ -17,6 +18,7 @@ from typing import Any, Optional
 
 from . import _capi
 from ._generate import Outcome
+from ._reasoning import split_reply
 
 
 def finish_reason(stop_reason: int) -> str:
@@ -104,7 +106,10 @@ def response(header: Header, outcome: Outcome, token_bytes: TokenBytes) -> dict[
     """A whole ``chat.completion`` or ``text_completion``."""
     choice: dict[str, Any] = {"index": 0}
     if header.chat:
-        choice["message"] = {"role": "assistant", "content": outcome.text}
+        reasoning, content = split_reply(outcome.text)
+        choice["message"] = {"role": "assistant", "content": content}
+        if reasoning:
+            choice["message"]["reasoning_content"] = reasoning
         choice["logprobs"] = chat_logprobs(outcome, token_bytes)
     else:
         choice["text"] = outcome.text
@@ -118,11 +123,15 @@ def response(header: Header, outcome: Outcome, token_bytes: TokenBytes) -> dict[
     return body
 
 
-def chunk(header: Header, text: Optional[str], *, first: bool = False) -> dict[str, Any]:
-    """A stream chunk with a piece of text (the first chat chunk names the role)."""
+def chunk(header: Header, text: Optional[str], *, first: bool = False,
+          reasoning: str = "") -> dict[str, Any]:
+    """A stream chunk with a piece of text, or of a chat reply's reasoning (the first
+    chat chunk names the role)."""
     choice: dict[str, Any] = {"index": 0}
     if header.chat:
         delta: dict[str, Any] = {"role": "assistant"} if first else {}
+        if reasoning:
+            delta["reasoning_content"] = reasoning
         if text is not None:
             delta["content"] = text
         choice["delta"] = delta

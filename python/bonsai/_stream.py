@@ -27,6 +27,7 @@ from ._closing import ClosesOnExit
 from ._engine import Engine
 from ._generate import CancelGuard, Outcome, generate
 from ._params import Request
+from ._reasoning import ReasoningSplit
 
 # Streams still open, cancelled at exit so that no worker thread is inside
 # the library while the interpreter shuts down.
@@ -139,6 +140,9 @@ class CompletionStream(Iterator[dict[str, Any]], ClosesOnExit):
         self._guard = CancelGuard()
         self._thread: Optional[threading.Thread] = None
         self._role_sent = not header.chat
+        # A chat reply's think block goes out as reasoning_content.
+        self._split: Optional[ReasoningSplit] = ReasoningSplit() if header.chat else None
+        self._final: Optional[dict[str, Any]] = None  # after the split's last piece
         self._finished = False
         _open_streams.add(self)
 
@@ -162,14 +166,30 @@ class CompletionStream(Iterator[dict[str, Any]], ClosesOnExit):
         if not self._role_sent:
             self._role_sent = True
             return _openai.chunk(self._header, "", first=True)
-        kind, value = self._queue.get()
-        if kind == "text":
-            return _openai.chunk(self._header, value)
-        self._finished = True
+        if self._final is not None:
+            final, self._final = self._final, None
+            self._finished = True
+            return final
+        while True:
+            kind, value = self._queue.get()
+            if kind != "text":
+                break
+            if self._split is None:
+                return _openai.chunk(self._header, value)
+            reasoning, content = self._split.feed(value)
+            if reasoning or content:  # else a tag is held back: read on
+                return _openai.chunk(self._header, content or None, reasoning=reasoning)
         self._join()
         if kind == "error":
+            self._finished = True
             raise value
-        return _openai.final_chunk(self._header, value, self._token_bytes)
+        final = _openai.final_chunk(self._header, value, self._token_bytes)
+        reasoning, content = self._split.finish() if self._split is not None else ("", "")
+        if not (reasoning or content):
+            self._finished = True
+            return final
+        self._final = final  # what the split held back goes first
+        return _openai.chunk(self._header, content or None, reasoning=reasoning)
 
     def _join(self) -> None:
         # (A collector run inside the worker itself may drop the stream.)
