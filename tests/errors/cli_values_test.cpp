@@ -29,7 +29,10 @@ const Row kRows[] = {
      {"-c", "-1"},
      "-c/--ctx-size must be >= 0 (0 = the model's training context), got -1"},
     {"ZeroBatch", {"-b", "0"}, "-b/--batch-size must be >= 1, got 0"},
-    {"NegativeThreads", {"-t", "-1"}, "-t/--threads must be >= 0 (0 = automatic), got -1"},
+    {"NegativeThreads",
+     {"-t", "-1"},
+     "-t/--threads must be in 0..1024 (0 = automatic; more than the machine has are clamped), got "
+     "-1"},
     {"NotANumber",
      {"-t", "many"},
      "-t/--threads takes whole numbers, one or a comma list (e.g. 1,2,4), got 'many'"},
