@@ -84,10 +84,11 @@ int main(int argc, char **argv) {
     return kExitUsage;
   }
   std::string_view name = argv[1];
+  Args args(argv + 2, argv + argc);
   const bool help = name == "--help" || name == "-h" || name == "help";
   if (help && argc == 3 && is_command(argv[2])) { // "bonsai help run": that command's help
     name = argv[2];
-    argv[2] = const_cast<char *>("--help");
+    args = {"--help"};
   } else if ((help || name == "--version" || name == "version") && argc > 2) {
     const std::string message = "unexpected argument '" + std::string(argv[2]) + "' after " +
                                 std::string(name) + " (see bonsai --help)";
@@ -104,7 +105,7 @@ int main(int argc, char **argv) {
     if (name != c.name)
       continue;
     try {
-      return c.run(Args(argv + 2, argv + argc));
+      return c.run(args);
     } catch (const UsageError &e) {
       report(e.what());
       return kExitUsage;

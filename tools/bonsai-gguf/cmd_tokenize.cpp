@@ -1,7 +1,6 @@
 // bonsai-gguf tokenize / detokenize: run a GGUF file's tokenizer from the shell.
 #include <charconv>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>

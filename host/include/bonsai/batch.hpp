@@ -24,7 +24,9 @@ namespace bonsai {
 struct BatchOptions {
   // Sequences open at once (>= 1). Each holds a KV cache of n_ctx positions.
   int32_t max_sequences = 8;
-  // Weight upload progress; empty = EngineOptions::on_progress.
+  // Weight upload progress; empty = EngineOptions::on_progress. Kept by the
+  // batch and called again when it opens sessions of their own for sequences
+  // past a plugin's slots, so what it captures must live as long as the batch.
   ProgressFn on_progress;
 };
 
