@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "bonsai/engine.hpp"
 #include "fake_driver_support.hpp"
@@ -17,8 +18,12 @@ namespace {
 
 using namespace cuda_test;
 using namespace fake_driver_test;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
-TEST(CudaCubinFallback, RefusedPtxIsReplacedByACachedCubinForTheExactArchitecture) {
+// The CUBINs NVRTC makes cost seconds each: one test compiles them, loads
+// them back from the cache, and decodes with them.
+TEST(CudaCubinFallback, RefusedPtxIsReplacedByACachedCubinThatDecodesTheReferenceContinuation) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   TempDir cache;
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
@@ -43,15 +48,17 @@ TEST(CudaCubinFallback, RefusedPtxIsReplacedByACachedCubinForTheExactArchitectur
       EXPECT_EQ(log.count("NVRTC compile"), 0);
     }
   }
-}
-
-TEST(CudaCubinFallback, KernelsFromTheCubinDecodeTheReferenceContinuation) {
-  REQUIRE_FAKE_DRIVER_AND_NVRTC();
-  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const EnvGuard refuse("BONSAI_FAKE_CUDA_REFUSE_PTX", std::string("1"));
-  const bonsai::Engine engine = open_tiny_q1_cuda("ptx_cache=off");
+  // The kernels from the cached CUBINs (nothing compiled again) keep the
+  // reference's greedy tokens.
+  const LevelGuard level;
+  testing::internal::CaptureStderr();
+  const bonsai::Engine engine = open_tiny_q1_cuda("");
   bonsai::Session session = engine.create_session();
-  EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
+  const std::vector<int32_t> greedy = tiny_q1_greedy(session);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(greedy, kTinyQ1Greedy);
+  EXPECT_THAT(log, HasSubstr("bonsai info: [cuda] CUDA device 0")); // info lines are shown
+  EXPECT_THAT(log, Not(HasSubstr("NVRTC compile")));
 }
 
 } // namespace

@@ -67,8 +67,8 @@ double expected_row(int64_t r, const std::vector<float> &x) {
 struct GemvRun {
   int64_t rows = 16;
   int64_t cols = 128;
-  const char *options = "ptx_cache=off"; // the context's options
-  Lines *log = nullptr;                  // the context's log, when kept
+  const char *options = ""; // the context's options
+  Lines *log = nullptr;     // the context's log, when kept
 };
 
 // Runs `run` on a fresh context; fills `y` and, on failure, `error`.
@@ -152,7 +152,7 @@ TEST(CudaFakeDriverRules, MaxBatchPastTheGridsYLimitIsRefusedAtCreation) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   Lines log;
-  bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+  bonsai_context_desc desc = context_desc(&log);
   desc.max_context = 70000;
   desc.max_batch = 65536; // one more token than a grid's y dimension holds
   bonsai_context *ctx = nullptr;
@@ -170,10 +170,13 @@ TEST(CudaFakeDriverRules, MaxBatchPastTheGridsYLimitIsRefusedAtCreation) {
 TEST(CudaFakeDriverRules, FailedCreationReleasesThePrimaryContextAndEverythingElse) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  // A cache of its own: the refused module load evicts the entry it read.
+  TempDir cache;
+  const EnvGuard dir("BONSAI_CACHE_DIR", cache.path().string());
   // Faults after the retain: the push, the stream, the module load.
   for (const char *fault : {"cuCtxPushCurrent_v2", "cuStreamCreate", "cuModuleLoadData"}) {
     Lines log;
-    const bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+    const bonsai_context_desc desc = context_desc(&log);
     cuda_api(); // the plugin loads the driver before the counts are read
     bonsai_context *probe = nullptr;
     ASSERT_EQ(cuda_api().create_context(&desc, &probe, nullptr, 0), BONSAI_OK);
@@ -206,7 +209,7 @@ int expect_staged_upload_exact() {
   GemvRun run;
   run.rows = 61;
   run.cols = 1152;
-  run.options = "ptx_cache=off;upload_chunk_kib=1";
+  run.options = "upload_chunk_kib=1";
   run.log = &log;
   expect_q1_gemv_exact(run);
   const bonsai_fake_cuda_counts_t after = live_counts();
@@ -238,7 +241,7 @@ TEST(CudaFakeDriverRules, WithoutPinnedMemoryWeightsGoThroughPageableMemory) {
 // survived, said so in its log and gave the retain back.
 [[noreturn]] void destroy_with_the_context_unreachable() {
   Lines log;
-  const bonsai_context_desc desc = context_desc(&log, "ptx_cache=off");
+  const bonsai_context_desc desc = context_desc(&log);
   bonsai_context *ctx = nullptr;
   if (cuda_api().create_context(&desc, &ctx, nullptr, 0) != BONSAI_OK)
     std::_Exit(10);

@@ -25,12 +25,12 @@ using namespace fake_driver_test;
 using ::testing::HasSubstr;
 
 bonsai::EngineOptions options_for(const std::string &backend, int32_t n_ctx = 64,
-                                  int32_t n_batch = 16) {
+                                  int32_t n_batch = 16, const std::string &plugin_options = "") {
   bonsai::EngineOptions options;
   options.backend = backend;
   options.n_ctx = n_ctx;
   options.n_batch = n_batch;
-  options.plugin_options = "ptx_cache=off";
+  options.plugin_options = plugin_options;
   return options;
 }
 
@@ -54,9 +54,11 @@ std::vector<Fault> faults() {
        {{"BONSAI_FAKE_CUDA_MEMORY", "8388608"}},
        options_for("auto", 4096, 8),
        "out of device memory allocating KV cache"},
+      // Without the PTX cache: a refused cached entry would be deleted, and
+      // the suite's other tests share that cache.
       {"PTX refused",
        {{"BONSAI_FAKE_CUDA_FAIL", "cuModuleLoadData=218"}},
-       options_for("auto"),
+       options_for("auto", 64, 16, "ptx_cache=off"),
        "cuModuleLoadData"},
   };
 }

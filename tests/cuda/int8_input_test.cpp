@@ -24,7 +24,7 @@ struct Decoded {
 };
 
 Decoded decode_with(const std::string &options) {
-  const bonsai::Engine engine = open_tiny_q1_cuda("ptx_cache=off;" + options);
+  const bonsai::Engine engine = open_tiny_q1_cuda(options);
   bonsai::Session session = engine.create_session();
   Decoded out;
   out.tokens.push_back(session.eval_argmax(kTinyQ1Prompt));

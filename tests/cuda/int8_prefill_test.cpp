@@ -45,8 +45,8 @@ PrefillRun run_tiny_q1(const std::string &plugin_options) {
 TEST(CudaInt8Prefill, TwelveTokensRunOnInt8TensorCoresUnlessF16OrNoneIsAskedFor) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const PrefillRun int8 = run_tiny_q1("ptx_cache=off;decode=graph");
-  const PrefillRun f16 = run_tiny_q1("ptx_cache=off;decode=graph;prefill=f16");
+  const PrefillRun int8 = run_tiny_q1("decode=graph");
+  const PrefillRun f16 = run_tiny_q1("decode=graph;prefill=f16");
   // The launch-by-launch path (decode=graph: under the default, decode=auto,
   // steps of 2 to 8 tokens run the persistent kernel on the fake sm_90).
   // tiny-q1 has 4 layers of 7 Q1_0 matrices, gate and up in one launch: 6
@@ -71,7 +71,7 @@ TEST(CudaInt8Prefill, TwelveTokensRunOnInt8TensorCoresUnlessF16OrNoneIsAskedFor)
   // tokens at a time: Q, K, V, O, gate/up and down (the norm apart, more
   // than 8 tokens) twice per layer, 48 launches and one more for its LM
   // head; no CUDA-core GEMM.
-  const PrefillRun no_tc = run_tiny_q1("ptx_cache=off;decode=graph;tensor_cores=off");
+  const PrefillRun no_tc = run_tiny_q1("decode=graph;tensor_cores=off");
   EXPECT_EQ(no_tc.int8_gemms + no_tc.f16_gemms + no_tc.quantized_rows, 0);
   EXPECT_EQ(no_tc.f32_gemms, 0);
   EXPECT_EQ(no_tc.int8_gemvs, 69 - 1 + 48 + 1);

@@ -29,7 +29,7 @@ using namespace cuda_test;
 using namespace fake_driver_test;
 using ::testing::HasSubstr;
 
-constexpr const char *kPersistent = "ptx_cache=off;decode=persistent";
+constexpr const char *kPersistent = "decode=persistent";
 constexpr const char *kKernel = "bonsai_decode_persistent";
 
 // The logits of the last token of the 8-token prompt, evaluated in one step.
@@ -68,7 +68,7 @@ TEST(CudaPersistentDecode, EveryStepIsOneLaunchAndTheGreedyTokensAreTheReference
 TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraphPath) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const std::vector<float> graph = prompt_logits(open_tiny_q1_cuda("ptx_cache=off"));
+  const std::vector<float> graph = prompt_logits(open_tiny_q1_cuda(""));
   std::vector<float> first;
   for (const char *seed : {"1", "7", "12345"}) {
     SCOPED_TRACE(seed);

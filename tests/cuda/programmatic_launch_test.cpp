@@ -33,8 +33,8 @@ PdlRun run_tiny_q1(const std::string &plugin_options) {
 TEST(CudaProgrammaticLaunch, EveryKernelWaitsForTheGridBeforeItAndResultsAreUnchanged) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const PdlRun plain = run_tiny_q1("ptx_cache=off");
-  const PdlRun overlapped = run_tiny_q1("ptx_cache=off;pdl=on");
+  const PdlRun plain = run_tiny_q1("");
+  const PdlRun overlapped = run_tiny_q1("pdl=on");
   EXPECT_EQ(plain.programmatic_launches, 0);
   // Every launch of the run (prefill, decode, the captured graph): dozens.
   EXPECT_GT(overlapped.programmatic_launches, 50);

@@ -30,7 +30,6 @@ TEST_P(CudaQwen35, PromptLogitsPassTheFastGate) {
   options.backend = "cuda";
   options.n_ctx = 64;
   options.n_batch = 48;
-  options.plugin_options = "ptx_cache=off";
   const bonsai::Engine engine = bonsai::Engine::open(golden.gguf_path, options);
   ASSERT_EQ(engine.backend().name, "cuda");
   bonsai::Session session = engine.create_session();
