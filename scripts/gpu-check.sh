@@ -170,9 +170,14 @@ if [ "$mode" = fake ]; then
   export BONSAI_CUDA_DRIVER="$build/tests/cuda/fake_driver/libbonsai_fake_cuda.so"
   [ -f "$BONSAI_CUDA_DRIVER" ] || { echo "gpu-check: no fake driver in $build" >&2; exit 1; }
   # The fake driver runs NVRTC's PTX: without NVRTC there is nothing to check.
-  if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so' && [ ! -e /usr/local/cuda/lib64/libnvrtc.so ]; then
+  nvrtc=0
+  "$root/scripts/nvrtc-available.sh" || nvrtc=$?
+  if [ "$nvrtc" -eq 1 ]; then
     echo "gpu-check --fake: skipped: NVRTC not available" | tee -a "$summary"
     exit 0
+  elif [ "$nvrtc" -ne 0 ]; then
+    echo "gpu-check --fake: scripts/nvrtc-available.sh failed (exit $nvrtc)" >&2
+    exit 1
   fi
 fi
 link_build_paths
