@@ -43,7 +43,7 @@ cmake --build "$build" --target "${targets[@]/#/fuzz_}"
 
 work="$(mktemp -d)"
 # Fuzzers still running when the script is stopped go with it.
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 mkdir -p "$artifacts"
 
 # One target over its own copy of the corpus; output and exit status go to
