@@ -53,6 +53,9 @@ struct bonsai_context {
   // $BONSAI_FAKE_SCRIPT_WHEN "t,t,.../r,r,...": once the sequence holds the
   // tokens t (e.g. a tool result), the reply is r instead.
   std::vector<int32_t> trigger, triggered_script;
+  // $BONSAI_FAKE_LM_HEAD_LOG: a file that gets a line per LM head call,
+  // "logits N" when N rows of logits were copied back, else "argmax N".
+  std::string lm_head_log;
   int32_t n_vocab = 0;
   std::vector<int32_t> history; // the sequence's tokens by position (its "KV cache")
   std::vector<int32_t> step_tokens;
@@ -125,6 +128,8 @@ bonsai_status fake_create_context(const bonsai_context_desc *desc, bonsai_contex
     read_ids(script, ctx->script);
   if (const char *when = std::getenv("BONSAI_FAKE_SCRIPT_WHEN"); when != nullptr)
     read_ids(read_ids(when, ctx->trigger), ctx->triggered_script);
+  if (const char *log = std::getenv("BONSAI_FAKE_LM_HEAD_LOG"); log != nullptr)
+    ctx->lm_head_log = log;
 #endif
   ctx->max_batch = desc->max_batch;
 #if FAKE_VARIANT == FAKE_MATMUL_FAILS
@@ -264,16 +269,20 @@ bonsai_status fake_encode_layer(bonsai_context *, int32_t) {
 }
 
 bonsai_status fake_lm_head(bonsai_context *ctx, const bonsai_lm_head_desc *desc) {
+  if (!ctx->lm_head_log.empty()) {
+    if (std::FILE *log = std::fopen(ctx->lm_head_log.c_str(), "a"); log != nullptr) {
+      std::fprintf(log, "%s %d\n", desc->logits != nullptr ? "logits" : "argmax", desc->n_outputs);
+      std::fclose(log);
+    }
+  }
   for (int32_t i = 0; i < desc->n_outputs; ++i) {
     std::vector<int32_t> sequence = ctx->history;
     sequence.insert(sequence.end(), ctx->step_tokens.begin(),
                     ctx->step_tokens.begin() + desc->first_token + i + 1);
-    const bool triggered =
-        !ctx->trigger.empty() && !ctx->triggered_script.empty() &&
-        std::search(sequence.begin(), sequence.end(), ctx->trigger.begin(), ctx->trigger.end()) !=
-            sequence.end();
-    const int32_t next =
-        scripted_next(sequence, triggered ? ctx->triggered_script : ctx->script);
+    const bool triggered = !ctx->trigger.empty() && !ctx->triggered_script.empty() &&
+                           std::search(sequence.begin(), sequence.end(), ctx->trigger.begin(),
+                                       ctx->trigger.end()) != sequence.end();
+    const int32_t next = scripted_next(sequence, triggered ? ctx->triggered_script : ctx->script);
     if (desc->logits != nullptr) {
       float *row = desc->logits + static_cast<size_t>(i) * static_cast<size_t>(ctx->n_vocab);
       std::fill(row, row + ctx->n_vocab, 0.0f);

@@ -74,8 +74,10 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     throw InvalidArgument(fmt::format(
         "generate: the draft needs ngram >= 0 and 1 <= min <= max, got ngram {}, min {}, max {}",
         request.draft.ngram, request.draft.min, request.draft.max));
+  // Greedy steps take the argmax on the device (no logits copied back);
+  // with a draft, its plain steps too: only a verify step needs rows.
   const bool device_greedy = request.sampling.is_greedy() && !request.logprobs &&
-                             request.format.kind == ReplyFormat::Kind::text && !drafting;
+                             request.format.kind == ReplyFormat::Kind::text;
   const SamplerParams chosen_sampling = host::sampler_params(request.sampling);
   const std::vector<int32_t> stop_tokens =
       request.stop_tokens ? *request.stop_tokens : engine.tokenizer.stop_ids();
@@ -116,8 +118,8 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   result.stats.reused_tokens = keep;
   s.truncate_to(keep);
 
-  std::optional<Sampler> sampler;
-  if (!device_greedy) {
+  std::optional<Sampler> sampler; // picks from logits: every step, or a draft's verify steps
+  if (!device_greedy || drafting) {
     sampler.emplace(chosen_sampling);
     for (int32_t token : s.history)
       sampler->accept(token);
