@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "bonsai/engine.hpp"
 #include "host_test_support.hpp"
 
