@@ -233,14 +233,16 @@ if [ "$mode" = fake ]; then
   step golden_persistent 600 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
     --gtest_filter='*/tiny_q1_decode_persistent:*/tiny_q2_decode_persistent'
   grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
-  step golden_persistent_producer 600 env \
-    BONSAI_PLUGIN_OPTIONS="decode=persistent;persistent_quantize=producer" "$bin/test_golden" \
-    --gtest_filter='*/tiny_q1_decode_persistent_persistent_quantize_producer:*/tiny_q2_decode_persistent_persistent_quantize_producer'
-  grep -h '^\[ golden' "$logs/golden_persistent_producer.log" >>"$summary" 2>/dev/null
-  step golden_persistent_mma 600 env \
-    BONSAI_PLUGIN_OPTIONS="decode=persistent;persistent_matmul=mma" "$bin/test_golden" \
-    --gtest_filter='*/tiny_q1_decode_persistent_persistent_matmul_mma:*/tiny_q2_decode_persistent_persistent_matmul_mma'
-  grep -h '^\[ golden' "$logs/golden_persistent_mma.log" >>"$summary" 2>/dev/null
+  # The defaults (producer-quantized inputs, steps of several tokens on the
+  # int8 MMA) above; each of the other ways here.
+  step golden_persistent_consumer 600 env \
+    BONSAI_PLUGIN_OPTIONS="decode=persistent;persistent_quantize=consumer" "$bin/test_golden" \
+    --gtest_filter='*/tiny_q1_decode_persistent_persistent_quantize_consumer:*/tiny_q2_decode_persistent_persistent_quantize_consumer'
+  grep -h '^\[ golden' "$logs/golden_persistent_consumer.log" >>"$summary" 2>/dev/null
+  step golden_persistent_dp4a 600 env \
+    BONSAI_PLUGIN_OPTIONS="decode=persistent;persistent_matmul=dp4a" "$bin/test_golden" \
+    --gtest_filter='*/tiny_q1_decode_persistent_persistent_matmul_dp4a:*/tiny_q2_decode_persistent_persistent_matmul_dp4a'
+  grep -h '^\[ golden' "$logs/golden_persistent_dp4a.log" >>"$summary" 2>/dev/null
   # qwen35 through the plugin's own layers (ABI 1.2 layer kinds): the golden
   # logits of both tiny qwen35 models.
   step golden_qwen35 600 "$bin/test_golden" --gtest_filter='*LayerKinds.PromptLogits*'
@@ -306,25 +308,26 @@ fi
 
 # decode=persistent (kernels/persistent.cuh, one launch per step), most
 # telling first, since a call may run out of time: its golden gates and
-# conformance, as is and with each option still to be decided
-# (persistent_quantize=producer, persistent_matmul=mma); the largest shape
-# with 1-8 sequences each way (the figures that decide the defaults); where
-# a launch's time goes (persistent_trace); compute-sanitizer as is and with
-# both options; then tg128 on every model beside the default rows of the
+# conformance, as is (inputs quantized by their producers, steps of several
+# tokens on the int8 MMA) and with each of the other ways
+# (persistent_quantize=consumer, persistent_matmul=dp4a); the largest shape
+# with 1-8 sequences each way and both (the figures behind the defaults);
+# where a launch's time goes (persistent_trace); compute-sanitizer as is and
+# the other way; then tg128 on every model beside the default rows of the
 # bench section (single tokens take the graph path under the default
 # decode=auto), at 4,096 of context, and ncu on one launch.
 if wanted persistent; then
   section "decode=persistent"
-  producer="decode=persistent;persistent_quantize=producer"
-  mma="decode=persistent;persistent_matmul=mma"
-  both="$producer;persistent_matmul=mma"
+  consumer="decode=persistent;persistent_quantize=consumer"
+  dp4a="decode=persistent;persistent_matmul=dp4a"
+  both="$consumer;persistent_matmul=dp4a"
   step golden_persistent 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
     --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
   grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
   step persistent_conformance 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_conformance"
-  for variant in producer mma; do
-    options="$producer"
-    [ "$variant" = mma ] && options="$mma"
+  for variant in consumer dp4a; do
+    options="$consumer"
+    [ "$variant" = dp4a ] && options="$dp4a"
     step "golden_persistent_$variant" 150 env BONSAI_PLUGIN_OPTIONS="$options" "$bin/test_golden" \
       --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
     grep -h '^\[ golden' "$logs/golden_persistent_$variant.log" >>"$summary" 2>/dev/null
@@ -333,35 +336,34 @@ if wanted persistent; then
   f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
   if [ -f "$f" ]; then
     bench persistent_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options decode=persistent
-    bench persistent_producer_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$producer"
-    bench persistent_mma_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$mma"
-    bench persistent_producer_mma_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$both"
+    bench persistent_consumer_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$consumer"
+    bench persistent_dp4a_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$dp4a"
+    bench persistent_consumer_dp4a_parallel "$f" -p 0 -n 64 -np 1,2,4,8 --backend-options "$both"
   fi
   # Each stage's share of a layer and what it was spent on, one sequence and
-  # eight, on the smallest and the largest shape (mma: eight only, single
-  # tokens stay on dp4a).
+  # eight, on the smallest and the largest shape, each way.
   for s in $(echo "$shapes" | awk '{print $1, $NF}' | tr ' ' '\n' | sort -u); do
     traced="$models/$s-q1_0.gguf"
     [ -f "$traced" ] || continue
     for np in 1 8; do
-      for variant in consumer producer mma; do
-        [ "$variant" = mma ] && [ "$np" = 1 ] && continue
+      for variant in default consumer dp4a; do
         name="trace_${s}_np${np}_$variant"
-        options="decode=persistent;persistent_quantize=$variant"
-        [ "$variant" = mma ] && options="$mma"
+        options="decode=persistent"
+        [ "$variant" = consumer ] && options="$consumer"
+        [ "$variant" = dp4a ] && options="$dp4a"
         step "persistent_$name" 90 "$bin/bonsai" bench -m "$traced" --backend cuda -p 0 -n 32 \
           -np "$np" -r 1 --backend-options "$options;persistent_trace=$logs/$name.txt"
         head -9 "$logs/$name.txt" 2>/dev/null | tee -a "$summary"
       done
     done
   done
-  # Three sequences in every step, as is and with both options.
+  # Three sequences in every step, as is and the other way.
   if command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck; do
-      for variant in consumer producer_mma; do
+      for variant in default consumer_dp4a; do
         name="persistent_sanitizer_$tool"
         options="decode=persistent"
-        [ "$variant" = producer_mma ] && name="${name}_producer_mma" && options="$both"
+        [ "$variant" = consumer_dp4a ] && name="${name}_consumer_dp4a" && options="$both"
         step "$name" 90 compute-sanitizer --tool "$tool" --error-exitcode 9 \
           "$bin/bonsai" bench -m "$tiny" --backend cuda -p 2 -n 4 -np 3 -r 1 \
           --backend-options "$options"
@@ -519,12 +521,14 @@ if wanted speculative; then
         bench "spec_pair_${g}_$k" "$target" -p 0 -n 128 -md "$pair_draft" --draft-p-min 0 "${fixed[@]}"
         grep -h 'kept' "$logs/spec_pair_${g}_$k.log" >>"$summary" 2>/dev/null
       done
-      # The 5-token verify steps on the int8 MMA (decode=auto runs them on
-      # the persistent kernel), every proposal kept.
+      # The 5-token verify steps (decode=auto runs them on the persistent
+      # kernel) the way they ran before its defaults changed: readers
+      # quantizing their inputs, dp4a instead of the int8 MMA; every
+      # proposal kept.
       if [ "$g" = 0 ]; then
-        bench "spec_pair_0_4_mma" "$target" -p 0 -n 128 -md "$pair_draft" --draft-p-min 0 \
-          --draft-fixed --draft-max 4 --backend-options persistent_matmul=mma
-        grep -h 'kept' "$logs/spec_pair_0_4_mma.log" >>"$summary" 2>/dev/null
+        bench "spec_pair_0_4_dp4a" "$target" -p 0 -n 128 -md "$pair_draft" --draft-p-min 0 \
+          --draft-fixed --draft-max 4 --backend-options "persistent_quantize=consumer;persistent_matmul=dp4a"
+        grep -h 'kept' "$logs/spec_pair_0_4_dp4a.log" >>"$summary" 2>/dev/null
       fi
       rm -f "$target" # 1.1 GB each; the disk is shared with the other sections' models
     done

@@ -138,16 +138,16 @@ TEST(CudaOptions, PersistentDeadlineIsWholeMillisecondsUpToTenMinutes) {
     expect_refused(bad, "expected a whole number of milliseconds from 1 to 600000");
 }
 
-TEST(CudaOptions, PersistentInputsAreQuantizedByTheirReadersUnlessProducerIsAskedFor) {
-  EXPECT_FALSE(parse_options(nullptr).persistent_producer_quantize);
+TEST(CudaOptions, PersistentInputsAreQuantizedByTheirProducersUnlessConsumerIsAskedFor) {
+  EXPECT_TRUE(parse_options(nullptr).persistent_producer_quantize);
   EXPECT_FALSE(parse_options("persistent_quantize=consumer").persistent_producer_quantize);
   EXPECT_TRUE(parse_options("persistent_quantize=producer").persistent_producer_quantize);
   expect_refused("persistent_quantize=both",
                  "persistent_quantize=both: expected consumer or producer");
 }
 
-TEST(CudaOptions, PersistentStepsMultiplyWithDp4aUnlessMmaIsAskedFor) {
-  EXPECT_FALSE(parse_options(nullptr).persistent_mma);
+TEST(CudaOptions, PersistentStepsOfSeveralTokensMultiplyOnTheMmaUnlessDp4aIsAskedFor) {
+  EXPECT_TRUE(parse_options(nullptr).persistent_mma);
   EXPECT_FALSE(parse_options("persistent_matmul=dp4a").persistent_mma);
   EXPECT_TRUE(parse_options("persistent_matmul=mma").persistent_mma);
   expect_refused("persistent_matmul=wmma", "persistent_matmul=wmma: expected dp4a or mma");

@@ -86,46 +86,59 @@ TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraph
   }
 }
 
-// persistent_quantize=producer: the instructions that complete a group of
-// a stage's output quantize it for the stage that reads it. The int8 codes
-// are the same numbers; only the sums of squares are added in another
-// order, so the logits stay next to the readers-quantize path, and the
-// greedy tokens are the reference's.
+// persistent_quantize=producer (the default): the instructions that
+// complete a group of a stage's output quantize it for the stage that reads
+// it. The int8 codes are the same numbers as when every reader quantizes
+// them (consumer); only the sums of squares are added in another order, so
+// the logits stay next to the readers-quantize path, and the greedy tokens
+// are the reference's.
 TEST(CudaPersistentDecode, ProducerQuantizedInputsKeepTheReferenceTokensAndLogits) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const std::string producer = std::string(kPersistent) + ";persistent_quantize=producer";
+  const std::string readers_option = std::string(kPersistent) + ";persistent_quantize=consumer";
   {
-    const bonsai::Engine engine = open_tiny_q1_cuda(producer);
+    const LevelGuard level;
+    testing::internal::CaptureStderr();
+    const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent);
     bonsai::Session session = engine.create_session();
-    EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
+    const std::vector<int32_t> greedy = tiny_q1_greedy(session);
+    const std::string log = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(greedy, kTinyQ1Greedy);
+    EXPECT_THAT(log, HasSubstr("inputs quantized by their producers"));
   }
-  const std::vector<float> readers = prompt_logits(open_tiny_q1_cuda(kPersistent));
-  const std::vector<float> producers = prompt_logits(open_tiny_q1_cuda(producer));
+  const std::vector<float> readers = prompt_logits(open_tiny_q1_cuda(readers_option));
+  const std::vector<float> producers = prompt_logits(open_tiny_q1_cuda(kPersistent));
   ASSERT_EQ(producers.size(), readers.size());
   EXPECT_GT(cosine(producers, readers), 0.999999);
 }
 
-// persistent_matmul=mma: steps of several tokens (the 8-token prompt here;
-// single tokens stay on dp4a) multiply on the int8 MMA. The same int8
-// products summed in another order: the reference's greedy tokens, and the
-// prompt's logits next to the dp4a path's.
+// persistent_matmul=mma (the default on 8.0+): steps of several tokens (the
+// 8-token prompt here; single tokens stay on dp4a) multiply on the int8
+// MMA. The same int8 products summed in another order: the reference's
+// greedy tokens, and the prompt's logits next to the dp4a path's.
 TEST(CudaPersistentDecode, MmaStepsKeepTheReferenceTokensAndLogits) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const std::string mma = std::string(kPersistent) + ";persistent_matmul=mma";
+  const std::string dp4a_option = std::string(kPersistent) + ";persistent_matmul=dp4a";
   {
     const LevelGuard level;
     testing::internal::CaptureStderr();
-    const bonsai::Engine engine = open_tiny_q1_cuda(mma);
+    const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent);
     bonsai::Session session = engine.create_session();
     const std::vector<int32_t> greedy = tiny_q1_greedy(session);
     const std::string log = testing::internal::GetCapturedStderr();
     EXPECT_EQ(greedy, kTinyQ1Greedy);
     EXPECT_THAT(log, HasSubstr("steps of several tokens multiplied with the int8 MMA"));
   }
-  const std::vector<float> dp4a = prompt_logits(open_tiny_q1_cuda(kPersistent));
-  const std::vector<float> tensor = prompt_logits(open_tiny_q1_cuda(mma));
+  {
+    // dp4a, asked for, with the readers quantizing: the path before either
+    // default, still the reference's tokens.
+    const bonsai::Engine engine = open_tiny_q1_cuda(dp4a_option + ";persistent_quantize=consumer");
+    bonsai::Session session = engine.create_session();
+    EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
+  }
+  const std::vector<float> dp4a = prompt_logits(open_tiny_q1_cuda(dp4a_option));
+  const std::vector<float> tensor = prompt_logits(open_tiny_q1_cuda(kPersistent));
   ASSERT_EQ(tensor.size(), dp4a.size());
   EXPECT_GT(cosine(tensor, dp4a), 0.999999);
 }
@@ -138,8 +151,7 @@ TEST(CudaPersistentDecode, MmaOnADeviceWithoutItSaysSoAndKeepsDp4a) {
   const EnvGuard turing("BONSAI_FAKE_CUDA_COMPUTE", std::string("7.5"));
   const LevelGuard level;
   testing::internal::CaptureStderr();
-  const bonsai::Engine engine =
-      open_tiny_q1_cuda(std::string(kPersistent) + ";persistent_matmul=mma");
+  const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent);
   bonsai::Session session = engine.create_session();
   const std::vector<int32_t> greedy = tiny_q1_greedy(session);
   const std::string log = testing::internal::GetCapturedStderr();

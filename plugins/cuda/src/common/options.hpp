@@ -40,7 +40,7 @@ struct ContextOptions {
   bool kv_f16 = false;
   // pdl=on|off: programmatic dependent launch (sm_90+): each kernel may
   // start while the one before it finishes, fetching its weights before it
-  // waits. Off by default until a GPU has measured it (docs/cuda.md).
+  // waits. Off by default: slower on an H200 (docs/cuda.md).
   bool programmatic_launch = false;
   // decode=auto|persistent|graph: how steps of up to 8 tokens run their
   // layers. graph: a launch per operation, single-token steps of slot 0
@@ -60,19 +60,20 @@ struct ContextOptions {
   // for another before the launch gives up and reports where it stalled.
   int persistent_deadline_ms = 1000;
   // persistent_quantize=consumer|producer: who turns a persistent stage's
-  // f32 input into int8 records. consumer (default, what was measured):
-  // every instruction quantizes the whole input row after its wait.
-  // producer: the instruction that completes a 128-row group of a stage's
-  // output quantizes that group once, and the readers copy the records.
-  // Kept as an option until a GPU has measured both (docs/cuda.md).
-  bool persistent_producer_quantize = false;
+  // f32 input into int8 records. producer (default, faster at every step
+  // size on an H200, docs/cuda.md): the instruction that completes a
+  // 128-row group of a stage's output quantizes that group once, and the
+  // readers copy the records. consumer: every instruction quantizes the
+  // whole input row after its wait.
+  bool persistent_producer_quantize = true;
   // persistent_matmul=dp4a|mma: how a persistent step of 2 or more tokens
-  // multiplies. dp4a (default, what was measured): every token's row dots
-  // apart, a weight chunk in registers reused across them. mma (compute
-  // capability 8.0+): the int8 tensor cores, the step's tokens as the MMA's
-  // 8 columns. Single tokens stay on dp4a. Kept as an option until a GPU has
-  // measured both (docs/cuda.md).
-  bool persistent_mma = false;
+  // multiplies. mma (default; compute capability 8.0+, elsewhere dp4a with
+  // an info line): the int8 tensor cores, the step's tokens as the MMA's 8
+  // columns, 1.2-1.8x dp4a at 2-8 tokens on an H200. dp4a: every token's
+  // row dots apart, a weight chunk in registers reused across them; its
+  // larger weight buffer makes single tokens under decode=persistent faster.
+  // Single tokens always multiply with dp4a.
+  bool persistent_mma = true;
   // persistent_trace=PATH: every persistent decode launch notes when each
   // instruction started, stopped waiting, had its inputs, finished and
   // signalled; after each step PATH gets the table of where a layer's time
