@@ -69,10 +69,11 @@ struct ContextOptions {
   // persistent_matmul=dp4a|mma: how a persistent step of 2 or more tokens
   // multiplies. mma (default; compute capability 8.0+, elsewhere dp4a with
   // an info line): the int8 tensor cores, the step's tokens as the MMA's 8
-  // columns, 1.2-1.8x dp4a at 2-8 tokens on an H200. dp4a: every token's
-  // row dots apart, a weight chunk in registers reused across them; its
-  // larger weight buffer makes single tokens under decode=persistent faster.
-  // Single tokens always multiply with dp4a.
+  // columns, 1.1-1.7x dp4a at 2-8 tokens on an H200 (producer-quantized).
+  // dp4a: every token's row dots apart, a weight chunk in registers reused
+  // across them; single tokens under decode=persistent ran faster with it,
+  // most likely for its larger weight buffer. Single tokens always multiply
+  // with dp4a.
   bool persistent_mma = true;
   // persistent_trace=PATH: every persistent decode launch notes when each
   // instruction started, stopped waiting, had its inputs, finished and
