@@ -37,14 +37,9 @@ DraftedReply drafted_reply(const std::vector<int32_t> &prompt, const char *scrip
   const std::filesystem::path log = std::filesystem::temp_directory_path() /
                                     ("bonsai-lm-head-" + std::to_string(::getpid()) + ".log");
   std::filesystem::remove(log);
-  bonsai::EngineOptions options;
-  options.backend = fake_plugin("scripted");
-  options.n_ctx = 64;
-  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options);
-  setenv("BONSAI_FAKE_SCRIPT", script, 1);
-  setenv("BONSAI_FAKE_LM_HEAD_LOG", log.c_str(), 1);
-  auto session = engine.create_session();
-  unsetenv("BONSAI_FAKE_SCRIPT");
+  const bonsai::Engine engine = scripted_engine();
+  setenv("BONSAI_FAKE_LM_HEAD_LOG", log.c_str(), 1); // read with the script
+  auto session = scripted_session(engine, script);
   unsetenv("BONSAI_FAKE_LM_HEAD_LOG");
   bonsai::GenerateRequest request;
   request.prompt_tokens = prompt;

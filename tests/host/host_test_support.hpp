@@ -32,6 +32,23 @@ inline std::string cpu_plugin() {
   return std::string(BONSAI_PLUGIN_DIR) + "/libbonsai_cpu.so";
 }
 
+// tiny-q1 on the scripted fake plugin: its "model" replies the token list
+// of $BONSAI_FAKE_SCRIPT ("id,id,...", read when a session's context is
+// made) to any prompt.
+inline bonsai::Engine scripted_engine() {
+  bonsai::EngineOptions options;
+  options.backend = fake_plugin("scripted");
+  options.n_ctx = 64;
+  return bonsai::Engine::open(tiny_q1(), options);
+}
+// A session of it that replies `script`.
+inline bonsai::Session scripted_session(const bonsai::Engine &engine, const char *script) {
+  setenv("BONSAI_FAKE_SCRIPT", script, 1);
+  auto session = engine.create_session();
+  unsetenv("BONSAI_FAKE_SCRIPT");
+  return session;
+}
+
 // The CPU plugin with its exact kernels (the golden greedy tokens hold).
 inline bonsai::EngineOptions cpu_options(int32_t n_ctx = 64) {
   bonsai::EngineOptions options;

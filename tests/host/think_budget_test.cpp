@@ -15,22 +15,6 @@ using namespace host_test;
 
 constexpr int32_t kThink = 2003, kEndThink = 2004;
 
-// A session of tiny-q1 on the scripted plugin, whose contexts reply `script`
-// (read when the session's context is made).
-bonsai::Session scripted_session(const bonsai::Engine &engine, const char *script) {
-  setenv("BONSAI_FAKE_SCRIPT", script, 1);
-  auto session = engine.create_session();
-  unsetenv("BONSAI_FAKE_SCRIPT");
-  return session;
-}
-
-bonsai::Engine scripted_engine() {
-  bonsai::EngineOptions options;
-  options.backend = fake_plugin("scripted");
-  options.n_ctx = 64;
-  return bonsai::Engine::open(tiny_q1(), options);
-}
-
 std::vector<int32_t> reply(int32_t budget, float temperature) {
   const bonsai::Engine engine = scripted_engine();
   auto session = scripted_session(engine, "2003,47,75,276,432,2004,271,50,552,270,287,2002");
