@@ -7,11 +7,11 @@
 // __shfl_xor_sync as a warp barrier plus exchange. Slow and only for small
 // shapes; it checks results, not performance or memory-model subtleties.
 #include <algorithm>
+#include <barrier>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -23,43 +23,22 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
-// A reusable barrier over the live threads of a scope (a block or a warp).
-// Threads that have returned no longer count, as in CUDA.
-struct Barrier {
-  int live = 0;
-  int arrived = 0;
-  long generation = 0;
-  std::condition_variable released;
-
-  void release_if_complete() {
-    if (arrived > 0 && arrived == live) {
-      arrived = 0;
-      ++generation;
-      released.notify_all();
-    }
-  }
-  void arrive_and_wait(std::unique_lock<std::mutex> &lock) {
-    const long mine = generation;
-    ++arrived;
-    release_if_complete();
-    released.wait(lock, [&] { return generation != mine; });
-  }
-};
-
+// A block's shared state. Its barriers (the block's and each warp's) count
+// live threads: a thread that returns drops out of them, as in CUDA. Each
+// thread writes only its own exchange slots, and reads others' after a
+// barrier, which orders the writes before the reads.
 struct BlockState {
   BlockState(unsigned threads, size_t shared_bytes)
-      : n_threads(threads), warps((threads + 31) / 32), shuffle(threads, 0.0f),
+      : n_threads(threads), block(static_cast<std::ptrdiff_t>(threads)), shuffle(threads, 0.0f),
         words(8 * static_cast<size_t>(threads), 0u), async(threads),
         dynamic_shared(shared_bytes, 0) {
-    block.live = static_cast<int>(threads);
-    for (unsigned w = 0; w < warps.size(); ++w)
-      warps[w].live = static_cast<int>(std::min(32u, threads - 32 * w));
+    for (unsigned first = 0; first < threads; first += 32)
+      warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, threads - first)));
   }
-  std::mutex mutex;
   unsigned n_threads;
-  Barrier block;
-  std::vector<Barrier> warps;
-  std::vector<float> shuffle;        // one exchange slot per thread
+  std::barrier<> block;
+  std::vector<std::unique_ptr<std::barrier<>>> warps; // std::barrier cannot move
+  std::vector<float> shuffle;                         // one exchange slot per thread
   std::vector<uint32_t> words;       // 8 exchange words per thread (tensor-core operands)
   std::vector<AsyncCopyQueue> async; // each thread's cp.async copies in flight
   std::vector<unsigned char> dynamic_shared;
@@ -74,41 +53,26 @@ struct ThreadState {
 inline thread_local ThreadState *current = nullptr;
 
 inline void syncthreads() {
-  BlockState &b = *current->block;
-  std::unique_lock<std::mutex> lock(b.mutex);
-  b.block.arrive_and_wait(lock);
+  current->block->block.arrive_and_wait();
 }
 
 inline void syncwarp() {
-  BlockState &b = *current->block;
-  std::unique_lock<std::mutex> lock(b.mutex);
-  b.warps[current->tid / 32].arrive_and_wait(lock);
+  current->block->warps[current->tid / 32]->arrive_and_wait();
 }
 
 // Called when a thread returns from the kernel.
 inline void thread_exit() {
   BlockState &b = *current->block;
   b.async[current->tid].check_empty_at_exit();
-  std::lock_guard<std::mutex> lock(b.mutex);
-  --b.block.live;
-  b.block.release_if_complete();
-  Barrier &warp = b.warps[current->tid / 32];
-  --warp.live;
-  warp.release_if_complete();
+  b.block.arrive_and_drop();
+  b.warps[current->tid / 32]->arrive_and_drop();
 }
 
 inline float shfl_xor(float value, int offset) {
   BlockState &b = *current->block;
-  {
-    std::lock_guard<std::mutex> lock(b.mutex);
-    b.shuffle[current->tid] = value;
-  }
+  b.shuffle[current->tid] = value;
   syncwarp();
-  float partner = 0;
-  {
-    std::lock_guard<std::mutex> lock(b.mutex);
-    partner = b.shuffle[current->tid ^ static_cast<unsigned>(offset)];
-  }
+  const float partner = b.shuffle[current->tid ^ static_cast<unsigned>(offset)];
   syncwarp(); // nobody overwrites a slot before its reader has it
   return partner;
 }
@@ -118,43 +82,51 @@ inline float shfl_xor(float value, int offset) {
 // anyone publishes again.
 inline void publish_words(const uint32_t *v, int n) {
   BlockState &b = *current->block;
-  {
-    std::lock_guard<std::mutex> lock(b.mutex);
-    for (int i = 0; i < n; ++i)
-      b.words[8 * current->tid + i] = v[i];
-  }
+  for (int i = 0; i < n; ++i)
+    b.words[8 * current->tid + i] = v[i];
   syncwarp();
 }
 inline void gather_words(uint32_t (&all)[32][8]) {
-  BlockState &b = *current->block;
-  std::lock_guard<std::mutex> lock(b.mutex);
+  const BlockState &b = *current->block;
   std::memcpy(all, b.words.data() + 8 * (current->tid / 32 * 32), sizeof all);
 }
 
-// Runs kernel() for every thread of every block (1-D blocks).
+// Runs kernel() for every thread of every block (1-D blocks). One OS thread
+// per GPU thread of a block, started once per launch and reused for block
+// after block: starting them anew for each block spent most of a test's time
+// in the kernel (system time, several times the arithmetic under ASan).
 template <class Kernel>
 void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const Kernel &kernel) {
+  std::vector<Dim3> blocks;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) {
-        BlockState block(threads, shared_bytes);
-        std::vector<std::thread> workers;
-        for (unsigned t = 0; t < threads; ++t)
-          workers.emplace_back([&, t] {
-            ThreadState state;
-            state.thread_idx = {t, 0, 0};
-            state.block_idx = {x, y, z};
-            state.block_dim = {threads, 1, 1};
-            state.grid_dim = grid;
-            state.block = &block;
-            state.tid = t;
-            current = &state;
-            kernel();
-            thread_exit();
-          });
-        for (auto &w : workers)
-          w.join();
+      for (unsigned x = 0; x < grid.x; ++x)
+        blocks.push_back({x, y, z});
+  auto block = std::make_unique<BlockState>(threads, shared_bytes);
+  // Runs once, after every thread has finished a block and before any starts
+  // the next: a fresh BlockState (barrier counts, exchange slots, shared
+  // memory zeroed) as a newly scheduled block would find.
+  auto next_block = [&]() noexcept { block = std::make_unique<BlockState>(threads, shared_bytes); };
+  std::barrier between_blocks(static_cast<std::ptrdiff_t>(threads), next_block);
+  std::vector<std::thread> workers;
+  for (unsigned t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      ThreadState state;
+      state.thread_idx = {t, 0, 0};
+      state.block_dim = {threads, 1, 1};
+      state.grid_dim = grid;
+      state.tid = t;
+      current = &state;
+      for (const Dim3 &block_idx : blocks) {
+        state.block_idx = block_idx;
+        state.block = block.get();
+        kernel();
+        thread_exit();
+        between_blocks.arrive_and_wait();
       }
+    });
+  for (auto &w : workers)
+    w.join();
 }
 
 } // namespace emu
