@@ -271,10 +271,13 @@ template <class Unpack, int NR> BONSAI_QUANT_TARGET void quant_rows(const RowJob
       const uint8_t *blocks = rows + static_cast<size_t>(b) * Unpack::kBytes;
       // The rows' f16 scales converted together; each row then broadcasts its
       // lane from the stack (a load, not a shuffle).
-      __m128i scale_bits = _mm_setzero_si128();
-#pragma GCC unroll 4
-      for (int i = 0; i < NR; ++i)
-        scale_bits = _mm_insert_epi16(scale_bits, load_u16(blocks + i * job.w_row_bytes), i);
+      // Spelled out: _mm_insert_epi16 in a loop needs the loop unrolled
+      // (-O2) to see a constant lane, and fails to compile at -O1 or -O0.
+      const size_t stride = job.w_row_bytes;
+      const __m128i scale_bits = _mm_setr_epi16(
+          static_cast<short>(load_u16(blocks)), static_cast<short>(load_u16(blocks + stride)),
+          static_cast<short>(load_u16(blocks + 2 * stride)),
+          static_cast<short>(load_u16(blocks + 3 * stride)), 0, 0, 0, 0);
       const __m128 dw = _mm_cvtph_ps(scale_bits);
       alignas(16) float dw_lanes[4];
       _mm_store_ps(dw_lanes, dw);
