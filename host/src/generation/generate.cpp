@@ -192,12 +192,15 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   if (request.draft.model != nullptr)
     model_draft.emplace(*request.draft.model->impl_, request, engine.n_vocab());
   host::DraftProposal proposal;
-  std::vector<float> rows;       // a verified draft's logits, one row per token
-  std::optional<int32_t> chosen; // a token already chosen, not in the cache yet
+  std::vector<float> rows; // a verified draft's logits, one row per token
+  // A token already chosen, not in the cache yet; -1: none. (Not an
+  // std::optional: GCC's -O1 TSan build warns that it may be read
+  // uninitialized, a false positive that -Werror makes fatal.)
+  int32_t chosen = -1;
   while (!stop) {
-    if (chosen) {
-      next = *chosen;
-      chosen.reset();
+    if (chosen >= 0) {
+      next = chosen;
+      chosen = -1;
     } else {
       if (!device_greedy) { // the device took the argmax already
         const auto made = static_cast<int32_t>(result.tokens.size());
