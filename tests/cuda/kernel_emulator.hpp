@@ -94,7 +94,7 @@ inline void gather_words(uint32_t (&all)[32][8]) {
 // Runs kernel() for every thread of every block (1-D blocks). One OS thread
 // per GPU thread of a block, started once per launch and reused for block
 // after block: starting them anew for each block spent most of a test's time
-// in the kernel (system time, several times the arithmetic under ASan).
+// in system calls (several times the arithmetic under ASan).
 template <class Kernel>
 void launch(Dim3 grid, unsigned threads, size_t shared_bytes, const Kernel &kernel) {
   std::vector<Dim3> blocks;
