@@ -23,8 +23,9 @@
 # device command; 1800 with --fake, which has no such limit),
 # GPU_CHECK_SECTIONS (default "nvrtc tests persistent sanitizer bench load
 # parallel speculative llama ncu options qwen35": the GPU sections to run,
-# in that order;
-# the plugin/JIT section always runs), GPU_CHECK_Q35_TYPES (default "q1_0
+# in that order; "profile", ncu's full set on the persistent kernel, and
+# "paths", single-token decode on the graph and the persistent path, run
+# only when named; the plugin/JIT section always runs), GPU_CHECK_Q35_TYPES (default "q1_0
 # q2_0_g64": the 27B files the qwen35 section makes and benches),
 # GPU_CHECK_GOLDEN_FILTER (default "*": the golden tests the tests and
 # persistent sections run, for a checkout that carries only some of
@@ -383,6 +384,62 @@ if wanted persistent; then
   fi
 fi
 
+# Which path a single-token step should take (not in the default sections:
+# a short look for whoever sets decode=auto): the persistent kernel's golden
+# gates, then on every shape tg128 and tg128 at 4,096 of context on each
+# path, and 1-8 sequences under the default decode=auto.
+if wanted paths; then
+  section "decode paths: graph and persistent, one token a step"
+  step golden_persistent 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
+    --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
+  grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
+  wait "$models_pid" 2>/dev/null
+  for s in $shapes; do
+    f="$models/$s-q1_0.gguf"
+    [ -f "$f" ] || continue
+    for path in graph persistent; do
+      bench "paths_${s}_$path" "$f" -p 0 -n 128 --backend-options "decode=$path"
+      bench "paths_${s}_${path}_d4096" "$f" -p 0 -n 128 -d 4096 --backend-options "decode=$path"
+    done
+    bench "paths_${s}_auto_parallel" "$f" -p 0 -n 64 -np 1,2,4,8
+  done
+fi
+
+# Where the persistent kernel's warps wait, and why (not in the default
+# sections: a deeper look for whoever tunes the kernel): ncu's full set with
+# warp-stall sampling on one launch of one token and one of eight, on the
+# largest shape, digested by scripts/ncu-hotspots.py; the details and the
+# whole SASS page go into the logs. Beside it, the launch's trace and
+# single-token decode on both paths.
+if wanted profile; then
+  section "profile: decode=persistent under ncu --set full"
+  wait "$models_pid" 2>/dev/null
+  f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
+  if [ -f "$f" ] && command -v ncu >/dev/null; then
+    for np in 1 8; do
+      name="profile_np$np"
+      rm -f "$work/$name.ncu-rep"
+      step "$name" 150 ncu --set full --import-source yes --clock-control none \
+        -k regex:persistent --launch-skip 6 --launch-count 1 -o "$work/$name" \
+        "$bin/bonsai" bench -m "$f" --backend cuda -p 0 -n 12 -np "$np" -r 1 \
+        --backend-options decode=persistent
+      [ -f "$work/$name.ncu-rep" ] || continue
+      ncu -i "$work/$name.ncu-rep" --page details >"$logs/${name}_details.txt" 2>&1
+      ncu -i "$work/$name.ncu-rep" --page source --csv --print-source sass \
+        >"$logs/${name}_sass.csv" 2>&1
+      ncu_digest "$logs/${name}_details.txt" | tee -a "$summary"
+      python3 "$root/scripts/ncu-hotspots.py" "$logs/${name}_sass.csv" 30 2>&1 | tee -a "$summary"
+    done
+    bench profile_graph_np1 "$f" -p 0 -n 128 --backend-options decode=graph
+    bench profile_persistent_np1 "$f" -p 0 -n 128 --backend-options decode=persistent
+    step profile_trace_np1 90 "$bin/bonsai" bench -m "$f" --backend cuda -p 0 -n 32 -r 1 \
+      --backend-options "decode=persistent;persistent_trace=$logs/profile_trace_np1.txt"
+    head -9 "$logs/profile_trace_np1.txt" 2>/dev/null | tee -a "$summary"
+  else
+    echo "profile: skipped: no model $f or no ncu" | tee -a "$summary"
+  fi
+fi
+
 if wanted sanitizer; then
 section "compute-sanitizer (tiny-q1: prefill, then decode through the graph)"
 if command -v compute-sanitizer >/dev/null; then
@@ -490,6 +547,15 @@ if wanted speculative; then
   if [ -f "$small" ] && [ -f "$big" ] && [ "$small" != "$big" ]; then
     bench spec_draft_small "$big" -p 0 -n 128 -md "$small"
     grep -h 'kept' "$logs/spec_draft_small.log" >>"$summary" 2>/dev/null
+  fi
+  # Prompt lookup: random weights fall into loops, so the context repeats
+  # itself and the lookup of its last 2 tokens finds what comes next.
+  if [ -f "$big" ]; then
+    bench spec_ngram "$big" -p 0 -n 128 --draft-ngram 2
+    grep -h 'kept' "$logs/spec_ngram.log" >>"$summary" 2>/dev/null
+    bench spec_ngram_fixed8 "$big" -p 0 -n 128 --draft-ngram 2 --draft-fixed --draft-max 8 \
+      --draft-p-min 0
+    grep -h 'kept' "$logs/spec_ngram_fixed8.log" >>"$summary" 2>/dev/null
   fi
   for p in 0 0.00001 0.0001; do
     [ -f "$small" ] || break
