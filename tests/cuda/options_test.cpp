@@ -138,6 +138,15 @@ TEST(CudaOptions, PersistentDeadlineIsWholeMillisecondsUpToTenMinutes) {
     expect_refused(bad, "expected a whole number of milliseconds from 1 to 600000");
 }
 
+TEST(CudaOptions, PersistentSingleFromIsAContextLengthOrByModel) {
+  EXPECT_EQ(parse_options(nullptr).persistent_single_from, -1);
+  EXPECT_EQ(parse_options("persistent_single_from=1").persistent_single_from, 1);
+  EXPECT_EQ(parse_options("persistent_single_from=4096").persistent_single_from, 4096);
+  for (const char *bad : {"persistent_single_from=0", "persistent_single_from=",
+                          "persistent_single_from=-1", "persistent_single_from=1073741825"})
+    expect_refused(bad, "expected a whole number of tokens of context from 1 to 1073741824");
+}
+
 TEST(CudaOptions, PersistentInputsAreQuantizedByTheirProducersUnlessConsumerIsAskedFor) {
   EXPECT_TRUE(parse_options(nullptr).persistent_producer_quantize);
   EXPECT_FALSE(parse_options("persistent_quantize=consumer").persistent_producer_quantize);

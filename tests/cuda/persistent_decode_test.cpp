@@ -65,6 +65,24 @@ TEST(CudaPersistentDecode, EveryStepIsOneLaunchAndTheGreedyTokensAreTheReference
   EXPECT_EQ(fake_launches("bonsai_gemv") - gemv_before, 4);
 }
 
+// decode=auto: steps of several tokens on the persistent kernel, single
+// tokens from persistent_single_from on. Tiny-q1 is 512 wide, so by default
+// (narrow models: from 512 positions) its three single tokens take the graph
+// path; from 9, the tokens at 9 and 10 cached positions do not.
+TEST(CudaPersistentDecode, AutoTakesSingleTokensFromTheirContextLengthOn) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  for (const auto &[options, launches] : {std::pair<std::string, int>{"decode=auto", 1},
+                                          {"persistent_single_from=9", 3},
+                                          {"persistent_single_from=1", 4}}) {
+    const bonsai::Engine engine = open_tiny_q1_cuda(options);
+    bonsai::Session session = engine.create_session();
+    const int before = fake_launches(kKernel);
+    EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy) << options;
+    EXPECT_EQ(fake_launches(kKernel) - before, launches) << options;
+  }
+}
+
 TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraphPath) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));

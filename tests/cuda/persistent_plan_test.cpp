@@ -128,7 +128,9 @@ TEST(PersistentPlan, StagesAreCutWhereTheirWeightsWouldNotFitTheBuffer) {
   EXPECT_EQ(bonsai::cuda::persistent_tile_bytes(shape, PersistentStage::ffn_down), 3456);
   EXPECT_EQ(bonsai::cuda::persistent_largest_tile_bytes(shape), 3456);
   // 7,000 bytes: Q/K/V and O take 6 tiles at most (of 16 and 8 per block),
-  // gate/up 3 (of 24), down 2 (of 8).
+  // gate/up 3 (of 24), down 2 (of 8). Each stage runs in rounds of 4 ranges
+  // (one per block), the tiles spread evenly: Q/K/V 3 rounds of 64 / 12 ->
+  // 6 tiles, O 2 rounds of 32 / 8 = 4, gate/up 8 rounds of 3, down 4 of 2.
   shape.weight_buffer_bytes = 7000;
   const std::vector<PersistentInstr> plan = build_persistent_plan(shape);
   std::map<int, int> per_op, widest;
@@ -140,7 +142,8 @@ TEST(PersistentPlan, StagesAreCutWhereTheirWeightsWouldNotFitTheBuffer) {
   }
   EXPECT_EQ(per_op[op(PersistentStage::qkv)], 11); // 64 tiles by 6
   EXPECT_EQ(widest[op(PersistentStage::qkv)], 6);
-  EXPECT_EQ(per_op[op(PersistentStage::output)], 6); // 32 by 6
+  EXPECT_EQ(per_op[op(PersistentStage::output)], 8); // 32 by 4, not 6 by 6 and 2: 8 a block
+  EXPECT_EQ(widest[op(PersistentStage::output)], 4);
   EXPECT_EQ(per_op[op(PersistentStage::ffn_up)], 32);
   EXPECT_EQ(per_op[op(PersistentStage::ffn_down)], 16);
   // A buffer smaller than the down projection's tile serves no plan.
@@ -149,6 +152,42 @@ TEST(PersistentPlan, StagesAreCutWhereTheirWeightsWouldNotFitTheBuffer) {
   // Without one, each stage is shared out among the blocks as before.
   shape.weight_buffer_bytes = 0;
   EXPECT_EQ(build_persistent_plan(shape).size(), build_persistent_plan(tiny(4, 1)).size());
+}
+
+// The weight buffer is what shared memory leaves beside a step's work
+// area, which grows with its tokens. 8B Q1_0 on an H100/H200 (232,448 bytes
+// of opt-in shared memory): a token's int8 records of the 12,288-wide down
+// projection input take 96 x 152 = 14,592 bytes, padded to 14,608; 8
+// tokens and the MMA's 8,192 bytes of sums make 125,056, plus 320 of
+// control; one token's row is smaller than the attention's 57,600. At 8
+// tokens gate/up's 6-tile shares (768 tiles on 132 blocks, 18,432 bytes a
+// tile) do not fit 5: two rounds of 132 ranges of 768 / 264 -> 3 tiles, 256
+// ranges (ranges of 5, 154 of them, left 22 blocks two of 5 to run, 10
+// tiles: run 2 of 2026-11-28's trace). One token's buffer holds 9.
+TEST(PersistentPlan, FewerTokensLeaveALargerWeightBufferAndFewerCutStages) {
+  using bonsai::cuda::persistent_weight_buffer_bytes;
+  using bonsai::cuda::persistent_work_bytes;
+  constexpr int kOptin = 232448, kRow = 14592;
+  EXPECT_EQ(persistent_work_bytes(kRow, 8, true), 125376u);
+  EXPECT_EQ(persistent_work_bytes(kRow, 8, false), 117184u);
+  EXPECT_EQ(persistent_work_bytes(kRow, 1, true), 57920u);
+  EXPECT_EQ(persistent_work_bytes(kRow, 1, false), 57920u);
+  EXPECT_EQ(persistent_weight_buffer_bytes(kOptin, kRow, 8, true), 107072);
+  EXPECT_EQ(persistent_weight_buffer_bytes(kOptin, kRow, 1, true), 174528);
+  EXPECT_LE(persistent_weight_buffer_bytes(1000, kRow, 1, true), 0);
+  PersistentShape shape;
+  shape.n_layer = 1, shape.n_embd = 4096, shape.n_head = 32, shape.n_head_kv = 8;
+  shape.head_dim = 128, shape.n_ff = 12288, shape.blocks = 132, shape.block_bytes = 18;
+  shape.attention_splits = 16;
+  const auto gate_up = [&](int buffer) {
+    shape.weight_buffer_bytes = buffer;
+    int n = 0;
+    for (const PersistentInstr &instr : build_persistent_plan(shape))
+      n += instr.op == op(PersistentStage::ffn_up) ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(gate_up(persistent_weight_buffer_bytes(kOptin, kRow, 8, true)), 256);
+  EXPECT_EQ(gate_up(persistent_weight_buffer_bytes(kOptin, kRow, 1, true)), 128);
 }
 
 // Long contexts: each (sequence, KV head)'s attention is cut into key

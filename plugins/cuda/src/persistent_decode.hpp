@@ -39,18 +39,27 @@ private:
   bool pinned_ = false; // false: ordinary memory (the copy then waits)
 };
 
-// One instruction list (per number of sequences in the step) on the device.
+// One instruction list (per number of sequences and of tokens in the step)
+// on the device.
 struct PersistentPlanBuffer {
   std::vector<PersistentInstr> host; // for stall reports
   DeviceBuffer device;
   int attention_splits = 1; // key ranges per (sequence, KV head)
+  // The weight buffer its matmul ranges were cut for: what shared memory
+  // leaves beside the work area of a step of its tokens. Fewer tokens leave
+  // more, so fewer ranges need cutting (one token of 8B: gate/up in one
+  // range per block instead of 154 ranges on 132 blocks).
+  int weight_buffer_bytes = 0;
 };
 
 struct PersistentDecode {
   explicit PersistentDecode(const Device &device) : status(device) {}
-  std::string kernel;         // e.g. "bonsai_decode_persistent_q1_0"
-  int max_tokens = 0;         // the most tokens a step may have (their inputs fit shared memory)
-  bool single_tokens = true;  // false under decode=auto: single-token steps take the graph path
+  std::string kernel; // e.g. "bonsai_decode_persistent_q1_0"
+  int max_tokens = 0; // the most tokens a step may have (their inputs fit shared memory)
+  // The context length from which single-token steps run here (0 under
+  // decode=persistent; under auto, persistent_single_from or the model's
+  // default); shorter ones take the graph path.
+  int single_from = 0;
   bool mma = false;           // persistent_matmul=mma, where it applies
   long long deadline_ns = 0;  // persistent_deadline_ms
   PersistentShape shape;      // blocks: one per SM; n_sequences set per plan
@@ -70,9 +79,12 @@ struct PersistentDecode {
   size_t staged_offsets[kPersistentStages] = {}, sums_offsets[kPersistentStages] = {};
   size_t group_rows_offset = 0;
   PinnedStatus status; // the last launch's status, once the step has synchronized
-  std::map<int, PersistentPlanBuffer> plans; // by number of sequences
-  int last_sequences = 0;                    // the plan of the last launch
-  int last_tokens = 0;                       // the tokens of the last launch
+  // By (sequences, tokens) of the step: a step's tokens set its weight
+  // buffer. At most 36 (sequences <= tokens <= 8), each of about 5
+  // instructions of 32 bytes a block a layer (8B: about 0.8 MB).
+  std::map<std::pair<int, int>, PersistentPlanBuffer> plans;
+  int last_sequences = 0; // the plan of the last launch: its sequences
+  int last_tokens = 0;    // and its tokens
   // Option persistent_trace: the marks buffer (PK_MARKS per instruction of
   // the largest plan so far) and the launches read back from it.
   DeviceBuffer trace;

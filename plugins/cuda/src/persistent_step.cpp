@@ -65,27 +65,10 @@ struct PersistentArgs {
 };
 static_assert(sizeof(PersistentArgs) == 480, "must match PersistentArgs in kernels/persistent.cuh");
 
-// Dynamic shared bytes before the weight buffer (PK_SHARED_BYTES) in a
-// step of n_tokens tokens: the control area, then the larger of the
-// tokens' quantized inputs (with persistent_matmul=mma, the warps' sums
-// after them) and an attention's working set (PkAttention). Both are
-// multiples of 16, as the weight buffer's cp.async copies need.
-constexpr unsigned kControlBytes = 320;    // PK_CONTROL_BYTES
-constexpr unsigned kMmaReduceBytes = 8192; // PK_REDUCE_BYTES
-// PkAttention: queries, the step's keys and values, per warp its softmax
-// state, then the outputs (persistent_quantize=producer).
-constexpr unsigned kAttentionBytes =
-    4 * (8 * 4 * 128 + 2 * 8 * 128 + 2 * 8 * 4 + 8 * 4 * 128 + 8 * 4 * 128);
-// A token's quantized input row in shared memory (PK_STAGED_TOKEN_BYTES):
-// padded to 16 more than a multiple of 128 bytes.
-unsigned staged_token_bytes(int cols) {
-  const auto row = static_cast<unsigned>(int8_staging_bytes(cols));
-  return row + (144 - row % 128) % 128;
-}
+// Dynamic shared bytes before the weight buffer in a step of n_tokens
+// tokens (persistent_work_bytes), for inputs up to max_cols wide.
 unsigned work_bytes(int max_cols, int n_tokens, bool mma) {
-  const unsigned staged =
-      static_cast<unsigned>(n_tokens) * staged_token_bytes(max_cols) + (mma ? kMmaReduceBytes : 0);
-  return kControlBytes + std::max(staged, kAttentionBytes);
+  return persistent_work_bytes(int8_staging_bytes(max_cols), n_tokens, mma);
 }
 
 // Bytes of a 128-weight block with its f16 scale in the planar layout.
@@ -97,9 +80,8 @@ int block_bytes(unsigned ggml_type) {
 // a multiple of 16.
 int weight_buffer(const Kernels &kernels, const std::string &kernel, int max_cols, int n_tokens,
                   bool mma) {
-  const int left =
-      kernels.dynamic_shared_limit(kernel) - static_cast<int>(work_bytes(max_cols, n_tokens, mma));
-  return left / 16 * 16;
+  return persistent_weight_buffer_bytes(kernels.dynamic_shared_limit(kernel),
+                                        int8_staging_bytes(max_cols), n_tokens, mma);
 }
 
 int widest_input(const ModelDims &d) {
@@ -202,6 +184,23 @@ std::string mma_reason(const Context &ctx, const std::string &kernel, const Pers
   return {};
 }
 
+// Where single tokens take the persistent kernel under decode=auto. On an
+// H200 (2026-11-28, after the one-token plans) one token a step ran faster
+// there than on the graph path at every context for 4B (424 / 421 t/s;
+// 308 / 219 at 4,096 positions) and 8B (390 / 371; 290 / 204), for 1.7B only
+// at long contexts (663 / 710; 480 / 366 at 4,096: the two rates meet near
+// 550 positions).
+constexpr int kWideModelEmbd = 2560;
+constexpr int kNarrowModelSingleFrom = 512;
+
+int single_token_context(const ContextOptions &options, const ModelDims &d) {
+  if (options.decode == DecodeMode::persistent)
+    return 0;
+  if (options.persistent_single_from >= 0)
+    return options.persistent_single_from;
+  return d.n_embd >= kWideModelEmbd ? 0 : kNarrowModelSingleFrom;
+}
+
 int multiprocessors(const Device &device) {
   int count = 0;
   device.check(device.api().cuDeviceGetAttribute(&count, kAttrMultiprocessorCount, device.device()),
@@ -209,22 +208,31 @@ int multiprocessors(const Device &device) {
   return std::max(count, 1);
 }
 
-const PersistentPlanBuffer &plan_for(const Device &device, PersistentDecode &p, int n_sequences) {
-  auto found = p.plans.find(n_sequences);
+// The plan of steps of `n_sequences` sequences and `n_tokens` tokens, built
+// on first use.
+const PersistentPlanBuffer &plan_for(const Context &ctx, const BoundModel &m, int n_sequences,
+                                     int n_tokens) {
+  PersistentDecode &p = *m.persistent;
+  const std::pair<int, int> key{n_sequences, n_tokens};
+  auto found = p.plans.find(key);
   if (found != p.plans.end())
     return found->second;
   PersistentShape shape = p.shape;
   shape.n_sequences = n_sequences;
   shape.attention_splits =
       persistent_attention_splits(p.shape.blocks, n_sequences, shape.n_head_kv);
+  shape.weight_buffer_bytes =
+      weight_buffer(*ctx.kernels, p.kernel, widest_input(m.dims), n_tokens, p.mma);
   PersistentPlanBuffer plan;
   plan.host = build_persistent_plan(shape);
   plan.attention_splits = shape.attention_splits;
+  plan.weight_buffer_bytes = shape.weight_buffer_bytes;
+  const Device &device = *ctx.device;
   const size_t bytes = plan.host.size() * sizeof(PersistentInstr);
   plan.device = DeviceBuffer(device, bytes, "the persistent decode instruction list");
   device.upload(plan.device.get(), plan.host.data(), bytes);
   device.synchronize(); // the host vector moves below
-  return p.plans.emplace(n_sequences, std::move(plan)).first->second;
+  return p.plans.emplace(key, std::move(plan)).first->second;
 }
 
 } // namespace
@@ -243,7 +251,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   const ModelDims &d = m.dims;
   auto p = std::make_unique<PersistentDecode>(device);
   p->kernel = kernel;
-  p->single_tokens = ctx.options.decode == DecodeMode::persistent;
+  p->single_from = single_token_context(ctx.options, d);
   p->shape = plan_shape(m, m.layers[0].wq->layout.type);
   p->shape.blocks = multiprocessors(device);
   if (ctx.options.persistent_mma) {
@@ -287,13 +295,14 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
   ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
-                         "tokens, attention in up to %d key ranges, a %d-byte weight buffer (%u "
-                         "bytes of shared memory per block at most), inputs quantized by their "
-                         "%s, steps of several tokens multiplied with %s, %d ms wait deadline",
+                         "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
+                         "(%d at one token; %u bytes of shared memory per block at most), "
+                         "inputs quantized by their %s, steps of several tokens multiplied "
+                         "with %s, %d ms wait deadline",
                          kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
                          p->shape.weight_buffer_bytes,
-                         work_bytes(widest_input(d), p->max_tokens, p->mma) +
-                             static_cast<unsigned>(p->shape.weight_buffer_bytes),
+                         weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
+                         static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
                          p->producer_quantize ? "producers" : "readers",
                          p->mma ? "the int8 MMA" : "dp4a", ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
@@ -301,7 +310,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
 
 bool persistent_step_applies(const BoundModel &m, const StepState &step) {
   return m.persistent != nullptr && step.n_tokens <= m.persistent->max_tokens &&
-         (step.n_tokens > 1 || m.persistent->single_tokens) &&
+         (step.n_tokens > 1 || step.sequences[0].slot->length >= m.persistent->single_from) &&
          static_cast<int>(step.sequences.size()) <= kPersistentMaxSequences;
 }
 
@@ -309,7 +318,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   const Device &device = *ctx.device;
   PersistentDecode &p = *m.persistent;
   const int n_sequences = static_cast<int>(step.sequences.size());
-  const PersistentPlanBuffer &plan = plan_for(device, p, n_sequences);
+  const PersistentPlanBuffer &plan = plan_for(ctx, m, n_sequences, step.n_tokens);
   p.last_sequences = n_sequences;
   p.last_tokens = step.n_tokens;
   const ModelDims &d = m.dims;
@@ -367,7 +376,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   shape.grid_x = static_cast<unsigned>(p.shape.blocks);
   shape.block_x = kBlockThreads;
   shape.shared_bytes = work_bytes(widest_input(d), step.n_tokens, p.mma) +
-                       static_cast<unsigned>(p.shape.weight_buffer_bytes);
+                       static_cast<unsigned>(plan.weight_buffer_bytes);
   shape.cooperative = true;
   launch(device, ctx.kernels->get(p.kernel), shape, args);
   device.check(
@@ -383,7 +392,7 @@ std::string take_persistent_stall(Context &ctx, BoundModel &m) {
     return {};
   std::string where = strformat("instruction %d", status.instr);
   const std::vector<PersistentInstr> &list =
-      m.persistent->plans.at(m.persistent->last_sequences).host;
+      m.persistent->plans.at({m.persistent->last_sequences, m.persistent->last_tokens}).host;
   if (status.instr >= 0 && static_cast<size_t>(status.instr) < list.size())
     where += " (" + describe_persistent_instr(list[static_cast<size_t>(status.instr)]) + ")";
   const std::string report =
@@ -414,7 +423,7 @@ void take_persistent_trace(Context &ctx, BoundModel &m) {
   if (path.empty() || !m.persistent)
     return;
   PersistentDecode &p = *m.persistent;
-  const std::vector<PersistentInstr> &plan = p.plans.at(p.last_sequences).host;
+  const std::vector<PersistentInstr> &plan = p.plans.at({p.last_sequences, p.last_tokens}).host;
   std::vector<uint64_t> marks(plan.size() * kPersistentMarks);
   ctx.device->download(marks.data(), p.trace.get(), marks.size() * sizeof(uint64_t));
   p.trace_summary.add(plan, marks, p.last_tokens);

@@ -96,6 +96,9 @@ ContextOptions parse_options(const char *options) {
     } else if (key == "persistent_deadline_ms") {
       parsed.persistent_deadline_ms =
           static_cast<int>(parse_whole(key, value, 600000, "milliseconds"));
+    } else if (key == "persistent_single_from") {
+      parsed.persistent_single_from =
+          static_cast<int>(parse_whole(key, value, 1u << 30, "tokens of context"));
     } else if (key == "persistent_quantize") {
       if (value != "consumer" && value != "producer")
         fail_invalid("option persistent_quantize=" + value + ": expected consumer or producer");

@@ -47,10 +47,17 @@ struct ContextOptions {
   // replayed as a CUDA graph. persistent: every layer in one launch of
   // kernels/persistent.cuh (Q1_0/Q2_0 models; others keep graph). auto
   // (default): what measured faster on Hopper (docs/cuda.md): persistent
-  // for steps of 2 to 8 tokens (several sequences, short prompts), graph
-  // for single tokens; graph only before sm_90, where nothing was measured.
-  // graph under kernels=reference.
+  // for steps of 2 to 8 tokens (several sequences, short prompts) and for
+  // single tokens from persistent_single_from on, graph for the others;
+  // graph only before sm_90, where nothing was measured. graph under
+  // kernels=reference.
   DecodeMode decode = DecodeMode::automatic;
+  // persistent_single_from=N: under decode=auto, the context length (1 or
+  // more) from which single-token steps take the persistent kernel. -1 (default): by
+  // model, as measured on an H200 (docs/cuda.md): 0 for models 2,560 or
+  // more wide (4B, 8B: faster at every length), 512 for narrower ones (1.7B:
+  // slower at short contexts, faster at long ones).
+  int persistent_single_from = -1;
   // prefill_attention=tc|cores: the attention of steps of 9 or more tokens
   // on f16 tensor cores (tc, default on 8.0+; kernels/attention_tc.cuh) or
   // on CUDA cores (the split kernels decode uses). Off with tensor_cores=off

@@ -50,13 +50,24 @@ struct StageBuilder {
     instr.signal_counter = persistent_counter(layer, stage);
     return instr;
   }
-  // Tiles [0, n_tiles) in `blocks` contiguous ranges, or more where a
-  // range's weights would pass the weight buffer.
+  // Tiles [0, n_tiles) in `blocks` contiguous ranges, or, where a range's
+  // weights would pass the weight buffer, in as many rounds of `blocks`
+  // ranges as it takes, the tiles spread evenly over all of them: a block
+  // then runs one range a round, none more tiles than another but one a
+  // round. (Ranges of as many tiles as fit, and a short last round, left
+  // some blocks two full ranges to run after the others had finished: 8B at
+  // 8 tokens, 154 ranges of 5 tiles on 132 blocks, where 256 of 3 take 6
+  // tiles a block at most.)
   int matmul(PersistentStage stage, int n_tiles, const PersistentShape &shape) {
     int per_block = (n_tiles + shape.blocks - 1) / shape.blocks;
-    if (shape.weight_buffer_bytes > 0)
-      per_block =
-          std::min(per_block, shape.weight_buffer_bytes / persistent_tile_bytes(shape, stage));
+    // At least one tile fits: build_persistent_plan checked the buffer.
+    const int fit = shape.weight_buffer_bytes > 0
+                        ? shape.weight_buffer_bytes / persistent_tile_bytes(shape, stage)
+                        : per_block;
+    if (per_block > fit) {
+      const int rounds = (per_block + fit - 1) / fit;
+      per_block = (n_tiles + rounds * shape.blocks - 1) / (rounds * shape.blocks);
+    }
     int added = 0;
     for (int begin = 0; begin < n_tiles; begin += per_block, ++added)
       list.push_back(make(stage, begin, std::min(n_tiles, begin + per_block)));
@@ -93,6 +104,30 @@ int persistent_largest_tile_bytes(const PersistentShape &shape) {
                                 PersistentStage::ffn_up, PersistentStage::ffn_down})
     largest = std::max(largest, persistent_tile_bytes(shape, stage));
   return largest;
+}
+
+namespace {
+constexpr unsigned kControlBytes = 320;    // PK_CONTROL_BYTES
+constexpr unsigned kMmaReduceBytes = 8192; // PK_REDUCE_BYTES
+// PkAttention: queries, the step's keys and values, per warp its softmax
+// state, then the outputs (persistent_quantize=producer).
+constexpr unsigned kAttentionBytes =
+    4 * (8 * 4 * 128 + 2 * 8 * 128 + 2 * 8 * 4 + 8 * 4 * 128 + 8 * 4 * 128);
+} // namespace
+
+unsigned persistent_work_bytes(int64_t staged_row_bytes, int n_tokens, bool mma) {
+  // PK_STAGED_TOKEN_BYTES: the same word of eight tokens' rows in eight banks.
+  const auto row = static_cast<unsigned>(staged_row_bytes);
+  const unsigned padded = row + (144 - row % 128) % 128;
+  const unsigned staged = static_cast<unsigned>(n_tokens) * padded + (mma ? kMmaReduceBytes : 0);
+  return kControlBytes + std::max(staged, kAttentionBytes);
+}
+
+int persistent_weight_buffer_bytes(int shared_limit, int64_t staged_row_bytes, int n_tokens,
+                                   bool mma) {
+  const int left =
+      shared_limit - static_cast<int>(persistent_work_bytes(staged_row_bytes, n_tokens, mma));
+  return left / 16 * 16;
 }
 
 std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape) {

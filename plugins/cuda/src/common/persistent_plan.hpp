@@ -72,6 +72,19 @@ int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage);
 // The largest of those: the least weight buffer the plan can be cut for.
 int persistent_largest_tile_bytes(const PersistentShape &shape);
 
+// Dynamic shared bytes of a block before its weight buffer in a step of
+// n_tokens tokens (PK_SHARED_BYTES): the control area, then the larger of
+// the tokens' staged input rows (`staged_row_bytes` each, the int8 records
+// of the widest input, padded to 16 more than a multiple of 128 bytes; with
+// persistent_matmul=mma, the warps' sums after them) and an attention's
+// working set (PkAttention). A multiple of 16, as the weight buffer's
+// cp.async copies need.
+unsigned persistent_work_bytes(int64_t staged_row_bytes, int n_tokens, bool mma);
+// The weight buffer that `shared_limit` bytes of dynamic shared memory
+// leave beside that work area, a multiple of 16 (0 or less: none).
+int persistent_weight_buffer_bytes(int shared_limit, int64_t staged_row_bytes, int n_tokens,
+                                   bool mma);
+
 // The counter of `stage` in `layer`.
 inline int persistent_counter(int layer, PersistentStage stage) {
   return layer * kPersistentStages + static_cast<int>(stage);

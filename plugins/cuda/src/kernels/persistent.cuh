@@ -499,14 +499,16 @@ template <int N_MATS> struct PkMatmul {
 // Rows [row0, row0 + DP4A_ROWS_PER_WARP) of this warp for every token:
 // acc[t][m][i] = (W_m row0 + i) . (token t's staged input). Each weight
 // chunk is read once (from shared memory) and used for all the tokens.
-template <class T, class D, int N_MATS>
-__device__ __forceinline__ void
-pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, int n_tokens,
-             float (&acc)[PK_MAX_TOKENS][N_MATS][DP4A_ROWS_PER_WARP]) {
+// MAX_T bounds the token loops: PK_MAX_TOKENS, or 1 for single-token steps,
+// whose loop is then one token's code with no branch per absent token.
+template <class T, class D, int N_MATS, int MAX_T>
+__device__ __forceinline__ void pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0,
+                                             const unsigned char *staged, int n_tokens,
+                                             float (&acc)[MAX_T][N_MATS][DP4A_ROWS_PER_WARP]) {
   const int lane = threadIdx.x % 32;
   const WarpChunks<T, D> wc(mm.rows, mm.cols / 128, row0);
   const size_t row_bytes = PK_STAGED_TOKEN_BYTES(mm.cols);
-  for (int t = 0; t < PK_MAX_TOKENS; ++t)
+  for (int t = 0; t < MAX_T; ++t)
     for (int m = 0; m < N_MATS; ++m)
       for (int i = 0; i < DP4A_ROWS_PER_WARP; ++i)
         acc[t][m][i] = 0.0f;
@@ -518,7 +520,7 @@ pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, 
       const U32x4 codes = load_shared_u32x4((const U32x4 *)(mm.w[m] + (wc.first_chunk + c) * 16));
       const float d = half_to_float(((const u16 *)(mm.w[m] + wc.codes_bytes))[wc.block_index(at)]);
       BONSAI_UNROLL
-      for (int t = 0; t < PK_MAX_TOKENS; ++t) {
+      for (int t = 0; t < MAX_T; ++t) {
         if (t >= n_tokens) // uniform; continue, not break, so the loop unrolls
           continue;
         const Q8Record *records = (const Q8Record *)(staged + (size_t)t * row_bytes);
@@ -532,7 +534,7 @@ pk_warp_rows(const PkMatmul<N_MATS> &mm, int row0, const unsigned char *staged, 
     }
     at.advance(32, wc.chunks_per_row);
   }
-  for (int t = 0; t < PK_MAX_TOKENS; ++t) {
+  for (int t = 0; t < MAX_T; ++t) {
     if (t >= n_tokens)
       continue;
     for (int m = 0; m < N_MATS; ++m)
@@ -650,7 +652,7 @@ __device__ void pk_fetch_weights(const PersistentArgs &a, const PkInstr &ins, co
 
 // One piece's rows from the weight buffer, 16 rows (DP4A_ROWS_PER_WARP per
 // warp) at a time, for every token of the step.
-template <class T, class D, int N_MATS, int KIND>
+template <class T, class D, int N_MATS, int KIND, int MAX_T>
 __device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
                               const unsigned char *buffer, const unsigned char *staged,
                               const PkControl *ctl) {
@@ -661,9 +663,9 @@ __device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
   mm.rows = p.row_end - p.row_begin;
   mm.cols = p.cols;
   for (int row0 = threadIdx.x / 32 * DP4A_ROWS_PER_WARP; row0 < mm.rows; row0 += PK_TILE_ROWS) {
-    float acc[PK_MAX_TOKENS][N_MATS][DP4A_ROWS_PER_WARP];
-    pk_warp_rows<T, D, N_MATS>(mm, row0, staged, a.n_tokens, acc);
-    for (int t = 0; t < PK_MAX_TOKENS; ++t) {
+    float acc[MAX_T][N_MATS][DP4A_ROWS_PER_WARP];
+    pk_warp_rows<T, D, N_MATS, MAX_T>(mm, row0, staged, a.n_tokens, acc);
+    for (int t = 0; t < MAX_T; ++t) {
       if (t >= a.n_tokens)
         continue;
       const float scale = ctl->scales[t];
@@ -827,8 +829,11 @@ __device__ void pk_rows(const PersistentArgs &a, const PkPiece &p, const unsigne
   if (a.mma != 0 && a.n_tokens > 1)
     pk_piece_rows_mma<T, M, N_MATS, KIND>(a, p, buffer, staged, ctl,
                                           (float *)(buffer - PK_REDUCE_BYTES));
+  else if (a.n_tokens ==
+           1) // its own compact loop: the i-cache missed at every absent token's branch
+    pk_piece_rows<T, D, N_MATS, KIND, 1>(a, p, buffer, staged, ctl);
   else
-    pk_piece_rows<T, D, N_MATS, KIND>(a, p, buffer, staged, ctl);
+    pk_piece_rows<T, D, N_MATS, KIND, PK_MAX_TOKENS>(a, p, buffer, staged, ctl);
 }
 
 // A matmul instruction after its wait: every token's input row (times the
