@@ -624,14 +624,11 @@ __device__ PkPieces pk_pieces(const PersistentArgs &a, const PkInstr &ins, const
   return ps;
 }
 
-// Starts copying a matmul instruction's weights into the weight buffer
-// (one cp.async group per thread). Weights never change, so this runs
-// before the instruction's wait: the copy overlaps the wait for the stage
-// before it.
-template <class T>
-__device__ void pk_fetch_weights(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L,
-                                 unsigned char *buffer) {
-  const PkPieces ps = pk_pieces<T>(a, ins, L);
+// Starts copying a matmul instruction's weights (its pieces `ps`) into the
+// weight buffer (one cp.async group per thread). Weights never change, so
+// this runs before the instruction's wait: the copy overlaps the wait for
+// the stage before it.
+template <class T> __device__ void pk_fetch_weights(const PkPieces &ps, unsigned char *buffer) {
   for (int i = 0; i < ps.n; ++i) {
     const PkPiece &p = ps.p[i];
     const int n_blocks = p.cols / 128, rows = p.row_end - p.row_begin;
@@ -841,7 +838,8 @@ __device__ void pk_rows(const PersistentArgs &a, const PkPiece &p, const unsigne
 // then each piece.
 template <class T, class D, class M>
 __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index, const PkLayer &L,
-                          unsigned char *staged, const unsigned char *buffer, PkControl *ctl) {
+                          const PkPieces &ps, unsigned char *staged, const unsigned char *buffer,
+                          PkControl *ctl) {
   const PkDims &d = a.dims;
   const float *in = ins.op == PK_OUTPUT ? a.attn : ins.op == PK_FFN_DOWN ? a.ff : a.x;
   const float *norm = ins.op == PK_QKV ? L.attn_norm : ins.op == PK_FFN_UP ? L.ffn_norm : 0;
@@ -856,9 +854,6 @@ __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index
   cp_async_wait<0>();
   __syncthreads(); // every thread's copies have landed
   pk_mark(a, index, PK_MARK_READY);
-  // Worked out again rather than kept from the fetch: a few integer ops,
-  // where keeping them would hold registers across the wait.
-  const PkPieces ps = pk_pieces<T>(a, ins, L);
   for (int i = 0; i < ps.n; ++i) {
     if (ins.op == PK_FFN_UP)
       pk_rows<T, D, M, 2, PK_SWIGLU>(a, ps.p[i], buffer, staged, ctl);
@@ -1126,12 +1121,25 @@ __device__ void decode_persistent(const PersistentArgs &a) {
   PkControl *const ctl = (PkControl *)pk_shared;
   unsigned char *const work = (unsigned char *)pk_shared + PK_CONTROL_BYTES;
   unsigned char *const weights = (unsigned char *)pk_shared + a.weights_offset;
+  // The block's next instruction is loaded one instruction ahead, and a
+  // matmul's pieces are worked out once, before its wait: after the wait the
+  // acquire has emptied L1, and working them out again was a chain of L2
+  // round trips (the instruction, then its layer's pointers) on the critical
+  // path (ncu, 2026-11-28: at one token, stack stores waiting on such loads
+  // took about a fifth of the stall samples). Not yet measured on a GPU.
+  PkInstr next = (int)blockIdx.x < a.n_instrs ? a.instrs[blockIdx.x] : PkInstr{};
   for (int index = blockIdx.x; index < a.n_instrs; index += gridDim.x) {
-    const PkInstr ins = a.instrs[index];
+    const PkInstr ins = next;
+    if (index + (int)gridDim.x < a.n_instrs)
+      next = a.instrs[index + gridDim.x];
     const PkLayer &L = a.layers[ins.layer];
     pk_mark(a, index, PK_MARK_START);
-    if (ins.op != PK_ATTENTION)
-      pk_fetch_weights<T>(a, ins, L, weights);
+    PkPieces ps;
+    ps.n = 0;
+    if (ins.op != PK_ATTENTION) {
+      ps = pk_pieces<T>(a, ins, L);
+      pk_fetch_weights<T>(ps, weights);
+    }
     if (!pk_wait(a, ins, index, ctl)) {
       cp_async_wait<0>(); // no copy may outlive the block
       return;
@@ -1140,7 +1148,7 @@ __device__ void decode_persistent(const PersistentArgs &a) {
     if (ins.op == PK_ATTENTION)
       pk_attention<KV>(a, ins, index, (PkAttention *)work, ctl);
     else
-      pk_matmul<T, D, M>(a, ins, index, L, work, weights, ctl);
+      pk_matmul<T, D, M>(a, ins, index, L, ps, work, weights, ctl);
     pk_done(a, ins, index);
   }
 }
