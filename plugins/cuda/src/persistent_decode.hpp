@@ -62,7 +62,7 @@ struct PersistentDecode {
   int single_from = 0;
   bool mma = false;           // persistent_matmul=mma, where it applies
   long long deadline_ns = 0;  // persistent_deadline_ms
-  PersistentShape shape;      // blocks: one per SM; n_sequences set per plan
+  PersistentShape shape;      // blocks: one per SM; n_sequences, weight buffer set per plan
   DeviceBuffer layers;        // PkLayer per layer
   DeviceBuffer control;       // the counters, the attention arrivals, then PkStatus
   size_t arrivals_offset = 0; // where the attention arrival counts start in `control`

@@ -261,8 +261,6 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
       ctx.log.info("persistent_matmul=mma does not apply (" + why + "): multiplying with dp4a");
   }
   p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d), p->mma);
-  p->shape.weight_buffer_bytes =
-      weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma);
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
   std::vector<LayerArg> layers;
   for (const LayerBinding &L : m.layers)
@@ -294,17 +292,18 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->control = DeviceBuffer(device, p->counter_bytes + sizeof(PersistentStatus),
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
-  ctx.log.info(strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
-                         "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
-                         "(%d at one token; %u bytes of shared memory per block at most), "
-                         "inputs quantized by their %s, steps of several tokens multiplied "
-                         "with %s, %d ms wait deadline",
-                         kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
-                         p->shape.weight_buffer_bytes,
-                         weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
-                         static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
-                         p->producer_quantize ? "producers" : "readers",
-                         p->mma ? "the int8 MMA" : "dp4a", ctx.options.persistent_deadline_ms));
+  ctx.log.info(
+      strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
+                "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
+                "(%d at one token; %u bytes of shared memory per block at most), "
+                "inputs quantized by their %s, steps of several tokens multiplied "
+                "with %s, %d ms wait deadline",
+                kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
+                weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
+                weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
+                static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
+                p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
+                ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
 
@@ -375,8 +374,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   LaunchShape shape;
   shape.grid_x = static_cast<unsigned>(p.shape.blocks);
   shape.block_x = kBlockThreads;
-  shape.shared_bytes = work_bytes(widest_input(d), step.n_tokens, p.mma) +
-                       static_cast<unsigned>(plan.weight_buffer_bytes);
+  shape.shared_bytes = static_cast<unsigned>(args.weights_offset + plan.weight_buffer_bytes);
   shape.cooperative = true;
   launch(device, ctx.kernels->get(p.kernel), shape, args);
   device.check(
