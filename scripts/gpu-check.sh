@@ -274,6 +274,19 @@ bench() { # NAME MODEL ARGS...
 table_rows() {
   grep '^| [^-]' "$logs/$1.log" 2>/dev/null | grep -v '^| model' | sed "s/^/$1 /" >>"$summary"
 }
+# The golden gates with decode=persistent, their lines into the summary.
+golden_persistent() {
+  step golden_persistent 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
+    --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
+  grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
+}
+# trace STEP FILE MODEL SEQUENCES OPTIONS: 32 tokens a sequence with
+# persistent_trace=logs/FILE.txt, whose table goes into the summary.
+trace() {
+  step "$1" 90 "$bin/bonsai" bench -m "$3" --backend cuda -p 0 -n 32 -np "$4" -r 1 \
+    --backend-options "$5;persistent_trace=$logs/$2.txt"
+  head -9 "$logs/$2.txt" 2>/dev/null | tee -a "$summary"
+}
 
 # One line per profiled launch: kernel, grid x block, duration, DRAM and SM
 # throughput as fractions of their peaks.
@@ -317,9 +330,7 @@ if wanted persistent; then
   consumer="decode=persistent;persistent_quantize=consumer"
   dp4a="decode=persistent;persistent_matmul=dp4a"
   both="$consumer;persistent_matmul=dp4a"
-  step golden_persistent 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
-    --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
-  grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
+  golden_persistent
   step persistent_conformance 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_conformance"
   for variant in consumer dp4a; do
     options="$consumer"
@@ -347,9 +358,7 @@ if wanted persistent; then
         options="decode=persistent"
         [ "$variant" = consumer ] && options="$consumer"
         [ "$variant" = dp4a ] && options="$dp4a"
-        step "persistent_$name" 90 "$bin/bonsai" bench -m "$traced" --backend cuda -p 0 -n 32 \
-          -np "$np" -r 1 --backend-options "$options;persistent_trace=$logs/$name.txt"
-        head -9 "$logs/$name.txt" 2>/dev/null | tee -a "$summary"
+        trace "persistent_$name" "$name" "$traced" "$np" "$options"
       done
     done
   done
@@ -390,9 +399,7 @@ fi
 # path, and 1-8 sequences under the default decode=auto.
 if wanted paths; then
   section "decode paths: graph and persistent, one token a step"
-  step golden_persistent 150 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
-    --gtest_filter="${GPU_CHECK_GOLDEN_FILTER:-*}"
-  grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
+  golden_persistent
   wait "$models_pid" 2>/dev/null
   for s in $shapes; do
     f="$models/$s-q1_0.gguf"
@@ -432,9 +439,7 @@ if wanted profile; then
     done
     bench profile_graph_np1 "$f" -p 0 -n 128 --backend-options decode=graph
     bench profile_persistent_np1 "$f" -p 0 -n 128 --backend-options decode=persistent
-    step profile_trace_np1 90 "$bin/bonsai" bench -m "$f" --backend cuda -p 0 -n 32 -r 1 \
-      --backend-options "decode=persistent;persistent_trace=$logs/profile_trace_np1.txt"
-    head -9 "$logs/profile_trace_np1.txt" 2>/dev/null | tee -a "$summary"
+    trace profile_trace_np1 profile_trace_np1 "$f" 1 decode=persistent
   else
     echo "profile: skipped: no model $f or no ncu" | tee -a "$summary"
   fi
