@@ -154,6 +154,7 @@ _SIGNATURES = {
     "bonsai_generate_result_free": (None, [POINTER(GenerateResult)]),
     "bonsai_tokenize": (c_int32, [c_void_p, c_char_p, POINTER(c_int32), c_int32]),
     "bonsai_session_logprobs": (c_int32, [c_void_p, POINTER(c_float), c_size_t]),
+    "bonsai_session_draft_counts": (c_int, [c_void_p, POINTER(c_int32), POINTER(c_int32)]),
     "bonsai_detokenize": (c_int32, [c_void_p, POINTER(c_int32), c_size_t, c_void_p, c_size_t]),
     "bonsai_set_log_level": (c_int, [c_char_p]),
     "bonsai_last_error": (c_char_p, []),

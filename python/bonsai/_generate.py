@@ -207,6 +207,12 @@ def generate(lib: ctypes.CDLL, session: Session, request: Request,
             "generation_ms": result.gen_ms,
             "generation_per_second": result.gen_tps,
         }
+        if draft_session is not None or request.draft.ngram > 0:
+            # llama-server's names: proposals verified, and kept.
+            drafted, accepted = c_int32(0), c_int32(0)
+            lib.bonsai_session_draft_counts(session.handle, byref(drafted), byref(accepted))
+            timings["draft_n"] = drafted.value
+            timings["draft_n_accepted"] = accepted.value
         return Outcome(text=text, tokens=tokens, stop_reason=result.stop_reason,
                        prompt_tokens=prompt_tokens, timings=timings, logprobs=logprobs)
     finally:

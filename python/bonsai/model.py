@@ -212,12 +212,8 @@ class Bonsai(ClosesOnExit):
     def _run(self, request: _params.Request, header: _openai.Header,
              stream: bool) -> Union[dict[str, Any], CompletionStream]:
         engine = self._live_engine()
-        # The library drafts for neither a JSON reply nor logprobs yet: those
-        # run without the draft.
-        drafts = not request.json_reply and not request.logprobs
-        draft_engine = self._draft_engine if drafts else None
-        if drafts:
-            request = replace(request, draft=self._draft)
+        draft_engine = self._draft_engine
+        request = replace(request, draft=self._draft)
         if stream:
             return CompletionStream(engine, request, header, self._token_bytes, owner=self,
                                     draft_engine=draft_engine)

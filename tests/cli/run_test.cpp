@@ -81,6 +81,36 @@ TEST(Run, APromptLookupDraftKeepsTheGreedyText) {
       << bad.err;
 }
 
+TEST(Run, ADraftKeepsAJsonSchemaReply) {
+  // The reply follows the schema; a draft (the model itself, four proposals
+  // every step) keeps the proposals the schema's grammar would have chosen.
+  const std::vector<std::string> base = {
+      "run",
+      "-m",
+      kTiny,
+      "--no-chat",
+      "-p",
+      "Say yes",
+      "-n",
+      "30",
+      "--temp",
+      "0",
+      "--no-progress",
+      "-j",
+      R"({"type":"object","properties":{"a":{"type":"string"}},"required":["a"]})"};
+  const auto plain = run_bonsai(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::vector<std::string> drafted_args = base;
+  drafted_args.insert(drafted_args.end(),
+                      {"-md", kTiny, "--draft-p-min", "0", "--draft-fixed", "--draft-max", "4"});
+  const auto drafted = run_bonsai(drafted_args);
+  ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
+  EXPECT_EQ(drafted.out, plain.out);
+  const size_t at = drafted.err.find("proposed, ");
+  ASSERT_NE(at, std::string::npos) << drafted.err;
+  EXPECT_GT(std::stoi(drafted.err.substr(at + 10)), 0) << drafted.err; // some kept
+}
+
 TEST(Run, GreedyTextIsEvalsGreedyContinuationDecoded) {
   // eval --greedy is checked against the golden ids (eval_test.cpp); run
   // must stream the same continuation as text. The prompt's Hugging Face ids

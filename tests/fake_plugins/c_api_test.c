@@ -5,6 +5,7 @@
  * ChatML written out by hand), the log callback, stop strings, a callback
  * that cancels, and a caller built before the appended fields.
  * Usage: test_host_c_api MODEL.gguf PLUGIN.so GREEDY.json */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +75,7 @@ static int stop_after_first(void *user_data, const char *piece, size_t length) {
 
 /* Checks the API beyond the greedy run; returns the number of failures. */
 static int check_more(bonsai_session *session, const int32_t *prompt, int n_prompt,
-                      const bonsai_engine *engine);
+                      bonsai_engine *engine);
 
 static int on_text(void *user_data, const char *piece, size_t length) {
   stream_state *state = (stream_state *)user_data;
@@ -185,7 +186,7 @@ int main(int argc, char **argv) {
 }
 
 static int check_more(bonsai_session *session, const int32_t *prompt, int n_prompt,
-                      const bonsai_engine *engine) {
+                      bonsai_engine *engine) {
   int failures = 0;
   bonsai_generate_params params = bonsai_generate_params_default();
   params.prompt_tokens = prompt;
@@ -227,21 +228,44 @@ static int check_more(bonsai_session *session, const int32_t *prompt, int n_prom
   bonsai_generate_result_free(&result);
   params.logprobs = 0;
 
-  /* Speculative decoding with a prompt-lookup draft: the greedy reply is
-   * the plain one. */
+  /* Speculative decoding with a draft model that always agrees (a second
+   * session of the same model) and prompt lookup: the greedy reply and its
+   * log probabilities are the plain ones, and the draft proposed. */
+  bonsai_session *draft_model = bonsai_session_create(engine);
   bonsai_generate_result plain_result, drafted_result;
   bonsai_generate_params drafted = params;
   drafted.n_predict = 16;
+  drafted.logprobs = 1;
   bonsai_generate_params plain = drafted;
   drafted.draft_ngram = 1;
+  drafted.draft_session = draft_model;
+  drafted.draft_p_min = 0.0f;
+  float plain_logprobs[16], drafted_logprobs[16];
+  int32_t n_drafted = -1, n_accepted = -1;
   if (bonsai_generate(session, &plain, NULL, NULL, &plain_result) != 0 ||
+      bonsai_session_logprobs(session, plain_logprobs, 16) != 16 ||
+      bonsai_session_draft_counts(session, &n_drafted, &n_accepted) != 0 || n_drafted != 0 ||
       bonsai_generate(session, &drafted, NULL, NULL, &drafted_result) != 0 ||
+      bonsai_session_logprobs(session, drafted_logprobs, 16) != 16 ||
       strcmp(plain_result.text, drafted_result.text) != 0) {
     fprintf(stderr, "a drafted reply differs: %s\n", bonsai_last_error());
     ++failures;
   }
+  for (int i = 0; i < 16; ++i)
+    if (fabsf(plain_logprobs[i] - drafted_logprobs[i]) > 1e-5f) {
+      fprintf(stderr, "drafted logprob %d is %f, plain %f\n", i, drafted_logprobs[i],
+              plain_logprobs[i]);
+      ++failures;
+    }
+  if (bonsai_session_draft_counts(session, &n_drafted, &n_accepted) != 0 || n_drafted <= 0 ||
+      n_accepted < 0 || n_accepted > n_drafted ||
+      bonsai_session_draft_counts(NULL, NULL, NULL) != -1) {
+    fprintf(stderr, "draft counts %d proposed, %d kept\n", n_drafted, n_accepted);
+    ++failures;
+  }
   bonsai_generate_result_free(&plain_result);
   bonsai_generate_result_free(&drafted_result);
+  bonsai_session_destroy(draft_model);
   drafted.draft_session = session; /* a session cannot draft for itself */
   if (bonsai_generate(session, &drafted, NULL, NULL, NULL) != -1 ||
       strstr(bonsai_last_error(), "draft_session") == NULL) {

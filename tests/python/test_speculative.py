@@ -27,12 +27,31 @@ def test_greedy_reply_is_the_reference_with_any_draft(draft, greedy_reference):
         assert streamed == reply["choices"][0]["text"]
 
 
-def test_json_replies_and_logprobs_run_without_the_draft(greedy_reference):
-    with open_model(draft_model=DATA_DIR / "tiny-q1.gguf") as model:
-        reply = model.create_completion(greedy_reference["prompt"], max_tokens=24,
-                                        temperature=0, logprobs=True)
-        assert reply["choices"][0]["text"] == model.detokenize(greedy_reference["greedy"])
-        assert len(reply["choices"][0]["logprobs"]["token_logprobs"]) == 24
+def test_logprobs_and_json_replies_draft_and_stay_the_plain_ones(greedy_reference):
+    # The model itself drafts (every unconstrained proposal is the model's
+    # choice): log probabilities come from each token's own row, and a JSON
+    # reply keeps the proposals its grammar would have chosen.
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]},
+                                                "why": {"type": "string"}},
+              "required": ["answer", "why"], "additionalProperties": False}
+    json_format = {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}
+    with open_model() as plain, open_model(draft_model=DATA_DIR / "tiny-q1.gguf",
+                                           draft_p_min=0.0, draft_max=4) as drafted:
+        asked = dict(max_tokens=24, temperature=0, logprobs=True)
+        want = plain.create_completion(greedy_reference["prompt"], **asked)
+        got = drafted.create_completion(greedy_reference["prompt"], **asked)
+        assert got["choices"][0]["text"] == plain.detokenize(greedy_reference["greedy"])
+        assert got["timings"]["draft_n"] > 0
+        assert got["timings"]["draft_n_accepted"] == got["timings"]["draft_n"]
+        assert got["choices"][0]["logprobs"]["token_logprobs"] == pytest.approx(
+            want["choices"][0]["logprobs"]["token_logprobs"], abs=1e-5)
+
+        asked = dict(max_tokens=40, temperature=0, response_format=json_format)
+        want = plain.create_chat_completion([{"role": "user", "content": "Well?"}], **asked)
+        got = drafted.create_chat_completion([{"role": "user", "content": "Well?"}], **asked)
+        assert got["choices"][0]["message"] == want["choices"][0]["message"]
+        assert got["timings"]["draft_n"] > 0
+        assert "draft_n" not in want["timings"]
 
 
 @pytest.mark.parametrize("bad, error", [

@@ -140,6 +140,47 @@ TEST(ServeSpeculative, PromptLookupAloneKeepsTheGoldenReply) {
   EXPECT_GT(draft_counts(server).drafted, 0);
 }
 
+TEST(ServeSpeculative, ConstrainedRepliesDraftAndKeepThePlainReply) {
+  // A JSON reply and a required tool call: their tokens follow a grammar,
+  // and a proposal is kept where it is the grammar's choice. The model
+  // itself drafts, unconstrained: many of its tokens are the grammar's too.
+  // (Greedy, the tiny model's replies run to the length, whitespace and all.)
+  const json tool = json::parse(R"({"type": "function", "function": {
+    "name": "get_time", "parameters": {"type": "object", "properties": {
+      "zone": {"type": "string"}}, "required": ["zone"], "additionalProperties": false}}})");
+  const json messages = {{{"role", "user"}, {"content", "Give me an object."}}};
+  const std::vector<json> bodies = {{{"messages", messages},
+                                     {"max_tokens", 48},
+                                     {"temperature", 0},
+                                     {"response_format", {{"type", "json_object"}}}},
+                                    {{"messages", messages},
+                                     {"max_tokens", 48},
+                                     {"temperature", 0},
+                                     {"tools", {tool}},
+                                     {"tool_choice", "required"}}};
+  std::vector<json> expected;
+  {
+    RunningServer plain(server_options(1));
+    for (const json &body : bodies) {
+      const auto r = post(plain, "/v1/chat/completions", body.dump());
+      ASSERT_EQ(r.status, 200) << r.body;
+      expected.push_back(parse(r.body)["choices"][0]);
+    }
+  }
+  RunningServer server(drafting("tiny-q1.gguf", 0));
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    const auto r = post(server, "/v1/chat/completions", bodies[i].dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json choice = parse(r.body)["choices"][0];
+    EXPECT_EQ(choice["message"], expected[i]["message"]) << "request " << i;
+    EXPECT_EQ(choice["finish_reason"], expected[i]["finish_reason"]) << "request " << i;
+  }
+  const DraftCounts counts = draft_counts(server);
+  EXPECT_GT(counts.drafted, 0);
+  EXPECT_GT(counts.kept, 0);
+  EXPECT_LT(counts.kept, counts.drafted); // the grammar refused some
+}
+
 TEST(ServeSpeculative, ARequestMayTurnItsDraftsOffButNotRaiseThem) {
   const Golden golden = load_golden();
   RunningServer server(drafting("tiny-q1.gguf", 0));

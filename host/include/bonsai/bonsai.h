@@ -124,10 +124,10 @@ typedef struct bonsai_generate_params {
    * before them gets no draft. The reply is the model's own either way. */
   bonsai_session *draft_session; /* a session of a draft model with the same vocabulary
                                     (its cache is taken over); NULL: none */
-  int32_t draft_ngram; /* > 0: also propose by prompt lookup of the last N tokens */
-  int32_t draft_max;   /* most tokens proposed per step (default 16) */
-  int32_t draft_min;   /* fewer proposals than this: a plain step (default 1) */
-  float draft_p_min;   /* the draft model stops below this probability (default 0.75) */
+  int32_t draft_ngram;           /* > 0: also propose by prompt lookup of the last N tokens */
+  int32_t draft_max;             /* most tokens proposed per step (default 16) */
+  int32_t draft_min;             /* fewer proposals than this: a plain step (default 1) */
+  float draft_p_min;             /* the draft model stops below this probability (default 0.75) */
 } bonsai_generate_params;
 
 BONSAI_API bonsai_generate_params bonsai_generate_params_default(void);
@@ -173,6 +173,13 @@ BONSAI_API int32_t bonsai_tokenize(const bonsai_engine *engine, const char *text
  * call did not ask for them), or -1 for a NULL session. */
 BONSAI_API int32_t bonsai_session_logprobs(const bonsai_session *session, float *out,
                                            size_t capacity);
+
+/* What the draft did in the last bonsai_generate() on this session (0 and 0
+ * without a draft, or after a failed call): `drafted` proposals were
+ * verified and `accepted` of them kept (docs/speculative.md). Either pointer
+ * may be NULL. Returns 0, or -1 for a NULL session. */
+BONSAI_API int bonsai_session_draft_counts(const bonsai_session *session, int32_t *drafted,
+                                           int32_t *accepted);
 
 /* Writes the text of `tokens` into `out` (capacity `capacity` bytes, NUL
  * included). Returns the text's length in bytes without the NUL (which may

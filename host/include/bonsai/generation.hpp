@@ -88,8 +88,10 @@ public:
   // speculative sampling rule (keep `proposed` with probability min(1, p),
   // else draw from the rest), so the choice is distributed exactly as
   // next(logits)'s; greedy: the argmax. The proposal was kept when the
-  // step's token equals it. InvalidArgument for a request with a reply
-  // format (constrained decoding does not verify drafts yet).
+  // step's token equals it. With a reply format the step draws as
+  // next(logits) does and keeps the proposal where the draw equals it (for a
+  // proposal made for sure, the same rule). InvalidArgument for a token out
+  // of the vocabulary.
   GenerationStep next(std::span<const float> logits, int32_t proposed);
   // Drafted and kept proposals so far (record_step's sums).
   int32_t drafted_tokens() const;

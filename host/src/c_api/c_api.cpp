@@ -21,6 +21,8 @@ struct bonsai_engine {
 struct bonsai_session {
   bonsai::Session session;
   std::vector<float> logprobs; // of the last bonsai_generate that asked for them
+  int32_t drafted = 0;         // proposals verified in the last bonsai_generate
+  int32_t accepted = 0;        // and kept
 };
 
 namespace {
@@ -172,8 +174,10 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
                     bonsai_text_fn on_text, void *user_data, bonsai_generate_result *result) {
   if (result != nullptr)
     *result = bonsai_generate_result{};
-  if (session != nullptr)
+  if (session != nullptr) {
     session->logprobs.clear();
+    session->drafted = session->accepted = 0;
+  }
   return guarded(
       [&] {
         if (session == nullptr || params == nullptr)
@@ -250,6 +254,8 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
           };
         bonsai::GenerateResult generated = session->session.generate(request, callback);
         session->logprobs = std::move(generated.logprobs);
+        session->drafted = generated.stats.drafted_tokens;
+        session->accepted = generated.stats.accepted_tokens;
         if (result != nullptr) {
           bonsai_generate_result out{};
           out.text = static_cast<char *>(std::malloc(generated.text.size() + 1));
@@ -298,6 +304,19 @@ int32_t bonsai_session_logprobs(const bonsai_session *session, float *out, size_
   const size_t n = std::min<size_t>(session->logprobs.size(), INT32_MAX);
   std::copy_n(session->logprobs.begin(), std::min(n, capacity), out);
   return static_cast<int32_t>(n);
+}
+
+int bonsai_session_draft_counts(const bonsai_session *session, int32_t *drafted,
+                                int32_t *accepted) {
+  if (session == nullptr) {
+    set_error("bonsai_session_draft_counts: NULL session");
+    return -1;
+  }
+  if (drafted != nullptr)
+    *drafted = session->drafted;
+  if (accepted != nullptr)
+    *accepted = session->accepted;
+  return 0;
 }
 
 int32_t bonsai_detokenize(const bonsai_engine *engine, const int32_t *tokens, size_t n_tokens,

@@ -65,10 +65,6 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   const bool drafting = request.draft.ngram > 0 || request.draft.model != nullptr;
   if (request.draft.model == this)
     throw InvalidArgument("generate: the draft model's session is this session");
-  if (drafting && request.format.kind != ReplyFormat::Kind::text)
-    throw InvalidArgument("generate: a draft cannot be combined with a reply format yet");
-  if (drafting && request.logprobs)
-    throw InvalidArgument("generate: a draft cannot be combined with logprobs yet");
   if (request.draft.ngram < 0 || request.draft.max < 1 || request.draft.min < 1 ||
       request.draft.min > request.draft.max)
     throw InvalidArgument(fmt::format(
@@ -187,10 +183,19 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     return std::nullopt;
   };
 
+  // Tokens the reply may still take, the next one included, when that one
+  // goes to position `at` of the cache (-1: no limit).
+  auto reply_budget = [&](int64_t at) {
+    const auto made = static_cast<int32_t>(result.tokens.size());
+    return host::tighter_budget(request.n_predict < 0 ? -1 : request.n_predict - made,
+                                static_cast<int32_t>(s.n_ctx() - at));
+  };
+
   host::DraftPolicy policy(request.draft);
   std::optional<host::ModelDraft> model_draft;
   if (request.draft.model != nullptr)
-    model_draft.emplace(*request.draft.model->impl_, request, engine.n_vocab());
+    model_draft.emplace(*request.draft.model->impl_, request, engine.n_vocab(),
+                        constrained.active());
   host::DraftProposal proposal;
   std::vector<float> rows; // a verified draft's logits, one row per token
   // A token already chosen, not in the cache yet; -1: none. (Not an
@@ -202,13 +207,9 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       next = chosen;
       chosen = -1;
     } else {
-      if (!device_greedy) { // the device took the argmax already
-        const auto made = static_cast<int32_t>(result.tokens.size());
-        const int32_t budget = host::tighter_budget(
-            request.n_predict < 0 ? -1 : request.n_predict - made,
-            static_cast<int32_t>(s.n_ctx() - static_cast<int64_t>(s.history.size())));
-        next = picker.choose(s.scratch_logits, &*sampler, budget);
-      }
+      if (!device_greedy) // the device took the argmax already
+        next = picker.choose(s.scratch_logits, &*sampler,
+                             reply_budget(static_cast<int64_t>(s.history.size())));
       next = picker.take(next);
       if ((stop = emit(next, s.scratch_logits)))
         break;
@@ -277,9 +278,18 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     for (size_t i = 0; i <= draft.size(); ++i) {
       const std::span<const float> row(rows.data() + i * n_vocab, n_vocab);
       const bool proposed = i < draft.size();
-      int32_t token = !proposed            ? sampler->sample(row)
-                      : proposal.q.empty() ? sampler->sample_against(row, draft[i])
-                                           : sampler->sample_against(row, draft[i], proposal.q[i]);
+      int32_t token = 0;
+      if (constrained.active()) {
+        // The format's own draw, as a plain step makes it; a proposal is kept
+        // where it equals the draw. Every proposal is then made for sure (the
+        // draft model proposes its best tokens), and for those this is the
+        // speculative rule: kept with the probability the draw gives it.
+        token = picker.choose(row, &*sampler, reply_budget(before + 1 + static_cast<int64_t>(i)));
+      } else {
+        token = !proposed            ? sampler->sample(row)
+                : proposal.q.empty() ? sampler->sample_against(row, draft[i])
+                                     : sampler->sample_against(row, draft[i], proposal.q[i]);
+      }
       token = picker.take(token);
       const bool in_cache = proposed && token == draft[i];
       stop = emit(token, row);

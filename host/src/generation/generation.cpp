@@ -123,12 +123,17 @@ GenerationStep Generation::next(std::span<const float> logits) {
 GenerationStep Generation::next(std::span<const float> logits, int32_t proposed) {
   Impl &g = *impl_;
   g.check_step(logits);
-  if (g.constrained.active())
-    throw InvalidArgument("Generation::next: a reply format does not verify drafted tokens");
   if (proposed < 0 || proposed >= g.engine->n_vocab())
     throw InvalidArgument(
         fmt::format("Generation::next: proposed token {} is out of range", proposed));
-  const int32_t raw = g.sampler ? g.sampler->sample_against(logits, proposed) : argmax(logits);
+  Sampler *sampler = g.sampler ? &*g.sampler : nullptr;
+  // Under a reply format the step draws as next(logits) does, and the
+  // proposal is kept where the draw equals it: for a proposal made for sure
+  // that is the speculative rule itself (kept with the probability the
+  // format's draw gives it, else a draw from the rest).
+  const int32_t raw = g.constrained.active() ? g.picker.choose(logits, sampler, g.budget())
+                      : sampler              ? sampler->sample_against(logits, proposed)
+                                             : argmax(logits);
   return g.take(raw, logits);
 }
 
@@ -140,7 +145,7 @@ std::vector<int32_t> Generation::lookup_draft(std::span<const int32_t> context) 
 
 int32_t Generation::draft_length(int32_t offered, int32_t room) {
   Impl &g = *impl_;
-  if (g.done || g.constrained.active())
+  if (g.done)
     return 0;
   int32_t most = std::min(offered, room);
   // The fed token's successor is the step's own; proposals come after it.

@@ -35,9 +35,10 @@ SamplerParams draft_sampling(const GenerateRequest &request) {
 
 } // namespace
 
-ModelDraft::ModelDraft(Session::Impl &draft, const GenerateRequest &request, int32_t target_vocab)
-    : draft_(draft), p_min_(request.draft.p_min), greedy_(request.sampling.is_greedy()),
-      sampler_(draft_sampling(request)) {
+ModelDraft::ModelDraft(Session::Impl &draft, const GenerateRequest &request, int32_t target_vocab,
+                       bool best_only)
+    : draft_(draft), p_min_(request.draft.p_min),
+      greedy_(best_only || request.sampling.is_greedy()), sampler_(draft_sampling(request)) {
   if (draft.engine->n_vocab() != target_vocab)
     throw InvalidArgument(fmt::format("generate: the draft model has {} vocabulary rows and the "
                                       "model {}; a draft must share the vocabulary",

@@ -20,8 +20,12 @@ struct DraftProposal {
 class ModelDraft {
 public:
   // `draft` is the draft model's session; its cache is taken over. Throws
-  // InvalidArgument when its vocabulary differs from the target's.
-  ModelDraft(Session::Impl &draft, const GenerateRequest &request, int32_t target_vocab);
+  // InvalidArgument when its vocabulary differs from the target's. With
+  // `best_only` it proposes its most likely tokens even when the request
+  // samples (for a reply format, whose proposals are kept where they equal
+  // the format's own draw: a sure proposal is then the rule itself).
+  ModelDraft(Session::Impl &draft, const GenerateRequest &request, int32_t target_vocab,
+             bool best_only);
 
   // Brings the draft's cache to `context` (reusing the common prefix) and
   // proposes up to `max` tokens, fewer when the draft's own top probability
