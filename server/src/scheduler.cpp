@@ -332,7 +332,7 @@ void Scheduler::draft(std::span<Slot *const> decoding, int32_t budget) {
   for (size_t i = 0; i < asks.size(); ++i) {
     Slot &slot = *asking[i];
     if (proposals[i].empty()) // it cost the draft's steps: a proposal refused
-      slot.job->generation.record_step(1, 0, draft_ms);
+      slot.job->generation.record_empty_draft(draft_ms);
     slot.fed.insert(slot.fed.end(), proposals[i].begin(), proposals[i].end());
   }
 }

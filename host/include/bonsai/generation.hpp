@@ -84,6 +84,10 @@ public:
   // How the step went: `verified` proposals (0: a plain step), `kept` of
   // them kept, `ms` milliseconds; the policy learns from it.
   void record_step(int32_t verified, int32_t kept, double ms);
+  // The caller's draft model was asked for proposals and made none (its best
+  // token below its p_min), in `ms`: counted as a proposal refused, so that
+  // a draft that never proposes is asked less and less often.
+  void record_empty_draft(double ms);
   // next() for the row that follows the token fed before `proposed`: the
   // speculative sampling rule (keep `proposed` with probability min(1, p),
   // else draw from the rest), so the choice is distributed exactly as

@@ -5,8 +5,11 @@
 namespace bonsai::host {
 namespace {
 
-constexpr double kDecay = 0.9;      // weight of the past in the averages
-constexpr int32_t kRetryAfter = 32; // plain steps before a short draft is tried again
+constexpr double kDecay = 0.9; // weight of the past in the averages
+// Plain steps before a short draft is tried again: soon, since a draft
+// stopped by a few early refusals may be a good one; retries that keep
+// nothing then space themselves by their cost.
+constexpr int32_t kRetryAfter = 8;
 constexpr int32_t kRetryAfterMost = 1024;
 constexpr double kMargin = 1.05;     // a draft must promise 5 % more tokens per ms
 constexpr double kRetryShare = 0.05; // retries that keep nothing may cost this share of the time
@@ -36,7 +39,9 @@ int32_t DraftPolicy::length(int32_t offered) {
   for (int32_t k = 1; k <= most; ++k) {
     term *= p;
     expected += term;
-    const double rate = expected / (plain_ms_ + k * per_token_ms_);
+    const double measured =
+        static_cast<size_t>(k) < step_ms_.size() ? step_ms_[static_cast<size_t>(k)] : -1.0;
+    const double rate = expected / (measured >= 0 ? measured : plain_ms_ + k * per_token_ms_);
     if (k >= options_.min && rate > best_rate) {
       best_rate = rate;
       best = k;
@@ -54,11 +59,26 @@ void DraftPolicy::plain_step(double ms) {
   plain_ms_ = average(plain_ms_, ms);
 }
 
-void DraftPolicy::verify_step(int32_t proposed, int32_t kept, double ms) {
+void DraftPolicy::verify_step(int32_t proposed, int32_t kept, double ms, double one_off_ms) {
   if (proposed <= 0)
     return;
   if (plain_ms_ >= 0)
-    per_token_ms_ = average(per_token_ms_, std::max(0.0, ms - plain_ms_) / proposed);
+    per_token_ms_ = average(per_token_ms_, std::max(0.0, ms - one_off_ms - plain_ms_) / proposed);
+  if (static_cast<size_t>(proposed) < step_ms_.size()) {
+    double &step = step_ms_[static_cast<size_t>(proposed)];
+    step = average(step, ms - one_off_ms);
+  }
+  count_outcome(proposed, kept, ms);
+}
+
+void DraftPolicy::nothing_proposed(double ms) {
+  // Until a step is verified, the ask's cost stands in for a proposal's.
+  if (per_token_ms_ < 0)
+    per_token_ms_ = ms;
+  count_outcome(1, 0, ms);
+}
+
+void DraftPolicy::count_outcome(int32_t proposed, int32_t kept, double ms) {
   if (retrying_) {
     retrying_ = false;
     // A retry that keeps nothing is spaced so that such retries cost at most

@@ -221,6 +221,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     const auto step_start = Clock::now();
     std::vector<int32_t> draft;
     proposal.q.clear();
+    proposal.catch_up_ms = 0;
     if (drafting) {
       std::vector<int32_t> context = s.history;
       context.push_back(next);
@@ -242,11 +243,12 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
         // A draft that proposed nothing still cost its steps: the policy
         // counts it as a proposal refused.
         if (draft.empty() && asked > 0)
-          policy.verify_step(1, 0, ms_between(step_start, Clock::now()));
+          policy.nothing_proposed(ms_between(step_start, Clock::now()));
       }
     }
     const int32_t before = static_cast<int32_t>(s.history.size());
     if (draft.empty()) {
+      const auto plain_start = Clock::now(); // a draft's ask is not the plain step's cost
       const int32_t one[1] = {next};
       const bool stepped =
           device_greedy ? s.run_tokens(one, Impl::Want::last_argmax, nullptr, &next)
@@ -256,7 +258,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
         stop = StopReason::cancelled;
       } else {
         ++result.stats.gen_steps;
-        policy.plain_step(ms_between(step_start, Clock::now()));
+        policy.plain_step(ms_between(plain_start, Clock::now()));
       }
       continue;
     }
@@ -308,7 +310,7 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       sampler->accept(token);
     }
     result.stats.accepted_tokens += kept;
-    policy.verify_step(static_cast<int32_t>(draft.size()), kept, verify_ms);
+    policy.verify_step(static_cast<int32_t>(draft.size()), kept, verify_ms, proposal.catch_up_ms);
   }
   if (*stop != StopReason::stop_string) {
     bool string_stopped = false;

@@ -154,6 +154,10 @@ int32_t Generation::draft_length(int32_t offered, int32_t room) {
   return most <= 0 ? 0 : g.policy.length(most);
 }
 
+void Generation::record_empty_draft(double ms) {
+  impl_->policy.nothing_proposed(ms);
+}
+
 void Generation::record_step(int32_t verified, int32_t kept, double ms) {
   Impl &g = *impl_;
   if (verified <= 0) {

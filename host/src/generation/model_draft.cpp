@@ -1,5 +1,7 @@
 #include "generation/model_draft.hpp"
 
+#include <chrono>
+
 #include <algorithm>
 #include <cmath>
 
@@ -48,6 +50,7 @@ ModelDraft::ModelDraft(Session::Impl &draft, const GenerateRequest &request, int
 bool ModelDraft::propose(std::span<const int32_t> context, int32_t max, DraftProposal &out) {
   out.tokens.clear();
   out.q.clear();
+  out.catch_up_ms = 0;
   if (max <= 0 || static_cast<int64_t>(context.size()) + max > draft_.n_ctx())
     return true;
   // Keep what the draft's cache shares with the context; evaluate the rest.
@@ -66,8 +69,16 @@ bool ModelDraft::propose(std::span<const int32_t> context, int32_t max, DraftPro
   synced_ = true;
   draft_.truncate_to(static_cast<int32_t>(keep));
   std::vector<float> logits;
-  if (!draft_.run_tokens(own.subspan(keep), Session::Impl::Want::last_logits, &logits, nullptr))
+  const std::span<const int32_t> missed = own.subspan(keep);
+  const auto read_start = std::chrono::steady_clock::now();
+  if (!draft_.run_tokens(missed, Session::Impl::Want::last_logits, &logits, nullptr))
     return false;
+  // After a drafted step the draft has missed the target's own token and
+  // perhaps its last proposal (never evaluated): its steady cost.
+  if (missed.size() > 2)
+    out.catch_up_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - read_start)
+            .count();
   for (int32_t i = 0; i < max; ++i) {
     if (p_min_ > 0 && top_probability(logits) < p_min_)
       break;

@@ -15,6 +15,10 @@ namespace bonsai::host {
 struct DraftProposal {
   std::vector<int32_t> tokens;
   std::vector<std::vector<TokenProb>> q; // per token, when sampling (empty when greedy)
+  // Milliseconds the draft spent reading context it had missed (the prompt,
+  // or the tokens of plain steps), beyond the one or two tokens a drafted
+  // step leaves it: a one-off cost, not one of each proposal.
+  double catch_up_ms = 0;
 };
 
 class ModelDraft {
