@@ -21,6 +21,27 @@ DraftOptions adaptive(int32_t max = 16) {
   return options;
 }
 
+// A policy after a plain step of 100 ms and its first try (four proposals,
+// `kept` of them kept, in `ms` of which `one_off_ms` was a catch-up).
+DraftPolicy after_first_try(int32_t kept, double ms, double one_off_ms = 0, int32_t max = 16) {
+  DraftPolicy policy(adaptive(max));
+  policy.plain_step(100);
+  EXPECT_EQ(policy.length(max), 4);
+  policy.verify_step(4, kept, ms, one_off_ms);
+  return policy;
+}
+
+// Calls length(16) until it proposes; how many calls that took. The length
+// proposed must be a retry's: two.
+int calls_until_a_retry(DraftPolicy &policy) {
+  for (int call = 1; call <= 2000; ++call)
+    if (const int32_t length = policy.length(16); length > 0) {
+      EXPECT_EQ(length, 2) << "call " << call;
+      return call;
+    }
+  return -1;
+}
+
 TEST(DraftPolicy, WithoutAdaptingItProposesWhatIsOfferedBetweenMinAndMax) {
   DraftOptions options;
   options.max = 6;
@@ -49,16 +70,9 @@ TEST(DraftPolicy, ItMeasuresAPlainStepThenTriesFourProposals) {
 //   k = 2: 2.5585 / 180 = 0.01421; k = 3: 3.1614 / 220 = 0.01437;
 //   k = 4: 3.6708 / 260 = 0.01412: three.
 TEST(DraftPolicy, ADraftCatchingUpIsNotChargedToItsProposals) {
-  DraftPolicy policy(adaptive());
-  policy.plain_step(100);
-  ASSERT_EQ(policy.length(16), 4);
-  policy.verify_step(4, 4, 260, 60);
+  DraftPolicy policy = after_first_try(4, 260, 60);
   EXPECT_EQ(policy.length(16), 4);
-
-  DraftPolicy charged(adaptive());
-  charged.plain_step(100);
-  ASSERT_EQ(charged.length(16), 4);
-  charged.verify_step(4, 4, 260, 0);
+  DraftPolicy charged = after_first_try(4, 260);
   EXPECT_EQ(charged.length(16), 3);
 }
 
@@ -70,10 +84,7 @@ TEST(DraftPolicy, ADraftCatchingUpIsNotChargedToItsProposals) {
 // Two; with every length estimated at 100 + 47 k it would be three
 // (3.3758 / 241 = 0.01401 against 2.6760 / 194 = 0.01379).
 TEST(DraftPolicy, EachLengthKeepsItsOwnMeasuredCost) {
-  DraftPolicy policy(adaptive());
-  policy.plain_step(100);
-  ASSERT_EQ(policy.length(16), 4);
-  policy.verify_step(4, 4, 300);
+  DraftPolicy policy = after_first_try(4, 300);
   policy.verify_step(2, 2, 140);
   EXPECT_EQ(policy.length(16), 2);
 }
@@ -83,17 +94,10 @@ TEST(DraftPolicy, EachLengthKeepsItsOwnMeasuredCost) {
 // plain steps. A retry of two comes at the eighth; one that keeps nothing
 // in 300 ms sets the next 300 / (0.05 * 100) = 60 plain steps later.
 TEST(DraftPolicy, RetriesComeSoonThenSpacedByTheirCost) {
-  DraftPolicy policy(adaptive());
-  policy.plain_step(100);
-  ASSERT_EQ(policy.length(16), 4);
-  policy.verify_step(4, 0, 300);
-  for (int i = 1; i < 8; ++i)
-    ASSERT_EQ(policy.length(16), 0) << "plain step " << i;
-  EXPECT_EQ(policy.length(16), 2);
+  DraftPolicy policy = after_first_try(0, 300);
+  EXPECT_EQ(calls_until_a_retry(policy), 8);
   policy.verify_step(2, 0, 300);
-  for (int i = 1; i < 60; ++i)
-    ASSERT_EQ(policy.length(16), 0) << "plain step " << i;
-  EXPECT_EQ(policy.length(16), 2);
+  EXPECT_EQ(calls_until_a_retry(policy), 60);
 }
 
 // A draft that is asked and proposes nothing (a draft model below its
@@ -110,9 +114,7 @@ TEST(DraftPolicy, ADraftThatProposesNothingIsAskedLessAndLess) {
   policy.nothing_proposed(20);
   EXPECT_EQ(policy.length(16), 1);
   policy.nothing_proposed(20);
-  for (int i = 1; i < 8; ++i)
-    ASSERT_EQ(policy.length(16), 0) << "plain step " << i;
-  EXPECT_EQ(policy.length(16), 2);
+  EXPECT_EQ(calls_until_a_retry(policy), 8);
 }
 
 // Lengths past the ones measured apart (up to 200 here) are estimated, not
@@ -120,10 +122,7 @@ TEST(DraftPolicy, ADraftThatProposesNothingIsAskedLessAndLess) {
 // E_k = (1 - p^(k+1)) / (1 - p): k = 9: 5.2479 / 145 = 0.03619, k = 10:
 // 5.4367 / 150 = 0.03624, k = 11: 5.5930 / 155 = 0.03608. Ten.
 TEST(DraftPolicy, LengthsPastTheMeasuredOnesAreEstimated) {
-  DraftPolicy wide(adaptive(200));
-  wide.plain_step(100);
-  ASSERT_EQ(wide.length(200), 4);
-  wide.verify_step(4, 4, 120);
+  DraftPolicy wide = after_first_try(4, 120, 0, 200);
   EXPECT_EQ(wide.length(200), 10);
 }
 
