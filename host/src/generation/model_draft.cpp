@@ -1,8 +1,7 @@
 #include "generation/model_draft.hpp"
 
-#include <chrono>
-
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
