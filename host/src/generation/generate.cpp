@@ -280,18 +280,16 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     for (size_t i = 0; i <= draft.size(); ++i) {
       const std::span<const float> row(rows.data() + i * n_vocab, n_vocab);
       const bool proposed = i < draft.size();
-      int32_t token = 0;
-      if (constrained.active()) {
-        // The format's own draw, as a plain step makes it; a proposal is kept
-        // where it equals the draw. Every proposal is then made for sure (the
-        // draft model proposes its best tokens), and for those this is the
-        // speculative rule: kept with the probability the draw gives it.
-        token = picker.choose(row, &*sampler, reply_budget(before + 1 + static_cast<int64_t>(i)));
-      } else {
-        token = !proposed            ? sampler->sample(row)
-                : proposal.q.empty() ? sampler->sample_against(row, draft[i])
-                                     : sampler->sample_against(row, draft[i], proposal.q[i]);
-      }
+      // The row after the last proposal, and every row under a format, take
+      // a plain step's draw; a proposal is kept where it equals the draw.
+      // Under a format every proposal is made for sure (the draft model
+      // proposes its best tokens), and for those this is the speculative
+      // rule: kept with the probability the draw gives it.
+      const bool plain_draw = !proposed || constrained.active();
+      const int32_t budget = reply_budget(before + 1 + static_cast<int64_t>(i));
+      int32_t token = plain_draw           ? picker.choose(row, &*sampler, budget)
+                      : proposal.q.empty() ? sampler->sample_against(row, draft[i])
+                                           : sampler->sample_against(row, draft[i], proposal.q[i]);
       token = picker.take(token);
       const bool in_cache = proposed && token == draft[i];
       stop = emit(token, row);

@@ -52,6 +52,11 @@ struct Generation::Impl {
   }
   // The step for `raw`, the choice from `logits` before the reply takes it.
   GenerationStep take(int32_t raw, std::span<const float> logits);
+  // A plain step's choice from `logits`: the format's, else the sampler's
+  // (argmax without one).
+  int32_t draw(std::span<const float> logits) {
+    return picker.choose(logits, sampler ? &*sampler : nullptr, budget());
+  }
 
   // Tokens the reply may still take, this step's included (-1: no limit).
   int32_t budget() const {
@@ -116,8 +121,7 @@ GenerationStep Generation::Impl::take(int32_t raw, std::span<const float> logits
 GenerationStep Generation::next(std::span<const float> logits) {
   Impl &g = *impl_;
   g.check_step(logits);
-  Sampler *sampler = g.sampler ? &*g.sampler : nullptr;
-  return g.take(g.picker.choose(logits, sampler, g.budget()), logits);
+  return g.take(g.draw(logits), logits);
 }
 
 GenerationStep Generation::next(std::span<const float> logits, int32_t proposed) {
@@ -126,13 +130,12 @@ GenerationStep Generation::next(std::span<const float> logits, int32_t proposed)
   if (proposed < 0 || proposed >= g.engine->n_vocab())
     throw InvalidArgument(
         fmt::format("Generation::next: proposed token {} is out of range", proposed));
-  Sampler *sampler = g.sampler ? &*g.sampler : nullptr;
   // Under a reply format the step draws as next(logits) does, and the
   // proposal is kept where the draw equals it: for a proposal made for sure
   // that is the speculative rule itself (kept with the probability the
   // format's draw gives it, else a draw from the rest).
-  const int32_t raw = g.constrained.active() ? g.picker.choose(logits, sampler, g.budget())
-                      : sampler              ? sampler->sample_against(logits, proposed)
+  const int32_t raw = g.constrained.active() ? g.draw(logits)
+                      : g.sampler            ? g.sampler->sample_against(logits, proposed)
                                              : argmax(logits);
   return g.take(raw, logits);
 }
