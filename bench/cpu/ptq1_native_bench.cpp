@@ -185,10 +185,10 @@ void BM_Ptq1Gemv(benchmark::State &state, bool native) {
   for (auto _ : state) {
     for (int64_t r0 = 0; r0 < rows; r0 += cpu::avx512_tile::kTileRows)
       if (native)
-        cpu::avx512_tile::tile<NativePtq1, cpu::avx512_tile::kTileRows, 1>(job, r0, 0);
+        cpu::avx512_tile::tile<NativePtq1, cpu::avx512_tile::kTileRows, 1>(job, r0, 0, true);
       else
         cpu::avx512_tile::tile<cpu::avx512_tile::Q2Unpack, cpu::avx512_tile::kTileRows, 1>(job, r0,
-                                                                                           0);
+                                                                                           0, true);
     benchmark::DoNotOptimize(y.data());
   }
   const double calls = static_cast<double>(state.iterations());

@@ -25,16 +25,6 @@ using bonsai::GgmlType;
 
 using namespace bonsai::cpu::test;
 
-std::vector<float> rows_of(const KernelSet &set, GgmlType type, WeightKind kind,
-                           const std::vector<uint8_t> &w, size_t row_bytes, int64_t rows,
-                           int64_t cols, const std::vector<float> &x, int n_tokens) {
-  const QuantLayout layout = set.layout[static_cast<int>(kind)];
-  std::vector<float> y;
-  set.rows[static_cast<int>(kind)](job_for({type, row_bytes, rows, cols, n_tokens}, w,
-                                           quantize(set, layout, x, cols, n_tokens), layout, y));
-  return y;
-}
-
 TEST(AvxVnniKernels, Q1AndQ2RowsEqualTheAvx2SetBitForBit) {
   if (!cpu_features().has_avxvnni_set())
     GTEST_SKIP() << "skipped: this CPU lacks AVX-VNNI (" << cpu_features().describe() << ")";

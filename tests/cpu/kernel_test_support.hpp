@@ -1,5 +1,6 @@
 #pragma once
-// For the row-kernel tests (q1_tiles_test.cpp, avxvnni_test.cpp):
+// For the row-kernel tests (q1_tiles_test.cpp, avxvnni_test.cpp,
+// step_size_test.cpp):
 // activations quantized by a kernel set, a RowJob over them, and the kernel
 // sets with a tiled kernel for a weight kind that this CPU runs.
 #include <cstdio>
@@ -60,6 +61,18 @@ inline RowJob job_for(const JobShape &shape, const std::vector<uint8_t> &w, cons
   job.y = y.data();
   job.ldy = shape.rows;
   return job;
+}
+
+// The set's row kernel for `kind` over n_tokens tokens of x (cols each):
+// y[t * rows + r].
+inline std::vector<float> rows_of(const KernelSet &set, GgmlType type, WeightKind kind,
+                                  const std::vector<uint8_t> &w, size_t row_bytes, int64_t rows,
+                                  int64_t cols, const std::vector<float> &x, int n_tokens) {
+  const QuantLayout layout = set.layout[static_cast<int>(kind)];
+  std::vector<float> y;
+  set.rows[static_cast<int>(kind)](job_for({type, row_bytes, rows, cols, n_tokens}, w,
+                                           quantize(set, layout, x, cols, n_tokens), layout, y));
+  return y;
 }
 
 inline std::vector<float> random_inputs(int64_t n, uint32_t seed) {

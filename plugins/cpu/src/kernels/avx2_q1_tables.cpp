@@ -128,8 +128,13 @@ BONSAI_TARGET_AVX2 void tile_tokens(const uint8_t *tile, int64_t n_blocks, const
   for (int t = 0; t < n_tokens; ++t)
     for (int i = 0; i < 4; ++i)
       _mm256_storeu_ps(y + t * ldy + 8 * i, _mm256_setzero_ps());
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(tile) + kPrefetchAhead;
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t *block = tile + static_cast<size_t>(b) * kQ1TileBlockBytes;
+    for (size_t line = 0; line < kQ1TileBlockBytes; line += 64)
+      _mm_prefetch(
+          reinterpret_cast<const char *>(ahead + static_cast<size_t>(b) * kQ1TileBlockBytes + line),
+          _MM_HINT_T0);
     __m256i index[kSubsPerBlock][4];
     for (int s = 0; s < kSubsPerBlock; ++s)
       nibble_indices(block + kQ1TileScaleBytes, s, index[s]);

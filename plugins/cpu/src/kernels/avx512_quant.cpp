@@ -2,6 +2,8 @@
 // the tiles of avx512_quant_tile.hpp over a matmul's rows and tokens.
 #if defined(__x86_64__) || defined(__i386__)
 
+#include <type_traits>
+
 #include "kernels/avx512_quant_tile.hpp"
 
 namespace bonsai::cpu {
@@ -14,29 +16,56 @@ using avx512_tile::Q2G64Unpack;
 using avx512_tile::Q2Unpack;
 using avx512_tile::tile;
 
-// Rows in groups of NR (then one by one) for tokens [t0, t0 + NT).
+// Steps of up to this many tokens run row group by row group, every token
+// tile over a group before the next group, so that each weight is read from
+// memory once; their activations stay in L2 (16 rows of up to 12,288
+// inputs). Larger steps (prefill) run token tile by token tile over all the
+// rows, each tile's activations staying in L1.
+constexpr int kRowMajorTokens = 16;
+
+// Rows in groups of NR (then one by one) for tokens [t0, t0 + NT); each
+// tile reads its rows from memory.
 template <class Unpack, int NR, int NT> void row_groups(const RowJob &job, int t0) {
   int64_t r = 0;
   for (; r + NR <= job.n_rows; r += NR)
-    tile<Unpack, NR, NT>(job, r, t0);
+    tile<Unpack, NR, NT>(job, r, t0, true);
   for (; r < job.n_rows; ++r)
-    tile<Unpack, 1, NT>(job, r, t0);
+    tile<Unpack, 1, NT>(job, r, t0, true);
 }
 
 // Tokens in tiles of 3, and a remainder of 2 tokens (or 4 = 2 + 2) as 2-token
 // tiles: each pass over the rows unpacks every block again, so a batch of 8
 // (3 + 3 + 2) unpacks 3 times instead of 4 and a batch of 2 once instead of
-// twice. Decode is the single-token tile.
-template <class Unpack> void run_tiles(const RowJob &job) {
+// twice. fn(NT tag, t0) runs one tile of NT tokens; every token gets the
+// same tile size in either order below, so its result does not depend on
+// the order.
+template <class Fn> void token_tiles(int n_tokens, Fn &&fn) {
   int t = 0;
-  while (job.n_tokens - t >= kTokenTile && job.n_tokens - t != 4) {
-    row_groups<Unpack, kTileRows, kTokenTile>(job, t);
+  while (n_tokens - t >= kTokenTile && n_tokens - t != 4) {
+    fn(std::integral_constant<int, kTokenTile>{}, t);
     t += kTokenTile;
   }
-  for (; job.n_tokens - t >= 2; t += 2)
-    row_groups<Unpack, kTileRows, 2>(job, t);
-  if (t < job.n_tokens)
-    row_groups<Unpack, kTileRows, 1>(job, t);
+  for (; n_tokens - t >= 2; t += 2)
+    fn(std::integral_constant<int, 2>{}, t);
+  if (t < n_tokens)
+    fn(std::integral_constant<int, 1>{}, t);
+}
+
+// NR rows from r0 against every token of a small step.
+template <class Unpack, int NR> void rows_all_tokens(const RowJob &job, int64_t r0) {
+  token_tiles(job.n_tokens, [&](auto nt, int t0) { tile<Unpack, NR, nt()>(job, r0, t0, t0 == 0); });
+}
+
+template <class Unpack> void run_tiles(const RowJob &job) {
+  if (job.n_tokens <= kRowMajorTokens) {
+    int64_t r = 0;
+    for (; r + kTileRows <= job.n_rows; r += kTileRows)
+      rows_all_tokens<Unpack, kTileRows>(job, r);
+    for (; r < job.n_rows; ++r)
+      rows_all_tokens<Unpack, 1>(job, r);
+    return;
+  }
+  token_tiles(job.n_tokens, [&](auto nt, int t0) { row_groups<Unpack, kTileRows, nt()>(job, t0); });
 }
 
 } // namespace

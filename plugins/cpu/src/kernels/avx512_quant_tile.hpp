@@ -110,8 +110,11 @@ struct Q2G64Unpack {
 // NR * NT accumulators are independent, so the 4-cycle latency of the
 // accumulating FMA is hidden (one row and one token would wait on it every
 // block). Every output is computed the same way whatever NR and NT are.
+//
+// fetch_ahead: the rows come from memory (the first token tile over them),
+// so the tile prefetches; later tiles over the same rows find them cached.
 template <class Unpack, int NR, int NT>
-BONSAI_TARGET_AVX512 inline void tile(const RowJob &job, int64_t r0, int t0) {
+BONSAI_TARGET_AVX512 inline void tile(const RowJob &job, int64_t r0, int t0, bool fetch_ahead) {
   const int64_t n_blocks = job.cols / kActBlock;
   const QuantizedActs &q = job.q;
   const uint8_t *rows = job.w + static_cast<size_t>(r0) * job.w_row_bytes;
@@ -134,7 +137,7 @@ BONSAI_TARGET_AVX512 inline void tile(const RowJob &job, int64_t r0, int t0) {
   const uintptr_t stream =
       reinterpret_cast<uintptr_t>(rows) + std::max(kPrefetchAhead, group_bytes);
   for (int64_t b = 0; b < n_blocks; ++b) {
-    if constexpr (NT == 1) {
+    if (fetch_ahead) {
 #pragma GCC unroll 4
       for (size_t line = 0; line < kStep + 64; line += 64)
         _mm_prefetch(reinterpret_cast<const char *>(stream + static_cast<size_t>(b) * kStep + line),
