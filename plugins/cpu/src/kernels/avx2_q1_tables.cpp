@@ -25,6 +25,8 @@ namespace {
 
 // How far ahead of the block being read the kernel prefetches.
 constexpr size_t kPrefetchAhead = 4096;
+// Steps of up to this many tokens prefetch too.
+constexpr int kPrefetchTokens = 16;
 
 BONSAI_TARGET_AVX2 inline __m256i broadcast128(const int8_t *p) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
@@ -128,10 +130,14 @@ BONSAI_TARGET_AVX2 void tile_tokens(const uint8_t *tile, int64_t n_blocks, const
   for (int t = 0; t < n_tokens; ++t)
     for (int i = 0; i < 4; ++i)
       _mm256_storeu_ps(y + t * ldy + 8 * i, _mm256_setzero_ps());
+  // A small step (a verify step, a few sequences) reads the tile faster than
+  // the hardware prefetcher brings it, as decode does; a prefill's many
+  // tokens per block leave it time.
+  const bool fetch_ahead = n_tokens <= kPrefetchTokens;
   const uintptr_t ahead = reinterpret_cast<uintptr_t>(tile) + kPrefetchAhead;
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t *block = tile + static_cast<size_t>(b) * kQ1TileBlockBytes;
-    for (size_t line = 0; line < kQ1TileBlockBytes; line += 64)
+    for (size_t line = 0; fetch_ahead && line < kQ1TileBlockBytes; line += 64)
       _mm_prefetch(
           reinterpret_cast<const char *>(ahead + static_cast<size_t>(b) * kQ1TileBlockBytes + line),
           _MM_HINT_T0);
