@@ -304,12 +304,71 @@ TEST(GgufTool, HeadOfMakesAWiderModelChooseTheNarrowerModelsTokens) {
   expect_error(make({"--hidden", "256", "--heads", "2", "--kv-heads", "1", "--head-of", draft, "-o",
                      dir.file("narrow.gguf")}),
                1, "make-model", "more than the new model's 256");
-  expect_error(
-      make({"--hidden", "1024", "--type", "q2_0", "--head-of", draft, "-o", dir.file("q2.gguf")}),
-      1, "make-model", "pass --type q1_0");
+  const std::string q2_draft = dir.file("q2-draft.gguf");
+  ASSERT_EQ(make({"--untied", "--type", "q2_0", "-o", q2_draft}).exit_code, 0);
+  expect_error(make({"--hidden", "1024", "--head-of", q2_draft, "-o", dir.file("q1.gguf")}), 1,
+               "make-model", "pass --type q2_0");
+  expect_error(make({"--hidden", "1024", "--type", "q2_0_g64", "--head-of", draft, "-o",
+                     dir.file("g.gguf")}),
+               1, "make-model", "works with q1_0 and q2_0");
   expect_error(
       make({"--hidden", "1024", "--tied", "--head-of", draft, "-o", dir.file("tied.gguf")}), 1,
       "make-model", "pass --untied");
+}
+
+// A ternary model with a 1-bit model's head: each Q1_0 block becomes the
+// Q2_0 block of the same values (sign set: code 2, +d; clear: code 0, -d),
+// decoded here by hand, and with quiet layers the two choose the same tokens.
+TEST(GgufTool, HeadOfAQ1ModelGivesAQ2ModelTheSameValues) {
+  TempDir dir;
+  const std::string draft = dir.file("draft.gguf"), ternary = dir.file("ternary.gguf");
+  const std::vector<std::string> common = {"make-model", "--vocab",      kVocab, "--preset",
+                                           "tiny",       "--vocab-size", "4096", "--untied"};
+  auto args = common;
+  args.insert(args.end(), {"--layer-gain", "0", "-o", draft});
+  ASSERT_EQ(run_gguf_tool(args).exit_code, 0);
+  args = common;
+  args.insert(args.end(), {"--hidden", "1024", "--type", "q2_0", "--seed", "9", "--layer-gain", "0",
+                           "--head-of", draft, "-o", ternary});
+  const auto made = run_gguf_tool(args);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+
+  const gguf::File d = gguf::File::open(draft), t = gguf::File::open(ternary);
+  for (const char *name : {"token_embd.weight", "output.weight"}) {
+    const auto *td = d.find_tensor(name), *tt = t.find_tensor(name);
+    ASSERT_TRUE(td && tt) << name;
+    ASSERT_EQ(tt->type(), GgmlType::Q2_0) << name;
+    ASSERT_EQ(tt->dims, (std::vector<int64_t>{1024, 4096})) << name;
+    for (size_t r = 0; r < 4096; r += 97) // every 97th row, 4 blocks of 8 each
+      for (size_t b = 0; b < 8; ++b) {
+        BlockQ2_0 q2;
+        std::memcpy(&q2, tt->data + (r * 8 + b) * sizeof q2, sizeof q2);
+        if (b >= 4) { // padding: d = 0
+          ASSERT_EQ(q2.d, 0) << name << " row " << r;
+          continue;
+        }
+        BlockQ1_0 q1;
+        std::memcpy(&q1, td->data + (r * 4 + b) * sizeof q1, sizeof q1);
+        ASSERT_EQ(q2.d, q1.d);
+        for (int j = 0; j < 128; ++j) {
+          const int sign = (q1.signs[j / 8] >> (j % 8)) & 1 ? 1 : -1;
+          const int code = (q2.codes[j / 4] >> (2 * (j % 4))) & 3;
+          ASSERT_EQ(code - 1, sign) << name << " row " << r << " block " << b << " value " << j;
+        }
+      }
+  }
+  // Exact kernels: the fast sets quantize a Q2_0 matmul's inputs in other
+  // groups than a Q1_0 one's, which moves near-tied logits of random weights.
+  const auto text = [](const std::string &model) {
+    const auto r = run_bonsai({"run", "-m", model, "-p", "Once upon a time", "-n", "12", "--temp",
+                               "0", "--ignore-eos", "--no-chat", "-t", "2", "--backend-options",
+                               "kernels=reference"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string expected = text(draft);
+  EXPECT_FALSE(expected.empty());
+  EXPECT_EQ(text(ternary), expected);
 }
 
 } // namespace

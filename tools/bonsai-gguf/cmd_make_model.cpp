@@ -289,7 +289,7 @@ Options parse(const std::vector<std::string> &args, bool &help) {
     ("seed", po::value<uint64_t>()->value_name("N")->default_value(1), "random seed")
     ("name", po::value<std::string>()->value_name("TEXT"), "general.name")
     ("layer-gain", po::value<double>()->value_name("G"), "scale attn_output, ffn_down and ssm_out by G in [0, 1000] (default 1; near 0 the layers barely change the residual stream)")
-    ("head-of", po::value<std::string>()->value_name("MODEL.gguf"), "take MODEL's token embedding, LM head and output norm (same vocabulary and --type, narrower), zero-padded to --hidden")
+    ("head-of", po::value<std::string>()->value_name("MODEL.gguf"), "take MODEL's token embedding, LM head and output norm (same vocabulary and --type, or a q1_0 MODEL for a q2_0 model; narrower), zero-padded to --hidden")
     ("perturb-of", po::value<std::string>()->value_name("MODEL.gguf"), "copy this model with some blocks replaced (with --perturb)")
     ("perturb", po::value<double>()->value_name("P"), "fraction of each matrix's blocks replaced, in [0, 1]");
   // clang-format on

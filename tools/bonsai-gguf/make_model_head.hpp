@@ -5,7 +5,9 @@
 // direction unchanged (only a constant factor), so with its layers quiet
 // (--layer-gain near 0) the wider model ranks next tokens as the narrower
 // one with quiet layers does: a draft of known agreement across two shapes,
-// e.g. a 1.7B shape drafting for an 8B shape (docs/speculative.md).
+// e.g. a 1.7B shape drafting for an 8B shape (docs/speculative.md). A Q1_0
+// source's rows become the Q2_0 rows of the same values for a Q2_0 model
+// (a 1-bit draft for a ternary model).
 #include <cstdint>
 #include <string>
 #include <vector>
