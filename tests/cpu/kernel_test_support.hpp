@@ -4,6 +4,7 @@
 // activations quantized by a kernel set, a RowJob over them, and the kernel
 // sets with a tiled kernel for a weight kind that this CPU runs.
 #include <cstdio>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -84,19 +85,22 @@ inline std::vector<float> random_inputs(int64_t n, uint32_t seed) {
   return x;
 }
 
-// The kernel sets with a tiled kernel for `kind` that this CPU can run; the
-// built ones it cannot run are printed as skipped.
-inline std::vector<const KernelSet *> tiled_sets(WeightKind kind) {
+// A built kernel set (nullptr: not built for this machine) and whether this
+// CPU runs it.
+struct CandidateSet {
+  const KernelSet *set;
+  bool runs;
+};
+
+// The built candidates that `wanted` accepts and this CPU can run; the ones
+// it accepts but cannot run are printed as skipped.
+template <class Wanted>
+std::vector<const KernelSet *> runnable_sets(std::initializer_list<CandidateSet> candidates,
+                                             Wanted &&wanted) {
   std::vector<const KernelSet *> sets;
   std::string skipped;
-  const CpuFeatures &cpu = cpu_features();
-  const struct {
-    const KernelSet *set;
-    bool runs;
-  } candidates[] = {{avx2_kernel_set(), cpu.has_avx2_set()},
-                    {avx512_kernel_set(), cpu.has_avx512_set()}};
-  for (const auto &c : candidates) {
-    if (c.set == nullptr || c.set->tiled[static_cast<int>(kind)].rows == nullptr)
+  for (const CandidateSet &c : candidates) {
+    if (c.set == nullptr || !wanted(*c.set))
       continue;
     if (c.runs)
       sets.push_back(c.set);
@@ -104,8 +108,17 @@ inline std::vector<const KernelSet *> tiled_sets(WeightKind kind) {
       skipped += std::string(skipped.empty() ? "" : ", ") + c.set->name;
   }
   if (!skipped.empty())
-    std::printf("skipped: this CPU cannot run %s (%s)\n", skipped.c_str(), cpu.describe().c_str());
+    std::printf("skipped: this CPU cannot run %s (%s)\n", skipped.c_str(),
+                cpu_features().describe().c_str());
   return sets;
+}
+
+// The kernel sets with a tiled kernel for `kind` that this CPU can run.
+inline std::vector<const KernelSet *> tiled_sets(WeightKind kind) {
+  const CpuFeatures &cpu = cpu_features();
+  return runnable_sets(
+      {{avx2_kernel_set(), cpu.has_avx2_set()}, {avx512_kernel_set(), cpu.has_avx512_set()}},
+      [kind](const KernelSet &set) { return set.tiled[static_cast<int>(kind)].rows != nullptr; });
 }
 
 } // namespace bonsai::cpu::test

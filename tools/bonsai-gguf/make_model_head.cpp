@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "bonsai/core/convert.hpp"
 #include "bonsai/core/error.hpp"
 #include "bonsai/core/gguf.hpp"
 
@@ -19,39 +20,21 @@ const gguf::TensorInfo &require_tensor(const gguf::File &file, const std::string
   return *t;
 }
 
-// A Q1_0 block as the Q2_0 block of the same values: sign bit set (+d) is
-// code 2, clear (-d) code 0, under the same scale.
-static_assert(kQ1BlockSize == kQ2BlockSize);
-BlockQ2_0 q1_as_q2(const BlockQ1_0 &in) {
-  BlockQ2_0 out{in.d, {}};
-  for (int j = 0; j < kQ1BlockSize; ++j)
-    if ((in.signs[j / 8] >> (j % 8)) & 1)
-      out.codes[j / 4] = static_cast<uint8_t>(out.codes[j / 4] | (2u << (2 * (j % 4))));
-  return out;
-}
-
-// Each row: the source's blocks (Q1_0 ones rewritten as Q2_0 for a Q2_0
-// model), then all-zero blocks. Only encodings whose every block carries its
-// own scale qualify: a block of zero bytes has d = 0, so it decodes to zeros
-// whatever its codes say.
+// Each row: the source's blocks (a Q1_0 source's converted exactly for a
+// Q2_0 model), then all-zero blocks. Only encodings whose every block
+// carries its own scale qualify: a block of zero bytes has d = 0, so it
+// decodes to zeros whatever its codes say.
 std::vector<uint8_t> pad_rows(const gguf::TensorInfo &t, const HeadRequest &r) {
   const size_t source_row = row_bytes(t.type(), t.dims[0]);
   const size_t row = row_bytes(r.type, r.hidden);
   std::vector<uint8_t> out(row * static_cast<size_t>(r.vocab), 0);
-  const size_t blocks = static_cast<size_t>(t.dims[0] / kQ1BlockSize);
   for (int64_t i = 0; i < r.vocab; ++i) {
     uint8_t *dst = out.data() + static_cast<size_t>(i) * row;
     const uint8_t *src = t.data + static_cast<size_t>(i) * source_row;
-    if (t.type() == r.type) {
+    if (t.type() == r.type)
       std::memcpy(dst, src, source_row);
-      continue;
-    }
-    for (size_t b = 0; b < blocks; ++b) {
-      BlockQ1_0 in;
-      std::memcpy(&in, src + b * sizeof in, sizeof in);
-      const BlockQ2_0 converted = q1_as_q2(in);
-      std::memcpy(dst + b * sizeof converted, &converted, sizeof converted);
-    }
+    else
+      convert_row(t.type(), r.type, src, dst, t.dims[0]);
   }
   return out;
 }

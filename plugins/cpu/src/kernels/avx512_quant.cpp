@@ -23,16 +23,14 @@ using avx512_tile::tile;
 // rows, each tile's activations staying in L1.
 constexpr int kRowMajorTokens = 16;
 
-// Rows in groups of NR (then one by one) for tokens [t0, t0 + NT) of a
-// large step. Its tiles do not prefetch: with three tokens of work per
-// block the hardware prefetcher keeps up, and the prefetches cost prefill
-// about a tenth (8B Q2_0 pp512).
-template <class Unpack, int NR, int NT> void row_groups(const RowJob &job, int t0) {
+// fn(NR tag, r) for the rows in groups of NR = kTileRows from r, then one
+// by one.
+template <class Fn> void row_groups(int64_t n_rows, Fn &&fn) {
   int64_t r = 0;
-  for (; r + NR <= job.n_rows; r += NR)
-    tile<Unpack, NR, NT>(job, r, t0, false);
-  for (; r < job.n_rows; ++r)
-    tile<Unpack, 1, NT>(job, r, t0, false);
+  for (; r + kTileRows <= n_rows; r += kTileRows)
+    fn(std::integral_constant<int, kTileRows>{}, r);
+  for (; r < n_rows; ++r)
+    fn(std::integral_constant<int, 1>{}, r);
 }
 
 // Tokens in tiles of 3, and a remainder of 2 tokens (or 4 = 2 + 2) as 2-token
@@ -53,21 +51,24 @@ template <class Fn> void token_tiles(int n_tokens, Fn &&fn) {
     fn(std::integral_constant<int, 1>{}, t);
 }
 
-// NR rows from r0 against every token of a small step.
-template <class Unpack, int NR> void rows_all_tokens(const RowJob &job, int64_t r0) {
-  token_tiles(job.n_tokens, [&](auto nt, int t0) { tile<Unpack, NR, nt()>(job, r0, t0, t0 == 0); });
-}
-
+// A small step: each row group against every token tile, the first tile
+// prefetching. A large step: each token tile over every row group, without
+// a prefetch (with three tokens of work per block the hardware prefetcher
+// keeps up, and the prefetches cost prefill about a tenth, 8B Q2_0 pp512).
 template <class Unpack> void run_tiles(const RowJob &job) {
   if (job.n_tokens <= kRowMajorTokens) {
-    int64_t r = 0;
-    for (; r + kTileRows <= job.n_rows; r += kTileRows)
-      rows_all_tokens<Unpack, kTileRows>(job, r);
-    for (; r < job.n_rows; ++r)
-      rows_all_tokens<Unpack, 1>(job, r);
+    row_groups(job.n_rows, [&](auto nr, int64_t r) {
+      token_tiles(job.n_tokens, [&](auto nt, int t0) {
+        tile<Unpack, decltype(nr)::value, decltype(nt)::value>(job, r, t0, t0 == 0);
+      });
+    });
     return;
   }
-  token_tiles(job.n_tokens, [&](auto nt, int t0) { row_groups<Unpack, kTileRows, nt()>(job, t0); });
+  token_tiles(job.n_tokens, [&](auto nt, int t0) {
+    row_groups(job.n_rows, [&](auto nr, int64_t r) {
+      tile<Unpack, decltype(nr)::value, decltype(nt)::value>(job, r, t0, false);
+    });
+  });
 }
 
 } // namespace
