@@ -19,6 +19,7 @@
 // says how many proposals were kept.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -51,6 +52,7 @@ struct BenchArgs {
   int32_t repetitions = 5;                               // -r
   std::string output = "md";                             // -o md|csv|json|jsonl
   bool membw = false;                                    // --membw: measure read bandwidth
+  double bandwidth_gbs = 0; // --bandwidth: a given read bandwidth in GB/s (0 = none)
 };
 
 int32_t largest(const std::vector<int32_t> &values) {
@@ -286,12 +288,26 @@ void parse_lists(BenchArgs &a) {
     throw UsageError("-o/--output must be md, csv, json or jsonl, not '" + a.output + "'");
 }
 
+// --bandwidth: a positive, finite number of GB/s, and not beside --membw
+// (one yardstick per run). Returns it in bytes per second, or nothing.
+std::optional<double> given_bandwidth(const BenchArgs &a, bool given) {
+  if (!given)
+    return std::nullopt;
+  if (!std::isfinite(a.bandwidth_gbs) || a.bandwidth_gbs <= 0)
+    throw UsageError("--bandwidth must be a positive number of GB/s");
+  if (a.membw)
+    throw UsageError(
+        "--membw and --bandwidth exclude each other: measure the bandwidth or give it");
+  return a.bandwidth_gbs * 1e9;
+}
+
 } // namespace
 
 int bench_command(const Args &argv) {
   BenchArgs a;
-  CommandLine command_line("bench", "bench -m FILE [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-np "
-                                    "N,..] [-r N] [--membw] [-o md|csv|json|jsonl]");
+  CommandLine command_line("bench",
+                           "bench -m FILE [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-np "
+                           "N,..] [-r N] [--membw | --bandwidth GB/s] [-o md|csv|json|jsonl]");
   DraftArgs draft_args;
   command_line.engine(a.engine, true).draft(draft_args).logging();
   command_line.add_options()(
@@ -310,10 +326,15 @@ int bench_command(const Args &argv) {
       "md (table, default), csv, json (one array) or jsonl (one object per line)")(
       "membw", po::bool_switch(&a.membw),
       "measure the memory read bandwidth with each thread count and state every tg row as a "
-      "share of the limit it sets (weight + KV bytes per token)");
+      "share of the limit it sets (weight + KV bytes per token)")(
+      "bandwidth", po::value(&a.bandwidth_gbs)->value_name("GB/s"),
+      "state every tg row as a share of the limit this read bandwidth sets, instead of "
+      "measuring the host's: for a device whose memory bench cannot measure (a GPU)");
   if (!command_line.parse(argv))
     return kExitOk;
   parse_lists(a);
+  const std::optional<double> fixed_bandwidth = given_bandwidth(a, command_line.given("bandwidth"));
+  const bool bandwidth_columns = a.membw || fixed_bandwidth.has_value();
   const int32_t max_depth = largest(a.depth);
   // Size the context and the batch to the tests unless the user chose
   // (bench_sizes.hpp).
@@ -332,7 +353,7 @@ int bench_command(const Args &argv) {
   // prints nothing on stdout; each row is printed as soon as it is measured.
   const auto print_row = [&](const BenchRow &row) {
     progress.clear();
-    const std::string text = (any_row ? std::string() : bench_header(format, a.membw)) +
+    const std::string text = (any_row ? std::string() : bench_header(format, bandwidth_columns)) +
                              bench_row(format, row, !any_row);
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
@@ -341,7 +362,7 @@ int bench_command(const Args &argv) {
   try {
     for (const int32_t threads : a.engine.thread_list) {
       a.engine.n_threads = threads;
-      std::optional<double> read_bytes_per_s;
+      std::optional<double> read_bytes_per_s = fixed_bandwidth;
       if (a.membw) { // before the model loads, so its pages do not compete
         const int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
         progress.doing("measuring the read bandwidth", n);

@@ -209,6 +209,36 @@ TEST(Bench, MembwStatesEachTgRowAsAShareOfTheBandwidthLimit) {
   }
 }
 
+// --bandwidth states the rows against a given bandwidth (a GPU's, which
+// bench cannot measure) with the same bytes per token as --membw.
+TEST(Bench, AGivenBandwidthStatesEachTgRowAsAShareOfItsLimit) {
+  const ProcessResult r =
+      run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "8", "-n", "4", "-d", "40", "-t",
+                  "1", "-r", "1", "--bandwidth", "2.5", "-o", "jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  const mini_json::Value pp = mini_json::parse(lines[0]), tg = mini_json::parse(lines[1]);
+  EXPECT_EQ(pp["read_bytes_per_s"].as_number(), 2.5e9);
+  EXPECT_EQ(pp["limit_ts"].as_number(), 0.0); // pp rows: compute-bound
+  EXPECT_EQ(tg["read_bytes_per_s"].as_number(), 2.5e9);
+  // The hand count of MembwStatesEachTgRowAsAShareOfTheBandwidthLimit.
+  const double bytes = 2086912 - 147456 + 72 + 8192 * 42.5, limit = 2.5e9 / bytes;
+  EXPECT_NEAR(tg["bytes_per_token"].as_number(), bytes, 1.0);
+  EXPECT_NEAR(tg["limit_ts"].as_number(), limit, 1e-3 * limit);
+  EXPECT_NEAR(tg["share_of_limit"].as_number(), tg["median_ts"].as_number() / limit, 1e-3);
+}
+
+TEST(Bench, AGivenBandwidthAddsTheBandwidthColumnsToTheTable) {
+  const ProcessResult r = run_bonsai({"bench", "-m", data_file("tiny-q1.gguf"), "-p", "0", "-n",
+                                      "2", "-r", "1", "-t", "1", "--bandwidth", "4176"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_NE(lines[0].find("| read GB/s | limit t/s | % of limit |"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[2].find("| 4176.0 |"), std::string::npos) << lines[2];
+}
+
 TEST(Bench, MembwCountsTheCpuPluginsF16CacheAtTwoBytesAValue) {
   const ProcessResult r = run_bonsai({"bench",
                                       "-m",
@@ -335,7 +365,13 @@ TEST(Bench, RejectsBadValues) {
                                                 {"-p", "8,"},
                                                 {"-n", "4,x"},
                                                 {"-t", "1,-2"},
-                                                {"-np", "0"}}) {
+                                                {"-np", "0"},
+                                                {"--bandwidth", "0"},
+                                                {"--bandwidth", "-5"},
+                                                {"--bandwidth", "nan"},
+                                                {"--bandwidth", "inf"},
+                                                {"--bandwidth", "fast"},
+                                                {"--bandwidth", "100", "--membw"}}) {
     std::vector<std::string> args{"bench", "-m", data_file("tiny-q1.gguf")};
     args.insert(args.end(), extra.begin(), extra.end());
     const ProcessResult r = run_bonsai(args);
