@@ -6,19 +6,28 @@
 # link. The repository's tests/data travels with the checkout.
 #
 # The folder is also packed, xz-compressed, into ./.gpu-carry (ignored by
-# git) with, when mainline llama.cpp's source is at $LLAMA_CPP_SRC (default
-# /tmp/peers/llama.cpp, see ../shared/peers), the part of it that builds
-# llama-bench: the checkout plus both stay under the device tool's 64 MiB.
+# git) with mainline llama.cpp for llama-bench beside bonsai: a llama-bench
+# built here for the GPU when $LLAMA_BENCH_BUILD/bin/llama-bench exists (a
+# CUDA build with BUILD_SHARED_LIBS=OFF, so one file; it runs at once on
+# the device), else, when mainline llama.cpp's source is at $LLAMA_CPP_SRC
+# (default /tmp/peers/llama.cpp, see ../shared/peers), the part of it that
+# builds llama-bench (the device builds it in the background, which takes
+# longer than one call). The checkout plus the carry must stay under the
+# device tool's 64 MiB (docs/cuda.md says how).
 #
 # Usage: scripts/gpu-bundle.sh [DEST]   (default ./.gpu, ignored by git)
 # Environment: BONSAI_BUILD_DIR (default ./build; its bundled targets are built first),
-# LLAMA_CPP_SRC. Then one device call, carrying .gpu-carry, from the
+# LLAMA_BENCH_BUILD, LLAMA_CPP_SRC. Then one device call, carrying .gpu-carry, from the
 # repository root: scripts/gpu-check.sh
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BONSAI_BUILD_DIR:-$root/build}"
 dest="${1:-$root/.gpu}"
 
+if [ -n "${LLAMA_BENCH_BUILD:-}" ] && [ ! -x "$LLAMA_BENCH_BUILD/bin/llama-bench" ]; then
+  echo "gpu-bundle: LLAMA_BENCH_BUILD=$LLAMA_BENCH_BUILD has no bin/llama-bench" >&2
+  exit 1
+fi
 programs=(bonsai bonsai-gguf bonsai-plugin-check test_cuda test_conformance test_golden)
 # Only what the bundle packs is built: on two cores the whole tree takes
 # several times longer.
@@ -69,7 +78,12 @@ rm -rf "$carry"
 mkdir -p "$carry"
 tar -C "$(dirname "$dest")" -cJf "$carry/bundle.tar.xz" "$(basename "$dest")"
 llama="${LLAMA_CPP_SRC:-/tmp/peers/llama.cpp}"
-if [ -f "$llama/ggml/include/ggml.h" ]; then
+if [ -n "${LLAMA_BENCH_BUILD:-}" ]; then
+  mkdir -p "$carry/bin"
+  strip --strip-unneeded -o "$carry/bin/llama-bench" "$LLAMA_BENCH_BUILD/bin/llama-bench"
+  tar -C "$carry" -cJf "$carry/llama-bench.tar.xz" bin/llama-bench
+  rm -rf "$carry/bin"
+elif [ -f "$llama/ggml/include/ggml.h" ]; then
   tar -C "$llama" --exclude=.git --exclude=tools/ui --exclude=tools/server -cJf \
     "$carry/llama.tar.xz" CMakeLists.txt cmake ggml src include common tools vendor app licenses
 fi

@@ -21,8 +21,8 @@
 # GPU_CHECK_SHAPES (default "1.7b 4b 8b"), GPU_CHECK_TYPES (default "q1_0
 # q2_0"), GPU_CHECK_REPS (default 3), GPU_CHECK_BUDGET_S (default 560, one
 # device command; 1800 with --fake, which has no such limit),
-# GPU_CHECK_SECTIONS (default "nvrtc tests persistent sanitizer bench load
-# parallel speculative llama ncu options qwen35": the GPU sections to run,
+# GPU_CHECK_SECTIONS (default "targets nvrtc tests persistent sanitizer bench
+# load parallel speculative llama ncu options qwen35": the GPU sections to run,
 # in that order; "profile", ncu's full set on the persistent kernel, and
 # "paths", single-token decode on the graph and the persistent path, run
 # only when named; the plugin/JIT section always runs), GPU_CHECK_Q35_TYPES (default "q1_0
@@ -67,7 +67,7 @@ bin="$build/bin"
 plugin="$build/lib/bonsai/plugins/libbonsai_cuda.so"
 export BONSAI_PLUGIN="$plugin"
 reps="${GPU_CHECK_REPS:-3}"
-sections=" ${GPU_CHECK_SECTIONS:-nvrtc tests persistent sanitizer bench load parallel speculative llama ncu options qwen35} "
+sections=" ${GPU_CHECK_SECTIONS:-targets nvrtc tests persistent sanitizer bench load parallel speculative llama ncu options qwen35} "
 wanted() { [[ "$sections" == *" $1 "* ]]; }
 
 # Mainline llama.cpp, for llama-bench on the same files: a llama-bench built
@@ -167,6 +167,93 @@ tail_note() {
 
 section() { echo "## $*" | tee -a "$summary"; }
 
+# The device's copy bandwidth (bytes read + written), once per run: a
+# section of its own, and its figure in GB/s in $copy_gbs.
+copy_gbs=""
+measure_bandwidth() {
+  [ -n "$copy_gbs" ] && return
+  section "copy bandwidth (device to device, bytes read + written)"
+  step membw 120 python3 -c '
+import torch
+n = 1 << 30
+a = torch.empty(n, dtype=torch.uint8, device="cuda"); b = torch.empty_like(a)
+for _ in range(3): b.copy_(a)
+torch.cuda.synchronize()
+times = []
+for _ in range(20):
+    s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)
+    s.record(); b.copy_(a); e.record(); e.synchronize(); times.append(s.elapsed_time(e) / 1e3)
+times.sort(); t = times[len(times) // 2]
+print(f"copy bandwidth: {2 * n / t / 1e9:.0f} GB/s (median of 20, 1 GiB)")'
+  grep -h "^copy bandwidth" "$logs/membw.log" 2>/dev/null | tee -a "$summary"
+  copy_gbs=$(grep -h -o '^copy bandwidth: [0-9]*' "$logs/membw.log" 2>/dev/null | grep -o '[0-9]*$')
+  [ -n "$copy_gbs" ] || copy_gbs=none
+}
+
+# Issue 40's targets in one call (docs/cuda.md, "Issue 40's targets in one
+# call"): on the files they name (1.7B Q1_0, 8B Q1_0, 8B Q2_0), pp512 and
+# tg128, tg128 at 4,096 positions (both stated against the copy bandwidth),
+# 1 and 8 sequences, the 8B's warm run to its first token, and mainline
+# llama.cpp's llama-bench on the same files where one came along; then
+# scripts/gpu-targets.py's verdict table. With --fake the tiny models stand
+# in for every file at small sizes: the plumbing, not the figures.
+targets_section() {
+  section "issue 40's targets"
+  local pp=512 tg=128 depth=4096 par_n=64 np=8 gbs note name f
+  local -A files
+  if [ "$mode" = fake ]; then
+    pp=16 tg=4 depth=32 par_n=4 np=2 gbs=1
+    files=([1.7b_q1_0]="$tiny" [8b_q1_0]="$tiny" [8b_q2_0]="$data/tiny-q2.gguf")
+    note="fake driver: tiny-q1 and tiny-q2 stand in for every file, at a nominal 1 GB/s; not the targets' figures"
+  else
+    measure_bandwidth
+    gbs="$copy_gbs"
+    wait "$models_pid" 2>/dev/null
+    for name in 1.7b_q1_0 8b_q1_0 8b_q2_0; do
+      f="$models/${name%_q*}-q${name#*_q}.gguf"
+      files[$name]="$f"
+      [ -f "$f" ] || step "make_$name" 150 "$bin/bonsai-gguf" make-model --preset "${name%_q*}" \
+        --type "q${name#*_q}" --vocab "$data/qwen3-vocab.gguf" -o "$f"
+    done
+    note="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); copy bandwidth $gbs GB/s"
+  fi
+  local limit=()
+  [ "$gbs" != none ] && limit=(--bandwidth "$gbs")
+  local reps_here="$reps"
+  [ "$mode" = fake ] && reps_here=1
+  for name in 1.7b_q1_0 8b_q1_0 8b_q2_0; do
+    f="${files[$name]}"
+    [ -f "$f" ] || continue
+    step "targets_$name" 120 "$bin/bonsai" bench -m "$f" --backend cuda -r "$reps_here" \
+      -p "$pp" -n "$tg" "${limit[@]}" -o jsonl
+    step "targets_${name}_d4096" 120 "$bin/bonsai" bench -m "$f" --backend cuda -r "$reps_here" \
+      -p 0 -n "$tg" -d "$depth" "${limit[@]}" -o jsonl
+    if [ "$name" != 1.7b_q1_0 ]; then
+      step "targets_${name}_parallel" 120 "$bin/bonsai" bench -m "$f" --backend cuda \
+        -r "$reps_here" -p 0 -n "$par_n" -np "1,$np" -o jsonl
+    fi
+    if [ -x "$llama_build/bin/llama-bench" ]; then
+      step "llama_targets_$name" 90 env LD_LIBRARY_PATH="${llama_libs:-}:$LD_LIBRARY_PATH" \
+        "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o jsonl
+    fi
+  done
+  [ -x "$llama_build/bin/llama-bench" ] ||
+    echo "targets: llama.cpp not run (no llama-bench in .gpu-carry: scripts/gpu-bundle.sh packs one)" |
+      tee -a "$summary"
+  # The whole program to its first token, page cache and PTX cache warm:
+  # the second of two runs.
+  f="${files[8b_q1_0]}"
+  [ -f "$f" ] && step targets_load 120 bash -c '
+    for run in 1 2; do
+      start=$(date +%s.%N)
+      "$1" run -m "$2" --backend cuda -p hi -n 1 --temp 0 || exit 1
+      end=$(date +%s.%N)
+    done
+    awk -v a="$start" -v b="$end" "BEGIN { printf \"warm run to its first token: %.2f s\\n\", b - a }"
+  ' targets_load "$bin/bonsai" "$f"
+  python3 "$root/scripts/gpu-targets.py" "$logs" --note "$note" 2>&1 | tee -a "$summary"
+}
+
 if [ "$mode" = fake ]; then
   export BONSAI_CUDA_DRIVER="$build/tests/cuda/fake_driver/libbonsai_fake_cuda.so"
   [ -f "$BONSAI_CUDA_DRIVER" ] || { echo "gpu-check: no fake driver in $build" >&2; exit 1; }
@@ -242,6 +329,7 @@ if [ "$mode" = fake ]; then
   # qwen35 through the plugin's own layers (ABI 1.2 layer kinds): the golden
   # logits of both tiny qwen35 models.
   step golden_qwen35 600 "$bin/test_golden" --gtest_filter='*LayerKinds.PromptLogits*'
+  targets_section
   echo "## summary ($summary)"
   cat "$summary"
   ! grep -q 'FAIL\|TIMEOUT' "$summary"
@@ -298,6 +386,8 @@ ncu_digest() {
        /^ +Compute \(SM\) Throughput/ {
          printf "  %-32s %-24s %12s  DRAM %6s %%  SM %6s %%\n", name, grid, duration, dram, $NF }' "$1"
 }
+
+wanted targets && targets_section
 
 if wanted nvrtc; then
 section "NVRTC with this machine's toolkit"
@@ -469,22 +559,8 @@ step pdl_same_tokens 120 bash -c "diff <('$bin/bonsai' run -m '$tiny' --backend 
 fi
 
 # The copy bandwidth is the yardstick of every decode figure: measured in
-# each run, whatever the sections.
-section "copy bandwidth (device to device, bytes read + written)"
-step membw 120 python3 -c '
-import torch
-n = 1 << 30
-a = torch.empty(n, dtype=torch.uint8, device="cuda"); b = torch.empty_like(a)
-for _ in range(3): b.copy_(a)
-torch.cuda.synchronize()
-times = []
-for _ in range(20):
-    s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)
-    s.record(); b.copy_(a); e.record(); e.synchronize(); times.append(s.elapsed_time(e) / 1e3)
-times.sort(); t = times[len(times) // 2]
-print(f"copy bandwidth: {2 * n / t / 1e9:.0f} GB/s (median of 20, 1 GiB)")'
-grep -h "^copy bandwidth" "$logs/membw.log" 2>/dev/null | tee -a "$summary"
-
+# each run, whatever the sections (by the targets section first, if named).
+measure_bandwidth
 wait "$models_pid"
 if wanted bench; then
   section "bench (bonsai bench, median t/s of $reps)"

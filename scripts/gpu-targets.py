@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Issue 40's targets, met or not, from the logs of gpu-check.sh's `targets`
+section: one line per target with bonsai's figure, the goal, mainline
+llama.cpp's figure on the same file and the ratio where it ran.
+
+    gpu-targets.py LOGS_DIR [--note TEXT]
+
+The section's steps (each a log in LOGS_DIR, `bonsai bench -o jsonl` or
+`llama-bench -o jsonl` rows among other lines):
+  targets_<file>            a pp row and a tg row (with --bandwidth)
+  targets_<file>_d4096      a tg row at depth (with --bandwidth)
+  targets_<file>_parallel   tg rows of 1 and of N sequences ("tgK xN")
+  targets_load              "warm run to its first token: S s"
+  llama_targets_<file>      llama-bench's pp and tg rows
+for the files 1.7b_q1_0, 8b_q1_0 and 8b_q2_0. A missing log or row gives
+"no figure", never an error: a call that ran out of time still reports
+what it measured. The verdicts are "met", "not met" and "no figure" (the
+summary of gpu-check.sh marks a failed step by the word FAIL, which these
+must not contain).
+"""
+import json
+import os
+import sys
+
+# (label, file, kind, goal): kind "tg" / "pp" is a rate that must reach the
+# goal; "depth" is the share of the bandwidth limit at 4,096 positions,
+# which may trail tg128's by at most the goal (in points); "parallel" is N
+# sequences' rate over one's; "load" is seconds to the first token, at most
+# the goal.
+TARGETS = [
+    ("tg, 1.7B Q1_0 (t/s)", "1.7b_q1_0", "tg", 3000),
+    ("tg, 8B Q1_0 (t/s)", "8b_q1_0", "tg", 1200),
+    ("tg, 8B Q2_0 (t/s)", "8b_q2_0", "tg", 800),
+    ("pp, 8B Q1_0 (t/s)", "8b_q1_0", "pp", 20000),
+    ("pp, 1.7B Q1_0 (t/s)", "1.7b_q1_0", "pp", 50000),
+    ("share at depth, 1.7B Q1_0 (points)", "1.7b_q1_0", "depth", 10),
+    ("share at depth, 8B Q1_0 (points)", "8b_q1_0", "depth", 10),
+    ("share at depth, 8B Q2_0 (points)", "8b_q2_0", "depth", 10),
+    ("sequences / one, 8B Q1_0", "8b_q1_0", "parallel", 4.0),
+    ("sequences / one, 8B Q2_0", "8b_q2_0", "parallel", 4.0),
+    ("warm load to first token, 8B Q1_0 (s)", "8b_q1_0", "load", 1.5),
+]
+
+
+class LogError(Exception):
+    pass
+
+
+def json_rows(path):
+    """The JSON objects of a log, one per line that starts with '{'."""
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as log:
+        for number, line in enumerate(log, 1):
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError as error:
+                raise LogError(f"{path}:{number}: not a JSON row: {error}") from None
+    return rows
+
+
+def bonsai_row(rows, kind, parallel=False):
+    """The first bonsai row of a kind ("pp" or "tg"): of one sequence, or
+    with parallel the one of the most sequences ("tg64 x8")."""
+    best = None
+    for row in rows:
+        test = str(row.get("test", ""))
+        if not test.startswith(kind) or test.endswith((" gen", " gen+draft")):
+            continue
+        sequences = int(test.split(" x")[1]) if " x" in test else 1
+        if not parallel:
+            if sequences == 1:
+                return row
+        elif sequences > 1 and (best is None or sequences > best[0]):
+            best = (sequences, row)
+    return best[1] if best else None
+
+
+def llama_rate(rows, kind):
+    """llama-bench's mean rate of its pp (n_gen 0) or tg (n_prompt 0) row."""
+    for row in rows:
+        if row.get("n_depth", 0) != 0:
+            continue
+        if kind == "pp" and row.get("n_gen") == 0 and row.get("n_prompt", 0) > 0:
+            return float(row["avg_ts"])
+        if kind == "tg" and row.get("n_prompt") == 0 and row.get("n_gen", 0) > 0:
+            return float(row["avg_ts"])
+    return None
+
+
+def first_token_seconds(path):
+    if not os.path.exists(path):
+        return None
+    prefix = "warm run to its first token:"
+    with open(path, encoding="utf-8", errors="replace") as log:
+        for line in log:
+            if line.startswith(prefix):
+                return float(line[len(prefix):].split()[0])
+    return None
+
+
+def verdict_of(met):
+    return "no figure" if met is None else "met" if met else "not met"
+
+
+def evaluate(logs):
+    """One dict per target: label, test, figure (text), goal (text),
+    llama (text), ratio (text) and verdict."""
+    results = []
+    for label, name, kind, goal in TARGETS:
+        out = {"label": label, "test": "", "figure": "-", "goal": "", "llama": "-",
+               "ratio": "-", "verdict": "no figure"}
+        base = json_rows(os.path.join(logs, f"targets_{name}.log"))
+        if kind in ("tg", "pp"):
+            out["goal"] = f">= {goal:g}"
+            row = bonsai_row(base, kind)
+            llama = llama_rate(json_rows(os.path.join(logs, f"llama_targets_{name}.log")), kind)
+            if llama is not None:
+                out["llama"] = f"{llama:.1f}"
+            if row is not None:
+                rate = float(row["median_ts"])
+                out["test"] = row["test"]
+                out["figure"] = f"{rate:.1f}"
+                out["verdict"] = verdict_of(rate >= goal)
+                if llama:
+                    out["ratio"] = f"{rate / llama:.2f}"
+        elif kind == "depth":
+            out["goal"] = f"within {goal:g}"
+            short = bonsai_row(base, "tg")
+            deep = bonsai_row(json_rows(os.path.join(logs, f"targets_{name}_d4096.log")), "tg")
+            if short is not None and deep is not None and "share_of_limit" in short \
+                    and "share_of_limit" in deep:
+                a, b = 100 * float(short["share_of_limit"]), 100 * float(deep["share_of_limit"])
+                out["test"] = f"{short['test']} / {deep['test']}"
+                out["figure"] = f"{a:.1f} % / {b:.1f} %"
+                out["verdict"] = verdict_of(a - b <= goal)
+        elif kind == "parallel":
+            out["goal"] = f">= {goal:g}x"
+            rows = json_rows(os.path.join(logs, f"targets_{name}_parallel.log"))
+            one, many = bonsai_row(rows, "tg"), bonsai_row(rows, "tg", parallel=True)
+            if one is not None and many is not None and float(one["median_ts"]) > 0:
+                times = float(many["median_ts"]) / float(one["median_ts"])
+                out["test"] = f"{many['test']} / {one['test']}"
+                out["figure"] = f"{times:.2f}x"
+                out["verdict"] = verdict_of(times >= goal)
+        else:  # load
+            out["goal"] = f"<= {goal:g}"
+            seconds = first_token_seconds(os.path.join(logs, "targets_load.log"))
+            if seconds is not None:
+                out["test"] = "bonsai run -n 1"
+                out["figure"] = f"{seconds:.2f}"
+                out["verdict"] = verdict_of(seconds <= goal)
+        results.append(out)
+    return results
+
+
+def table(results):
+    columns = [("target", "label"), ("test", "test"), ("bonsai", "figure"), ("goal", "goal"),
+               ("llama.cpp", "llama"), ("ratio", "ratio"), ("verdict", "verdict")]
+    widths = [max(len(title), *(len(r[key]) for r in results)) for title, key in columns]
+    lines = ["  ".join(title.ljust(w) for (title, _), w in zip(columns, widths)).rstrip()]
+    for r in results:
+        lines.append("  ".join(r[key].ljust(w) for (_, key), w in zip(columns, widths)).rstrip())
+    met = sum(r["verdict"] == "met" for r in results)
+    lines.append(f"{met} of {len(results)} targets met")
+    return "\n".join(lines)
+
+
+def main(argv):
+    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--note"):
+        print("usage: gpu-targets.py LOGS_DIR [--note TEXT]", file=sys.stderr)
+        return 2
+    if not os.path.isdir(argv[1]):
+        print(f"gpu-targets.py: no such folder: {argv[1]}", file=sys.stderr)
+        return 2
+    try:
+        results = evaluate(argv[1])
+    except LogError as error:
+        print(f"gpu-targets.py: {error}", file=sys.stderr)
+        return 1
+    if len(argv) == 4:
+        print(argv[3])
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""scripts/gpu-targets.py against logs written here by hand: each verdict
+and ratio below is worked out from the rows the test writes, not from the
+script. Run by ctest (scripts.gpu_targets)."""
+import importlib.util
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                      "gpu-targets.py")
+spec = importlib.util.spec_from_file_location("gpu_targets", SCRIPT)
+gpu_targets = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpu_targets)
+
+
+def bonsai(test, median, share=None):
+    row = {"model": "m.gguf", "backend": "cuda", "test": test, "avg_ts": median + 1,
+           "median_ts": median}
+    if share is not None:
+        row["share_of_limit"] = share
+    return json.dumps(row)
+
+
+def llama(n_prompt, n_gen, avg, depth=0):
+    return json.dumps({"model_type": "qwen3 8B Q1_0", "n_prompt": n_prompt, "n_gen": n_gen,
+                       "n_depth": depth, "avg_ts": avg})
+
+
+class GpuTargets(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.logs = self.dir.name
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, *lines):
+        with open(os.path.join(self.logs, name + ".log"), "w", encoding="utf-8") as f:
+            f.write("=== a step's command line\nbonsai bench: test 1 of 2\n")
+            f.write("\n".join(lines) + "\n")
+
+    def results(self):
+        return {r["label"]: r for r in gpu_targets.evaluate(self.logs)}
+
+    def test_rates_meet_their_goals_at_or_above_them_with_llama_beside(self):
+        self.write("targets_8b_q1_0", bonsai("pp512", 19999.9), bonsai("tg128", 1200.0, 0.43))
+        self.write("llama_targets_8b_q1_0", llama(512, 0, 9397.0), llama(0, 128, 400.0))
+        self.write("targets_1.7b_q1_0", bonsai("pp512", 50000.0), bonsai("tg128", 2999.5, 0.2))
+        r = self.results()
+        tg, pp = r["tg, 8B Q1_0 (t/s)"], r["pp, 8B Q1_0 (t/s)"]
+        self.assertEqual((tg["figure"], tg["verdict"]), ("1200.0", "met"))  # the goal itself
+        self.assertEqual((tg["llama"], tg["ratio"]), ("400.0", "3.00"))  # 1200 / 400
+        self.assertEqual((pp["figure"], pp["verdict"]), ("19999.9", "not met"))
+        self.assertEqual(pp["ratio"], "2.13")  # 19999.9 / 9397 = 2.128
+        self.assertEqual(pp["test"], "pp512")
+        self.assertEqual(r["pp, 1.7B Q1_0 (t/s)"]["verdict"], "met")
+        small = r["tg, 1.7B Q1_0 (t/s)"]
+        self.assertEqual((small["verdict"], small["llama"], small["ratio"]),
+                         ("not met", "-", "-"))  # no llama.cpp log for it
+
+    def test_a_missing_log_or_row_is_no_figure(self):
+        self.write("targets_8b_q2_0", bonsai("pp512", 9000.0))  # its tg row is missing
+        r = self.results()
+        self.assertEqual(r["tg, 8B Q2_0 (t/s)"]["verdict"], "no figure")
+        self.assertEqual(r["tg, 8B Q2_0 (t/s)"]["figure"], "-")
+        for result in r.values():
+            self.assertIn(result["verdict"], ("met", "not met", "no figure"))
+        self.assertNotIn("FAIL", gpu_targets.table(list(r.values())))
+
+    def test_the_share_at_depth_may_trail_by_ten_points(self):
+        self.write("targets_8b_q1_0", bonsai("tg128", 425.0, 0.5000))
+        self.write("targets_8b_q1_0_d4096", bonsai("tg128 @ d4096", 309.0, 0.4000))
+        self.write("targets_8b_q2_0", bonsai("tg128", 300.0, 0.5000))
+        self.write("targets_8b_q2_0_d4096", bonsai("tg128 @ d4096", 200.0, 0.3990))
+        self.write("targets_1.7b_q1_0", bonsai("tg128", 700.0, 0.10))  # no d4096 log
+        r = self.results()
+        q1 = r["share at depth, 8B Q1_0 (points)"]
+        self.assertEqual((q1["figure"], q1["verdict"]), ("50.0 % / 40.0 %", "met"))  # 10 points
+        self.assertEqual(q1["test"], "tg128 / tg128 @ d4096")
+        self.assertEqual(r["share at depth, 8B Q2_0 (points)"]["verdict"], "not met")  # 10.1
+        self.assertEqual(r["share at depth, 1.7B Q1_0 (points)"]["verdict"], "no figure")
+
+    def test_sequences_over_one_uses_the_most_sequences(self):
+        self.write("targets_8b_q1_0_parallel", bonsai("tg64", 425.0), bonsai("tg64 x2", 700.0),
+                   bonsai("tg64 x8", 1700.0))
+        self.write("targets_8b_q2_0_parallel", bonsai("tg64", 300.0), bonsai("tg64 x8", 1199.0))
+        r = self.results()
+        q1 = r["sequences / one, 8B Q1_0"]
+        self.assertEqual((q1["figure"], q1["verdict"], q1["test"]),
+                         ("4.00x", "met", "tg64 x8 / tg64"))  # 1700 / 425 = 4
+        q2 = r["sequences / one, 8B Q2_0"]
+        self.assertEqual((q2["figure"], q2["verdict"]), ("4.00x", "not met"))  # 3.9967
+
+    def test_the_load_is_read_from_its_line(self):
+        self.write("targets_load", "stats: backend cuda | load 272.4 ms | prompt 1 tokens",
+                   "warm run to its first token: 1.50 s")
+        load = self.results()["warm load to first token, 8B Q1_0 (s)"]
+        self.assertEqual((load["figure"], load["verdict"]), ("1.50", "met"))
+        self.write("targets_load", "warm run to its first token: 1.51 s")
+        self.assertEqual(self.results()["warm load to first token, 8B Q1_0 (s)"]["verdict"],
+                         "not met")
+
+    def test_llama_rows_at_depth_or_of_both_kinds_are_not_taken(self):
+        self.write("targets_8b_q1_0", bonsai("tg128", 500.0))
+        self.write("llama_targets_8b_q1_0", llama(0, 128, 999.0, depth=4096),
+                   llama(512, 128, 888.0), llama(0, 128, 250.0))
+        self.assertEqual(self.results()["tg, 8B Q1_0 (t/s)"]["ratio"], "2.00")  # 500 / 250
+
+    def test_the_table_counts_the_targets_met(self):
+        self.write("targets_8b_q1_0", bonsai("tg128", 1300.0), bonsai("pp512", 25000.0))
+        text = gpu_targets.table(gpu_targets.evaluate(self.logs))
+        lines = text.splitlines()
+        self.assertTrue(lines[0].startswith("target"))
+        self.assertEqual(len(lines), 1 + len(gpu_targets.TARGETS) + 1)
+        self.assertEqual(lines[-1], f"2 of {len(gpu_targets.TARGETS)} targets met")
+
+    def test_a_broken_row_or_a_bad_call_is_one_clear_error(self):
+        self.write("targets_8b_q1_0", '{"test": "tg128", "median_ts": ')
+        err = io.StringIO()
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            self.assertEqual(gpu_targets.main(["gpu-targets.py", self.logs]), 1)
+        self.assertIn("targets_8b_q1_0.log:3: not a JSON row", err.getvalue())
+        for argv in (["gpu-targets.py"], ["gpu-targets.py", os.path.join(self.logs, "none")],
+                     ["gpu-targets.py", self.logs, "--title", "x"]):
+            err = io.StringIO()
+            with redirect_stderr(err):
+                self.assertEqual(gpu_targets.main(argv), 2)
+            self.assertTrue(err.getvalue().startswith(("usage:", "gpu-targets.py:")))
+
+
+if __name__ == "__main__":
+    unittest.main()
