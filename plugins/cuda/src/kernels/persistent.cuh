@@ -286,7 +286,13 @@ struct PkAttention {
   float v[PK_MAX_TOKENS][PK_MAX_DIM];               // the step's values, as cached
   float m[PK_WARPS][PK_MAX_GROUP], l[PK_WARPS][PK_MAX_GROUP];
   float acc[PK_WARPS][PK_MAX_GROUP][PK_MAX_DIM];
-  float out[PK_MAX_TOKENS][PK_MAX_GROUP * PK_MAX_DIM]; // producer: the outputs, to quantize
+  union {
+    float out[PK_MAX_TOKENS][PK_MAX_GROUP * PK_MAX_DIM]; // producer: the outputs, to quantize
+    struct { // phase 1's constants, read before the wait (phase 2 reuses the bytes)
+      float q_norm[PK_MAX_DIM], k_norm[PK_MAX_DIM];
+      float cos[PK_MAX_TOKENS][PK_MAX_DIM / 2], sin[PK_MAX_TOKENS][PK_MAX_DIM / 2];
+    } rope;
+  };
 };
 #define PK_CONTROL_BYTES 320 // sizeof(PkControl) rounded up to 16 (the host's kControlBytes)
 static_assert(sizeof(PkControl) <= PK_CONTROL_BYTES, "the control area outgrew its bytes");
@@ -868,12 +874,37 @@ __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index
     pk_publish_groups(a, ins, ps.p[0], ctl);
 }
 
+// Before an attention instruction's wait, since nothing in it depends on
+// the stage before: the QK-norm weights and the rotation of each of the
+// sequence's step tokens, into shared memory. Phase 1 after the wait then
+// loads only the Q/K/V rows; the norm weights and the rotation rates were
+// two more L2 round trips on the critical path, after the reduction.
+__device__ void pk_attention_constants(const PersistentArgs &a, const PkInstr &ins,
+                                       PkAttention *s) {
+  if (ins.begin >= a.n_sequences)
+    return;
+  const PkSequence &sq = a.sequences[ins.begin];
+  const PkLayer &L = a.layers[ins.layer];
+  const int hd = a.dims.head_dim, half = hd / 2;
+  for (int i = threadIdx.x; i < hd; i += PK_THREADS) {
+    s->rope.q_norm[i] = L.q_norm[i];
+    s->rope.k_norm[i] = L.k_norm[i];
+  }
+  for (int at = threadIdx.x; at < sq.n_tokens * half; at += PK_THREADS) {
+    const int t = at / half, i = at % half;
+    const double theta = (double)(sq.kv_length + t) * a.rope_rates[i];
+    s->rope.cos[t][i] = (float)(a.dims.rope_magnitude * cos(theta));
+    s->rope.sin[t][i] = (float)(a.dims.rope_magnitude * sin(theta));
+  }
+}
+
 // Phase 1 of an attention instruction: warp-sized items, each one head row
-// of one token: RMSNorm with its norm weight, then NEOX RoPE at the token's
-// position, into `dst` (shared). Keys also go to the cache, as cached.
+// of one token: RMSNorm with its norm weight, then NEOX RoPE by the token's
+// rotation (pk_attention_constants), into `dst` (shared). Keys also go to
+// the cache, as cached.
 template <class KV>
-__device__ void pk_norm_rope(const float *src, const float *norm, float *dst, int pos,
-                             const PersistentArgs &a, KV *cache_row) {
+__device__ void pk_norm_rope(const float *src, const float *norm, float *dst, const float *cos_t,
+                             const float *sin_t, const PersistentArgs &a, KV *cache_row) {
   const int lane = threadIdx.x % 32, hd = a.dims.head_dim, half = hd / 2;
   float ss = 0.0f;
   for (int i = lane; i < hd; i += 32)
@@ -883,9 +914,7 @@ __device__ void pk_norm_rope(const float *src, const float *norm, float *dst, in
     dst[i] = src[i] * inv * norm[i];
   __syncwarp();
   for (int i = lane; i < half; i += 32) {
-    const double theta = (double)pos * a.rope_rates[i];
-    const float c = (float)(a.dims.rope_magnitude * cos(theta));
-    const float s = (float)(a.dims.rope_magnitude * sin(theta));
+    const float c = cos_t[i], s = sin_t[i];
     const float x0 = dst[i], x1 = dst[i + half];
     float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
     if (cache_row != 0) {
@@ -934,7 +963,6 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
     return;
   }
   const PkSequence sq = a.sequences[seq];
-  const PkLayer &L = a.layers[ins.layer];
   const PkDims &d = a.dims;
   const int hd = d.head_dim, group = d.n_head / d.n_head_kv;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -951,10 +979,11 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
     const int t = item / per_token, j = item % per_token;
     const int row = sq.first_token + t, pos = sq.kv_length + t;
     if (j < group) {
-      pk_norm_rope<KV>(a.q + row * q_width + (size_t)(head * group + j) * hd, L.q_norm, s->q[t][j],
-                       pos, a, (KV *)0);
+      pk_norm_rope<KV>(a.q + row * q_width + (size_t)(head * group + j) * hd, s->rope.q_norm,
+                       s->q[t][j], s->rope.cos[t], s->rope.sin[t], a, (KV *)0);
     } else if (j == group) {
-      pk_norm_rope<KV>(a.k + row * kv_width + (size_t)head * hd, L.k_norm, s->k[t], pos, a,
+      pk_norm_rope<KV>(a.k + row * kv_width + (size_t)head * hd, s->rope.k_norm, s->k[t],
+                       s->rope.cos[t], s->rope.sin[t], a,
                        appends ? keys + (size_t)pos * hd : (KV *)0);
     } else {
       const float *src = a.v + row * kv_width + (size_t)head * hd;
@@ -1142,6 +1171,8 @@ __device__ void decode_persistent(const PersistentArgs &a) {
     if (ins.op != PK_ATTENTION) {
       ps = pk_pieces<T>(a, ins, L);
       pk_fetch_weights<T>(ps, weights);
+    } else {
+      pk_attention_constants(a, ins, (PkAttention *)work);
     }
     if (!pk_wait(a, ins, index, ctl)) {
       cp_async_wait<0>(); // no copy may outlive the block
