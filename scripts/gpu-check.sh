@@ -486,7 +486,8 @@ fi
 # Which path a single-token step should take (not in the default sections:
 # a short look for whoever sets decode=auto): the persistent kernel's golden
 # gates, then on every shape tg128 and tg128 at 4,096 of context on each
-# path, and 1-8 sequences under the default decode=auto.
+# path, and 1-8 sequences under the default decode=auto; then the
+# persistent kernel's attention key ranges by context on the largest shape.
 if wanted paths; then
   section "decode paths: graph and persistent, one token a step"
   golden_persistent
@@ -500,6 +501,19 @@ if wanted paths; then
     done
     bench "paths_${s}_auto_parallel" "$f" -p 0 -n 64 -np 1,2,4,8
   done
+  # Attention's key ranges by context (persistent_keys_per_range) against
+  # the default (a range per block whatever the context), on the largest
+  # shape: tg128 short, where 256 keys a range leave one range and no merge,
+  # and at 4,096 positions, where they leave the default 16 and 1,024 leave 4.
+  f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
+  if [ -f "$f" ]; then
+    for keys in 256 1024; do
+      bench "paths_keys_$keys" "$f" -p 0 -n 128 -d 0,4096 \
+        --backend-options "decode=persistent;persistent_keys_per_range=$keys"
+    done
+    trace paths_keys_256_trace paths_keys_256_trace "$f" 1 \
+      "decode=persistent;persistent_keys_per_range=256"
+  fi
 fi
 
 # Where the persistent kernel's warps wait, and why (not in the default

@@ -147,6 +147,16 @@ TEST(CudaOptions, PersistentSingleFromIsAContextLengthOrByModel) {
     expect_refused(bad, "expected a whole number of tokens of context from 1 to 1073741824");
 }
 
+TEST(CudaOptions, PersistentKeysPerRangeIsAKeyCountOrOff) {
+  EXPECT_EQ(parse_options(nullptr).persistent_keys_per_range, 0);
+  EXPECT_EQ(parse_options("persistent_keys_per_range=1").persistent_keys_per_range, 1);
+  EXPECT_EQ(parse_options("persistent_keys_per_range=256").persistent_keys_per_range, 256);
+  for (const char *bad :
+       {"persistent_keys_per_range=0", "persistent_keys_per_range=", "persistent_keys_per_range=-4",
+        "persistent_keys_per_range=2.5", "persistent_keys_per_range=1073741825"})
+    expect_refused(bad, "expected a whole number of keys from 1 to 1073741824");
+}
+
 TEST(CudaOptions, PersistentInputsAreQuantizedByTheirProducersUnlessConsumerIsAskedFor) {
   EXPECT_TRUE(parse_options(nullptr).persistent_producer_quantize);
   EXPECT_FALSE(parse_options("persistent_quantize=consumer").persistent_producer_quantize);

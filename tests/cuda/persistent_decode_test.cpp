@@ -28,6 +28,7 @@ namespace {
 using namespace cuda_test;
 using namespace fake_driver_test;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr const char *kPersistent = "decode=persistent";
 constexpr const char *kKernel = "bonsai_decode_persistent";
@@ -101,6 +102,39 @@ TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraph
     // Both quantize the same inputs to int8; the persistent kernel applies
     // 1/rms to the sums instead of the inputs, so they differ by roundings.
     EXPECT_GT(cosine(persistent, graph), 0.9999);
+  }
+}
+
+// persistent_keys_per_range=N: a step's attention is cut into as many key
+// ranges as give each N keys (a power of two, at most the grid-filling
+// count). Tiny-q1 has 2 KV heads on the fake device's 4 blocks: 2 ranges by
+// default. Its steps reach at most 11 keys, so 8 keys a range leave one
+// range (no merge), and 4 keys leave 2. The tokens stay the reference's.
+TEST(CudaPersistentDecode, KeysPerRangeSetsEachStepsKeyRangesByItsContext) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  for (const auto &[option, ranges] : {std::pair<std::string, std::string>{"", "2 key range(s)"},
+                                       {";persistent_keys_per_range=8", "1 key range(s)"},
+                                       {";persistent_keys_per_range=4", "2 key range(s)"}}) {
+    SCOPED_TRACE(option);
+    const bonsai::LogLevel saved = bonsai::log_level();
+    bonsai::set_log_level(bonsai::LogLevel::debug);
+    testing::internal::CaptureStderr();
+    std::vector<int32_t> greedy;
+    {
+      const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent + option);
+      bonsai::Session session = engine.create_session();
+      greedy = tiny_q1_greedy(session);
+    }
+    const std::string log = testing::internal::GetCapturedStderr();
+    bonsai::set_log_level(saved);
+    EXPECT_EQ(greedy, kTinyQ1Greedy);
+    // The prompt's 8-token plan and the single tokens' plan.
+    EXPECT_THAT(log, HasSubstr("a plan for 1 sequence(s) and 8 token(s) a step"));
+    EXPECT_THAT(log, HasSubstr("a plan for 1 sequence(s) and 1 token(s) a step"));
+    const std::string other = ranges[0] == '1' ? "2 key range(s)" : "1 key range(s)";
+    EXPECT_THAT(log, HasSubstr("attention in " + ranges));
+    EXPECT_THAT(log, Not(HasSubstr("attention in " + other)));
   }
 }
 

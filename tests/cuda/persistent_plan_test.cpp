@@ -220,6 +220,27 @@ TEST(PersistentPlan, AttentionIsCutIntoKeyRangesThatFillTheGrid) {
   EXPECT_THROW(build_persistent_plan(shape), bonsai::plugin::PluginError);
 }
 
+// persistent_keys_per_range=N: a step's key ranges follow its longest
+// context, each range at least N keys, a power of two of them, no more than
+// the grid-filling count.
+TEST(PersistentPlan, KeysPerRangeCutsShortContextsIntoFewerRanges) {
+  using bonsai::cuda::persistent_step_attention_splits;
+  // An H100 and 8B (8 KV heads), one sequence: 16 ranges at most.
+  EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 129, 0), 16); // 0: always the most
+  EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 1, 256), 1);
+  EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 511, 256), 1); // 2 x 256 > 511
+  EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 512, 256), 2);
+  EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 1500, 256), 4); // 5.9: 4, a power of two
+  EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 4097, 256), 16);
+  EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 100000, 256), 16); // the most
+  // Three sequences: persistent_attention_splits gives 5, so 4 at most.
+  EXPECT_EQ(persistent_step_attention_splits(132, 3, 8, 100000, 1), 4);
+  EXPECT_EQ(persistent_step_attention_splits(132, 8, 8, 100000, 1), 2);
+  // One key a range: as many ranges as keys, up to the most.
+  EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 3, 1), 2);
+  EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 2000000000, 1073741824), 1);
+}
+
 TEST(PersistentPlan, DescribesInstructionsForStallReports) {
   const std::vector<PersistentInstr> plan = build_persistent_plan(tiny(4, 1));
   EXPECT_EQ(describe_persistent_instr(plan[0]), "layer 0 Q/K/V (tiles 0..15)");

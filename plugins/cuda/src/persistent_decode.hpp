@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "device.hpp"
@@ -78,13 +79,14 @@ struct PersistentDecode {
   DeviceBuffer staged;
   size_t staged_offsets[kPersistentStages] = {}, sums_offsets[kPersistentStages] = {};
   size_t group_rows_offset = 0;
-  PinnedStatus status; // the last launch's status, once the step has synchronized
-  // By (sequences, tokens) of the step: a step's tokens set its weight
-  // buffer. At most 36 (sequences <= tokens <= 8), each of about 5
-  // instructions of 32 bytes a block a layer (8B: about 0.8 MB).
-  std::map<std::pair<int, int>, PersistentPlanBuffer> plans;
-  int last_sequences = 0; // the plan of the last launch: its sequences
-  int last_tokens = 0;    // and its tokens
+  PinnedStatus status;    // the last launch's status, once the step has synchronized
+  int keys_per_range = 0; // persistent_keys_per_range (0: a key range per block)
+  // By (sequences, tokens, key ranges) of the step: a step's tokens set its
+  // weight buffer. At most 36 (sequences <= tokens <= 8) per count of key
+  // ranges (one, or with keys_per_range up to 6: powers of two to 32), each
+  // of about 5 instructions of 32 bytes a block a layer (8B: about 0.8 MB).
+  std::map<std::tuple<int, int, int>, PersistentPlanBuffer> plans;
+  std::tuple<int, int, int> last_plan; // the plan of the last launch
   // Option persistent_trace: the marks buffer (PK_MARKS per instruction of
   // the largest plan so far) and the launches read back from it.
   DeviceBuffer trace;

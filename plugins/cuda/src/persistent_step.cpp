@@ -208,25 +208,39 @@ int multiprocessors(const Device &device) {
   return std::max(count, 1);
 }
 
-// The plan of steps of `n_sequences` sequences and `n_tokens` tokens, built
-// on first use.
+// The key ranges of `step`'s attention: by its longest sequence's context
+// where persistent_keys_per_range is set.
+int step_attention_splits(const PersistentDecode &p, const StepState &step) {
+  int longest = 0;
+  for (const StepSequence &s : step.sequences)
+    longest = std::max(longest, s.slot->length + s.n_tokens);
+  return persistent_step_attention_splits(p.shape.blocks, static_cast<int>(step.sequences.size()),
+                                          p.shape.n_head_kv, longest, p.keys_per_range);
+}
+
+// The plan of steps of `n_sequences` sequences and `n_tokens` tokens with
+// `splits` key ranges, built on first use.
 const PersistentPlanBuffer &plan_for(const Context &ctx, const BoundModel &m, int n_sequences,
-                                     int n_tokens) {
+                                     int n_tokens, int splits) {
   PersistentDecode &p = *m.persistent;
-  const std::pair<int, int> key{n_sequences, n_tokens};
+  const std::tuple<int, int, int> key{n_sequences, n_tokens, splits};
   auto found = p.plans.find(key);
   if (found != p.plans.end())
     return found->second;
   PersistentShape shape = p.shape;
   shape.n_sequences = n_sequences;
-  shape.attention_splits =
-      persistent_attention_splits(p.shape.blocks, n_sequences, shape.n_head_kv);
+  shape.attention_splits = splits;
   shape.weight_buffer_bytes =
       weight_buffer(*ctx.kernels, p.kernel, widest_input(m.dims), n_tokens, p.mma);
   PersistentPlanBuffer plan;
   plan.host = build_persistent_plan(shape);
   plan.attention_splits = shape.attention_splits;
   plan.weight_buffer_bytes = shape.weight_buffer_bytes;
+  ctx.log.debug(strformat("decode=persistent: a plan for %d sequence(s) and %d token(s) a step: "
+                          "%zu instructions, attention in %d key range(s), a %d-byte weight "
+                          "buffer",
+                          n_sequences, n_tokens, plan.host.size(), splits,
+                          plan.weight_buffer_bytes));
   const Device &device = *ctx.device;
   const size_t bytes = plan.host.size() * sizeof(PersistentInstr);
   plan.device = DeviceBuffer(device, bytes, "the persistent decode instruction list");
@@ -262,6 +276,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   }
   p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d), p->mma);
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
+  p->keys_per_range = ctx.options.persistent_keys_per_range;
   std::vector<LayerArg> layers;
   for (const LayerBinding &L : m.layers)
     layers.push_back({L.wq->data.get(), L.wk->data.get(), L.wv->data.get(), L.wo->data.get(),
@@ -317,9 +332,9 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   const Device &device = *ctx.device;
   PersistentDecode &p = *m.persistent;
   const int n_sequences = static_cast<int>(step.sequences.size());
-  const PersistentPlanBuffer &plan = plan_for(ctx, m, n_sequences, step.n_tokens);
-  p.last_sequences = n_sequences;
-  p.last_tokens = step.n_tokens;
+  const int splits = step_attention_splits(p, step);
+  const PersistentPlanBuffer &plan = plan_for(ctx, m, n_sequences, step.n_tokens, splits);
+  p.last_plan = {n_sequences, step.n_tokens, splits};
   const ModelDims &d = m.dims;
   const Activations &a = m.act;
   PersistentArgs args{};
@@ -389,8 +404,7 @@ std::string take_persistent_stall(Context &ctx, BoundModel &m) {
   if (status.abort == 0)
     return {};
   std::string where = strformat("instruction %d", status.instr);
-  const std::vector<PersistentInstr> &list =
-      m.persistent->plans.at({m.persistent->last_sequences, m.persistent->last_tokens}).host;
+  const std::vector<PersistentInstr> &list = m.persistent->plans.at(m.persistent->last_plan).host;
   if (status.instr >= 0 && static_cast<size_t>(status.instr) < list.size())
     where += " (" + describe_persistent_instr(list[static_cast<size_t>(status.instr)]) + ")";
   const std::string report =
@@ -421,10 +435,10 @@ void take_persistent_trace(Context &ctx, BoundModel &m) {
   if (path.empty() || !m.persistent)
     return;
   PersistentDecode &p = *m.persistent;
-  const std::vector<PersistentInstr> &plan = p.plans.at({p.last_sequences, p.last_tokens}).host;
+  const std::vector<PersistentInstr> &plan = p.plans.at(p.last_plan).host;
   std::vector<uint64_t> marks(plan.size() * kPersistentMarks);
   ctx.device->download(marks.data(), p.trace.get(), marks.size() * sizeof(uint64_t));
-  p.trace_summary.add(plan, marks, p.last_tokens);
+  p.trace_summary.add(plan, marks, std::get<1>(p.last_plan));
   const bool written = write_file(path, p.trace_summary.report()) &&
                        write_file(path + ".csv", persistent_trace_csv(plan, marks, p.shape.blocks));
   if (!written && !p.trace_write_failed) {

@@ -99,6 +99,9 @@ ContextOptions parse_options(const char *options) {
     } else if (key == "persistent_single_from") {
       parsed.persistent_single_from =
           static_cast<int>(parse_whole(key, value, 1u << 30, "tokens of context"));
+    } else if (key == "persistent_keys_per_range") {
+      parsed.persistent_keys_per_range =
+          static_cast<int>(parse_whole(key, value, 1u << 30, "keys"));
     } else if (key == "persistent_quantize") {
       if (value != "consumer" && value != "producer")
         fail_invalid("option persistent_quantize=" + value + ": expected consumer or producer");

@@ -63,6 +63,12 @@ struct ContextOptions {
   // on CUDA cores (the split kernels decode uses). Off with tensor_cores=off
   // and under kernels=reference.
   bool attention_tc = true;
+  // persistent_keys_per_range=N: a persistent step cuts each (sequence, KV
+  // head)'s attention into only as many key ranges as give each at least N
+  // keys (a power of two, at most one range per block). 0 (default): one
+  // range per block whatever the context, which at short contexts leaves
+  // ranges of a few keys and the last one's merge on the critical path.
+  int persistent_keys_per_range = 0;
   // persistent_deadline_ms=N: the longest a persistent decode block waits
   // for another before the launch gives up and reports where it stalled.
   int persistent_deadline_ms = 1000;

@@ -171,6 +171,17 @@ int persistent_attention_splits(int blocks, int n_sequences, int n_head_kv) {
   return std::clamp(blocks / heads, 1, kPersistentMaxSplits);
 }
 
+int persistent_step_attention_splits(int blocks, int n_sequences, int n_head_kv,
+                                     int longest_context, int keys_per_range) {
+  const int most = persistent_attention_splits(blocks, n_sequences, n_head_kv);
+  if (keys_per_range <= 0)
+    return most;
+  int splits = 1;
+  while (splits * 2 <= most && int64_t{splits} * 2 * keys_per_range <= longest_context)
+    splits *= 2;
+  return splits;
+}
+
 std::string describe_persistent_instr(const PersistentInstr &instr) {
   if (instr.op == static_cast<int32_t>(PersistentStage::attention))
     return strformat("layer %d attention (sequence %d, KV head %d, key range %d)", instr.layer,

@@ -58,6 +58,14 @@ struct PersistentShape {
 // The key ranges that give each block about one attention instruction:
 // blocks / (sequences x KV heads), between 1 and kPersistentMaxSplits.
 int persistent_attention_splits(int blocks, int n_sequences, int n_head_kv);
+// The key ranges of a step whose longest sequence attends to
+// `longest_context` keys (its cached ones and the step's): with
+// keys_per_range > 0, the largest power of two of ranges that gives each at
+// least that many keys, between 1 and persistent_attention_splits (powers
+// of two: a plan is built per count, and few counts build few plans); with
+// 0, persistent_attention_splits.
+int persistent_step_attention_splits(int blocks, int n_sequences, int n_head_kv,
+                                     int longest_context, int keys_per_range);
 
 // "Q/K/V", "attention", "output projection", "gate/up", "down projection"
 // for a PersistentStage's value ("unknown" for others).
