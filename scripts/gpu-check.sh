@@ -486,8 +486,9 @@ fi
 # Which path a single-token step should take (not in the default sections:
 # a short look for whoever sets decode=auto): the persistent kernel's golden
 # gates, then on every shape tg128 and tg128 at 4,096 of context on each
-# path, and 1-8 sequences under the default decode=auto; then the
-# persistent kernel's attention key ranges by context on the largest shape.
+# path, and 1-8 sequences under the default decode=auto; then on the
+# largest shape the persistent kernel's attention key ranges by context and
+# single tokens' input records in registers, each against the default.
 if wanted paths; then
   section "decode paths: graph and persistent, one token a step"
   golden_persistent
@@ -513,6 +514,11 @@ if wanted paths; then
     done
     trace paths_keys_256_trace paths_keys_256_trace "$f" 1 \
       "decode=persistent;persistent_keys_per_range=256"
+    # Single tokens' input records held in registers (persistent_records).
+    bench paths_records_registers "$f" -p 0 -n 128 -d 0,4096 \
+      --backend-options "decode=persistent;persistent_records=registers"
+    trace paths_records_trace paths_records_trace "$f" 1 \
+      "decode=persistent;persistent_records=registers"
   fi
 fi
 

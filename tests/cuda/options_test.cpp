@@ -157,6 +157,15 @@ TEST(CudaOptions, PersistentKeysPerRangeIsAKeyCountOrOff) {
     expect_refused(bad, "expected a whole number of keys from 1 to 1073741824");
 }
 
+TEST(CudaOptions, PersistentRecordsAreReadFromSharedMemoryUnlessRegistersAreAskedFor) {
+  EXPECT_FALSE(parse_options(nullptr).persistent_held_records);
+  EXPECT_TRUE(parse_options("persistent_records=registers").persistent_held_records);
+  EXPECT_FALSE(parse_options("persistent_records=shared").persistent_held_records);
+  for (const char *bad :
+       {"persistent_records=", "persistent_records=Registers", "persistent_records=local"})
+    expect_refused(bad, "expected shared or registers");
+}
+
 TEST(CudaOptions, PersistentInputsAreQuantizedByTheirProducersUnlessConsumerIsAskedFor) {
   EXPECT_TRUE(parse_options(nullptr).persistent_producer_quantize);
   EXPECT_FALSE(parse_options("persistent_quantize=consumer").persistent_producer_quantize);

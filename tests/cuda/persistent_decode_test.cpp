@@ -105,6 +105,38 @@ TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraph
   }
 }
 
+// persistent_records=registers: single tokens multiply with each lane's
+// input records in registers and one transposed reduction per 32 sums.
+// Tiny-q1's rows are at most 12 chunks (1,536 columns), one per lane either
+// way, and both reductions pair the lanes in the same order (16, 8, 4, 2,
+// 1 apart): the logits are the shared-memory rows' bit for bit, and the
+// greedy tokens the reference's.
+TEST(CudaPersistentDecode, RecordsInRegistersKeepTheReferenceTokensAndLogits) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const std::string held = std::string(kPersistent) + ";persistent_records=registers";
+  {
+    const LevelGuard level;
+    testing::internal::CaptureStderr();
+    const bonsai::Engine engine = open_tiny_q1_cuda(held);
+    bonsai::Session session = engine.create_session();
+    const std::vector<int32_t> greedy = tiny_q1_greedy(session);
+    const std::string log = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(greedy, kTinyQ1Greedy);
+    EXPECT_THAT(log, HasSubstr("single tokens with the input records in registers"));
+  }
+  // The logits of single tokens after the prompt, both ways.
+  const auto next_logits = [](const std::string &options) {
+    const bonsai::Engine engine = open_tiny_q1_cuda(options);
+    bonsai::Session session = engine.create_session();
+    session.eval(kTinyQ1Prompt);
+    return session.eval(std::vector<int32_t>{kTinyQ1Greedy[0]}).logits;
+  };
+  const std::vector<float> shared = next_logits(kPersistent), registers = next_logits(held);
+  ASSERT_EQ(shared.size(), registers.size());
+  EXPECT_EQ(shared, registers);
+}
+
 // persistent_keys_per_range=N: a step's attention is cut into as many key
 // ranges as give each N keys (a power of two, at most the grid-filling
 // count). Tiny-q1 has 2 KV heads on the fake device's 4 blocks: 2 ranges by

@@ -110,12 +110,14 @@ struct StepResult {
 
 // How a step is launched: each (sequence, KV head)'s attention cut into
 // `splits` key ranges; with the trace buffer; with persistent_quantize=producer;
-// with persistent_matmul=mma (steps of several tokens on the int8 MMA).
+// with persistent_matmul=mma (steps of several tokens on the int8 MMA);
+// with persistent_records=registers (single tokens' records held in registers).
 struct Launch {
   int splits = 3;
   bool traced = false;
   bool producer = false;
   bool mma = false;
+  bool held = false;
 };
 
 // The int8 MMA operands of a weight type.
@@ -188,6 +190,7 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   const int max_cols = std::max({s.n_embd, s.n_head * s.head_dim, s.n_ff});
   a.weights_offset = static_cast<int>(PK_SHARED_BYTES(max_cols, n_tokens, how.mma));
   a.mma = how.mma ? 1 : 0;
+  a.held_records = how.held ? 1 : 0;
   a.partials = partials.data();
   a.arrivals = arrivals.data();
   a.attention_splits = splits;
@@ -288,13 +291,17 @@ double decode_against_reference(uint32_t type, Fault fault, unsigned seed, Launc
 // The ways a step's matmuls get their inputs and multiply: inputs staged
 // by every block or quantized by their producers
 // (persistent_quantize=producer), steps of several tokens with dp4a or on
-// the int8 MMA (persistent_matmul=mma).
-constexpr Launch kModes[] = {
-    {}, {.producer = true}, {.mma = true}, {.producer = true, .mma = true}};
+// the int8 MMA (persistent_matmul=mma), single tokens' records read from
+// shared memory or held in registers (persistent_records=registers).
+constexpr Launch kModes[] = {{},
+                             {.producer = true},
+                             {.mma = true},
+                             {.producer = true, .mma = true},
+                             {.producer = true, .mma = true, .held = true}};
 
 std::string mode(const Launch &how) {
   return std::string(how.producer ? "producer-quantized inputs" : "inputs staged by each block") +
-         (how.mma ? ", int8 MMA" : ", dp4a");
+         (how.mma ? ", int8 MMA" : ", dp4a") + (how.held ? ", records in registers" : "");
 }
 
 // Attention whole, and cut into 3 and 5 key ranges: with up to 6 cached
@@ -427,17 +434,19 @@ TEST(PersistentKernel, EightTokensMatchTheReferenceAndReadEachWeightOnce) {
   }
 }
 
-// persistent_matmul=mma's rows (pk_piece_rows_mma) on their own, in one
-// block: a piece of 40 rows (tiles of 16, 16 and 8) starting at row 16 of a
-// 64-row matrix of 1,280 columns, so that the 8 warps take 2 or 1 of the 10
-// blocks of 128 columns each and their sums meet in shared memory. Against
-// float64 sums of the weights times the int8 inputs the block staged, for
-// 2, 5 and 8 tokens; rows outside the piece and tokens past the step keep
-// their values.
+// A piece's rows on their own, in one block, by persistent_matmul=mma's
+// rows (pk_piece_rows_mma, steps of several tokens) or by
+// persistent_records=registers' (pk_piece_rows_held, one token). Against
+// float64 sums of the weights times the int8 inputs the block staged; rows
+// outside the piece and tokens past the step keep their values.
+struct PieceCase {
+  int rows, cols, begin, end; // the matrix, and the piece's rows [begin, end)
+  bool held;                  // pk_piece_rows_held, else pk_piece_rows_mma
+};
 template <class T, class D, int N_MATS, int KIND>
-void check_mma_piece(uint32_t type, int n_tokens, unsigned seed) {
-  constexpr int kRows = 64, kCols = 1280, kBegin = 16, kEnd = 56;
-  constexpr int kBlocksPerRow = kCols / 128;
+void check_piece(uint32_t type, int n_tokens, unsigned seed, const PieceCase &shape) {
+  const int kRows = shape.rows, kCols = shape.cols, kBegin = shape.begin, kEnd = shape.end;
+  const int kBlocksPerRow = kCols / 128;
   Rng rng(seed);
   std::vector<HostWeight> mats;
   std::vector<Aligned> planar;
@@ -473,8 +482,9 @@ void check_mma_piece(uint32_t type, int n_tokens, unsigned seed) {
   }
   PersistentArgs a{};
   a.n_tokens = n_tokens;
-  a.mma = 1;
-  a.weights_offset = static_cast<int>(PK_SHARED_BYTES(kCols, n_tokens, true));
+  a.mma = shape.held ? 0 : 1;
+  a.held_records = shape.held ? 1 : 0;
+  a.weights_offset = static_cast<int>(PK_SHARED_BYTES(kCols, n_tokens, !shape.held));
   std::vector<unsigned char> staged_copy(size_t(n_tokens) * PK_STAGED_TOKEN_BYTES(kCols));
   emu::launch_cooperative({1, 1, 1}, PK_THREADS, a.weights_offset + N_MATS * piece_bytes + 32, [&] {
     BONSAI_DYNAMIC_SHARED(U32x4, shared);
@@ -489,8 +499,11 @@ void check_mma_piece(uint32_t type, int n_tokens, unsigned seed) {
                     w + kRows * row_codes + kBegin * row_scales, (kEnd - kBegin) * row_scales);
       }
     pk_stage_inputs(x.data(), nullptr, 1e-6f, kCols, n_tokens, staged, ctl);
-    pk_piece_rows_mma<T, mma_of<T>, N_MATS, KIND>(a, piece, buffer, staged, ctl,
-                                                  (float *)(buffer - PK_REDUCE_BYTES));
+    if (shape.held)
+      pk_piece_rows_held<T, D, N_MATS, KIND>(piece, buffer, staged, ctl);
+    else
+      pk_piece_rows_mma<T, mma_of<T>, N_MATS, KIND>(a, piece, buffer, staged, ctl,
+                                                    (float *)(buffer - PK_REDUCE_BYTES));
     if (threadIdx.x == 0)
       std::memcpy(staged_copy.data(), staged, staged_copy.size());
   });
@@ -535,13 +548,36 @@ void check_mma_piece(uint32_t type, int n_tokens, unsigned seed) {
     }
 }
 
+template <class T, class D>
+void check_piece_kinds(uint32_t type, int n_tokens, unsigned seed, const PieceCase &shape) {
+  check_piece<T, D, 1, PK_SET>(type, n_tokens, seed, shape);
+  check_piece<T, D, 1, PK_ADD>(type, n_tokens, seed + 1, shape);
+  check_piece<T, D, 2, PK_SWIGLU>(type, n_tokens, seed + 2, shape);
+}
+
+// The MMA rows: a piece of 40 rows (tiles of 16, 16 and 8) starting at row
+// 16 of a 64-row matrix of 1,280 columns, so that the 8 warps take 2 or 1
+// of the 10 blocks of 128 columns each and their sums meet in shared
+// memory; 2, 5 and 8 tokens.
 TEST(PersistentKernel, MmaRowsOfAPieceMatchFloat64SumsOfTheStagedInputs) {
   for (int n_tokens : {2, 5, 8}) {
-    check_mma_piece<TypeQ1_0, Dp4aQ1_0, 1, PK_SET>(kQ1_0, n_tokens, 10u + n_tokens);
-    check_mma_piece<TypeQ1_0, Dp4aQ1_0, 1, PK_ADD>(kQ1_0, n_tokens, 20u + n_tokens);
-    check_mma_piece<TypeQ1_0, Dp4aQ1_0, 2, PK_SWIGLU>(kQ1_0, n_tokens, 30u + n_tokens);
-    check_mma_piece<TypeQ2_0, Dp4aQ2_0, 1, PK_SET>(kQ2_0, n_tokens, 40u + n_tokens);
-    check_mma_piece<TypeQ2_0, Dp4aQ2_0, 2, PK_SWIGLU>(kQ2_0, n_tokens, 50u + n_tokens);
+    check_piece_kinds<TypeQ1_0, Dp4aQ1_0>(kQ1_0, n_tokens, 10u + n_tokens,
+                                          {64, 1280, 16, 56, false});
+    check_piece_kinds<TypeQ2_0, Dp4aQ2_0>(kQ2_0, n_tokens, 40u + n_tokens,
+                                          {64, 1280, 16, 56, false});
+  }
+}
+
+// The held records' rows at one token: the piece above (10 or 20 chunk
+// columns: lanes without one add nothing), and 300 rows of 4,608 columns
+// from row 100 of 420 (Q1_0 36 and Q2_0 72 chunks a row: lanes take 2 or 3
+// columns; a warp 38 rows, so two rounds of 32 sums for one matrix and
+// three of 16 rows for gate and up, the last ones part empty).
+TEST(PersistentKernel, HeldRecordRowsOfAPieceMatchFloat64SumsOfTheStagedInputs) {
+  for (const PieceCase &shape :
+       {PieceCase{64, 1280, 16, 56, true}, PieceCase{420, 4608, 100, 400, true}}) {
+    check_piece_kinds<TypeQ1_0, Dp4aQ1_0>(kQ1_0, 1, 60u + shape.rows, shape);
+    check_piece_kinds<TypeQ2_0, Dp4aQ2_0>(kQ2_0, 1, 70u + shape.rows, shape);
   }
 }
 

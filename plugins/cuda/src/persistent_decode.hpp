@@ -79,8 +79,9 @@ struct PersistentDecode {
   DeviceBuffer staged;
   size_t staged_offsets[kPersistentStages] = {}, sums_offsets[kPersistentStages] = {};
   size_t group_rows_offset = 0;
-  PinnedStatus status;    // the last launch's status, once the step has synchronized
-  int keys_per_range = 0; // persistent_keys_per_range (0: a key range per block)
+  PinnedStatus status;       // the last launch's status, once the step has synchronized
+  int keys_per_range = 0;    // persistent_keys_per_range (0: a key range per block)
+  bool held_records = false; // persistent_records=registers
   // By (sequences, tokens, key ranges) of the step: a step's tokens set its
   // weight buffer. At most 36 (sequences <= tokens <= 8) per count of key
   // ranges (one, or with keys_per_range up to 6: powers of two to 32), each

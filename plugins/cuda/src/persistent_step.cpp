@@ -58,7 +58,7 @@ struct PersistentArgs {
   DimsArg dims;
   SequenceArg sequences[kPersistentMaxSequences];
   CUdeviceptr partials, arrivals;
-  int32_t attention_splits, reserved;
+  int32_t attention_splits, held_records;
   CUdeviceptr trace; // PK_MARKS times per instruction, or 0
   CUdeviceptr q8[kPersistentStages], q8_sumsq[kPersistentStages], group_rows;
   int32_t quantize, q8_groups, n_layer, mma;
@@ -277,6 +277,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d), p->mma);
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
   p->keys_per_range = ctx.options.persistent_keys_per_range;
+  p->held_records = ctx.options.persistent_held_records;
   std::vector<LayerArg> layers;
   for (const LayerBinding &L : m.layers)
     layers.push_back({L.wq->data.get(), L.wk->data.get(), L.wv->data.get(), L.wo->data.get(),
@@ -307,18 +308,18 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->control = DeviceBuffer(device, p->counter_bytes + sizeof(PersistentStatus),
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
-  ctx.log.info(
-      strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
-                "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
-                "(%d at one token; %u bytes of shared memory per block at most), "
-                "inputs quantized by their %s, steps of several tokens multiplied "
-                "with %s, %d ms wait deadline",
-                kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
-                weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
-                weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
-                static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
-                p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
-                ctx.options.persistent_deadline_ms));
+  ctx.log.info(strformat(
+      "decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
+      "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
+      "(%d at one token; %u bytes of shared memory per block at most), "
+      "inputs quantized by their %s, steps of several tokens multiplied "
+      "with %s, single tokens with the input records in %s, %d ms wait deadline",
+      kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
+      weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
+      weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
+      static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
+      p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
+      p->held_records ? "registers" : "shared memory", ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
 
@@ -353,6 +354,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   args.partials = p.partials.get();
   args.arrivals = p.control.get() + p.arrivals_offset;
   args.attention_splits = plan.attention_splits;
+  args.held_records = p.held_records ? 1 : 0;
   args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens, p.mma));
   args.mma = p.mma ? 1 : 0;
   args.dims = {d.n_embd, d.n_head,      d.n_head_kv, d.head_dim,

@@ -102,6 +102,10 @@ ContextOptions parse_options(const char *options) {
     } else if (key == "persistent_keys_per_range") {
       parsed.persistent_keys_per_range =
           static_cast<int>(parse_whole(key, value, 1u << 30, "keys"));
+    } else if (key == "persistent_records") {
+      if (value != "shared" && value != "registers")
+        fail_invalid("option persistent_records=" + value + ": expected shared or registers");
+      parsed.persistent_held_records = value == "registers";
     } else if (key == "persistent_quantize") {
       if (value != "consumer" && value != "producer")
         fail_invalid("option persistent_quantize=" + value + ": expected consumer or producer");

@@ -69,6 +69,12 @@ struct ContextOptions {
   // range per block whatever the context, which at short contexts leaves
   // ranges of a few keys and the last one's merge on the critical path.
   int persistent_keys_per_range = 0;
+  // persistent_records=shared|registers: where a persistent single-token
+  // step's row dots read the input records from. shared (default): from
+  // shared memory for every row, 144 bytes per 16-byte weight chunk.
+  // registers: each lane holds its columns' records in registers for all
+  // the rows of an instruction, and a warp reduces 32 sums at once.
+  bool persistent_held_records = false;
   // persistent_deadline_ms=N: the longest a persistent decode block waits
   // for another before the launch gives up and reports where it stalled.
   int persistent_deadline_ms = 1000;

@@ -32,9 +32,8 @@
 // dot(codes, x) / d of one chunk, for each planar type.
 struct Dp4aQ1_0 {
   static const int CHUNKS = 1; // 16-byte chunks per weight block
-  static __device__ __forceinline__ int group_dot(u32 bits, const U32x4 *lo_p, const U32x4 *hi_p) {
+  static __device__ __forceinline__ int group_dot(u32 bits, const U32x4 &lo, const U32x4 &hi) {
     const u32 m = 0x01010101u;
-    const U32x4 lo = load_shared_u32x4(lo_p), hi = load_shared_u32x4(hi_p);
     int s = dp4a_u8_s8(bits & m, lo.x, 0);
     s = dp4a_u8_s8((bits >> 1) & m, lo.y, s);
     s = dp4a_u8_s8((bits >> 2) & m, lo.z, s);
@@ -43,6 +42,34 @@ struct Dp4aQ1_0 {
     s = dp4a_u8_s8((bits >> 5) & m, hi.y, s);
     s = dp4a_u8_s8((bits >> 6) & m, hi.z, s);
     return dp4a_u8_s8((bits >> 7) & m, hi.w, s);
+  }
+  // A chunk's record in registers (Held): its eight words of int8 values,
+  // four scales, and the two halves' sums of scale * q added up.
+  struct Held {
+    U32x4 q[8];
+    U32x4 scale;
+    float offset;
+  };
+  static __device__ __forceinline__ Held hold(const Q8Record &r, const float *offsets, int) {
+    Held h;
+    for (int i = 0; i < 8; ++i)
+      h.q[i] = load_shared_u32x4((const U32x4 *)r.q + i);
+    h.scale = load_shared_u32x4((const U32x4 *)r.scale);
+    h.offset = offsets[0] + offsets[1];
+    return h;
+  }
+  static __device__ __forceinline__ float held_dot(const U32x4 &w, const Held &h) {
+    const float s = __uint_as_float(h.scale.x) * (float)group_dot(w.x, h.q[0], h.q[1]) +
+                    __uint_as_float(h.scale.y) * (float)group_dot(w.y, h.q[2], h.q[3]) +
+                    __uint_as_float(h.scale.z) * (float)group_dot(w.z, h.q[4], h.q[5]) +
+                    __uint_as_float(h.scale.w) * (float)group_dot(w.w, h.q[6], h.q[7]);
+    return 2.0f * s - h.offset;
+  }
+  // The same sum with the record in shared memory, each group's words
+  // loaded just before its dot (fewer registers live than a Held).
+  static __device__ __forceinline__ int group_dot(u32 bits, const U32x4 *lo_p, const U32x4 *hi_p) {
+    const U32x4 lo = load_shared_u32x4(lo_p), hi = load_shared_u32x4(hi_p);
+    return group_dot(bits, lo, hi);
   }
   static __device__ __forceinline__ float chunk_dot(const U32x4 &w, const Q8Record &r,
                                                     const float *offsets, int) {
@@ -57,13 +84,39 @@ struct Dp4aQ1_0 {
 };
 struct Dp4aQ2_0 {
   static const int CHUNKS = 2; // a chunk is half a block: 64 codes, groups 2 part and 2 part + 1
-  static __device__ __forceinline__ int word_dot(u32 codes, const U32x4 *q_p, int s) {
+  static __device__ __forceinline__ int word_dot(u32 codes, const U32x4 &q, int s) {
     const u32 m = 0x03030303u;
-    const U32x4 q = load_shared_u32x4(q_p);
     s = dp4a_u8_s8(codes & m, q.x, s);
     s = dp4a_u8_s8((codes >> 2) & m, q.y, s);
     s = dp4a_u8_s8((codes >> 4) & m, q.z, s);
     return dp4a_u8_s8((codes >> 6) & m, q.w, s);
+  }
+  // A chunk's half record in registers: its four words of int8 values, two
+  // scales and that half's sum of scale * q.
+  struct Held {
+    U32x4 q[4];
+    float scale[2];
+    float offset;
+  };
+  static __device__ __forceinline__ Held hold(const Q8Record &r, const float *offsets, int part) {
+    Held h;
+    for (int i = 0; i < 4; ++i)
+      h.q[i] = load_shared_u32x4((const U32x4 *)r.q + 4 * part + i);
+    h.scale[0] = r.scale[2 * part];
+    h.scale[1] = r.scale[2 * part + 1];
+    h.offset = offsets[part];
+    return h;
+  }
+  static __device__ __forceinline__ float held_dot(const U32x4 &w, const Held &h) {
+    const int lo = word_dot(w.y, h.q[1], word_dot(w.x, h.q[0], 0));
+    const int hi = word_dot(w.w, h.q[3], word_dot(w.z, h.q[2], 0));
+    return h.scale[0] * (float)lo + h.scale[1] * (float)hi - h.offset;
+  }
+  // The same sum with the record in shared memory, each word loaded just
+  // before its dot.
+  static __device__ __forceinline__ int word_dot(u32 codes, const U32x4 *q_p, int s) {
+    const U32x4 q = load_shared_u32x4(q_p);
+    return word_dot(codes, q, s);
   }
   static __device__ __forceinline__ float chunk_dot(const U32x4 &w, const Q8Record &r,
                                                     const float *offsets, int part) {

@@ -119,7 +119,10 @@ struct PersistentArgs {
   // each launch): the last one merges them.
   float *partials;
   int *arrivals; // [layer][PK_MAX_SEQUENCES][n_head_kv]
-  int attention_splits, reserved2;
+  int attention_splits;
+  // Option persistent_records=registers (held_records != 0): single-token
+  // steps multiply with the input records in registers (pk_piece_rows_held).
+  int held_records;
   // PK_MARKS times per instruction (n_instrs of them), or null: no trace.
   unsigned long long *trace;
   // Option persistent_quantize=producer (quantize != 0): whoever completes
@@ -682,6 +685,79 @@ __device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
   }
 }
 
+// persistent_records=registers, single-token steps: one piece's rows with
+// each lane holding its chunk columns' input records in registers (column
+// j of every row is lane j % 32's), so that a chunk dot reads only its
+// 16 bytes of weights from shared memory, where pk_piece_rows reads the
+// chunk's 144-byte record again for every row. A warp sums PK_HELD_SUMS
+// (row, matrix) pairs at a time, rows warp, warp + PK_WARPS, ..., each lane
+// over its columns; then one transposed reduction leaves lane l the total
+// of pair l (31 shuffles for 32 sums, where a reduction per row takes 5
+// each).
+#define PK_HELD_SUMS 32 // one per lane after the reduction
+// One step of the transposed reduction of a warp's PK_HELD_SUMS sums: a
+// lane keeps the half of its first 2 * HALF sums whose index has its lane
+// bit HALF, adds its partner's copy of that half and sends it the other
+// half. After the steps of 16, 8, 4, 2 and 1, a lane's sum[0] is the sum
+// of pair `lane` over all lanes. (A template, so that every index is a
+// constant and the sums stay in registers.)
+template <int HALF>
+__device__ __forceinline__ void pk_reduce_step(float (&sum)[PK_HELD_SUMS], int lane) {
+  const bool upper = (lane & HALF) != 0;
+  BONSAI_UNROLL
+  for (int k = 0; k < HALF; ++k) {
+    const float keep = upper ? sum[k + HALF] : sum[k];
+    const float send = upper ? sum[k] : sum[k + HALF];
+    sum[k] = keep + __shfl_xor_sync(0xffffffffu, send, HALF);
+  }
+}
+template <class T, class D, int N_MATS, int KIND>
+__device__ void pk_piece_rows_held(const PkPiece &p, const unsigned char *buffer,
+                                   const unsigned char *staged, const PkControl *ctl) {
+  constexpr int ROWS = PK_HELD_SUMS / N_MATS; // rows a warp takes at a time
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int rows = p.row_end - p.row_begin, n_blocks = p.cols / 128;
+  const int chunks_per_row = n_blocks * D::CHUNKS;
+  const size_t codes_bytes = (size_t)rows * n_blocks * T::PAYLOAD;
+  const Q8Record *const records = (const Q8Record *)staged; // the step's one token
+  const float *const offsets = (const float *)(records + n_blocks);
+  const float scale = ctl->scales[0];
+  for (int first = warp; first < rows; first += PK_WARPS * ROWS) {
+    float sum[PK_HELD_SUMS]; // pair m * ROWS + i: matrix m, row first + i * PK_WARPS
+    for (int k = 0; k < PK_HELD_SUMS; ++k)
+      sum[k] = 0.0f;
+    for (int j = lane; j < chunks_per_row; j += 32) {
+      const int b = j / D::CHUNKS;
+      const typename D::Held held = D::hold(records[b], offsets + 2 * b, j % D::CHUNKS);
+      BONSAI_UNROLL
+      for (int i = 0; i < ROWS; ++i) {
+        const int r = first + i * PK_WARPS;
+        if (r >= rows) // the same for the whole warp
+          continue;
+        BONSAI_UNROLL
+        for (int m = 0; m < N_MATS; ++m) {
+          const unsigned char *const w = buffer + p.shared[m];
+          const U32x4 codes =
+              load_shared_u32x4((const U32x4 *)(w + ((size_t)r * chunks_per_row + j) * 16));
+          const float d = half_to_float(((const u16 *)(w + codes_bytes))[(size_t)r * n_blocks + b]);
+          sum[m * ROWS + i] += d * D::held_dot(codes, held);
+        }
+      }
+    }
+    pk_reduce_step<16>(sum, lane);
+    pk_reduce_step<8>(sum, lane);
+    pk_reduce_step<4>(sum, lane);
+    pk_reduce_step<2>(sum, lane);
+    pk_reduce_step<1>(sum, lane);
+    // Lane i (< ROWS) has matrix 0's row first + i * PK_WARPS; with gate
+    // and up, lane i + ROWS has the row's up.
+    const float up = N_MATS == 2 ? __shfl_xor_sync(0xffffffffu, sum[0], ROWS) : sum[0];
+    const int r = first + lane * PK_WARPS;
+    if (lane < ROWS && r < rows)
+      pk_put_output<KIND>(p.out + p.row_begin + r, sum[0] * scale, up * scale);
+  }
+}
+
 // persistent_matmul=mma, steps of 2 or more tokens: one piece's rows on
 // the int8 tensor cores, a 16-row tile at a time. The step's tokens are
 // the MMA's 8 columns, so each weight is decoded once for all of them, and
@@ -834,7 +910,10 @@ __device__ void pk_rows(const PersistentArgs &a, const PkPiece &p, const unsigne
                                           (float *)(buffer - PK_REDUCE_BYTES));
   // One token: its own compact loop (looping over 8 tokens' code, the
   // i-cache missed at every absent token's branch: 17.8 % of the stall
-  // samples on an H200).
+  // samples on an H200), or with persistent_records=registers the records
+  // held in registers.
+  else if (a.n_tokens == 1 && a.held_records != 0)
+    pk_piece_rows_held<T, D, N_MATS, KIND>(p, buffer, staged, ctl);
   else if (a.n_tokens == 1)
     pk_piece_rows<T, D, N_MATS, KIND, 1>(a, p, buffer, staged, ctl);
   else
