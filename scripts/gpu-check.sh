@@ -212,8 +212,10 @@ targets_section() {
     for name in 1.7b_q1_0 8b_q1_0 8b_q2_0; do
       f="$models/${name%_q*}-q${name#*_q}.gguf"
       files[$name]="$f"
-      [ -f "$f" ] || step "make_$name" 150 "$bin/bonsai-gguf" make-model --preset "${name%_q*}" \
-        --type "q${name#*_q}" --vocab "$data/qwen3-vocab.gguf" -o "$f"
+      # Written aside and renamed, so that a step cut short leaves no file.
+      [ -f "$f" ] || step "make_$name" 150 bash -c '"$1" make-model --preset "$2" --type "$3" \
+        --vocab "$4" -o "$5.tmp" && mv "$5.tmp" "$5"' make "$bin/bonsai-gguf" "${name%_q*}" \
+        "q${name#*_q}" "$data/qwen3-vocab.gguf" "$f"
     done
     note="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); copy bandwidth $gbs GB/s"
   fi
