@@ -49,6 +49,25 @@ double cosine(const std::vector<float> &a, const std::vector<float> &b) {
   return ab / std::sqrt(aa * bb);
 }
 
+// Tiny-q1's greedy continuation with `options`, checked against the
+// reference's tokens, and the plugin's log at `level` while it ran.
+std::string log_of_greedy(const std::string &options,
+                          bonsai::LogLevel level = bonsai::LogLevel::info) {
+  const bonsai::LogLevel saved = bonsai::log_level();
+  bonsai::set_log_level(level);
+  testing::internal::CaptureStderr();
+  std::vector<int32_t> greedy;
+  {
+    const bonsai::Engine engine = open_tiny_q1_cuda(options);
+    bonsai::Session session = engine.create_session();
+    greedy = tiny_q1_greedy(session);
+  }
+  const std::string log = testing::internal::GetCapturedStderr();
+  bonsai::set_log_level(saved);
+  EXPECT_EQ(greedy, kTinyQ1Greedy) << options;
+  return log;
+}
+
 TEST(CudaPersistentDecode, EveryStepIsOneLaunchAndTheGreedyTokensAreTheReferences) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
@@ -115,16 +134,7 @@ TEST(CudaPersistentDecode, RecordsInRegistersKeepTheReferenceTokensAndLogits) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   const std::string held = std::string(kPersistent) + ";persistent_records=registers";
-  {
-    const LevelGuard level;
-    testing::internal::CaptureStderr();
-    const bonsai::Engine engine = open_tiny_q1_cuda(held);
-    bonsai::Session session = engine.create_session();
-    const std::vector<int32_t> greedy = tiny_q1_greedy(session);
-    const std::string log = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(greedy, kTinyQ1Greedy);
-    EXPECT_THAT(log, HasSubstr("single tokens with the input records in registers"));
-  }
+  EXPECT_THAT(log_of_greedy(held), HasSubstr("single tokens with the input records in registers"));
   // The logits of single tokens after the prompt, both ways.
   const auto next_logits = [](const std::string &options) {
     const bonsai::Engine engine = open_tiny_q1_cuda(options);
@@ -148,19 +158,7 @@ TEST(CudaPersistentDecode, KeysPerRangeSetsEachStepsKeyRangesByItsContext) {
   for (const auto &[option, ranges] : {std::pair<std::string, std::string>{"", "2 key range(s)"},
                                        {";persistent_keys_per_range=8", "1 key range(s)"},
                                        {";persistent_keys_per_range=4", "2 key range(s)"}}) {
-    SCOPED_TRACE(option);
-    const bonsai::LogLevel saved = bonsai::log_level();
-    bonsai::set_log_level(bonsai::LogLevel::debug);
-    testing::internal::CaptureStderr();
-    std::vector<int32_t> greedy;
-    {
-      const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent + option);
-      bonsai::Session session = engine.create_session();
-      greedy = tiny_q1_greedy(session);
-    }
-    const std::string log = testing::internal::GetCapturedStderr();
-    bonsai::set_log_level(saved);
-    EXPECT_EQ(greedy, kTinyQ1Greedy);
+    const std::string log = log_of_greedy(kPersistent + option, bonsai::LogLevel::debug);
     // The prompt's 8-token plan and the single tokens' plan.
     EXPECT_THAT(log, HasSubstr("a plan for 1 sequence(s) and 8 token(s) a step"));
     EXPECT_THAT(log, HasSubstr("a plan for 1 sequence(s) and 1 token(s) a step"));
@@ -180,16 +178,7 @@ TEST(CudaPersistentDecode, ProducerQuantizedInputsKeepTheReferenceTokensAndLogit
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   const std::string readers_option = std::string(kPersistent) + ";persistent_quantize=consumer";
-  {
-    const LevelGuard level;
-    testing::internal::CaptureStderr();
-    const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent);
-    bonsai::Session session = engine.create_session();
-    const std::vector<int32_t> greedy = tiny_q1_greedy(session);
-    const std::string log = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(greedy, kTinyQ1Greedy);
-    EXPECT_THAT(log, HasSubstr("inputs quantized by their producers"));
-  }
+  EXPECT_THAT(log_of_greedy(kPersistent), HasSubstr("inputs quantized by their producers"));
   const std::vector<float> readers = prompt_logits(open_tiny_q1_cuda(readers_option));
   const std::vector<float> producers = prompt_logits(open_tiny_q1_cuda(kPersistent));
   ASSERT_EQ(producers.size(), readers.size());
@@ -204,16 +193,8 @@ TEST(CudaPersistentDecode, MmaStepsKeepTheReferenceTokensAndLogits) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   const std::string dp4a_option = std::string(kPersistent) + ";persistent_matmul=dp4a";
-  {
-    const LevelGuard level;
-    testing::internal::CaptureStderr();
-    const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent);
-    bonsai::Session session = engine.create_session();
-    const std::vector<int32_t> greedy = tiny_q1_greedy(session);
-    const std::string log = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(greedy, kTinyQ1Greedy);
-    EXPECT_THAT(log, HasSubstr("steps of several tokens multiplied with the int8 MMA"));
-  }
+  EXPECT_THAT(log_of_greedy(kPersistent),
+              HasSubstr("steps of several tokens multiplied with the int8 MMA"));
   {
     // dp4a, asked for, with the readers quantizing: the path before either
     // default, still the reference's tokens.
@@ -233,13 +214,7 @@ TEST(CudaPersistentDecode, MmaOnADeviceWithoutItSaysSoAndKeepsDp4a) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   const EnvGuard turing("BONSAI_FAKE_CUDA_COMPUTE", std::string("7.5"));
-  const LevelGuard level;
-  testing::internal::CaptureStderr();
-  const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent);
-  bonsai::Session session = engine.create_session();
-  const std::vector<int32_t> greedy = tiny_q1_greedy(session);
-  const std::string log = testing::internal::GetCapturedStderr();
-  EXPECT_EQ(greedy, kTinyQ1Greedy);
+  const std::string log = log_of_greedy(kPersistent);
   EXPECT_THAT(log, HasSubstr("persistent_matmul=mma does not apply (the int8 MMA needs compute "
                              "capability 8.0, this device has 7.x): multiplying with dp4a"));
   EXPECT_THAT(log, HasSubstr("steps of several tokens multiplied with dp4a"));
