@@ -208,14 +208,9 @@ targets_section() {
   else
     measure_bandwidth
     gbs="$copy_gbs"
-    wait "$models_pid" 2>/dev/null
+    # The background maker makes these three first.
     for name in 1.7b_q1_0 8b_q1_0 8b_q2_0; do
-      f="$models/${name%_q*}-q${name#*_q}.gguf"
-      files[$name]="$f"
-      # Written aside and renamed, so that a step cut short leaves no file.
-      [ -f "$f" ] || step "make_$name" 150 bash -c '"$1" make-model --preset "$2" --type "$3" \
-        --vocab "$4" -o "$5.tmp" && mv "$5.tmp" "$5"' make "$bin/bonsai-gguf" "${name%_q*}" \
-        "q${name#*_q}" "$data/qwen3-vocab.gguf" "$f"
+      files[$name]="$models/${name%_q*}-q${name#*_q}.gguf"
     done
     note="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); copy bandwidth $gbs GB/s"
   fi
@@ -223,15 +218,17 @@ targets_section() {
   [ "$gbs" != none ] && limit=(--bandwidth "$gbs")
   local reps_here="$reps"
   [ "$mode" = fake ] && reps_here=1
+  local limit_s=120
+  [ "$mode" = fake ] && limit_s=300 # emulated kernels on one core
   for name in 1.7b_q1_0 8b_q1_0 8b_q2_0; do
     f="${files[$name]}"
-    [ -f "$f" ] || continue
-    step "targets_$name" 120 "$bin/bonsai" bench -m "$f" --backend cuda -r "$reps_here" \
+    wait_for_model "$f" || continue
+    step "targets_$name" "$limit_s" "$bin/bonsai" bench -m "$f" --backend cuda -r "$reps_here" \
       -p "$pp" -n "$tg" "${limit[@]}" -o jsonl
-    step "targets_${name}_d4096" 120 "$bin/bonsai" bench -m "$f" --backend cuda -r "$reps_here" \
+    step "targets_${name}_d4096" "$limit_s" "$bin/bonsai" bench -m "$f" --backend cuda -r "$reps_here" \
       -p 0 -n "$tg" -d "$depth" "${limit[@]}" -o jsonl
     if [ "$name" != 1.7b_q1_0 ]; then
-      step "targets_${name}_parallel" 120 "$bin/bonsai" bench -m "$f" --backend cuda \
+      step "targets_${name}_parallel" "$limit_s" "$bin/bonsai" bench -m "$f" --backend cuda \
         -r "$reps_here" -p 0 -n "$par_n" -np "1,$np" -o jsonl
     fi
     if [ -x "$llama_build/bin/llama-bench" ]; then
@@ -245,7 +242,7 @@ targets_section() {
   # The whole program to its first token, page cache and PTX cache warm:
   # the second of two runs.
   f="${files[8b_q1_0]}"
-  [ -f "$f" ] && step targets_load 120 bash -c '
+  [ -f "$f" ] && step targets_load "$limit_s" bash -c '
     for run in 1 2; do
       start=$(date +%s.%N)
       "$1" run -m "$2" --backend cuda -p hi -n 1 --temp 0 || exit 1
@@ -253,7 +250,24 @@ targets_section() {
     done
     awk -v a="$start" -v b="$end" "BEGIN { printf \"warm run to its first token: %.2f s\\n\", b - a }"
   ' targets_load "$bin/bonsai" "$f"
-  python3 "$root/scripts/gpu-targets.py" "$logs" --note "$note" 2>&1 | tee -a "$summary"
+  local table="$logs/targets_table.txt" rc=0
+  python3 "$root/scripts/gpu-targets.py" "$logs" --note "$note" >"$table" 2>&1 || rc=$?
+  tee -a "$summary" <"$table"
+  # A table that could not be made fails the check; with --fake, whose
+  # every step runs, so does a target without a figure.
+  if [ "$rc" -ne 0 ] || { [ "$mode" = fake ] && grep -q 'no figure' "$table"; }; then
+    echo "targets_table                FAIL(rc=$rc or a target without a figure)" | tee -a "$summary"
+  fi
+}
+
+# Waits until the background maker has written model file $1 (or has
+# stopped, or the deadline is near); false if the file is not there.
+wait_for_model() {
+  while [ ! -f "$1" ] && [ -n "${models_pid:-}" ] && kill -0 "$models_pid" 2>/dev/null &&
+    [ $((deadline - $(date +%s))) -gt 30 ]; do
+    sleep 1
+  done
+  [ -f "$1" ]
 }
 
 if [ "$mode" = fake ]; then
@@ -343,13 +357,20 @@ models="${GPU_CHECK_MODELS:-/tmp/bonsai-models}"
 mkdir -p "$models"
 shapes="${GPU_CHECK_SHAPES:-1.7b 4b 8b}"
 types="${GPU_CHECK_TYPES:-q1_0 q2_0}"
+# The targets section's files first when it runs (it waits for each).
+wanted_models=()
+wanted targets && wanted_models+=(1.7b:q1_0 8b:q1_0 8b:q2_0)
+for s in $shapes; do
+  for t in $types; do
+    wanted_models+=("$s:$t")
+  done
+done
 (
-  for s in $shapes; do
-    for t in $types; do
-      f="$models/$s-$t.gguf"
-      [ -f "$f" ] || "$bin/bonsai-gguf" make-model --preset "$s" --type "$t" \
-        --vocab "$data/qwen3-vocab.gguf" -o "$f.tmp" && mv "$f.tmp" "$f"
-    done
+  for item in "${wanted_models[@]}"; do
+    s="${item%%:*}" t="${item#*:}"
+    f="$models/$s-$t.gguf"
+    [ -f "$f" ] || { "$bin/bonsai-gguf" make-model --preset "$s" --type "$t" \
+      --vocab "$data/qwen3-vocab.gguf" -o "$f.tmp" && mv "$f.tmp" "$f"; }
   done
 ) >"$logs/make_models.log" 2>&1 &
 models_pid=$!

@@ -42,12 +42,10 @@ TARGETS = [
 ]
 
 
-class LogError(Exception):
-    pass
-
-
 def json_rows(path):
-    """The JSON objects of a log, one per line that starts with '{'."""
+    """The JSON objects of a log, one per line that starts with '{'. A line
+    that does not parse (a row cut short when its step ran out of time) is
+    left out, with a note on stderr: its target then has no figure."""
     if not os.path.exists(path):
         return []
     rows = []
@@ -59,7 +57,8 @@ def json_rows(path):
             try:
                 rows.append(json.loads(line))
             except ValueError as error:
-                raise LogError(f"{path}:{number}: not a JSON row: {error}") from None
+                print(f"gpu-targets.py: {path}:{number}: left out, not a JSON row: {error}",
+                      file=sys.stderr)
     return rows
 
 
@@ -177,11 +176,7 @@ def main(argv):
     if not os.path.isdir(argv[1]):
         print(f"gpu-targets.py: no such folder: {argv[1]}", file=sys.stderr)
         return 2
-    try:
-        results = evaluate(argv[1])
-    except LogError as error:
-        print(f"gpu-targets.py: {error}", file=sys.stderr)
-        return 1
+    results = evaluate(argv[1])
     if len(argv) == 4:
         print(argv[3])
     print(table(results))

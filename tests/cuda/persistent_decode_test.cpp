@@ -148,23 +148,30 @@ TEST(CudaPersistentDecode, RecordsInRegistersKeepTheReferenceTokensAndLogits) {
 }
 
 // persistent_keys_per_range=N: a step's attention is cut into as many key
-// ranges as give each N keys (a power of two, at most the grid-filling
-// count). Tiny-q1 has 2 KV heads on the fake device's 4 blocks: 2 ranges by
-// default. Its steps reach at most 11 keys, so 8 keys a range leave one
-// range (no merge), and 4 keys leave 2. The tokens stay the reference's.
+// ranges as give each N of its cached keys (a power of two, at most the
+// grid-filling count). Tiny-q1 has 2 KV heads on the fake device's 4
+// blocks: 2 ranges by default. The 8-token prompt finds no cached keys (1
+// range with the option); the single tokens after it find 8 to 10: 8 keys a
+// range leave them 1 range (no merge), 4 keys 2. The tokens stay the
+// reference's.
 TEST(CudaPersistentDecode, KeysPerRangeSetsEachStepsKeyRangesByItsContext) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  for (const auto &[option, ranges] : {std::pair<std::string, std::string>{"", "2 key range(s)"},
-                                       {";persistent_keys_per_range=8", "1 key range(s)"},
-                                       {";persistent_keys_per_range=4", "2 key range(s)"}}) {
-    const std::string log = log_of_greedy(kPersistent + option, bonsai::LogLevel::debug);
-    // The prompt's 8-token plan and the single tokens' plan.
-    EXPECT_THAT(log, HasSubstr("a plan for 1 sequence(s) and 8 token(s) a step"));
-    EXPECT_THAT(log, HasSubstr("a plan for 1 sequence(s) and 1 token(s) a step"));
-    const std::string other = ranges[0] == '1' ? "2 key range(s)" : "1 key range(s)";
-    EXPECT_THAT(log, HasSubstr("attention in " + ranges));
-    EXPECT_THAT(log, Not(HasSubstr("attention in " + other)));
+  struct Case {
+    std::string option;
+    int prompt_ranges, single_ranges;
+  };
+  for (const Case &c : {Case{"", 2, 2}, Case{";persistent_keys_per_range=8", 1, 1},
+                        Case{";persistent_keys_per_range=4", 1, 2}}) {
+    SCOPED_TRACE(c.option);
+    const std::string log = log_of_greedy(kPersistent + c.option, bonsai::LogLevel::debug);
+    const auto plan = [](int tokens, int ranges) {
+      return "a plan for 1 sequence(s), " + std::to_string(tokens) + " token(s) and " +
+             std::to_string(ranges) + " key range(s) a step";
+    };
+    EXPECT_THAT(log, HasSubstr(plan(8, c.prompt_ranges)));
+    EXPECT_THAT(log, HasSubstr(plan(1, c.single_ranges)));
+    EXPECT_THAT(log, Not(HasSubstr(plan(1, 3 - c.single_ranges))));
   }
 }
 

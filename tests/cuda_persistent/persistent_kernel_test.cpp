@@ -190,7 +190,6 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   const int max_cols = std::max({s.n_embd, s.n_head * s.head_dim, s.n_ff});
   a.weights_offset = static_cast<int>(PK_SHARED_BYTES(max_cols, n_tokens, how.mma));
   a.mma = how.mma ? 1 : 0;
-  a.held_records = how.held ? 1 : 0;
   a.partials = partials.data();
   a.arrivals = arrivals.data();
   a.attention_splits = splits;
@@ -228,7 +227,12 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   emu::lose_signal_at = fault == Fault::lost_signal ? 5 : 0;
   emu::schedule_seed = seed;
   emu::launch_cooperative({kBlocks, 1, 1}, PK_THREADS, a.weights_offset + shape.weight_buffer_bytes,
-                          [&] { decode_persistent<T, D, mma_of<T>, KV>(a); });
+                          [&] {
+                            if (how.held)
+                              decode_persistent<T, D, mma_of<T>, KV, true>(a);
+                            else
+                              decode_persistent<T, D, mma_of<T>, KV, false>(a);
+                          });
   emu::ignore_fences = false;
   emu::lose_signal_at = 0;
   for (auto &p : parts)
@@ -347,9 +351,9 @@ TEST(PersistentKernel, LongContextDecodeMatchesTheFloat64Reference) {
   const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
   const bonsai::test::RefModel ref = host.reference();
   DeviceModel dev(host);
-  for (const Launch how :
-       {Launch{.splits = 1}, Launch{.splits = 3}, Launch{.splits = 1, .producer = true},
-        Launch{.splits = 3, .mma = true}}) {
+  for (const Launch how : {Launch{.splits = 1}, Launch{.splits = 3},
+                           Launch{.splits = 1, .producer = true}, Launch{.splits = 3, .mma = true},
+                           Launch{.splits = 3, .producer = true, .mma = true, .held = true}}) {
     bonsai::test::RefForward reference(ref);
     Sequence<float> seq(host.shape);
     double worst = 1.0;
@@ -483,7 +487,6 @@ void check_piece(uint32_t type, int n_tokens, unsigned seed, const PieceCase &sh
   PersistentArgs a{};
   a.n_tokens = n_tokens;
   a.mma = shape.held ? 0 : 1;
-  a.held_records = shape.held ? 1 : 0;
   a.weights_offset = static_cast<int>(PK_SHARED_BYTES(kCols, n_tokens, !shape.held));
   std::vector<unsigned char> staged_copy(size_t(n_tokens) * PK_STAGED_TOKEN_BYTES(kCols));
   emu::launch_cooperative({1, 1, 1}, PK_THREADS, a.weights_offset + N_MATS * piece_bytes + 32, [&] {

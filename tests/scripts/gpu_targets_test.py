@@ -119,19 +119,23 @@ class GpuTargets(unittest.TestCase):
         self.assertEqual(len(lines), 1 + len(gpu_targets.TARGETS) + 1)
         self.assertEqual(lines[-1], f"2 of {len(gpu_targets.TARGETS)} targets met")
 
-    def test_a_broken_row_or_a_bad_call_is_one_clear_error(self):
-        self.write("targets_8b_q1_0", '{"test": "tg128", "median_ts": ')
-        err = io.StringIO()
-        with redirect_stderr(err), redirect_stdout(io.StringIO()):
-            self.assertEqual(gpu_targets.main(["gpu-targets.py", self.logs]), 1)
-        self.assertIn("targets_8b_q1_0.log:3: not a JSON row", err.getvalue())
+    def test_a_row_cut_short_is_left_out_with_a_note(self):
+        self.write("targets_8b_q1_0", bonsai("pp512", 21000.0), '{"test": "tg128", "median_ts": ')
+        err, out = io.StringIO(), io.StringIO()
+        with redirect_stderr(err), redirect_stdout(out):
+            self.assertEqual(gpu_targets.main(["gpu-targets.py", self.logs]), 0)
+        self.assertIn("targets_8b_q1_0.log:4: left out, not a JSON row", err.getvalue())
+        rows = {line.split("  ")[0]: line for line in out.getvalue().splitlines()}
+        self.assertTrue(rows["tg, 8B Q1_0 (t/s)"].endswith("no figure"))
+        self.assertTrue(rows["pp, 8B Q1_0 (t/s)"].endswith("met"))
+
+    def test_a_bad_call_is_one_clear_error(self):
         for argv in (["gpu-targets.py"], ["gpu-targets.py", os.path.join(self.logs, "none")],
                      ["gpu-targets.py", self.logs, "--title", "x"]):
             err = io.StringIO()
             with redirect_stderr(err):
                 self.assertEqual(gpu_targets.main(argv), 2)
             self.assertTrue(err.getvalue().startswith(("usage:", "gpu-targets.py:")))
-
 
 if __name__ == "__main__":
     unittest.main()

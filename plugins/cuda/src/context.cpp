@@ -39,6 +39,7 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
       persistent_decode_wanted(ctx.options.decode, facts.compute_major),
       ctx.options.tensor_cores && ctx.options.attention_tc,
       facts.shared_per_block_optin};
+  kernel_config.persistent_held = ctx.options.persistent_held_records;
   ctx.kernels = std::make_unique<Kernels>(*ctx.device, kernel_config);
   ctx.stager = std::make_unique<UploadStager>(*ctx.device, ctx.log, ctx.options.upload_chunk_bytes);
   if (ctx.options.programmatic_launch) {

@@ -16,6 +16,7 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
       tensor_cores_(config.tensor_cores && config.compute_major >= 7 && !int8_mma_),
       int8_gemv_(config.int8_gemv),
       persistent_(config.persistent && config.int8_gemv && config.compute_major >= 7),
+      persistent_held_(persistent_ && config.persistent_held),
       persistent_wanted_(config.persistent),
       attention_tc_(config.attention_tc && config.compute_major >= 8),
       compute_major_(config.compute_major) {
@@ -48,6 +49,7 @@ Kernels::Kernels(const Device &device, const KernelLoadConfig &config)
           (program.feature == ProgramFeature::int8_mma && !int8_mma_) ||
           (program.feature == ProgramFeature::int8_gemv && !int8_gemv_) ||
           (program.feature == ProgramFeature::persistent && !persistent_) ||
+          (program.feature == ProgramFeature::persistent_held && !persistent_held_) ||
           (program.feature == ProgramFeature::attention_tc && !attention_tc_))
         continue; // not for this device, or its option is off
       CUmodule module = nullptr;

@@ -23,6 +23,7 @@ struct KernelLoadConfig {
   bool persistent = false;        // build the persistent decode kernel (persistent_decode_wanted)
   bool attention_tc = true;       // prefill attention on tensor cores where the device has them
   int shared_per_block_optin = 0; // the device's opt-in shared memory per block (0: unknown)
+  bool persistent_held = false;   // also its held-records kernels (persistent_records=registers)
 };
 
 class Kernels {
@@ -52,6 +53,8 @@ public:
   bool persistent() const { return persistent_; }
   // Whether the options asked for them (they may still not be built).
   bool persistent_wanted() const { return persistent_wanted_; }
+  // Whether its held-records kernels were built too (persistent_records=registers).
+  bool persistent_held() const { return persistent_held_; }
   // Whether prefill attention may run on f16 tensor cores (8.0+).
   bool attention_tc() const { return attention_tc_; }
   // The device's compute capability, major number.
@@ -63,6 +66,7 @@ private:
   bool tensor_cores_ = false;
   bool int8_gemv_ = false;
   bool persistent_ = false;
+  bool persistent_held_ = false;
   bool persistent_wanted_ = false;
   bool attention_tc_ = false;
   int compute_major_ = 0;

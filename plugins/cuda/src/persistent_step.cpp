@@ -58,7 +58,7 @@ struct PersistentArgs {
   DimsArg dims;
   SequenceArg sequences[kPersistentMaxSequences];
   CUdeviceptr partials, arrivals;
-  int32_t attention_splits, held_records;
+  int32_t attention_splits, reserved;
   CUdeviceptr trace; // PK_MARKS times per instruction, or 0
   CUdeviceptr q8[kPersistentStages], q8_sumsq[kPersistentStages], group_rows;
   int32_t quantize, q8_groups, n_layer, mma;
@@ -108,7 +108,7 @@ std::string unsupported_reason(const Kernels &kernels, const BoundModel &m, std:
     for (const Weight *w : {L.wq, L.wk, L.wv, L.wo, L.w_gate, L.w_up, L.w_down})
       if (w->layout.type != type)
         return "its layer matrices are not all of one type";
-  *kernel = persistent_decode_name(type, m.kv_bytes == 2);
+  *kernel = persistent_decode_name(type, m.kv_bytes == 2, kernels.persistent_held());
   if (kernel->empty())
     return "its matrices are not Q1_0 or Q2_0";
   const int q_width = d.n_head * d.head_dim;
@@ -208,12 +208,13 @@ int multiprocessors(const Device &device) {
   return std::max(count, 1);
 }
 
-// The key ranges of `step`'s attention: by its longest sequence's context
-// where persistent_keys_per_range is set.
+// The key ranges of `step`'s attention: by its longest sequence's cached
+// keys where persistent_keys_per_range is set (the ranges divide only
+// those; the step's own keys go to the last range).
 int step_attention_splits(const PersistentDecode &p, const StepState &step) {
   int longest = 0;
   for (const StepSequence &s : step.sequences)
-    longest = std::max(longest, s.slot->length + s.n_tokens);
+    longest = std::max(longest, s.slot->length);
   return persistent_step_attention_splits(p.shape.blocks, static_cast<int>(step.sequences.size()),
                                           p.shape.n_head_kv, longest, p.keys_per_range);
 }
@@ -236,10 +237,9 @@ const PersistentPlanBuffer &plan_for(const Context &ctx, const BoundModel &m, in
   plan.host = build_persistent_plan(shape);
   plan.attention_splits = shape.attention_splits;
   plan.weight_buffer_bytes = shape.weight_buffer_bytes;
-  ctx.log.debug(strformat("decode=persistent: a plan for %d sequence(s) and %d token(s) a step: "
-                          "%zu instructions, attention in %d key range(s), a %d-byte weight "
-                          "buffer",
-                          n_sequences, n_tokens, plan.host.size(), splits,
+  ctx.log.debug(strformat("decode=persistent: a plan for %d sequence(s), %d token(s) and %d key "
+                          "range(s) a step: %zu instructions, a %d-byte weight buffer",
+                          n_sequences, n_tokens, splits, plan.host.size(),
                           plan.weight_buffer_bytes));
   const Device &device = *ctx.device;
   const size_t bytes = plan.host.size() * sizeof(PersistentInstr);
@@ -277,7 +277,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d), p->mma);
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
   p->keys_per_range = ctx.options.persistent_keys_per_range;
-  p->held_records = ctx.options.persistent_held_records;
+  p->held_records = ctx.kernels->persistent_held();
   std::vector<LayerArg> layers;
   for (const LayerBinding &L : m.layers)
     layers.push_back({L.wq->data.get(), L.wk->data.get(), L.wv->data.get(), L.wo->data.get(),
@@ -354,7 +354,6 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   args.partials = p.partials.get();
   args.arrivals = p.control.get() + p.arrivals_offset;
   args.attention_splits = plan.attention_splits;
-  args.held_records = p.held_records ? 1 : 0;
   args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens, p.mma));
   args.mma = p.mma ? 1 : 0;
   args.dims = {d.n_embd, d.n_head,      d.n_head_kv, d.head_dim,

@@ -259,6 +259,20 @@ const std::map<std::string, FakeKernel> &kernel_table() {
                                bonsai_decode_persistent_q1_0_f16));
     add(make_persistent_kernel("bonsai_decode_persistent_q2_0_f16",
                                bonsai_decode_persistent_q2_0_f16));
+    // The held-records program's kernels (persistent_records=registers):
+    // its source defines BONSAI_PK_HELD_RECORDS, this file's does not.
+    add(make_persistent_kernel("bonsai_decode_persistent_held_q1_0", [](PersistentArgs a) {
+      decode_persistent<TypeQ1_0, Dp4aQ1_0, MmqQ1_0, float, true>(a);
+    }));
+    add(make_persistent_kernel("bonsai_decode_persistent_held_q2_0", [](PersistentArgs a) {
+      decode_persistent<TypeQ2_0, Dp4aQ2_0, MmqQ2_0, float, true>(a);
+    }));
+    add(make_persistent_kernel("bonsai_decode_persistent_held_q1_0_f16", [](PersistentArgs a) {
+      decode_persistent<TypeQ1_0, Dp4aQ1_0, MmqQ1_0, u16, true>(a);
+    }));
+    add(make_persistent_kernel("bonsai_decode_persistent_held_q2_0_f16", [](PersistentArgs a) {
+      decode_persistent<TypeQ2_0, Dp4aQ2_0, MmqQ2_0, u16, true>(a);
+    }));
 #undef BONSAI_FAKE_FAST_TYPE
 #undef BONSAI_FAKE_TYPE
 #undef BONSAI_FAKE

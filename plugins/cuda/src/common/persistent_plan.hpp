@@ -58,8 +58,9 @@ struct PersistentShape {
 // The key ranges that give each block about one attention instruction:
 // blocks / (sequences x KV heads), between 1 and kPersistentMaxSplits.
 int persistent_attention_splits(int blocks, int n_sequences, int n_head_kv);
-// The key ranges of a step whose longest sequence attends to
-// `longest_context` keys (its cached ones and the step's): with
+// The key ranges of a step whose longest sequence has `longest_context`
+// cached keys (the ranges divide those; the step's own keys go to the last
+// range): with
 // keys_per_range > 0, the largest power of two of ranges that gives each at
 // least that many keys, between 1 and persistent_attention_splits (powers
 // of two: a plan is built per count, and few counts build few plans); with

@@ -55,13 +55,19 @@ std::vector<std::string> mmq_entry_points() {
   return names;
 }
 
-// The persistent decode kernels: per planar type, f32 and f16 KV caches.
-std::vector<std::string> persistent_entry_points() {
+// The persistent decode kernels: per planar type, f32 and f16 KV caches;
+// `held`: the held-records ones (persistent_records=registers).
+std::vector<std::string> persistent_entry_points(bool held) {
   std::vector<std::string> names;
   for (unsigned type : kDp4aTypes)
     for (bool kv_f16 : {false, true})
-      names.push_back(persistent_decode_name(type, kv_f16));
+      names.push_back(persistent_decode_name(type, kv_f16, held));
   return names;
+}
+
+std::string persistent_source() {
+  return std::string(kCommonPrelude) + kInt8InputSource + kGemvDp4aSource + kInt8MmaSource +
+         kPersistentSource;
 }
 
 std::vector<KernelProgram> build_programs() {
@@ -89,10 +95,10 @@ std::vector<KernelProgram> build_programs() {
        std::string(kCommonPrelude) + kInt8InputSource + kInt8MmaSource + kMatmulMmqSource,
        mmq_entry_points(), 8, ProgramFeature::int8_mma},
       // ld.acquire, nanosleep and globaltimer waits need compute capability 7.0.
-      {"bonsai_decode_persistent.cu",
-       std::string(kCommonPrelude) + kInt8InputSource + kGemvDp4aSource + kInt8MmaSource +
-           kPersistentSource,
-       persistent_entry_points(), 7, ProgramFeature::persistent},
+      {"bonsai_decode_persistent.cu", persistent_source(), persistent_entry_points(false), 7,
+       ProgramFeature::persistent},
+      {"bonsai_decode_persistent_held.cu", "#define BONSAI_PK_HELD_RECORDS\n" + persistent_source(),
+       persistent_entry_points(true), 7, ProgramFeature::persistent_held},
       // mma.sync.m16n8k16 with f32 sums needs compute capability 8.0.
       {"bonsai_attention_tc.cu",
        std::string(kCommonPrelude) + kAttentionTcSource,
@@ -124,8 +130,10 @@ std::string dp4a_gemv_name(unsigned ggml_type, bool swiglu) {
                      swiglu);
 }
 
-std::string persistent_decode_name(unsigned ggml_type, bool kv_f16) {
-  std::string name = family_name(kDp4aTypes, ggml_type, "bonsai_decode_persistent_", "", false);
+std::string persistent_decode_name(unsigned ggml_type, bool kv_f16, bool held) {
+  std::string name =
+      family_name(kDp4aTypes, ggml_type,
+                  held ? "bonsai_decode_persistent_held_" : "bonsai_decode_persistent_", "", false);
   return name.empty() || !kv_f16 ? name : name + "_f16";
 }
 

@@ -9,12 +9,13 @@ namespace bonsai::cuda {
 
 // The context option a program serves: it is not built when that is off.
 enum class ProgramFeature {
-  always,       // every context needs it
-  tensor_cores, // prefill GEMMs on f16 tensor cores (tensor_cores=on, prefill=f16 or before 8.0)
-  int8_mma,     // prefill GEMMs on int8 tensor cores (tensor_cores=on, prefill=int8, 8.0+)
-  int8_gemv,    // int8 decode GEMVs (int8_gemv=on)
-  persistent,   // the persistent decode kernel (decode=persistent, int8_gemv=on)
-  attention_tc, // prefill attention on f16 tensor cores (prefill_attention=tc, 8.0+)
+  always,          // every context needs it
+  tensor_cores,    // prefill GEMMs on f16 tensor cores (tensor_cores=on, prefill=f16 or before 8.0)
+  int8_mma,        // prefill GEMMs on int8 tensor cores (tensor_cores=on, prefill=int8, 8.0+)
+  int8_gemv,       // int8 decode GEMVs (int8_gemv=on)
+  persistent,      // the persistent decode kernel (decode=persistent, int8_gemv=on)
+  persistent_held, // its held-records kernels (also persistent_records=registers)
+  attention_tc,    // prefill attention on f16 tensor cores (prefill_attention=tc, 8.0+)
 };
 
 struct KernelProgram {
@@ -58,7 +59,9 @@ std::string mmq_gemm_name(unsigned ggml_type, bool swiglu);
 std::string dp4a_gemv_name(unsigned ggml_type, bool swiglu);
 
 // The persistent decode kernel for a weight type and KV cache element
-// ("bonsai_decode_persistent_q1_0", "..._q1_0_f16"), or "" when the type has none.
-std::string persistent_decode_name(unsigned ggml_type, bool kv_f16);
+// ("bonsai_decode_persistent_q1_0", "..._q1_0_f16"; with `held`, the
+// held-records kernel: "bonsai_decode_persistent_held_q1_0"), or "" when
+// the type has none.
+std::string persistent_decode_name(unsigned ggml_type, bool kv_f16, bool held = false);
 
 } // namespace bonsai::cuda

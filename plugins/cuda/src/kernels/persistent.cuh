@@ -119,10 +119,7 @@ struct PersistentArgs {
   // each launch): the last one merges them.
   float *partials;
   int *arrivals; // [layer][PK_MAX_SEQUENCES][n_head_kv]
-  int attention_splits;
-  // Option persistent_records=registers (held_records != 0): single-token
-  // steps multiply with the input records in registers (pk_piece_rows_held).
-  int held_records;
+  int attention_splits, reserved2;
   // PK_MARKS times per instruction (n_instrs of them), or null: no trace.
   unsigned long long *trace;
   // Option persistent_quantize=producer (quantize != 0): whoever completes
@@ -297,6 +294,8 @@ struct PkAttention {
     } rope;
   };
 };
+static_assert(sizeof(((PkAttention *)0)->rope) <= sizeof(((PkAttention *)0)->out),
+              "phase 1's constants must fit in the outputs' bytes (the host's kAttentionBytes)");
 #define PK_CONTROL_BYTES 320 // sizeof(PkControl) rounded up to 16 (the host's kControlBytes)
 static_assert(sizeof(PkControl) <= PK_CONTROL_BYTES, "the control area outgrew its bytes");
 // Bytes of one token's quantized input row of `cols` values (records,
@@ -902,7 +901,7 @@ __device__ void pk_publish_groups(const PersistentArgs &a, const PkInstr &ins, c
 
 // One piece's rows, on the int8 tensor cores for a step of several tokens
 // where persistent_matmul=mma, else with dp4a.
-template <class T, class D, class M, int N_MATS, int KIND>
+template <class T, class D, class M, bool HELD, int N_MATS, int KIND>
 __device__ void pk_rows(const PersistentArgs &a, const PkPiece &p, const unsigned char *buffer,
                         const unsigned char *staged, const PkControl *ctl) {
   if (a.mma != 0 && a.n_tokens > 1)
@@ -910,9 +909,9 @@ __device__ void pk_rows(const PersistentArgs &a, const PkPiece &p, const unsigne
                                           (float *)(buffer - PK_REDUCE_BYTES));
   // One token: its own compact loop (looping over 8 tokens' code, the
   // i-cache missed at every absent token's branch: 17.8 % of the stall
-  // samples on an H200), or with persistent_records=registers the records
-  // held in registers.
-  else if (a.n_tokens == 1 && a.held_records != 0)
+  // samples on an H200), or in the held-records kernels
+  // (persistent_records=registers) with the records in registers.
+  else if (a.n_tokens == 1 && HELD)
     pk_piece_rows_held<T, D, N_MATS, KIND>(p, buffer, staged, ctl);
   else if (a.n_tokens == 1)
     pk_piece_rows<T, D, N_MATS, KIND, 1>(a, p, buffer, staged, ctl);
@@ -923,7 +922,7 @@ __device__ void pk_rows(const PersistentArgs &a, const PkPiece &p, const unsigne
 // A matmul instruction after its wait: every token's input row (times the
 // stage's norm and 1/rms where it has one) staged once, its weights landed,
 // then each piece.
-template <class T, class D, class M>
+template <class T, class D, class M, bool HELD>
 __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index, const PkLayer &L,
                           const PkPieces &ps, unsigned char *staged, const unsigned char *buffer,
                           PkControl *ctl) {
@@ -943,11 +942,11 @@ __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index
   pk_mark(a, index, PK_MARK_READY);
   for (int i = 0; i < ps.n; ++i) {
     if (ins.op == PK_FFN_UP)
-      pk_rows<T, D, M, 2, PK_SWIGLU>(a, ps.p[i], buffer, staged, ctl);
+      pk_rows<T, D, M, HELD, 2, PK_SWIGLU>(a, ps.p[i], buffer, staged, ctl);
     else if (ins.op == PK_QKV)
-      pk_rows<T, D, M, 1, PK_SET>(a, ps.p[i], buffer, staged, ctl);
+      pk_rows<T, D, M, HELD, 1, PK_SET>(a, ps.p[i], buffer, staged, ctl);
     else
-      pk_rows<T, D, M, 1, PK_ADD>(a, ps.p[i], buffer, staged, ctl);
+      pk_rows<T, D, M, HELD, 1, PK_ADD>(a, ps.p[i], buffer, staged, ctl);
   }
   if (a.quantize != 0 && ins.op != PK_QKV && !(ins.op == PK_FFN_DOWN && ins.layer == a.n_layer - 1))
     pk_publish_groups(a, ins, ps.p[0], ctl);
@@ -1224,7 +1223,10 @@ __device__ void pk_attention(const PersistentArgs &a, const PkInstr &ins, int in
   pk_quantize_attention(a, sq, head, s);
 }
 
-template <class T, class D, class M, class KV>
+// HELD: the held-records kernels (persistent_records=registers), whose
+// single-token steps multiply with pk_piece_rows_held. A kernel of their
+// own, not a branch: its registers would be every launch's.
+template <class T, class D, class M, class KV, bool HELD>
 __device__ void decode_persistent(const PersistentArgs &a) {
   grid_entry();
   BONSAI_DYNAMIC_SHARED(U32x4, pk_shared);
@@ -1261,18 +1263,26 @@ __device__ void decode_persistent(const PersistentArgs &a) {
     if (ins.op == PK_ATTENTION)
       pk_attention<KV>(a, ins, index, (PkAttention *)work, ctl);
     else
-      pk_matmul<T, D, M>(a, ins, index, L, ps, work, weights, ctl);
+      pk_matmul<T, D, M, HELD>(a, ins, index, L, ps, work, weights, ctl);
     pk_done(a, ins, index);
   }
 }
 
-// NAME for an f32 KV cache, NAME_f16 for an f16 one.
-#define BONSAI_PERSISTENT_KERNELS(suffix, Type, Dp4a, Mmq)                                         \
-  extern "C" __global__ void bonsai_decode_persistent_##suffix(PersistentArgs a) {                 \
-    decode_persistent<Type, Dp4a, Mmq, float>(a);                                                  \
+// PREFIX##SUFFIX for an f32 KV cache, PREFIX##SUFFIX##_f16 for an f16 one.
+// The held-records kernels are a program of their own
+// (bonsai_decode_persistent_held.cu, which defines BONSAI_PK_HELD_RECORDS),
+// so that a context without the option does not compile them.
+#define BONSAI_PERSISTENT_KERNELS(prefix, suffix, held, Type, Dp4a, Mmq)                           \
+  extern "C" __global__ void prefix##suffix(PersistentArgs a) {                                    \
+    decode_persistent<Type, Dp4a, Mmq, float, held>(a);                                            \
   }                                                                                                \
-  extern "C" __global__ void bonsai_decode_persistent_##suffix##_f16(PersistentArgs a) {           \
-    decode_persistent<Type, Dp4a, Mmq, u16>(a);                                                    \
+  extern "C" __global__ void prefix##suffix##_f16(PersistentArgs a) {                              \
+    decode_persistent<Type, Dp4a, Mmq, u16, held>(a);                                              \
   }
-BONSAI_PERSISTENT_KERNELS(q1_0, TypeQ1_0, Dp4aQ1_0, MmqQ1_0)
-BONSAI_PERSISTENT_KERNELS(q2_0, TypeQ2_0, Dp4aQ2_0, MmqQ2_0)
+#ifdef BONSAI_PK_HELD_RECORDS
+BONSAI_PERSISTENT_KERNELS(bonsai_decode_persistent_held_, q1_0, true, TypeQ1_0, Dp4aQ1_0, MmqQ1_0)
+BONSAI_PERSISTENT_KERNELS(bonsai_decode_persistent_held_, q2_0, true, TypeQ2_0, Dp4aQ2_0, MmqQ2_0)
+#else
+BONSAI_PERSISTENT_KERNELS(bonsai_decode_persistent_, q1_0, false, TypeQ1_0, Dp4aQ1_0, MmqQ1_0)
+BONSAI_PERSISTENT_KERNELS(bonsai_decode_persistent_, q2_0, false, TypeQ2_0, Dp4aQ2_0, MmqQ2_0)
+#endif
