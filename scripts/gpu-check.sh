@@ -531,6 +531,8 @@ if wanted paths; then
   # and at 4,096 positions, where they leave the default 16 and 1,024 leave 4.
   f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
   if [ -f "$f" ]; then
+    # The default's trace first: the stages' inputs and trails to compare with.
+    trace paths_default_trace paths_default_trace "$f" 1 decode=persistent
     for keys in 256 1024; do
       bench "paths_keys_$keys" "$f" -p 0 -n 128 -d 0,4096 \
         --backend-options "decode=persistent;persistent_keys_per_range=$keys"
