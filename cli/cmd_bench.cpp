@@ -52,7 +52,7 @@ struct BenchArgs {
   int32_t repetitions = 5;                               // -r
   std::string output = "md";                             // -o md|csv|json|jsonl
   bool membw = false;                                    // --membw: measure read bandwidth
-  double bandwidth_gbs = 0; // --bandwidth: a given read bandwidth in GB/s (0 = none)
+  double bandwidth_gbs = 0; // --bandwidth: a given read bandwidth in GB/s (checked when given)
 };
 
 int32_t largest(const std::vector<int32_t> &values) {

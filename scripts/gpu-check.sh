@@ -199,10 +199,11 @@ print(f"copy bandwidth: {2 * n / t / 1e9:.0f} GB/s (median of 20, 1 GiB)")'
 # in for every file at small sizes: the plumbing, not the figures.
 targets_section() {
   section "issue 40's targets"
-  local pp=512 tg=128 depth=4096 par_n=64 np=8 gbs note name f
+  local pp=512 tg=128 depth=4096 par_n=64 np=8 reps_here="$reps" limit_s=120 gbs note name f
   local -A files
   if [ "$mode" = fake ]; then
-    pp=16 tg=4 depth=32 par_n=4 np=2 gbs=1
+    pp=16 tg=4 depth=32 par_n=4 np=2 reps_here=1 gbs=1
+    limit_s=300 # emulated kernels on one core
     files=([1.7b_q1_0]="$tiny" [8b_q1_0]="$tiny" [8b_q2_0]="$data/tiny-q2.gguf")
     note="fake driver: tiny-q1 and tiny-q2 stand in for every file, at a nominal 1 GB/s; not the targets' figures"
   else
@@ -214,23 +215,20 @@ targets_section() {
     done
     note="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); copy bandwidth $gbs GB/s"
   fi
-  local limit=()
-  [ "$gbs" != none ] && limit=(--bandwidth "$gbs")
-  local reps_here="$reps"
-  [ "$mode" = fake ] && reps_here=1
-  local limit_s=120
-  [ "$mode" = fake ] && limit_s=300 # emulated kernels on one core
+  local bandwidth=()
+  [ "$gbs" != none ] && bandwidth=(--bandwidth "$gbs")
+  # target_bench STEP ARGS...: bonsai bench on file $f, rows as JSON lines.
+  target_bench() {
+    local name="$1"
+    shift
+    step "$name" "$limit_s" "$bin/bonsai" bench -m "$f" --backend cuda -r "$reps_here" -o jsonl "$@"
+  }
   for name in 1.7b_q1_0 8b_q1_0 8b_q2_0; do
     f="${files[$name]}"
     wait_for_model "$f" || continue
-    step "targets_$name" "$limit_s" "$bin/bonsai" bench -m "$f" --backend cuda -r "$reps_here" \
-      -p "$pp" -n "$tg" "${limit[@]}" -o jsonl
-    step "targets_${name}_d4096" "$limit_s" "$bin/bonsai" bench -m "$f" --backend cuda -r "$reps_here" \
-      -p 0 -n "$tg" -d "$depth" "${limit[@]}" -o jsonl
-    if [ "$name" != 1.7b_q1_0 ]; then
-      step "targets_${name}_parallel" "$limit_s" "$bin/bonsai" bench -m "$f" --backend cuda \
-        -r "$reps_here" -p 0 -n "$par_n" -np "1,$np" -o jsonl
-    fi
+    target_bench "targets_$name" -p "$pp" -n "$tg" "${bandwidth[@]}"
+    target_bench "targets_${name}_d4096" -p 0 -n "$tg" -d "$depth" "${bandwidth[@]}"
+    [ "$name" != 1.7b_q1_0 ] && target_bench "targets_${name}_parallel" -p 0 -n "$par_n" -np "1,$np"
     if [ -x "$llama_build/bin/llama-bench" ]; then
       step "llama_targets_$name" 90 env LD_LIBRARY_PATH="${llama_libs:-}:$LD_LIBRARY_PATH" \
         "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o jsonl
@@ -526,9 +524,10 @@ if wanted paths; then
     bench "paths_${s}_auto_parallel" "$f" -p 0 -n 64 -np 1,2,4,8
   done
   # Attention's key ranges by context (persistent_keys_per_range) against
-  # the default (a range per block whatever the context), on the largest
-  # shape: tg128 short, where 256 keys a range leave one range and no merge,
-  # and at 4,096 positions, where they leave the default 16 and 1,024 leave 4.
+  # the default (one attention instruction a block whatever the context),
+  # on the largest shape: tg128 short, where 256 keys a range leave one
+  # range and no merge, and at 4,096 positions, where they leave the
+  # default 16 and 1,024 leave 4.
   f="$models/$(echo "$shapes" | awk '{print $NF}')-q1_0.gguf"
   if [ -f "$f" ]; then
     # The default's trace first: the stages' inputs and trails to compare with.

@@ -3,11 +3,11 @@
 // shape, the layer table and instruction lists on the device, the counters
 // and stall status the kernel writes, and a pinned copy of that status.
 // kernels/persistent.cuh is the kernel; common/persistent_plan.* the list.
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "device.hpp"
@@ -40,17 +40,22 @@ private:
   bool pinned_ = false; // false: ordinary memory (the copy then waits)
 };
 
-// One instruction list (per number of sequences and of tokens in the step)
-// on the device.
+// One instruction list (per PersistentPlanKey: sequences, tokens and key
+// ranges of a step) on the device.
 struct PersistentPlanBuffer {
   std::vector<PersistentInstr> host; // for stall reports
   DeviceBuffer device;
-  int attention_splits = 1; // key ranges per (sequence, KV head)
   // The weight buffer its matmul ranges were cut for: what shared memory
   // leaves beside the work area of a step of its tokens. Fewer tokens leave
   // more, so fewer ranges need cutting (one token of 8B: gate/up in one
   // range per block instead of 154 ranges on 132 blocks).
   int weight_buffer_bytes = 0;
+};
+
+// What a step's plan depends on.
+struct PersistentPlanKey {
+  int sequences = 0, tokens = 0, splits = 0; // splits: attention key ranges
+  auto operator<=>(const PersistentPlanKey &) const = default;
 };
 
 struct PersistentDecode {
@@ -79,15 +84,16 @@ struct PersistentDecode {
   DeviceBuffer staged;
   size_t staged_offsets[kPersistentStages] = {}, sums_offsets[kPersistentStages] = {};
   size_t group_rows_offset = 0;
-  PinnedStatus status;       // the last launch's status, once the step has synchronized
-  int keys_per_range = 0;    // persistent_keys_per_range (0: a key range per block)
-  bool held_records = false; // persistent_records=registers
+  PinnedStatus status; // the last launch's status, once the step has synchronized
+  // persistent_keys_per_range (0: the ranges that give every block one
+  // attention instruction, whatever the context).
+  int keys_per_range = 0;
   // By (sequences, tokens, key ranges) of the step: a step's tokens set its
   // weight buffer. At most 36 (sequences <= tokens <= 8) per count of key
   // ranges (one, or with keys_per_range up to 6: powers of two to 32), each
   // of about 5 instructions of 32 bytes a block a layer (8B: about 0.8 MB).
-  std::map<std::tuple<int, int, int>, PersistentPlanBuffer> plans;
-  std::tuple<int, int, int> last_plan; // the plan of the last launch
+  std::map<PersistentPlanKey, PersistentPlanBuffer> plans;
+  PersistentPlanKey last_plan; // the plan of the last launch
   // Option persistent_trace: the marks buffer (PK_MARKS per instruction of
   // the largest plan so far) and the launches read back from it.
   DeviceBuffer trace;

@@ -224,7 +224,7 @@ int step_attention_splits(const PersistentDecode &p, const StepState &step) {
 const PersistentPlanBuffer &plan_for(const Context &ctx, const BoundModel &m, int n_sequences,
                                      int n_tokens, int splits) {
   PersistentDecode &p = *m.persistent;
-  const std::tuple<int, int, int> key{n_sequences, n_tokens, splits};
+  const PersistentPlanKey key{n_sequences, n_tokens, splits};
   auto found = p.plans.find(key);
   if (found != p.plans.end())
     return found->second;
@@ -235,7 +235,6 @@ const PersistentPlanBuffer &plan_for(const Context &ctx, const BoundModel &m, in
       weight_buffer(*ctx.kernels, p.kernel, widest_input(m.dims), n_tokens, p.mma);
   PersistentPlanBuffer plan;
   plan.host = build_persistent_plan(shape);
-  plan.attention_splits = shape.attention_splits;
   plan.weight_buffer_bytes = shape.weight_buffer_bytes;
   ctx.log.debug(strformat("decode=persistent: a plan for %d sequence(s), %d token(s) and %d key "
                           "range(s) a step: %zu instructions, a %d-byte weight buffer",
@@ -277,7 +276,6 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d), p->mma);
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
   p->keys_per_range = ctx.options.persistent_keys_per_range;
-  p->held_records = ctx.kernels->persistent_held();
   std::vector<LayerArg> layers;
   for (const LayerBinding &L : m.layers)
     layers.push_back({L.wq->data.get(), L.wk->data.get(), L.wv->data.get(), L.wo->data.get(),
@@ -308,18 +306,19 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->control = DeviceBuffer(device, p->counter_bytes + sizeof(PersistentStatus),
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
-  ctx.log.info(strformat(
-      "decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
-      "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
-      "(%d at one token; %u bytes of shared memory per block at most), "
-      "inputs quantized by their %s, steps of several tokens multiplied "
-      "with %s, single tokens with the input records in %s, %d ms wait deadline",
-      kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
-      weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
-      weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
-      static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
-      p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
-      p->held_records ? "registers" : "shared memory", ctx.options.persistent_deadline_ms));
+  ctx.log.info(
+      strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
+                "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
+                "(%d at one token; %u bytes of shared memory per block at most), "
+                "inputs quantized by their %s, steps of several tokens multiplied "
+                "with %s, single tokens with the input records in %s, %d ms wait deadline",
+                kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
+                weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
+                weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
+                static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
+                p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
+                ctx.kernels->persistent_held() ? "registers" : "shared memory",
+                ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
 
@@ -353,7 +352,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   args.n_sequences = n_sequences;
   args.partials = p.partials.get();
   args.arrivals = p.control.get() + p.arrivals_offset;
-  args.attention_splits = plan.attention_splits;
+  args.attention_splits = splits;
   args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens, p.mma));
   args.mma = p.mma ? 1 : 0;
   args.dims = {d.n_embd, d.n_head,      d.n_head_kv, d.head_dim,
@@ -439,7 +438,7 @@ void take_persistent_trace(Context &ctx, BoundModel &m) {
   const std::vector<PersistentInstr> &plan = p.plans.at(p.last_plan).host;
   std::vector<uint64_t> marks(plan.size() * kPersistentMarks);
   ctx.device->download(marks.data(), p.trace.get(), marks.size() * sizeof(uint64_t));
-  p.trace_summary.add(plan, marks, std::get<1>(p.last_plan));
+  p.trace_summary.add(plan, marks, p.last_plan.tokens);
   const bool written = write_file(path, p.trace_summary.report()) &&
                        write_file(path + ".csv", persistent_trace_csv(plan, marks, p.shape.blocks));
   if (!written && !p.trace_write_failed) {

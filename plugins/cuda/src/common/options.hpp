@@ -65,9 +65,10 @@ struct ContextOptions {
   bool attention_tc = true;
   // persistent_keys_per_range=N: a persistent step cuts each (sequence, KV
   // head)'s attention into only as many key ranges as give each at least N
-  // keys (a power of two, at most one range per block). 0 (default): one
-  // range per block whatever the context, which at short contexts leaves
-  // ranges of a few keys and the last one's merge on the critical path.
+  // cached keys (a power of two, at most the default count). 0 (default):
+  // the ranges that give every block one attention instruction, whatever
+  // the context, which at short contexts leaves ranges of a few keys and
+  // the last one's merge on the critical path.
   int persistent_keys_per_range = 0;
   // persistent_records=shared|registers: where a persistent single-token
   // step's row dots read the input records from. shared (default): from
