@@ -4,8 +4,8 @@ Nothing is compiled: the package is ctypes over libbonsai_host's C API. This
 script copies the already built libraries from a bonsai build tree into the
 package, laid out so that the host finds its plugins by itself:
 
-    bonsai/_libs/libbonsai_host.so
-    bonsai/_libs/bonsai/plugins/libbonsai_cpu.so   (and every other plugin)
+    bonsai_lm/_libs/libbonsai_host.so
+    bonsai_lm/_libs/bonsai/plugins/libbonsai_cpu.so   (and every other plugin)
 
 The build tree is ``$BONSAI_BUILD_DIR``, or ``../build`` next to this folder
 (the repository's default build folder). Its intermediate files go to
@@ -66,12 +66,12 @@ def find_libraries(tree: Path) -> tuple[Path, list[Path]]:
 
 
 class build_py_with_libraries(build_py):
-    """build_py, then the libraries copied into bonsai/_libs."""
+    """build_py, then the libraries copied into bonsai_lm/_libs."""
 
     def run(self) -> None:
         host, plugins = find_libraries(build_tree())  # first: a missing tree leaves no files
         super().run()
-        target = Path(self.build_lib) / "bonsai" / "_libs"
+        target = Path(self.build_lib) / "bonsai_lm" / "_libs"
         if target.exists():
             shutil.rmtree(target)
         plugin_target = target / "bonsai" / "plugins"
@@ -124,16 +124,16 @@ if build_tree().is_dir():
 
 
 def version() -> str:
-    """bonsai/_version.py's __version__, read without importing the package."""
+    """bonsai_lm/_version.py's __version__, read without importing the package."""
     scope: dict[str, str] = {}
-    exec((HERE / "bonsai" / "_version.py").read_text(encoding="utf-8"), scope)
+    exec((HERE / "bonsai_lm" / "_version.py").read_text(encoding="utf-8"), scope)
     return scope["__version__"]
 
 
 setup(
     version=version(),
-    packages=["bonsai"],
-    package_data={"bonsai": ["py.typed"]},
+    packages=["bonsai_lm"],
+    package_data={"bonsai_lm": ["py.typed"]},
     include_package_data=False,
     cmdclass=cmdclass,
     distclass=BinaryDistribution,

@@ -4,16 +4,16 @@
 """
 import sys
 
-import bonsai
+import bonsai_lm
 
 model = sys.argv[1] if len(sys.argv) > 1 else "tests/data/tiny-q1.gguf"
 
 try:
-    bonsai.Bonsai("missing.gguf")
-except bonsai.BonsaiError as error:  # what the library said
+    bonsai_lm.Bonsai("missing.gguf")
+except bonsai_lm.BonsaiError as error:  # what the library said
     print("BonsaiError:", error)
 
-with bonsai.Bonsai(model, n_ctx=64) as llm:
+with bonsai_lm.Bonsai(model, n_ctx=64) as llm:
     hello = [{"role": "user", "content": "Hi"}]
     for bad in ({"max_tokens": -1}, {"temperature": 5},
                 {"tools": [{"type": "function", "function": {"name": "f"}}]}):
@@ -23,5 +23,5 @@ with bonsai.Bonsai(model, n_ctx=64) as llm:
             print("ValueError:", error)
     try:
         llm.create_completion("word " * 100, max_tokens=8)
-    except bonsai.BonsaiError as error:
+    except bonsai_lm.BonsaiError as error:
         print("BonsaiError:", error)

@@ -5,7 +5,7 @@
 """
 import sys
 
-from bonsai import Bonsai
+from bonsai_lm import Bonsai
 
 model = sys.argv[1] if len(sys.argv) > 1 else "tests/data/tiny-q1.gguf"
 

@@ -5,7 +5,7 @@
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from bonsai import Bonsai
+from bonsai_lm import Bonsai
 
 model = sys.argv[1] if len(sys.argv) > 1 else "tests/data/tiny-q1.gguf"
 llm = Bonsai(model, n_ctx=1024)

@@ -23,7 +23,7 @@ from typing import Any, Iterator
 
 import pytest
 
-import bonsai
+import bonsai_lm
 
 DATA_DIR = Path(os.environ.get("BONSAI_TEST_DATA_DIR",
                                Path(__file__).resolve().parents[1] / "data"))
@@ -33,12 +33,12 @@ ENGINE = {"backend": "cpu", "plugin_options": {"kernels": "reference"}, "n_ctx":
 CLI_ENGINE_FLAGS = ["--backend", "cpu", "--backend-options", "kernels=reference", "-c", "512"]
 
 
-def open_model(**overrides: Any) -> bonsai.Bonsai:
-    return bonsai.Bonsai(MODEL, **{**ENGINE, **overrides})
+def open_model(**overrides: Any) -> bonsai_lm.Bonsai:
+    return bonsai_lm.Bonsai(MODEL, **{**ENGINE, **overrides})
 
 
 @pytest.fixture(scope="session")
-def llm() -> Iterator[bonsai.Bonsai]:
+def llm() -> Iterator[bonsai_lm.Bonsai]:
     """One model shared by the tests that do not close it."""
     with open_model() as model:
         yield model

@@ -65,8 +65,10 @@ wheels=("$work"/dist/*.whl)
 import sys, zipfile
 path = sys.argv[1]
 names = set(zipfile.ZipFile(path).namelist())
-wanted = {"bonsai/__init__.py", "bonsai/_libs/libbonsai_host.so",
-          "bonsai/_libs/bonsai/plugins/libbonsai_cpu.so", "bonsai/py.typed"}
+wanted = {"bonsai_lm/__init__.py", "bonsai_lm/_libs/libbonsai_host.so",
+          "bonsai_lm/_libs/bonsai/plugins/libbonsai_cpu.so", "bonsai_lm/py.typed"}
+# The distribution is bonsai-lm (the name `bonsai` belongs to an LDAP client).
+assert path.rsplit("/", 1)[-1].startswith("bonsai_lm-"), path
 missing = wanted - names
 assert not missing, f"{path} lacks {sorted(missing)}"
 wheel_file = next(n for n in names if n.endswith(".dist-info/WHEEL"))
@@ -82,12 +84,12 @@ step "the wheel alone, in a venv without the system's packages"
 (cd "$work" && "$work/wheel-venv/bin/python" - "$source/tests/data/tiny-q1.gguf" <<'EOF'
 import sys
 from pathlib import Path
-import bonsai
-assert Path(bonsai.library_path()).is_relative_to(Path(sys.prefix)), bonsai.library_path()
-with bonsai.Bonsai(sys.argv[1], backend="cpu", n_ctx=64) as llm:
+import bonsai_lm
+assert Path(bonsai_lm.library_path()).is_relative_to(Path(sys.prefix)), bonsai_lm.library_path()
+with bonsai_lm.Bonsai(sys.argv[1], backend="cpu", n_ctx=64) as llm:
     reply = llm.create_completion("Hello", max_tokens=4, temperature=0)
     assert reply["usage"]["completion_tokens"] == 4, reply
-    print(f"wheel install: {bonsai.library_path()} generates on {llm.backend!r}")
+    print(f"wheel install: {bonsai_lm.library_path()} generates on {llm.backend!r}")
 EOF
 )
 

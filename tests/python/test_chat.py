@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from bonsai import BonsaiError
+from bonsai_lm import BonsaiError
 from conftest import CLI_ENGINE_FLAGS, MODEL, user
 
 

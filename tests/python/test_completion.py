@@ -118,9 +118,9 @@ def test_max_tokens_past_the_context_ends_at_the_context(greedy_reference):
 
 
 def test_prompt_longer_than_the_context_is_an_error():
-    import bonsai
+    import bonsai_lm
     with open_model(n_ctx=16) as small:
-        with pytest.raises(bonsai.BonsaiError, match="context window of 16 tokens"):
+        with pytest.raises(bonsai_lm.BonsaiError, match="context window of 16 tokens"):
             small.create_completion(list(range(40)), max_tokens=4)
 
 

@@ -8,25 +8,25 @@ import sys
 
 import pytest
 
-import bonsai
+import bonsai_lm
 from conftest import MODEL, open_model, user
 
 
 def test_a_missing_model_file_names_it():
-    with pytest.raises(bonsai.BonsaiError, match="no-such-model.gguf"):
-        bonsai.Bonsai("/nonexistent/no-such-model.gguf", backend="cpu")
+    with pytest.raises(bonsai_lm.BonsaiError, match="no-such-model.gguf"):
+        bonsai_lm.Bonsai("/nonexistent/no-such-model.gguf", backend="cpu")
 
 
 def test_a_file_that_is_not_a_model(tmp_path):
     bogus = tmp_path / "bogus.gguf"
     bogus.write_bytes(b"this is not a GGUF file at all" * 10)
-    with pytest.raises(bonsai.BonsaiError, match="bogus.gguf"):
-        bonsai.Bonsai(bogus, backend="cpu")
+    with pytest.raises(bonsai_lm.BonsaiError, match="bogus.gguf"):
+        bonsai_lm.Bonsai(bogus, backend="cpu")
 
 
 def test_an_unknown_backend_names_it():
-    with pytest.raises(bonsai.BonsaiError, match="nosuchbackend"):
-        bonsai.Bonsai(MODEL, backend="nosuchbackend")
+    with pytest.raises(bonsai_lm.BonsaiError, match="nosuchbackend"):
+        bonsai_lm.Bonsai(MODEL, backend="nosuchbackend")
 
 
 @pytest.mark.parametrize("options, error, match", [
@@ -38,14 +38,14 @@ def test_an_unknown_backend_names_it():
 ])
 def test_bad_engine_options(options, error, match):
     with pytest.raises(error, match=match):
-        bonsai.Bonsai(MODEL, backend="cpu", **options)
+        bonsai_lm.Bonsai(MODEL, backend="cpu", **options)
 
 
 def test_a_bad_plugin_option_is_the_plugins_message():
     # The plugin reads its options when a session's context is made: on first use.
-    with bonsai.Bonsai(MODEL, backend="cpu", plugin_options="kernels=fastest-please") as model:
+    with bonsai_lm.Bonsai(MODEL, backend="cpu", plugin_options="kernels=fastest-please") as model:
         for _ in range(2):
-            with pytest.raises(bonsai.BonsaiError, match="unknown kernel set 'fastest-please'"):
+            with pytest.raises(bonsai_lm.BonsaiError, match="unknown kernel set 'fastest-please'"):
                 model.create_completion("Hello", max_tokens=2)
 
 
@@ -113,9 +113,9 @@ def test_bad_completion_parameters(llm, prompt, kwargs, error, match):
 
 
 def test_a_token_outside_the_vocabulary_is_the_librarys_error(llm):
-    with pytest.raises(bonsai.BonsaiError, match="99999"):
+    with pytest.raises(bonsai_lm.BonsaiError, match="99999"):
         llm.create_completion([1, 2, 99999], max_tokens=2)
-    with pytest.raises(bonsai.BonsaiError):
+    with pytest.raises(bonsai_lm.BonsaiError):
         llm.detokenize([99999])
     # The model still works.
     assert llm.create_completion([1, 2, 3], max_tokens=2, temperature=0)["choices"]
@@ -123,7 +123,7 @@ def test_a_token_outside_the_vocabulary_is_the_librarys_error(llm):
 
 def test_an_error_in_a_stream_is_raised_by_next(llm):
     stream = llm.create_completion([1, 2, 99999], max_tokens=2, stream=True)
-    with pytest.raises(bonsai.BonsaiError, match="99999"):
+    with pytest.raises(bonsai_lm.BonsaiError, match="99999"):
         list(stream)
 
 
@@ -132,13 +132,13 @@ def test_closed_model():
     assert model.tokenize("a  b")
     model.close()
     model.close()  # twice: nothing
-    with pytest.raises(bonsai.BonsaiError, match="closed"):
+    with pytest.raises(bonsai_lm.BonsaiError, match="closed"):
         model.create_chat_completion(user("Hello"), max_tokens=2)
-    with pytest.raises(bonsai.BonsaiError, match="closed"):
+    with pytest.raises(bonsai_lm.BonsaiError, match="closed"):
         model.tokenize("Hello")
     with open_model() as other:
         stream = other.create_completion("Hello", max_tokens=4, stream=True)
-    with pytest.raises(bonsai.BonsaiError, match="closed"):
+    with pytest.raises(bonsai_lm.BonsaiError, match="closed"):
         next(stream)
 
 
@@ -160,11 +160,11 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess:
 
 def test_bonsai_library_that_does_not_exist():
     result = run_python(
-        "import bonsai\n"
+        "import bonsai_lm\n"
         "try:\n"
-        "    bonsai.Bonsai('x.gguf')\n"
+        "    bonsai_lm.Bonsai('x.gguf')\n"
         "except ImportError as e:\n"
-        "    assert isinstance(e, bonsai.LibraryNotFoundError), type(e)\n"
+        "    assert isinstance(e, bonsai_lm.LibraryNotFoundError), type(e)\n"
         "    print(e)\n",
         BONSAI_LIBRARY="/nowhere/libbonsai_host.so")
     assert result.returncode == 0, result.stderr
@@ -175,17 +175,17 @@ def test_bonsai_library_that_does_not_exist():
 def test_bonsai_library_that_is_not_a_library(tmp_path):
     fake = tmp_path / "libbonsai_host.so"
     fake.write_text("not an ELF file")
-    result = run_python("import bonsai\nbonsai.library_path()\n", BONSAI_LIBRARY=str(fake))
+    result = run_python("import bonsai_lm\nbonsai.library_path()\n", BONSAI_LIBRARY=str(fake))
     assert result.returncode != 0
     assert "LibraryNotFoundError" in result.stderr
     assert "could not be loaded" in result.stderr
 
 
 def test_importing_loads_nothing():
-    result = run_python("import bonsai, sys\nprint(bonsai.__version__)\n",
+    result = run_python("import bonsai_lm, sys\nprint(bonsai_lm.__version__)\n",
                         BONSAI_LIBRARY="/nowhere/libbonsai_host.so")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == bonsai.__version__
+    assert result.stdout.strip() == bonsai_lm.__version__
 
 
 def test_a_stream_keeps_its_model_open():
@@ -198,8 +198,8 @@ def test_ctrl_c_stops_a_generation():
     """SIGINT during a long generation: KeyboardInterrupt from the call, soon, and the model
     goes on working."""
     result = run_python(
-        "import os, signal, threading, time, bonsai\n"
-        f"llm = bonsai.Bonsai({str(MODEL)!r}, backend='cpu', n_ctx=4096)\n"
+        "import os, signal, threading, time, bonsai_lm\n"
+        f"llm = bonsai_lm.Bonsai({str(MODEL)!r}, backend='cpu', n_ctx=4096)\n"
         "threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
         "start = time.monotonic()\n"
         "try:\n"

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-import bonsai
+import bonsai_lm
 from conftest import DATA_DIR
 
 
 def test_the_installed_package_uses_its_bundled_library():
     if os.environ.get("BONSAI_EXPECT_BUNDLED") != "1":
         pytest.skip("not testing an installed package (set BONSAI_EXPECT_BUNDLED=1)")
-    package = Path(bonsai.__file__).resolve().parent
+    package = Path(bonsai_lm.__file__).resolve().parent
     assert "site-packages" in package.parts
-    assert bonsai.library_path() == package / "_libs" / "libbonsai_host.so"
+    assert bonsai_lm.library_path() == package / "_libs" / "libbonsai_host.so"
     assert (package / "_libs" / "bonsai" / "plugins" / "libbonsai_cpu.so").is_file()
 
 
@@ -25,7 +25,7 @@ def test_version_is_the_projects():
     expected = os.environ.get("BONSAI_EXPECT_VERSION")
     if not expected:
         pytest.skip("the project's version is not known here (set BONSAI_EXPECT_VERSION)")
-    assert bonsai.__version__ == expected
+    assert bonsai_lm.__version__ == expected
 
 
 def test_backend_and_repr(llm):
@@ -64,7 +64,7 @@ def test_empty_text(llm):
 
 
 def test_set_log_level():
-    bonsai.set_log_level("error")
-    bonsai.set_log_level("warn")
+    bonsai_lm.set_log_level("error")
+    bonsai_lm.set_log_level("warn")
     with pytest.raises(ValueError, match="trace, debug, info, warn, error or off"):
-        bonsai.set_log_level("loud")
+        bonsai_lm.set_log_level("loud")

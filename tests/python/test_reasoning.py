@@ -6,7 +6,7 @@ import json
 
 from conftest import user
 
-from bonsai._reasoning import ReasoningSplit, split_reply
+from bonsai_lm._reasoning import ReasoningSplit, split_reply
 
 
 def test_a_whole_reply_splits_at_its_think_block():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-import bonsai
+import bonsai_lm
 from conftest import DATA_DIR, open_model
 
 
@@ -67,5 +67,5 @@ def test_bad_draft_settings_are_refused(bad, error):
 
 
 def test_a_missing_draft_model_names_the_draft():
-    with pytest.raises(bonsai.BonsaiError, match="the draft model"):
+    with pytest.raises(bonsai_lm.BonsaiError, match="the draft model"):
         open_model(draft_model=DATA_DIR / "no-such-draft.gguf")

@@ -68,7 +68,7 @@ def test_tokenize_from_many_threads(llm):
 def test_a_cancel_that_arrives_late_does_not_stop_the_next_call(llm, greedy_reference):
     """What CompletionStream.close() relies on: a cancel sent while the session is idle is
     consumed by a call that fails its checks, and the next generation runs whole."""
-    from bonsai import _capi, _generate, _params
+    from bonsai_lm import _capi, _generate, _params
 
     engine = llm._engine
     request = _params.Request(

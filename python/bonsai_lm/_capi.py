@@ -1,6 +1,6 @@
 """ctypes declarations of the C API in ``bonsai/bonsai.h``.
 
-Only layouts and signatures live here; :mod:`bonsai._library` finds and loads
+Only layouts and signatures live here; :mod:`bonsai_lm._library` finds and loads
 the shared library and applies :func:`declare` to it.
 
 The option and parameter structs carry a ``struct_size``: the library copies

@@ -4,7 +4,7 @@ A thin ctypes layer over libbonsai_host's C API (``bonsai/bonsai.h``): nothing
 is compiled when the package is installed. The API follows the habits of
 llama-cpp-python and returns OpenAI-shaped dicts::
 
-    from bonsai import Bonsai
+    from bonsai_lm import Bonsai
 
     with Bonsai("Bonsai-1.7B.gguf") as llm:
         reply = llm.create_chat_completion(

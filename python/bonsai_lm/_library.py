@@ -6,8 +6,8 @@ Search order:
    ``build/lib/libbonsai_host.so``, an install's ``PREFIX/lib/...``). When it
    is set, it is the only candidate: a wrong value is an error, not a reason
    to pick another copy silently.
-2. The copy bundled in this package, ``bonsai/_libs/libbonsai_host.so``, with
-   the plugins in ``bonsai/_libs/bonsai/plugins/``: the host looks for plugins
+2. The copy bundled in this package, ``bonsai_lm/_libs/libbonsai_host.so``, with
+   the plugins in ``bonsai_lm/_libs/bonsai/plugins/``: the host looks for plugins
    in ``<folder of libbonsai_host.so>/bonsai/plugins`` (after
    ``$BONSAI_PLUGIN_PATH``), so that layout needs no environment variable.
 
@@ -84,7 +84,7 @@ def _find_and_load() -> tuple[ctypes.CDLL, Path]:
 def load() -> ctypes.CDLL:
     """The loaded library (loading it on the first call).
 
-    Raises :class:`~bonsai.errors.LibraryNotFoundError` naming every place
+    Raises :class:`~bonsai_lm.errors.LibraryNotFoundError` naming every place
     searched when no usable library is found.
     """
     global _loaded
