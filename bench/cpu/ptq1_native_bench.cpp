@@ -7,7 +7,8 @@
 // below. The difference is the cost of the digit decoding against the bytes
 // it saves. The converted rows come from core's converter, as the host
 // uploads them; the native unpack is checked against core's decoder before
-// timing. The plugin keeps the converted path (docs/performance.md).
+// timing. The plugin keeps the converted path
+// (docs/history/2026-11-23-cpu-weight-encodings.md).
 #if defined(__x86_64__)
 
 #include <benchmark/benchmark.h>

@@ -117,7 +117,7 @@ HugeAlignedBuffer::HugeAlignedBuffer(size_t bytes) {
   // No MADV_HUGEPAGE: with the kernel's default defrag setting it makes page
   // faults compact memory on the spot, and an 8B load then took 1.5 s now
   // and then instead of 0.4-0.7 s, with decode and prefill no faster for it
-  // (docs/performance.md).
+  // (docs/history/2026-11-26-cpu-round-3-avx512-nibble-masks.md).
 }
 
 HugeAlignedBuffer::~HugeAlignedBuffer() {
@@ -139,7 +139,8 @@ bool tile_weight(Weight &w, TileFormat format, oneapi::tbb::task_arena &arena) {
     return false;
   // 2 MiB-aligned so that huge pages, where the kernel grants them, spare
   // the long sweeps of the kernels the TLB (alignment measured against
-  // 64-byte and page alignment in docs/performance.md).
+  // 64-byte and page alignment in
+  // docs/history/2026-11-26-cpu-round-3-q1-tiles-tables.md).
   auto tiled = std::make_unique<HugeAlignedBuffer>(w.nbytes());
   uint8_t *base = tiled->data();
   const size_t tile_bytes = static_cast<size_t>(kTileRows) * w.row_bytes;

@@ -24,7 +24,7 @@ constexpr int kTokenTile = 4;
 constexpr size_t kQ8Bytes = sizeof(BlockQ8_0);
 // Rows a single token (decode) reads at a time, prefetching ahead
 // (quant_rows): 4 measured 4-6 % above one row without a prefetch
-// (docs/performance.md, CPU round 3).
+// (docs/history/2026-11-26-cpu-round-3-avx2.md).
 constexpr int kDecodeRows = 4;
 
 #define BONSAI_QUANT_TARGET BONSAI_TARGET_AVX2

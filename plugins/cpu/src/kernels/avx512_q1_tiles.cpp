@@ -27,7 +27,7 @@ namespace {
 // How far ahead of the block being read a tile's first pass prefetches. On
 // a 2-core Xeon (8B Q1_0, bonsai bench, 2 threads) 2, 4, 8, 16, 32 and 64
 // KiB gave steps of 2 and 3 tokens within noise of each other, and one
-// token no worse than 4 KiB (docs/performance.md).
+// token no worse than 4 KiB (docs/history/2026-11-28-cpu-multi-token-prefetch.md).
 constexpr size_t kPrefetchAhead = 16384;
 // Tokens per pass over a tile: 6 accumulators, 12 partial sums and the 8
 // expanded masks of a sub-block fit the 32 registers.

@@ -1,5 +1,5 @@
 #pragma once
-// The on-disk PTX cache (docs/cuda.md, "PTX disk cache"). Needs no GPU: entries are
+// The on-disk PTX cache (plugins/cuda/README.md, "PTX disk cache"). Needs no GPU: entries are
 // plain files `<dir>/<key>.ptx` holding a small header (magic, payload length,
 // FNV-1a checksum) and the PTX text, so a corrupt or truncated entry is
 // recognised and deleted before the driver ever sees it. Writes go to a
