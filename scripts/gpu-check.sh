@@ -193,12 +193,14 @@ print(f"copy bandwidth: {2 * n / t / 1e9:.0f} GB/s (median of 20, 1 GiB)")'
 # Issue 40's targets in one call (docs/cuda.md, "Issue 40's targets in one
 # call"): on the files they name (1.7B Q1_0, 8B Q1_0, 8B Q2_0), pp512 and
 # tg128, tg128 at 4,096 positions (both stated against the copy bandwidth),
-# 1 and 8 sequences, the 8B's warm run to its first token, and mainline
-# llama.cpp's llama-bench on the same files where one came along; then
-# scripts/gpu-targets.py's verdict table. With --fake the tiny models stand
-# in for every file at small sizes: the plumbing, not the figures.
+# 1 and 8 sequences, the 8B's steps of 2, 4 and 8 tokens against one token,
+# speculative decoding (the 1.7B draft of the 8B pair, and prompt lookup),
+# the 8B's warm run to its first token, and mainline llama.cpp's llama-bench
+# on the same files where one came along; then scripts/gpu-targets.py's
+# verdict table. With --fake the tiny models stand in for every file at
+# small sizes: the plumbing, not the figures.
 targets_section() {
-  section "issue 40's targets"
+  section "GPU decode targets (issue 67)"
   local pp=512 tg=128 depth=4096 par_n=64 np=8 reps_here="$reps" limit_s=120 gbs note name f
   local -A files
   if [ "$mode" = fake ]; then
@@ -229,11 +231,29 @@ targets_section() {
     target_bench "targets_$name" -p "$pp" -n "$tg" "${bandwidth[@]}"
     target_bench "targets_${name}_d4096" -p 0 -n "$tg" -d "$depth" "${bandwidth[@]}"
     [ "$name" != 1.7b_q1_0 ] && target_bench "targets_${name}_parallel" -p 0 -n "$par_n" -np "1,$np"
+    if [ "$name" = 8b_q1_0 ]; then
+      # Steps of K tokens of one sequence (a prompt of K), against one token's.
+      target_bench "targets_${name}_steps" -p 2,4,8 -n "$tg"
+      # Prompt lookup: random weights fall into loops, so the context repeats
+      # itself and the lookup of its last 2 tokens finds what comes next.
+      target_bench targets_spec_ngram -p 0 -n "$tg" --draft-ngram 2
+    fi
     if [ -x "$llama_build/bin/llama-bench" ]; then
       step "llama_targets_$name" 90 env LD_LIBRARY_PATH="${llama_libs:-}:$LD_LIBRARY_PATH" \
         "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o jsonl
     fi
   done
+  # The 1.7B draft of the 8B pair, which agrees with it on every token (the
+  # fake: tiny-q1 drafting for itself).
+  if [ "$mode" = fake ]; then
+    pair_draft="$tiny" pair_target="$tiny"
+  else
+    make_pair 1.7b 8b 0 || pair_target=""
+  fi
+  if [ -n "$pair_target" ]; then
+    f="$pair_target"
+    target_bench targets_spec_pair -p 0 -n "$tg" -md "$pair_draft" --draft-p-min 0
+  fi
   [ -x "$llama_build/bin/llama-bench" ] ||
     echo "targets: llama.cpp not run (no llama-bench in .gpu-carry: scripts/gpu-bundle.sh packs one)" |
       tee -a "$summary"
@@ -256,6 +276,25 @@ targets_section() {
   if [ "$rc" -ne 0 ] || { [ "$mode" = fake ] && grep -q 'no figure' "$table"; }; then
     echo "targets_table                FAIL(rc=$rc or a target without a figure)" | tee -a "$summary"
   fi
+}
+
+# The speculative pair (docs/speculative.md): a draft of shape $1 and a
+# model of shape $2 whose layers add --layer-gain $3 to the residual and
+# whose LM head is the draft's, so that at gain 0 the draft agrees with it
+# on every token. Sets pair_draft and pair_target; false when either could
+# not be made (make_models.log says why).
+make_pair() {
+  pair_draft="$models/pair-draft-$1.gguf"
+  pair_target="$models/pair-$2-gain-$3.gguf"
+  local vocab="$data/qwen3-vocab.gguf"
+  [ -f "$pair_draft" ] || { "$bin/bonsai-gguf" make-model --preset "$1" --untied --layer-gain 0 \
+    --vocab "$vocab" -o "$pair_draft.tmp" && mv "$pair_draft.tmp" "$pair_draft"; } \
+    >>"$logs/make_models.log" 2>&1
+  [ -f "$pair_draft" ] || return 1
+  [ -f "$pair_target" ] || { "$bin/bonsai-gguf" make-model --preset "$2" --untied \
+    --layer-gain "$3" --head-of "$pair_draft" --seed 5 --vocab "$vocab" -o "$pair_target.tmp" &&
+    mv "$pair_target.tmp" "$pair_target"; } >>"$logs/make_models.log" 2>&1
+  [ -f "$pair_target" ]
 }
 
 # Waits until the background maker has written model file $1 (or has
@@ -434,8 +473,8 @@ fi
 # with 1-8 sequences each way and both (the figures behind the defaults);
 # where a launch's time goes (persistent_trace); compute-sanitizer as is and
 # the other way; then tg128 on every model beside the default rows of the
-# bench section (single tokens take the graph path under the default
-# decode=auto), at 4,096 of context, and ncu on one launch.
+# bench section (the default decode=auto takes the same kernel for single
+# tokens now), at 4,096 of context, and ncu on one launch.
 if wanted persistent; then
   section "decode=persistent"
   consumer="decode=persistent;persistent_quantize=consumer"
@@ -691,16 +730,10 @@ if wanted speculative; then
       --draft-p-min 0
     grep -h 'kept' "$logs/spec_perturbed_$p.log" >>"$summary" 2>/dev/null
   done
-  pair_draft="$models/pair-draft-$small_shape.gguf"
   if [ "$small_shape" != "$big_shape" ]; then
-    [ -f "$pair_draft" ] || "$bin/bonsai-gguf" make-model --preset "$small_shape" --untied \
-      --layer-gain 0 --vocab "$data/qwen3-vocab.gguf" -o "$pair_draft" >>"$logs/make_models.log" 2>&1
     for g in 0 0.0003; do
-      target="$models/pair-$big_shape-gain-$g.gguf"
-      [ -f "$target" ] || "$bin/bonsai-gguf" make-model --preset "$big_shape" --untied --layer-gain "$g" \
-        --head-of "$pair_draft" --seed 5 --vocab "$data/qwen3-vocab.gguf" -o "$target" \
-        >>"$logs/make_models.log" 2>&1
-      [ -f "$target" ] || continue
+      make_pair "$small_shape" "$big_shape" "$g" || continue
+      target="$pair_target"
       for k in adaptive 2 4; do
         fixed=()
         [ "$k" = adaptive ] || fixed=(--draft-fixed --draft-max "$k")

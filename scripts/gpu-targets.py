@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Issue 40's targets, met or not, from the logs of gpu-check.sh's `targets`
-section: one line per target with bonsai's figure, the goal, mainline
-llama.cpp's figure on the same file and the ratio where it ran.
+"""The GPU decode targets (issue 67), met or not, from the logs of
+gpu-check.sh's `targets` section: one line per target with bonsai's figure,
+the goal, mainline llama.cpp's figure on the same file and the ratio where
+it ran.
 
     gpu-targets.py LOGS_DIR [--note TEXT]
 
@@ -10,6 +11,10 @@ The section's steps (each a log in LOGS_DIR, `bonsai bench -o jsonl` or
   targets_<file>            a pp row and a tg row (with --bandwidth)
   targets_<file>_d4096      a tg row at depth (with --bandwidth)
   targets_<file>_parallel   tg rows of 1 and of N sequences ("tgK xN")
+  targets_<file>_steps      ppK rows (one step of K tokens, K <= 8) and a tg row
+  targets_spec_<name>       "tgN gen" and "tgN gen+draft" rows (bonsai bench -md
+                            or --draft-ngram): greedy generation without and
+                            with the draft
   targets_load              "warm run to its first token: S s"
   llama_targets_<file>      llama-bench's pp and tg rows
 for the files 1.7b_q1_0, 8b_q1_0 and 8b_q2_0. A missing log or row gives
@@ -23,16 +28,22 @@ import os
 import sys
 
 # (label, file, kind, goal): kind "tg" / "pp" is a rate that must reach the
+# goal; "vs_llama" is the tg rate over llama.cpp's, at least the goal;
+# "steps" is the cost of one step of K tokens over one of a single token
+# (K x the tg rate / the ppK rate), the worst K, at most the goal; "spec"
+# is greedy generation with a draft over without ("x plain"), at least the
 # goal; "depth" is the share of the bandwidth limit at 4,096 positions,
 # which may trail tg128's by at most the goal (in points); "parallel" is N
 # sequences' rate over one's; "load" is seconds to the first token, at most
 # the goal.
 TARGETS = [
-    ("tg, 1.7B Q1_0 (t/s)", "1.7b_q1_0", "tg", 3000),
+    ("tg, 1.7B Q1_0 (t/s)", "1.7b_q1_0", "tg", 2400),
     ("tg, 8B Q1_0 (t/s)", "8b_q1_0", "tg", 1200),
+    ("tg over llama.cpp's, 8B Q1_0", "8b_q1_0", "vs_llama", 3.0),
     ("tg, 8B Q2_0 (t/s)", "8b_q2_0", "tg", 800),
-    ("pp, 8B Q1_0 (t/s)", "8b_q1_0", "pp", 20000),
-    ("pp, 1.7B Q1_0 (t/s)", "1.7b_q1_0", "pp", 50000),
+    ("K-token step / one token, 8B Q1_0", "8b_q1_0", "steps", 1.3),
+    ("speculative, 1.7B draft of the 8B pair, all kept", "spec_pair", "spec", 1.5),
+    ("speculative, prompt lookup on a repeating text", "spec_ngram", "spec", 2.0),
     ("share at depth, 1.7B Q1_0 (points)", "1.7b_q1_0", "depth", 10),
     ("share at depth, 8B Q1_0 (points)", "8b_q1_0", "depth", 10),
     ("share at depth, 8B Q2_0 (points)", "8b_q2_0", "depth", 10),
@@ -91,6 +102,31 @@ def llama_rate(rows, kind):
     return None
 
 
+def generation_rows(rows):
+    """The "tgN gen" and "tgN gen+draft" rows of a drafted bench, or None."""
+    plain = next((r for r in rows if str(r.get("test", "")).endswith(" gen")), None)
+    drafted = next((r for r in rows if str(r.get("test", "")).endswith(" gen+draft")), None)
+    return (plain, drafted) if plain is not None and drafted is not None else None
+
+
+def step_costs(rows):
+    """(K, cost) of each ppK row with K <= 8, a step of K tokens over one
+    single-token step (K x the tg rate / the ppK rate), with the tg row's
+    test; ([], None) without a tg row."""
+    tg = bonsai_row(rows, "tg")
+    if tg is None or float(tg["median_ts"]) <= 0:
+        return [], None
+    costs = []
+    for row in rows:
+        test = str(row.get("test", ""))
+        if not test.startswith("pp") or " " in test or float(row.get("median_ts", 0)) <= 0:
+            continue
+        k = int(test[2:])
+        if 2 <= k <= 8:
+            costs.append((k, k * float(tg["median_ts"]) / float(row["median_ts"])))
+    return costs, tg["test"]
+
+
 def first_token_seconds(path):
     if not os.path.exists(path):
         return None
@@ -114,7 +150,35 @@ def evaluate(logs):
         out = {"label": label, "test": "", "figure": "-", "goal": "", "llama": "-",
                "ratio": "-", "verdict": "no figure"}
         base = json_rows(os.path.join(logs, f"targets_{name}.log"))
-        if kind in ("tg", "pp"):
+        if kind == "vs_llama":
+            out["goal"] = f">= {goal:g}x"
+            row = bonsai_row(base, "tg")
+            llama = llama_rate(json_rows(os.path.join(logs, f"llama_targets_{name}.log")), "tg")
+            if llama is not None:
+                out["llama"] = f"{llama:.1f}"
+            if row is not None and llama:
+                times = float(row["median_ts"]) / llama
+                out["test"] = row["test"]
+                out["figure"] = f"{float(row['median_ts']):.1f}"
+                out["ratio"] = f"{times:.2f}"
+                out["verdict"] = verdict_of(times >= goal)
+        elif kind == "steps":
+            out["goal"] = f"<= {goal:g}x"
+            costs, tg_test = step_costs(json_rows(os.path.join(logs, f"targets_{name}_steps.log")))
+            if costs:
+                k, worst = max(costs, key=lambda c: c[1])
+                out["test"] = f"pp{k} / {tg_test}"
+                out["figure"] = f"{worst:.2f}x"
+                out["verdict"] = verdict_of(worst <= goal)
+        elif kind == "spec":
+            out["goal"] = f">= {goal:g}x"
+            pair = generation_rows(json_rows(os.path.join(logs, f"targets_{name}.log")))
+            if pair is not None and float(pair[0]["median_ts"]) > 0:
+                times = float(pair[1]["median_ts"]) / float(pair[0]["median_ts"])
+                out["test"] = f"{pair[1]['test']} / {pair[0]['test']}"
+                out["figure"] = f"{times:.2f}x"
+                out["verdict"] = verdict_of(times >= goal)
+        elif kind in ("tg", "pp"):
             out["goal"] = f">= {goal:g}"
             row = bonsai_row(base, kind)
             llama = llama_rate(json_rows(os.path.join(logs, f"llama_targets_{name}.log")), kind)

@@ -221,6 +221,10 @@ inline unsigned __float_as_uint(float value) {
   std::memcpy(&bits, &value, sizeof bits);
   return bits;
 }
+// The 32-bit word form, through the same exchange bit for bit.
+inline unsigned __shfl_xor_sync(unsigned mask, unsigned value, int offset) {
+  return __float_as_uint(__shfl_xor_sync(mask, __uint_as_float(value), offset));
+}
 inline float __int_as_float(int bits) {
   return emu::bits_to_float(static_cast<uint32_t>(bits));
 }

@@ -82,6 +82,10 @@ TEST(CudaOptions, UploadChunkIsSixteenMibUnlessGivenInKib) {
 
 TEST(CudaOptions, ProgrammaticLaunchIsOffUnlessAskedFor) {
   EXPECT_FALSE(parse_options(nullptr).programmatic_launch);
+  EXPECT_TRUE(parse_options(nullptr).persistent_head);
+  EXPECT_FALSE(parse_options("persistent_head=off").persistent_head);
+  EXPECT_TRUE(parse_options("persistent_head=on").persistent_head);
+  expect_refused("persistent_head=maybe", "persistent_head=maybe: expected on or off");
   EXPECT_TRUE(parse_options("pdl=on").programmatic_launch);
   EXPECT_FALSE(parse_options("pdl=off").programmatic_launch);
   expect_refused("pdl=sometimes", "pdl=sometimes: expected on or off");

@@ -71,28 +71,36 @@ std::string log_of_greedy(const std::string &options,
 TEST(CudaPersistentDecode, EveryStepIsOneLaunchAndTheGreedyTokensAreTheReferences) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const bonsai::Engine engine = open_tiny_q1_cuda(kPersistent);
-  bonsai::Session session = engine.create_session();
-  const int persistent_before = fake_launches(kKernel);
-  const int attention_before = fake_launches("bonsai_attention");
-  const int gemv_before = fake_launches("bonsai_gemv");
-  EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy);
-  // The 8-token prompt and three single tokens: four launches, and no
-  // attention or GEMV launch of the kernel-per-operation path (the LM head's
-  // GEMV is the only one left per step).
-  EXPECT_EQ(fake_launches(kKernel) - persistent_before, 4);
-  EXPECT_EQ(fake_launches("bonsai_attention") - attention_before, 0);
-  EXPECT_EQ(fake_launches("bonsai_gemv") - gemv_before, 4);
+  // With the LM head and argmax in the launch (the default) a step is that
+  // launch alone; with persistent_head=off the LM head's GEMV and argmax
+  // follow it.
+  for (const auto &[options, after] : {std::pair<std::string, int>{kPersistent, 0},
+                                       {std::string(kPersistent) + ";persistent_head=off", 4}}) {
+    const bonsai::Engine engine = open_tiny_q1_cuda(options);
+    bonsai::Session session = engine.create_session();
+    const int persistent_before = fake_launches(kKernel);
+    const int attention_before = fake_launches("bonsai_attention");
+    const int gemv_before = fake_launches("bonsai_gemv");
+    const int argmax_before = fake_launches("bonsai_argmax");
+    EXPECT_EQ(tiny_q1_greedy(session), kTinyQ1Greedy) << options;
+    // The 8-token prompt and three single tokens: four launches, and no
+    // attention or GEMV launch of the kernel-per-operation path.
+    EXPECT_EQ(fake_launches(kKernel) - persistent_before, 4) << options;
+    EXPECT_EQ(fake_launches("bonsai_attention") - attention_before, 0) << options;
+    EXPECT_EQ(fake_launches("bonsai_gemv") - gemv_before, after) << options;
+    EXPECT_EQ(fake_launches("bonsai_argmax") - argmax_before, after) << options;
+  }
 }
 
 // decode=auto: steps of several tokens on the persistent kernel, single
-// tokens from persistent_single_from on. Tiny-q1 is 512 wide, so by default
-// (narrow models: from 512 positions) its three single tokens take the graph
-// path; from 9, the tokens at 9 and 10 cached positions do not.
+// tokens from persistent_single_from on (by default from the first
+// position, at every width): the 8-token prompt and tiny-q1's three single
+// tokens are four launches; from 9, the token at 8 cached positions takes
+// the graph path and those at 9 and 10 do not.
 TEST(CudaPersistentDecode, AutoTakesSingleTokensFromTheirContextLengthOn) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  for (const auto &[options, launches] : {std::pair<std::string, int>{"decode=auto", 1},
+  for (const auto &[options, launches] : {std::pair<std::string, int>{"decode=auto", 4},
                                           {"persistent_single_from=9", 3},
                                           {"persistent_single_from=1", 4}}) {
     const bonsai::Engine engine = open_tiny_q1_cuda(options);

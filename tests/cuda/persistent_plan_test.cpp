@@ -241,6 +241,56 @@ TEST(PersistentPlan, KeysPerRangeCutsShortContextsIntoFewerRanges) {
   EXPECT_EQ(persistent_step_attention_splits(132, 1, 8, 2000000000, 1073741824), 1);
 }
 
+// The LM head in the launch: after the last layer's down projection, its
+// tiles as one more matmul stage (1,000 rows: 63 tiles, on 4 blocks 16, 16,
+// 16 and 15; with a 7,000-byte buffer a Q/K/V-wide tile of 1,152 bytes
+// fits 6 of them: 3 rounds of 4 ranges of 63 / 12 -> 6 tiles, 11 ranges),
+// numbered in `part`, then one argmax waiting for every range.
+TEST(PersistentPlan, TheLmHeadFollowsTheLastLayerAndTheArgmaxWaitsForAllOfIt) {
+  using bonsai::cuda::persistent_counter_count;
+  using bonsai::cuda::persistent_head_counter;
+  PersistentShape shape = tiny(4, 1);
+  const size_t layers_only = build_persistent_plan(shape).size();
+  shape.n_vocab = 1000;
+  for (int buffer : {0, 7000}) {
+    shape.block_bytes = 18;
+    shape.weight_buffer_bytes = buffer;
+    const std::vector<PersistentInstr> plan = build_persistent_plan(shape);
+    const int ranges = buffer == 0 ? 4 : 11;
+    const size_t layer_instrs = plan.size() - static_cast<size_t>(ranges) - 1;
+    if (buffer == 0) {
+      EXPECT_EQ(layer_instrs, layers_only);
+    }
+    const int head_counter = persistent_head_counter(4, PersistentStage::head);
+    EXPECT_EQ(head_counter, 20); // after the 4 x 5 counters of the layers
+    EXPECT_EQ(persistent_counter_count(4), 25);
+    std::vector<int> covered(63, 0);
+    for (int r = 0; r < ranges; ++r) {
+      const PersistentInstr &head = plan[layer_instrs + static_cast<size_t>(r)];
+      EXPECT_EQ(head.op, op(PersistentStage::head));
+      EXPECT_EQ(head.layer, 3);
+      EXPECT_EQ(head.part, r);
+      EXPECT_EQ(head.wait_counter, persistent_counter(3, PersistentStage::ffn_down));
+      EXPECT_EQ(head.wait_target, buffer == 0 ? 4 : 16); // the down projection's ranges
+      EXPECT_EQ(head.signal_counter, head_counter);
+      EXPECT_LE(head.end - head.begin, buffer == 0 ? 16 : 6);
+      for (int t = head.begin; t < head.end; ++t)
+        ++covered[static_cast<size_t>(t)];
+    }
+    EXPECT_EQ(covered, std::vector<int>(63, 1));
+    const PersistentInstr &argmax = plan.back();
+    EXPECT_EQ(argmax.op, op(PersistentStage::argmax));
+    EXPECT_EQ(argmax.wait_counter, head_counter);
+    EXPECT_EQ(argmax.wait_target, ranges);
+    EXPECT_EQ(argmax.signal_counter, head_counter + 1);
+    EXPECT_EQ(describe_persistent_instr(plan[layer_instrs + 1]),
+              buffer == 0 ? "LM head range 1 (tiles 16..31)" : "LM head range 1 (tiles 6..11)");
+    EXPECT_EQ(describe_persistent_instr(argmax), "argmax (every token's best LM head row)");
+  }
+  shape.n_vocab = -1;
+  EXPECT_THROW(build_persistent_plan(shape), bonsai::plugin::PluginError);
+}
+
 TEST(PersistentPlan, DescribesInstructionsForStallReports) {
   const std::vector<PersistentInstr> plan = build_persistent_plan(tiny(4, 1));
   EXPECT_EQ(describe_persistent_instr(plan[0]), "layer 0 Q/K/V (tiles 0..15)");

@@ -66,7 +66,7 @@ void expect_timing(const PersistentStageTiming &t, double span, double seen, dou
 
 TEST(PersistentTrace, EachStageSpanRunsFromItsReleaseToItsLastSignal) {
   const std::vector<PersistentStageTiming> t = persistent_stage_timings(kPlan, kMarks);
-  ASSERT_EQ(t.size(), 5u);
+  ASSERT_EQ(t.size(), 10u); // the layer's five counters, then the LM head's (unused here)
   // Q/K/V: released at the first mark (100); seen 10 and 7, inputs 20 and
   // 28, compute 40 and 50, publish 10 and 10; signals 180 and 200.
   expect_timing(t[0], 100, 8.5, 24, 45, 10, 10);
@@ -79,6 +79,48 @@ TEST(PersistentTrace, EachStageSpanRunsFromItsReleaseToItsLastSignal) {
   for (const PersistentStageTiming &stage : t)
     spans += stage.span;
   EXPECT_DOUBLE_EQ(spans, 450 - 100); // the spans add up to the launch
+}
+
+// The layer above, then the LM head in two ranges (counter 5, released by
+// the down projection's signal at 450) and the argmax (counter 6).
+TEST(PersistentTrace, TheLmHeadAndTheArgmaxAreTimedOnceALaunch) {
+  std::vector<PersistentInstr> plan = kPlan;
+  std::vector<uint64_t> marks = kMarks;
+  for (int range = 0; range < 2; ++range) {
+    PersistentInstr head = instr(PersistentStage::head, 10 * range, 10 * range + 10, 4, 1);
+    head.signal_counter = 5;
+    head.part = range;
+    plan.push_back(head);
+  }
+  PersistentInstr argmax = instr(PersistentStage::argmax, 0, 0, 5, 2);
+  argmax.signal_counter = 6;
+  plan.push_back(argmax);
+  marks.insert(marks.end(), {
+                                440, 455, 465, 485, 490, // head range 0
+                                445, 460, 470, 500, 510, // head range 1: the last signal, 510
+                                495, 515, 520, 530, 534, // argmax, released at 510
+                            });
+  const std::vector<PersistentStageTiming> t = persistent_stage_timings(plan, marks);
+  ASSERT_EQ(t.size(), 10u);
+  // Head: released at 450; seen 5 and 10, inputs 10 and 10, compute 20 and
+  // 30, publish 5 and 10; signals 490 and 510.
+  expect_timing(t[5], 60, 7.5, 10, 25, 7.5, 10);
+  expect_timing(t[6], 24, 5, 5, 10, 4, 0); // seen from its release (510)
+  // The summary, with the marks in microseconds so that its figures come out whole.
+  for (uint64_t &mark : marks)
+    mark *= 1000;
+  PersistentTraceSummary summary;
+  summary.add(plan, marks, 1);
+  expect_timing(summary.mean(PersistentStage::head), 60000, 7500, 10000, 25000, 7500, 10000);
+  // The layer's own stages are unchanged by the head after them.
+  expect_timing(summary.mean(PersistentStage::ffn_down), 45000, 5000, 10000, 20000, 10000, 0);
+  const std::string report = summary.report();
+  EXPECT_THAT(report, HasSubstr("\na layer              350.00\n"));
+  EXPECT_THAT(report, HasSubstr("\nLM head               60.00     7.50    10.00"
+                                "    25.00     7.50    10.00  (a launch)\n"));
+  EXPECT_THAT(report, HasSubstr("\nargmax                24.00     5.00     5.00"
+                                "    10.00     4.00     0.00  (a launch)\n"));
+  EXPECT_THAT(report, HasSubstr("a launch: 434.0 us")); // 100 to 534
 }
 
 TEST(PersistentTrace, TheSummaryAveragesLaunchesAndReportsTheTimerStep) {

@@ -71,7 +71,12 @@ struct DeviceModel {
     std::memcpy(norms.back().data(), w.bytes.data(), norms.back().size() * sizeof(float));
     return norms.back().data();
   }
+  const u8 *head = nullptr;
+  const float *output_norm = nullptr;
+
   explicit DeviceModel(const HostModel &m) {
+    head = planar(m.lm_head);
+    output_norm = norm(m.output_norm);
     for (const auto &l : m.layers)
       layers.push_back({planar(l.wq), planar(l.wk), planar(l.wv), planar(l.wo), planar(l.gate),
                         planar(l.up), planar(l.down), norm(l.attn_norm), norm(l.q_norm),
@@ -102,7 +107,9 @@ template <class KV> struct StepPart {
 };
 
 struct StepResult {
-  std::vector<float> x; // the hidden rows after the last layer, one per token
+  std::vector<float> x;      // the hidden rows after the last layer, one per token
+  std::vector<float> logits; // with the LM head in the launch: one row per token
+  std::vector<int> argmax;   // ... and each token's best row
   PkStatus status{};
   std::vector<PersistentInstr> plan;     // the instruction list it ran
   std::vector<unsigned long long> marks; // PK_MARKS per instruction, when traced
@@ -111,13 +118,15 @@ struct StepResult {
 // How a step is launched: each (sequence, KV head)'s attention cut into
 // `splits` key ranges; with the trace buffer; with persistent_quantize=producer;
 // with persistent_matmul=mma (steps of several tokens on the int8 MMA);
-// with persistent_records=registers (single tokens' records held in registers).
+// with persistent_records=registers (single tokens' records held in registers);
+// with the LM head and argmax in the launch (persistent_head).
 struct Launch {
   int splits = 3;
   bool traced = false;
   bool producer = false;
   bool mma = false;
   bool held = false;
+  bool head = false;
 };
 
 // The int8 MMA operands of a weight type.
@@ -154,13 +163,17 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   shape.block_bytes = T::PAYLOAD + 2;
   shape.weight_buffer_bytes = bonsai::cuda::persistent_largest_tile_bytes(shape) * 3 / 2 / 16 * 16;
   shape.attention_splits = splits;
+  shape.n_vocab = how.head ? s.n_vocab : 0;
   std::vector<PersistentInstr> plan = bonsai::cuda::build_persistent_plan(shape);
   for (PersistentInstr &instr : plan)
     if (fault == Fault::no_wait)
       instr.wait_target = 0;
     else if (fault == Fault::early)
       instr.wait_target = std::max(0, instr.wait_target - 1);
-  std::vector<int> counters(static_cast<size_t>(bonsai::cuda::kPersistentStages * s.n_layer));
+  std::vector<int> counters(static_cast<size_t>(bonsai::cuda::persistent_counter_count(s.n_layer)));
+  std::vector<float> logits(how.head ? size_t(n_tokens) * s.n_vocab : 0);
+  std::vector<unsigned long long> head_best(size_t(s.n_vocab / PK_TILE_ROWS) * PK_MAX_TOKENS);
+  std::vector<int> argmax(how.head ? size_t(n_tokens) : 0);
   std::vector<int> arrivals(static_cast<size_t>(s.n_layer * PK_MAX_SEQUENCES * s.n_head_kv));
   std::vector<float> partials(size_t(n_tokens) * s.n_head * splits * (s.head_dim + 2));
   PkStatus status{};
@@ -195,6 +208,14 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   a.attention_splits = splits;
   a.trace = traced ? marks.data() : nullptr;
   a.n_layer = s.n_layer;
+  if (how.head) {
+    a.head = dev.head;
+    a.output_norm = dev.output_norm;
+    a.logits = logits.data();
+    a.head_best = head_best.data();
+    a.argmax = argmax.data();
+    a.n_vocab = s.n_vocab;
+  }
   if (how.producer) {
     a.quantize = 1;
     a.q8_groups = q8_groups;
@@ -237,7 +258,7 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   emu::lose_signal_at = 0;
   for (auto &p : parts)
     p.sequence->length += static_cast<int>(p.tokens.size());
-  return {x, status, plan, marks};
+  return {x, logits, argmax, status, plan, marks};
 }
 
 // The logits of hidden row `row`: the reference's final norm and LM head.
@@ -256,6 +277,34 @@ std::vector<double> logits_of(const std::vector<float> &x, int row,
   return logits;
 }
 
+// Token `row`'s logits from a step: the launch's own with the LM head in
+// it, else the reference's head over the launch's hidden row.
+std::vector<double> step_logits(const StepResult &r, int row, const bonsai::test::RefModel &ref) {
+  if (r.logits.empty())
+    return logits_of(r.x, row, ref);
+  const auto n = static_cast<size_t>(ref.dims.n_vocab);
+  const auto first = r.logits.begin() + static_cast<std::ptrdiff_t>(size_t(row) * n);
+  return {first, first + static_cast<std::ptrdiff_t>(n)};
+}
+
+// The best row of `logits` as bonsai_argmax picks it: the greatest value,
+// the lowest row among equals.
+int best_row(const std::vector<double> &logits) {
+  return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// With the LM head in the launch, how many of the step's tokens got an
+// argmax other than their own logits' best row (0 without the head).
+int wrong_argmax(const StepResult &r, const bonsai::test::RefModel &ref) {
+  int wrong = 0;
+  for (size_t t = 0; t < r.argmax.size(); ++t)
+    wrong += r.argmax[t] != best_row(step_logits(r, static_cast<int>(t), ref));
+  return wrong;
+}
+
+// The cosine of two logit rows; 0 (a failed gate, never a NaN that
+// std::min would pass over) when either is all zeros or not a number,
+// as the logits of a launch whose stores never landed are.
 double cosine(const std::vector<double> &a, const std::vector<double> &b) {
   double ab = 0, aa = 0, bb = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -263,7 +312,8 @@ double cosine(const std::vector<double> &a, const std::vector<double> &b) {
     aa += a[i] * a[i];
     bb += b[i] * b[i];
   }
-  return ab / std::sqrt(aa * bb);
+  const double c = ab / std::sqrt(aa * bb);
+  return std::isfinite(c) ? c : 0.0;
 }
 
 ModelShape small_shape() {
@@ -285,9 +335,12 @@ double decode_against_reference(uint32_t type, Fault fault, unsigned seed, Launc
   double worst = 1.0;
   for (const auto &tokens : steps) {
     const StepResult r = run_step<T, D, KV>(host, dev, ref, {{&seq, tokens}}, fault, seed++, how);
+    if (fault == Fault::none) {
+      EXPECT_EQ(wrong_argmax(r, ref), 0) << "seed " << seed;
+    }
     for (size_t t = 0; t < tokens.size(); ++t)
       worst = std::min(worst,
-                       cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
+                       cosine(step_logits(r, static_cast<int>(t), ref), reference.step(tokens[t])));
   }
   return worst;
 }
@@ -297,15 +350,18 @@ double decode_against_reference(uint32_t type, Fault fault, unsigned seed, Launc
 // (persistent_quantize=producer), steps of several tokens with dp4a or on
 // the int8 MMA (persistent_matmul=mma), single tokens' records read from
 // shared memory or held in registers (persistent_records=registers).
+// With the LM head in the launch (persistent_head) or after it.
 constexpr Launch kModes[] = {{},
                              {.producer = true},
-                             {.mma = true},
+                             {.mma = true, .head = true},
                              {.producer = true, .mma = true},
-                             {.producer = true, .mma = true, .held = true}};
+                             {.producer = true, .mma = true, .head = true},
+                             {.producer = true, .mma = true, .held = true, .head = true}};
 
 std::string mode(const Launch &how) {
   return std::string(how.producer ? "producer-quantized inputs" : "inputs staged by each block") +
-         (how.mma ? ", int8 MMA" : ", dp4a") + (how.held ? ", records in registers" : "");
+         (how.mma ? ", int8 MMA" : ", dp4a") + (how.held ? ", records in registers" : "") +
+         (how.head ? ", LM head in the launch" : "");
 }
 
 // Attention whole, and cut into 3 and 5 key ranges: with up to 6 cached
@@ -351,9 +407,10 @@ TEST(PersistentKernel, LongContextDecodeMatchesTheFloat64Reference) {
   const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
   const bonsai::test::RefModel ref = host.reference();
   DeviceModel dev(host);
-  for (const Launch how : {Launch{.splits = 1}, Launch{.splits = 3},
-                           Launch{.splits = 1, .producer = true}, Launch{.splits = 3, .mma = true},
-                           Launch{.splits = 3, .producer = true, .mma = true, .held = true}}) {
+  for (const Launch how :
+       {Launch{.splits = 1}, Launch{.splits = 3}, Launch{.splits = 1, .producer = true},
+        Launch{.splits = 3, .mma = true},
+        Launch{.splits = 3, .producer = true, .mma = true, .held = true, .head = true}}) {
     bonsai::test::RefForward reference(ref);
     Sequence<float> seq(host.shape);
     double worst = 1.0;
@@ -366,7 +423,7 @@ TEST(PersistentKernel, LongContextDecodeMatchesTheFloat64Reference) {
                                                                Fault::none, seed++, how);
       for (size_t t = 0; t < tokens.size(); ++t)
         worst = std::min(
-            worst, cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
+            worst, cosine(step_logits(r, static_cast<int>(t), ref), reference.step(tokens[t])));
     }
     EXPECT_EQ(seq.length, 66);
     std::printf("[ persistent ] 66 positions, %d key ranges, %s: min cosine %.8f\n", how.splits,
@@ -390,9 +447,10 @@ TEST(PersistentKernel, TwoSequencesInOneStepEachMatchTheirReference) {
       ref_b.step(token);
     const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(
         host, dev, ref, {{&a, {11, 12}}, {&b, {13}}}, Fault::none, 4, how);
-    const double a0 = cosine(logits_of(r.x, 0, ref), ref_a.step(11));
-    const double a1 = cosine(logits_of(r.x, 1, ref), ref_a.step(12));
-    const double b0 = cosine(logits_of(r.x, 2, ref), ref_b.step(13));
+    EXPECT_EQ(wrong_argmax(r, ref), 0);
+    const double a0 = cosine(step_logits(r, 0, ref), ref_a.step(11));
+    const double a1 = cosine(step_logits(r, 1, ref), ref_a.step(12));
+    const double b0 = cosine(step_logits(r, 2, ref), ref_b.step(13));
     std::printf("[ persistent ] two sequences, %s: cosines %.8f %.8f %.8f\n", mode(how).c_str(), a0,
                 a1, b0);
     EXPECT_GE(a0, kGoldenCosine);
@@ -421,20 +479,63 @@ TEST(PersistentKernel, EightTokensMatchTheReferenceAndReadEachWeightOnce) {
     const StepResult r = run_step<TypeQ2_0, Dp4aQ2_0, float>(host, dev, ref, {{&eight, tokens}},
                                                              Fault::none, 12, how);
     EXPECT_EQ(emu::weight_loads - before_eight, loads_one);
-    // Every Q2_0 weight of the layers is 2 bits: 16-byte chunks of 64 weights.
+    // Every Q2_0 weight of the layers (and of the LM head, in the launch) is
+    // 2 bits: 16-byte chunks of 64 weights.
     const ModelShape &s = host.shape;
     const long per_layer = (long{s.n_head + 2 * s.n_head_kv} * s.head_dim * s.n_embd +
                             long{s.n_embd} * s.n_head * s.head_dim + 3L * s.n_ff * s.n_embd) /
                            64;
-    EXPECT_EQ(loads_one, per_layer * s.n_layer);
+    const long head = how.head ? long{s.n_vocab} * s.n_embd / 64 : 0;
+    EXPECT_EQ(loads_one, per_layer * s.n_layer + head);
+    EXPECT_EQ(wrong_argmax(r, ref), 0);
     bonsai::test::RefForward reference(ref);
     double worst = 1.0;
     for (size_t t = 0; t < tokens.size(); ++t)
       worst = std::min(worst,
-                       cosine(logits_of(r.x, static_cast<int>(t), ref), reference.step(tokens[t])));
+                       cosine(step_logits(r, static_cast<int>(t), ref), reference.step(tokens[t])));
     std::printf("[ persistent ] eight tokens in one step, %s: min cosine %.8f, %ld weight loads\n",
                 mode(how).c_str(), worst, loads_one);
     EXPECT_GE(worst, kGoldenCosine);
+  }
+}
+
+// Ties in the LM head's argmax go to the lower row, as bonsai_argmax
+// breaks them, within a range and across ranges: an LM head whose rows
+// come in equal pairs (row 2i + 1 a copy of row 2i) has every logit twice,
+// so each token's best row must be the even one of its pair; one whose rows
+// are all equal must pick row 0. One token (dp4a) and three (the MMA).
+TEST(PersistentKernel, TheLmHeadsArgmaxBreaksTiesTowardTheLowerRow) {
+  for (bool all_equal : {false, true}) {
+    Rng rng(555);
+    HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
+    const size_t row_bytes = host.lm_head.bytes.size() / static_cast<size_t>(host.lm_head.rows);
+    for (int64_t r = 1; r < host.lm_head.rows; ++r) {
+      const int64_t source = all_equal ? 0 : r - r % 2;
+      std::copy_n(host.lm_head.bytes.begin() + static_cast<std::ptrdiff_t>(source * row_bytes),
+                  row_bytes,
+                  host.lm_head.bytes.begin() + static_cast<std::ptrdiff_t>(r * row_bytes));
+    }
+    const bonsai::test::RefModel ref = host.reference();
+    DeviceModel dev(host);
+    for (const Launch how : {Launch{.producer = true, .head = true},
+                             Launch{.producer = true, .mma = true, .head = true}}) {
+      Sequence<float> seq(host.shape);
+      const std::vector<int32_t> tokens =
+          how.mma ? std::vector<int32_t>{3, 77, 200} : std::vector<int32_t>{3};
+      const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&seq, tokens}},
+                                                               Fault::none, 9, how);
+      for (size_t t = 0; t < tokens.size(); ++t) {
+        const std::vector<double> logits = step_logits(r, static_cast<int>(t), ref);
+        const int best = r.argmax[t];
+        if (all_equal) {
+          EXPECT_EQ(best, 0) << mode(how) << ", token " << t;
+          continue;
+        }
+        EXPECT_EQ(best % 2, 0) << mode(how) << ", token " << t;
+        EXPECT_EQ(logits[size_t(best)], logits[size_t(best) + 1]);
+        EXPECT_EQ(best, best_row(logits)) << mode(how) << ", token " << t;
+      }
+    }
   }
 }
 
@@ -506,7 +607,7 @@ void check_piece(uint32_t type, int n_tokens, unsigned seed, const PieceCase &sh
       pk_piece_rows_held<T, D, N_MATS, KIND>(piece, buffer, staged, ctl);
     else
       pk_piece_rows_mma<T, mma_of<T>, N_MATS, KIND>(a, piece, buffer, staged, ctl,
-                                                    (float *)(buffer - PK_REDUCE_BYTES));
+                                                    (float *)(buffer - PK_REDUCE_BYTES), nullptr);
     if (threadIdx.x == 0)
       std::memcpy(staged_copy.data(), staged, staged_copy.size());
   });
@@ -659,27 +760,33 @@ TEST(PersistentKernel, TraceMarksFollowEachInstructionAndItsWait) {
   std::vector<PersistentInstr> plan;
   for (unsigned seed : {1u, 2u, 3u}) {
     Sequence<float> seq(host.shape);
-    const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&seq, {4, 5}}},
-                                                             Fault::none, seed, {.traced = true});
+    const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(
+        host, dev, ref, {{&seq, {4, 5}}}, Fault::none, seed, {.traced = true, .head = true});
     plan = r.plan;
     EXPECT_EQ(marks_out_of_order(r, plan), 0) << "seed " << seed;
-    // The host's reading of them: every stage of every layer took time,
-    // and the spans add up to the launch.
+    // The host's reading of them: every stage of every layer took time, and
+    // the LM head and the argmax after them (the last three counters are
+    // unused), and the spans add up to the launch.
     const std::span<const uint64_t> marks(reinterpret_cast<const uint64_t *>(r.marks.data()),
                                           r.marks.size());
     const auto timings = bonsai::cuda::persistent_stage_timings(r.plan, marks);
-    ASSERT_EQ(timings.size(), size_t{5} * host.shape.n_layer);
+    const size_t used = size_t{5} * host.shape.n_layer + 2;
+    ASSERT_EQ(timings.size(), used + 3);
     double spans = 0;
-    for (const auto &t : timings) {
-      EXPECT_GT(t.span, 0);
-      spans += t.span;
+    for (size_t g = 0; g < timings.size(); ++g) {
+      if (g < used) {
+        EXPECT_GT(timings[g].span, 0) << "counter " << g;
+      } else {
+        EXPECT_EQ(timings[g].span, 0) << "counter " << g;
+      }
+      spans += timings[g].span;
     }
     const auto [first, last] = std::minmax_element(r.marks.begin(), r.marks.end());
     EXPECT_DOUBLE_EQ(spans, static_cast<double>(*last - *first));
   }
   Sequence<float> seq(host.shape);
   const StepResult broken = run_step<TypeQ1_0, Dp4aQ1_0, float>(
-      host, dev, ref, {{&seq, {4, 5}}}, Fault::no_wait, 1, {.traced = true});
+      host, dev, ref, {{&seq, {4, 5}}}, Fault::no_wait, 1, {.traced = true, .head = true});
   ASSERT_EQ(broken.plan.size(), plan.size());
   EXPECT_GT(marks_out_of_order(broken, plan), 0);
 }

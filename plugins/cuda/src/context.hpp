@@ -35,6 +35,7 @@ struct StepState {
   bool failed = false;             // an encode failed: only begin_step may follow
   bool use_graph = false;          // this step replays the decode graph
   bool persistent = false;         // this step's layers are one persistent launch
+  bool head_in_launch = false;     // ...whose LM head and argmax gave every token's logits
   bool persistent_checked = false; // its stall status has been read
   int n_tokens = 0;                // of all sequences together
   int next_layer = 0;

@@ -66,12 +66,17 @@ struct PersistentDecode {
   // decode=persistent; under auto, persistent_single_from or the model's
   // default); shorter ones take the graph path.
   int single_from = 0;
-  bool mma = false;           // persistent_matmul=mma, where it applies
+  bool mma = false; // persistent_matmul=mma, where it applies
+  // persistent_head, where it applies: the LM head and argmax in the launch
+  // (shape.n_vocab set), each range's best rows in head_best.
+  bool head = false;
+  DeviceBuffer head_best;
   long long deadline_ns = 0;  // persistent_deadline_ms
   PersistentShape shape;      // blocks: one per SM; n_sequences, weight buffer set per plan
   DeviceBuffer layers;        // PkLayer per layer
   DeviceBuffer control;       // the counters, the attention arrivals, then PkStatus
-  size_t arrivals_offset = 0; // where the attention arrival counts start in `control`
+  size_t arrivals_offset = 0; // where the attention arrival counts start in `control` (after
+                              // persistent_counter_count counters)
   size_t counter_bytes = 0;   // bytes of the counters and arrivals (a multiple of 16)
   DeviceBuffer partials;      // the split attention's per-range softmax states
   // persistent_quantize=producer (when it applies): the staged int8 rows of

@@ -62,8 +62,10 @@ struct PersistentArgs {
   CUdeviceptr trace; // PK_MARKS times per instruction, or 0
   CUdeviceptr q8[kPersistentStages], q8_sumsq[kPersistentStages], group_rows;
   int32_t quantize, q8_groups, n_layer, mma;
+  CUdeviceptr head, output_norm, logits, head_best, argmax;
+  int32_t n_vocab, reserved3;
 };
-static_assert(sizeof(PersistentArgs) == 480, "must match PersistentArgs in kernels/persistent.cuh");
+static_assert(sizeof(PersistentArgs) == 528, "must match PersistentArgs in kernels/persistent.cuh");
 
 // Dynamic shared bytes before the weight buffer in a step of n_tokens
 // tokens (persistent_work_bytes), for inputs up to max_cols wide.
@@ -162,6 +164,16 @@ void prepare_producer_quantize(const Device &device, const ModelDims &d, Persist
   p.staged = DeviceBuffer(device, bytes, "the persistent decode's producer-quantized inputs");
 }
 
+// Why persistent_head cannot apply (the LM head and argmax in the launch), or "".
+std::string head_reason(const BoundModel &m) {
+  if (m.lm_head->layout.type != m.layers[0].wq->layout.type)
+    return "the LM head's type is not the layers'";
+  if (m.dims.n_vocab % kPersistentTileRows != 0)
+    return strformat("a vocabulary of %d rows is not whole tiles of %d", m.dims.n_vocab,
+                     kPersistentTileRows);
+  return {};
+}
+
 // The most tokens a step may have: 8, or fewer where their staged inputs
 // would leave no room for the weights of one tile of every stage.
 int most_tokens(const Kernels &kernels, const std::string &kernel, const PersistentShape &shape,
@@ -184,21 +196,18 @@ std::string mma_reason(const Context &ctx, const std::string &kernel, const Pers
   return {};
 }
 
-// Where single tokens take the persistent kernel under decode=auto. On an
-// H200 (2026-11-28, after the one-token plans) one token a step ran faster
-// there than on the graph path at every context for 4B (424 / 421 t/s;
-// 308 / 219 at 4,096 positions) and 8B (390 / 371; 290 / 204), for 1.7B only
-// at long contexts (663 / 710; 480 / 366 at 4,096: the two rates meet near
-// 550 positions).
-constexpr int kWideModelEmbd = 2560;
-constexpr int kNarrowModelSingleFrom = 512;
-
-int single_token_context(const ContextOptions &options, const ModelDims &d) {
+// Where single tokens take the persistent kernel under decode=auto: from the
+// first position for every width. On an H200 at 764dc7b (2026-11-28, the
+// `paths` section of gpu-check.sh, tg128 medians) it ran faster than the
+// graph path at every shape and context it measured: 1.7B Q1_0 746.7 t/s
+// against 630.2 (542.5 against 371.2 at 4,096 positions), 8B Q1_0 435.2
+// against 335.6 (318.0 against 206.8). (Before that build's one-token
+// plans, 1.7B was slower there at short contexts, and auto started it at
+// 512 positions.) persistent_single_from=N still sets another length.
+int single_token_context(const ContextOptions &options) {
   if (options.decode == DecodeMode::persistent)
     return 0;
-  if (options.persistent_single_from >= 0)
-    return options.persistent_single_from;
-  return d.n_embd >= kWideModelEmbd ? 0 : kNarrowModelSingleFrom;
+  return options.persistent_single_from >= 0 ? options.persistent_single_from : 0;
 }
 
 int multiprocessors(const Device &device) {
@@ -264,7 +273,7 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   const ModelDims &d = m.dims;
   auto p = std::make_unique<PersistentDecode>(device);
   p->kernel = kernel;
-  p->single_from = single_token_context(ctx.options, d);
+  p->single_from = single_token_context(ctx.options);
   p->shape = plan_shape(m, m.layers[0].wq->layout.type);
   p->shape.blocks = multiprocessors(device);
   if (ctx.options.persistent_mma) {
@@ -274,6 +283,20 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
       ctx.log.info("persistent_matmul=mma does not apply (" + why + "): multiplying with dp4a");
   }
   p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d), p->mma);
+  if (ctx.options.persistent_head) {
+    const std::string why = head_reason(m);
+    p->head = why.empty();
+    if (p->head) {
+      p->shape.n_vocab = d.n_vocab;
+      // A range holds a tile at least: at most one range per tile.
+      p->head_best = DeviceBuffer(
+          device, size_t(d.n_vocab / kPersistentTileRows) * kPersistentMaxTokens * sizeof(uint64_t),
+          "the persistent LM head's best rows");
+    } else {
+      ctx.log.info("persistent_head does not apply (" + why +
+                   "): the LM head runs after the launch");
+    }
+  }
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
   p->keys_per_range = ctx.options.persistent_keys_per_range;
   std::vector<LayerArg> layers;
@@ -283,8 +306,9 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
                       L.q_norm, L.k_norm, L.ffn_norm});
   p->layers = DeviceBuffer(device, layers.size() * sizeof(LayerArg), "the persistent layer table");
   device.upload(p->layers.get(), layers.data(), layers.size() * sizeof(LayerArg));
-  // The stage counters, then the attention ranges' arrival counts.
-  p->arrivals_offset = size_t{kPersistentStages} * d.n_layer * sizeof(int32_t);
+  // The stage counters (the layers', then the LM head's), then the attention
+  // ranges' arrival counts.
+  p->arrivals_offset = size_t(persistent_counter_count(d.n_layer)) * sizeof(int32_t);
   p->group_rows_offset = p->arrivals_offset + size_t{kPersistentMaxSequences} * d.n_layer *
                                                   d.n_head_kv * sizeof(int32_t);
   if (ctx.options.persistent_producer_quantize) {
@@ -306,19 +330,20 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->control = DeviceBuffer(device, p->counter_bytes + sizeof(PersistentStatus),
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
-  ctx.log.info(
-      strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
-                "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
-                "(%d at one token; %u bytes of shared memory per block at most), "
-                "inputs quantized by their %s, steps of several tokens multiplied "
-                "with %s, single tokens with the input records in %s, %d ms wait deadline",
-                kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
-                weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
-                weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
-                static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
-                p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
-                ctx.kernels->persistent_held() ? "registers" : "shared memory",
-                ctx.options.persistent_deadline_ms));
+  ctx.log.info(strformat(
+      "decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
+      "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
+      "(%d at one token; %u bytes of shared memory per block at most), "
+      "inputs quantized by their %s, steps of several tokens multiplied "
+      "with %s, single tokens with the input records in %s, the LM head %s, "
+      "%d ms wait deadline",
+      kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
+      weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
+      weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
+      static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
+      p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
+      ctx.kernels->persistent_held() ? "registers" : "shared memory",
+      p->head ? "and argmax in the launch" : "after it", ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
 
@@ -375,6 +400,14 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
     args.trace = p.trace.get();
   }
   args.n_layer = d.n_layer;
+  if (p.head) {
+    args.head = m.lm_head->data.get();
+    args.output_norm = m.output_norm;
+    args.logits = a.logits.get();
+    args.head_best = p.head_best.get();
+    args.argmax = a.argmax.get();
+    args.n_vocab = d.n_vocab;
+  }
   if (p.producer_quantize) {
     args.quantize = 1;
     args.q8_groups = p.q8_groups;

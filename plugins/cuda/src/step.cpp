@@ -301,8 +301,10 @@ void step_encode_layer(Context &ctx, int layer) {
                          layer, s.next_layer, m.dims.n_layer - 1));
   try {
     if (s.persistent) {
-      if (layer == 0) // one launch runs every layer; the later calls only count
+      if (layer == 0) { // one launch runs every layer; the later calls only count
         launch_persistent_step(ctx, m, s);
+        s.head_in_launch = m.persistent->head;
+      }
     } else if (!s.use_graph) {
       run_layer(ctx, m, layer, s.n_tokens, s.sequences);
     } else if (layer == 0) {
@@ -344,8 +346,25 @@ bool recovered_from_stall(Context &ctx, BoundModel &m) {
     return false;
   }
   s.persistent = false;
+  s.head_in_launch = false;
   rerun_layers(ctx, m, s);
   return true;
+}
+
+// The rows the persistent launch's LM head already left on the device: its
+// argmax ids and logits, copied out without a launch.
+void copy_launch_logits(const Context &ctx, const BoundModel &m, const bonsai_lm_head_desc &desc) {
+  const Activations &a = m.act;
+  const size_t first = static_cast<size_t>(desc.first_token);
+  const size_t rows = static_cast<size_t>(desc.n_outputs);
+  if (desc.argmax != nullptr)
+    ctx.device->download(desc.argmax, a.argmax.get() + first * sizeof(int32_t),
+                         sizeof(int32_t) * rows);
+  if (desc.logits != nullptr) {
+    const size_t row_bytes = sizeof(float) * static_cast<size_t>(m.dims.n_vocab);
+    ctx.device->download(desc.logits, a.logits.get() + first * row_bytes, rows * row_bytes);
+  }
+  ctx.device->synchronize();
 }
 
 void project_logits(const Context &ctx, const BoundModel &m, const bonsai_lm_head_desc &desc) {
@@ -381,8 +400,11 @@ void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
   if (!s.open || s.failed || s.next_layer != m.dims.n_layer)
     fail_state(strformat("lm_head: the step's %d layers have not all run", m.dims.n_layer));
   check_lm_head_desc(desc, s.n_tokens);
-  project_logits(ctx, m, desc);
-  if (recovered_from_stall(ctx, m))
+  if (s.head_in_launch)
+    copy_launch_logits(ctx, m, desc);
+  else
+    project_logits(ctx, m, desc);
+  if (recovered_from_stall(ctx, m)) // the launch stalled: its rows are worked out again
     project_logits(ctx, m, desc);
 }
 

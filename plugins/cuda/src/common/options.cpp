@@ -114,6 +114,8 @@ ContextOptions parse_options(const char *options) {
       if (value != "dp4a" && value != "mma")
         fail_invalid("option persistent_matmul=" + value + ": expected dp4a or mma");
       parsed.persistent_mma = value == "mma";
+    } else if (key == "persistent_head") {
+      parsed.persistent_head = parse_switch(key, value);
     } else if (key == "persistent_trace") {
       if (value.empty())
         fail_invalid("option persistent_trace=: expected the path of the file to write");

@@ -53,10 +53,9 @@ struct ContextOptions {
   // kernels=reference.
   DecodeMode decode = DecodeMode::automatic;
   // persistent_single_from=N: under decode=auto, the context length (1 or
-  // more) from which single-token steps take the persistent kernel. -1 (default): by
-  // model, as measured on an H200 (docs/cuda.md): 0 for models 2,560 or
-  // more wide (4B, 8B: faster at every length), 512 for narrower ones (1.7B:
-  // slower at short contexts, faster at long ones).
+  // more) from which single-token steps take the persistent kernel. -1
+  // (default): from the first position, at every width (faster than the
+  // graph path at every shape and length measured on an H200, docs/cuda.md).
   int persistent_single_from = -1;
   // prefill_attention=tc|cores: the attention of steps of 9 or more tokens
   // on f16 tensor cores (tc, default on 8.0+; kernels/attention_tc.cuh) or
@@ -95,6 +94,12 @@ struct ContextOptions {
   // most likely for its larger weight buffer. Single tokens always multiply
   // with dp4a.
   bool persistent_mma = true;
+  // persistent_head=on|off: the LM head and the greedy argmax run in the
+  // persistent launch, after the last layer (on, default, where the head
+  // has the layers' type), so that a step needs no launch after it; or
+  // launch by launch after it (off). With it, a step's logits are worked out
+  // for all its tokens whether or not the host asks for them.
+  bool persistent_head = true;
   // persistent_trace=PATH: every persistent decode launch notes when each
   // instruction started, stopped waiting, had its inputs, finished and
   // signalled; after each step PATH gets the table of where a layer's time

@@ -25,6 +25,10 @@ const char *persistent_stage_name(int op) {
     return "gate/up";
   case PersistentStage::ffn_down:
     return "down projection";
+  case PersistentStage::head:
+    return "LM head";
+  case PersistentStage::argmax:
+    return "argmax";
   }
   return "unknown";
 }
@@ -47,7 +51,9 @@ struct StageBuilder {
     instr.end = end;
     instr.wait_counter = wait_count > 0 ? wait_counter : 0;
     instr.wait_target = wait_count;
-    instr.signal_counter = persistent_counter(layer, stage);
+    instr.signal_counter = stage >= PersistentStage::head
+                               ? persistent_head_counter(layer + 1, stage)
+                               : persistent_counter(layer, stage);
     return instr;
   }
   // Tiles [0, n_tiles) in `blocks` contiguous ranges, or, where a range's
@@ -89,7 +95,7 @@ struct StageBuilder {
 int persistent_stage_input_width(const PersistentShape &shape, PersistentStage stage) {
   return stage == PersistentStage::output     ? shape.n_head * shape.head_dim
          : stage == PersistentStage::ffn_down ? shape.n_ff
-                                              : shape.n_embd;
+                                              : shape.n_embd; // Q/K/V, gate/up, the LM head
 }
 
 int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage) {
@@ -134,11 +140,11 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
   if (shape.n_layer < 1 || shape.blocks < 1 || shape.n_sequences < 1 ||
       shape.n_sequences > kPersistentMaxSequences || shape.n_head_kv < 1 || shape.head_dim < 1 ||
       shape.n_head % shape.n_head_kv != 0 || shape.attention_splits < 1 ||
-      shape.attention_splits > kPersistentMaxSplits)
+      shape.attention_splits > kPersistentMaxSplits || shape.n_vocab < 0)
     fail_invalid(strformat("persistent decode plan: bad shape (%d layers, %d blocks, %d sequences, "
-                           "%d/%d heads, %d key ranges)",
+                           "%d/%d heads, %d key ranges, %d LM head rows)",
                            shape.n_layer, shape.blocks, shape.n_sequences, shape.n_head,
-                           shape.n_head_kv, shape.attention_splits));
+                           shape.n_head_kv, shape.attention_splits, shape.n_vocab));
   if (shape.weight_buffer_bytes > 0 &&
       (shape.block_bytes < 1 || persistent_largest_tile_bytes(shape) > shape.weight_buffer_bytes))
     fail_invalid(strformat("persistent decode plan: a %d-byte weight buffer holds no tile of "
@@ -163,6 +169,19 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
     previous_count = stage.matmul(PersistentStage::ffn_down, tiles(shape.n_embd), shape);
     previous_counter = persistent_counter(layer, PersistentStage::ffn_down);
   }
+  if (shape.n_vocab > 0) {
+    // The LM head reads the last layer's output (its tiles cost what a
+    // Q/K/V tile does: inputs as wide, so the buffer holds one), then the
+    // argmax reads every range's best rows.
+    StageBuilder head{list, shape.n_layer - 1, previous_counter, previous_count};
+    const size_t first = list.size();
+    const int ranges = head.matmul(PersistentStage::head, tiles(shape.n_vocab), shape);
+    for (size_t i = first; i < list.size(); ++i)
+      list[i].part = static_cast<int32_t>(i - first);
+    head.wait_counter = persistent_head_counter(shape.n_layer, PersistentStage::head);
+    head.wait_count = ranges;
+    list.push_back(head.make(PersistentStage::argmax, 0, 0));
+  }
   return list;
 }
 
@@ -183,6 +202,10 @@ int persistent_step_attention_splits(int blocks, int n_sequences, int n_head_kv,
 }
 
 std::string describe_persistent_instr(const PersistentInstr &instr) {
+  if (instr.op == static_cast<int32_t>(PersistentStage::argmax))
+    return "argmax (every token's best LM head row)";
+  if (instr.op == static_cast<int32_t>(PersistentStage::head))
+    return strformat("LM head range %d (tiles %d..%d)", instr.part, instr.begin, instr.end - 1);
   if (instr.op == static_cast<int32_t>(PersistentStage::attention))
     return strformat("layer %d attention (sequence %d, KV head %d, key range %d)", instr.layer,
                      instr.begin, instr.end, instr.part);

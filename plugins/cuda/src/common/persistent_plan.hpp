@@ -16,8 +16,13 @@ enum class PersistentStage : int32_t {
   output = 2,    // O rows added to the residual
   ffn_up = 3,    // RMSNorm + gate and up rows, SiLU product
   ffn_down = 4,  // down rows added to the residual
+  // After the last layer, where the plan has an LM head (PersistentShape::
+  // n_vocab > 0): its instructions carry the last layer's index, and their
+  // counters are the ones after the layers' (persistent_head_counter).
+  head = 5,   // final RMSNorm + LM head rows: logits, and each range's best row per token
+  argmax = 6, // one instruction: every token's best row over the head's ranges
 };
-inline constexpr int kPersistentStages = 5;
+inline constexpr int kPersistentStages = 5;    // counters per layer (the stages qkv ... ffn_down)
 inline constexpr int kPersistentTileRows = 16; // PK_TILE_ROWS
 inline constexpr int kPersistentMaxTokens = 8; // PK_MAX_TOKENS
 inline constexpr int kPersistentMaxSequences = 8;
@@ -35,7 +40,7 @@ struct PersistentInstr {
   int32_t wait_counter = 0;
   int32_t wait_target = 0; // 0: no wait
   int32_t signal_counter = 0;
-  int32_t part = 0; // attention: its key range, of PersistentShape::attention_splits
+  int32_t part = 0; // attention: its key range (of attention_splits); LM head: its range's number
 };
 static_assert(sizeof(PersistentInstr) == 32, "must match PkInstr in kernels/persistent.cuh");
 
@@ -53,6 +58,10 @@ struct PersistentShape {
   // Key ranges each (sequence, KV head)'s attention is cut into, so that
   // long contexts keep every block busy; the last range to finish merges.
   int attention_splits = 1;
+  // Rows of the LM head run in the launch after the last layer, with the
+  // greedy argmax (its input is n_embd wide, as Q/K/V's); 0: none, the LM
+  // head runs apart.
+  int n_vocab = 0;
 };
 
 // The key ranges that give each block about one attention instruction:
@@ -98,12 +107,29 @@ int persistent_weight_buffer_bytes(int shared_limit, int64_t staged_row_bytes, i
 inline int persistent_counter(int layer, PersistentStage stage) {
   return layer * kPersistentStages + static_cast<int>(stage);
 }
+// The counters of the LM head's stages (head, argmax), after the layers'.
+inline int persistent_head_counter(int n_layer, PersistentStage stage) {
+  return n_layer * kPersistentStages + static_cast<int>(stage) -
+         static_cast<int>(PersistentStage::head);
+}
+// How many counters a launch of an n_layer model zeroes: the layers' and
+// the LM head's (whether or not a plan has one).
+inline int persistent_counter_count(int n_layer) {
+  return (n_layer + 1) * kPersistentStages;
+}
+// Whether `op` is a stage the kernel knows.
+inline bool persistent_known_stage(int op) {
+  return op >= 0 && op <= static_cast<int>(PersistentStage::argmax);
+}
 
 // The list, in dependency order: every instruction waits for the whole
 // stage before it (the previous layer's down projection for a layer's
 // Q/K/V), and each stage's matmul tiles are split into contiguous ranges,
 // `blocks` of them, or more where a range's weights would not fit
-// weight_buffer_bytes. Block b of the grid runs entries b, b + blocks, ...
+// weight_buffer_bytes. With n_vocab > 0 the LM head's tiles follow as one
+// more such stage (each range numbered in `part`), then one argmax
+// instruction that waits for them all. Block b of the grid runs entries b,
+// b + blocks, ...
 std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape);
 
 // "layer 3 attention (sequence 0, KV head 2, key range 0)", for stall reports.

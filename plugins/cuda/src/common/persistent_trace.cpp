@@ -29,7 +29,7 @@ void check_sizes(std::span<const PersistentInstr> plan, std::span<const uint64_t
                            "each)",
                            marks.size(), plan.size(), kPersistentMarks));
   for (const PersistentInstr &instr : plan)
-    if (instr.op < 0 || instr.op >= kPersistentStages || instr.layer < 0)
+    if (!persistent_known_stage(instr.op) || instr.layer < 0)
       fail_invalid(strformat("persistent decode trace: an instruction of stage %d, layer %d",
                              instr.op, instr.layer));
 }
@@ -51,7 +51,7 @@ std::vector<PersistentStageTiming> persistent_stage_timings(std::span<const Pers
                                                             std::span<const uint64_t> marks) {
   check_sizes(plan, marks);
   const Marks m{marks};
-  const int groups = layer_count(plan) * kPersistentStages;
+  const int groups = persistent_counter_count(layer_count(plan)); // the LM head's last
   double first = std::numeric_limits<double>::max();
   // Each counter's last signal, and each group's instructions.
   std::vector<double> last_signal(static_cast<size_t>(groups), 0);
@@ -97,9 +97,16 @@ std::vector<PersistentStageTiming> persistent_stage_timings(std::span<const Pers
 void PersistentTraceSummary::add(std::span<const PersistentInstr> plan,
                                  std::span<const uint64_t> marks, int n_tokens) {
   const std::vector<PersistentStageTiming> timings = persistent_stage_timings(plan, marks);
-  const int layers = static_cast<int>(timings.size()) / kPersistentStages;
+  const int layers = static_cast<int>(timings.size()) / kPersistentStages - 1;
+  const bool has_head = std::any_of(plan.begin(), plan.end(), [](const PersistentInstr &instr) {
+    return instr.op == static_cast<int32_t>(PersistentStage::head);
+  });
   for (size_t g = 0; g < timings.size(); ++g) {
-    PersistentStageTiming &sum = sums_[g % kPersistentStages];
+    const size_t layer_groups = static_cast<size_t>(layers) * kPersistentStages;
+    if (g >= layer_groups && (!has_head || g - layer_groups >= head_sums_.size()))
+      continue;
+    PersistentStageTiming &sum =
+        g < layer_groups ? sums_[g % kPersistentStages] : head_sums_[g - layer_groups];
     sum.span += timings[g].span;
     sum.seen += timings[g].seen;
     sum.inputs += timings[g].inputs;
@@ -108,6 +115,7 @@ void PersistentTraceSummary::add(std::span<const PersistentInstr> plan,
     sum.trail += timings[g].trail;
   }
   stage_layers_ += layers;
+  head_launches_ += has_head ? 1 : 0;
   uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     const uint64_t *mark = marks.data() + i * kPersistentMarks;
@@ -126,10 +134,14 @@ void PersistentTraceSummary::add(std::span<const PersistentInstr> plan,
 }
 
 PersistentStageTiming PersistentTraceSummary::mean(PersistentStage stage) const {
-  PersistentStageTiming t = sums_[static_cast<size_t>(stage)];
-  if (stage_layers_ == 0)
+  const bool head = stage >= PersistentStage::head;
+  PersistentStageTiming t =
+      head ? head_sums_[static_cast<size_t>(stage) - static_cast<size_t>(PersistentStage::head)]
+           : sums_[static_cast<size_t>(stage)];
+  const long count = head ? head_launches_ : stage_layers_;
+  if (count == 0)
     return t;
-  const auto n = static_cast<double>(stage_layers_);
+  const auto n = static_cast<double>(count);
   t.span /= n, t.seen /= n, t.inputs /= n, t.compute /= n, t.publish /= n, t.trail /= n;
   return t;
 }
@@ -153,6 +165,13 @@ std::string PersistentTraceSummary::report() const {
            " " + fixed(t.trail) + "\n";
   }
   out += strformat("%-18s", "a layer") + " " + fixed(spans) + "\n";
+  if (head_launches_ > 0) // once a launch, not a layer
+    for (PersistentStage stage : {PersistentStage::head, PersistentStage::argmax}) {
+      const PersistentStageTiming t = mean(stage);
+      out += strformat("%-18s", persistent_stage_name(static_cast<int>(stage))) + " " +
+             fixed(t.span) + " " + fixed(t.seen) + " " + fixed(t.inputs) + " " + fixed(t.compute) +
+             " " + fixed(t.publish) + " " + fixed(t.trail) + "  (a launch)\n";
+    }
   out += strformat("a launch: %.1f us from its first mark to its last signal\n",
                    mean_launch_ns() / 1000.0);
   out += "span: from the stage's inputs being complete (the last instruction it waits for "

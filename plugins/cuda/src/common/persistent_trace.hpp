@@ -40,8 +40,9 @@ struct PersistentStageTiming {
 
 // The timings of every (layer, stage) of one launch of `plan`, whose marks
 // are kPersistentMarks per instruction (PK_MARKS of the kernel, in order).
-// Index: layer * kPersistentStages + stage. Throws PluginError on marks of
-// the wrong size.
+// Index: the stage's counter (layer * kPersistentStages + stage; the LM
+// head's and the argmax's after the layers', persistent_head_counter).
+// Throws PluginError on marks of the wrong size.
 std::vector<PersistentStageTiming> persistent_stage_timings(std::span<const PersistentInstr> plan,
                                                             std::span<const uint64_t> marks);
 
@@ -50,7 +51,8 @@ class PersistentTraceSummary {
 public:
   void add(std::span<const PersistentInstr> plan, std::span<const uint64_t> marks, int n_tokens);
   int launches() const { return launches_; }
-  // Stage `stage`'s timings averaged over layers and launches.
+  // Stage `stage`'s timings averaged over layers and launches (the LM head
+  // and the argmax: over the launches that had them).
   PersistentStageTiming mean(PersistentStage stage) const;
   // The mean of launch time (first mark to last signal), in nanoseconds.
   double mean_launch_ns() const;
@@ -59,7 +61,9 @@ public:
 
 private:
   std::array<PersistentStageTiming, kPersistentStages> sums_{};
-  long stage_layers_ = 0; // (layer, launch) pairs added, per stage
+  long stage_layers_ = 0;                            // (layer, launch) pairs added, per stage
+  std::array<PersistentStageTiming, 2> head_sums_{}; // the LM head, the argmax
+  long head_launches_ = 0;                           // launches that had them
   double launch_ns_ = 0;
   int launches_ = 0;
   int layers_ = 0;

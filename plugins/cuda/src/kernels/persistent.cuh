@@ -22,6 +22,11 @@
 // pk_stores back until that block fences, so a missing fence, a missing wait
 // or a wrong count gives wrong numbers there (tests/cuda/persistent_*).
 //
+// With an LM head (PersistentArgs::n_vocab > 0), the list ends with its
+// rows as one more matmul stage after the last layer, which also keeps each
+// range's best row per token, and one argmax instruction that picks every
+// token's best over the ranges: a greedy step needs no other launch.
+//
 // With a trace buffer (option persistent_trace), thread 0 notes five times
 // per instruction (PK_MARK_*), so that the host can say where a step's time
 // goes: waiting, staging inputs, computing, or publishing.
@@ -56,6 +61,9 @@
 #define PK_FFN_UP 3    // RMSNorm + gate and up rows + SiLU product
 #define PK_FFN_DOWN 4  // down rows, added to the residual
 #define PK_STAGES 5
+// After the last layer (their counters follow the layers', PK_STAGES * n_layer + 0 and + 1):
+#define PK_HEAD 5   // final RMSNorm + LM head rows: logits, and the range's best row per token
+#define PK_ARGMAX 6 // every token's best row over the LM head's ranges
 
 struct PkInstr {
   int op;    // PK_QKV ... PK_FFN_DOWN
@@ -66,7 +74,7 @@ struct PkInstr {
   int wait_counter; // counters[wait_counter] must reach wait_target first
   int wait_target;  // 0: no wait (layer 0's first stage)
   int signal_counter;
-  int part; // attention: which of the launch's attention_splits key ranges
+  int part; // attention: which of the launch's attention_splits key ranges; LM head: its range
 };
 
 // One decoder layer's weights (planar Q1_0 or Q2_0, all of one type) and norms.
@@ -140,8 +148,20 @@ struct PersistentArgs {
   // more tokens multiply on the int8 tensor cores (pk_piece_rows_mma), with
   // PK_REDUCE_BYTES of shared memory just before the weight buffer.
   int mma;
+  // The LM head in the launch (n_vocab > 0): its planar rows (the layers'
+  // type) after RMSNorm(x) * output_norm, every token's logits, each
+  // range's best row per token as a key (pk_best_key) and the argmax of
+  // each token. With persistent_quantize=producer the last layer's down
+  // projection quantizes its output for the head into q8[PK_QKV] (which no
+  // later Q/K/V reads).
+  const u8 *head;
+  const float *output_norm;
+  float *logits;                 // [token][n_vocab]
+  unsigned long long *head_best; // [head range][PK_MAX_TOKENS]
+  int *argmax;                   // [token]
+  int n_vocab, reserved3;
 };
-static_assert(sizeof(PersistentArgs) == 480, "persistent_step.cpp's image must match");
+static_assert(sizeof(PersistentArgs) == 528, "persistent_step.cpp's image must match");
 
 // The times a traced instruction notes, in this order.
 #define PK_MARK_START 0  // its block took it up (before the weights' copy starts)
@@ -322,6 +342,33 @@ static_assert(sizeof(PkControl) <= PK_CONTROL_BYTES, "the control area outgrew i
   (PK_CONTROL_BYTES + (PK_STAGED_BYTES(max_cols, n_tokens, mma) > sizeof(PkAttention)              \
                            ? PK_STAGED_BYTES(max_cols, n_tokens, mma)                              \
                            : sizeof(PkAttention)))
+
+// A logit and its row as one number whose larger value is the better row:
+// the greater logit, then the lower row (as bonsai_argmax picks). NaN is
+// below every key of a number, like "none yet" (0): it never wins, and a
+// token whose logits are all NaN gets row 0. -0 and +0 are equal.
+__device__ __forceinline__ unsigned long long pk_best_key(float value, int row) {
+  if (value != value)
+    return 0ull;
+  const u32 bits = value == 0.0f ? 0u : __float_as_uint(value);
+  const u32 ordered = (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+  return (unsigned long long)ordered << 32 | (unsigned long long)(~(u32)row);
+}
+__device__ __forceinline__ int pk_best_row(unsigned long long key) {
+  return key == 0ull ? 0 : (int)~(u32)(key & 0xffffffffull);
+}
+__device__ __forceinline__ unsigned long long pk_max_key(unsigned long long a,
+                                                         unsigned long long b) {
+  return a > b ? a : b;
+}
+__device__ __forceinline__ unsigned long long warp_max_key(unsigned long long key) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const u32 hi = __shfl_xor_sync(0xffffffffu, (u32)(key >> 32), offset);
+    const u32 lo = __shfl_xor_sync(0xffffffffu, (u32)(key & 0xffffffffull), offset);
+    key = pk_max_key(key, (unsigned long long)hi << 32 | lo);
+  }
+  return key;
+}
 
 // Thread 0 waits for the instruction's counter; the block follows its
 // verdict. False: the launch is aborting (a wait somewhere timed out).
@@ -558,11 +605,13 @@ __device__ __forceinline__ void pk_warp_rows(const PkMatmul<N_MATS> &mm, int row
   }
 }
 
-// What a matmul instruction writes: out = W in, out += W in (residual), or
-// out = silu(Wg in) * (Wu in).
+// What a matmul instruction writes: out = W in, out += W in (residual),
+// out = silu(Wg in) * (Wu in), or (the LM head) out = W in with each
+// token's best row kept.
 #define PK_SET 0
 #define PK_ADD 1
 #define PK_SWIGLU 2
+#define PK_LOGITS 3
 
 // Writes one output row element of a matmul instruction from its sums
 // (already scaled; `up` is read for PK_SWIGLU only).
@@ -633,8 +682,10 @@ __device__ PkPieces pk_pieces(const PersistentArgs &a, const PkInstr &ins, const
     add(L.wo, 0, d.n_embd, q_rows, 0, a.x);
   } else if (ins.op == PK_FFN_UP) {
     add(L.wg, L.wu, d.n_ff, d.n_embd, 0, a.ff);
-  } else {
+  } else if (ins.op == PK_FFN_DOWN) {
     add(L.wd, 0, d.n_embd, d.n_ff, 0, a.x);
+  } else if (ins.op == PK_HEAD) {
+    add(a.head, 0, a.n_vocab, d.n_embd, 0, a.logits);
   }
   return ps;
 }
@@ -664,10 +715,11 @@ template <class T> __device__ void pk_fetch_weights(const PkPieces &ps, unsigned
 
 // One piece's rows from the weight buffer, 16 rows (DP4A_ROWS_PER_WARP per
 // warp) at a time, for every token of the step.
+// PK_LOGITS: best[t] keeps token t's best row key of those written here.
 template <class T, class D, int N_MATS, int KIND, int MAX_T>
 __device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
                               const unsigned char *buffer, const unsigned char *staged,
-                              const PkControl *ctl) {
+                              const PkControl *ctl, unsigned long long *best) {
   const int lane = threadIdx.x % 32;
   PkMatmul<N_MATS> mm;
   for (int m = 0; m < N_MATS; ++m)
@@ -686,6 +738,8 @@ __device__ void pk_piece_rows(const PersistentArgs &a, const PkPiece &p,
         if (lane != 0 || row0 + i >= mm.rows)
           continue;
         pk_put_output<KIND>(out + row0 + i, acc[t][0][i] * scale, acc[t][N_MATS - 1][i] * scale);
+        if (KIND == PK_LOGITS)
+          best[t] = pk_max_key(best[t], pk_best_key(acc[t][0][i] * scale, p.row_begin + row0 + i));
       }
     }
   }
@@ -776,7 +830,7 @@ __device__ void pk_piece_rows_held(const PkPiece &p, const unsigned char *buffer
 template <class T, class M, int N_MATS, int KIND>
 __device__ void pk_piece_rows_mma(const PersistentArgs &a, const PkPiece &p,
                                   const unsigned char *buffer, const unsigned char *staged,
-                                  const PkControl *ctl, float *reduce) {
+                                  const PkControl *ctl, float *reduce, unsigned long long *best) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, c = lane % 4;
   const int rows = p.row_end - p.row_begin, n_blocks = p.cols / 128;
   const size_t token_bytes = PK_STAGED_TOKEN_BYTES(p.cols);
@@ -862,6 +916,8 @@ __device__ void pk_piece_rows_mma(const PersistentArgs &a, const PkPiece &p,
       const float scale = ctl->scales[t];
       pk_put_output<KIND>(p.out + (size_t)t * p.rows + p.row_begin + r, sum[0] * scale,
                           sum[N_MATS - 1] * scale);
+      if (KIND == PK_LOGITS)
+        best[t] = pk_max_key(best[t], pk_best_key(sum[0] * scale, p.row_begin + r));
     }
     __syncthreads(); // `reduce` is written again for the next tile
   }
@@ -872,13 +928,16 @@ __device__ void pk_piece_rows_mma(const PersistentArgs &a, const PkPiece &p,
 // piece): it counts them into each 128-row group they fall in, and the
 // block whose rows complete a group quantizes that group, every token's,
 // for the stage that reads it (the down projection: the next layer's
-// Q/K/V; none after the last layer).
+// Q/K/V, or after the last layer the LM head in the launch).
 __device__ void pk_publish_groups(const PersistentArgs &a, const PkInstr &ins, const PkPiece &p,
                                   PkControl *ctl) {
   const int consumer = ins.op == PK_OUTPUT ? PK_FFN_UP : ins.op == PK_FFN_UP ? PK_FFN_DOWN : PK_QKV;
-  const float *norm = ins.op == PK_OUTPUT     ? a.layers[ins.layer].ffn_norm
-                      : ins.op == PK_FFN_DOWN ? a.layers[ins.layer + 1].attn_norm
-                                              : 0;
+  // After the last layer the down projection's reader is the LM head.
+  const bool last_layer = ins.layer == a.n_layer - 1;
+  const float *norm = ins.op == PK_OUTPUT                    ? a.layers[ins.layer].ffn_norm
+                      : ins.op == PK_FFN_DOWN && !last_layer ? a.layers[ins.layer + 1].attn_norm
+                      : ins.op == PK_FFN_DOWN                ? a.output_norm
+                                                             : 0;
   const int first = p.row_begin / 128, last = (p.row_end - 1) / 128;
   __syncthreads(); // the rows are written
   if (threadIdx.x == 0) {
@@ -907,23 +966,68 @@ __device__ void pk_publish_groups(const PersistentArgs &a, const PkInstr &ins, c
 }
 
 // One piece's rows, on the int8 tensor cores for a step of several tokens
-// where persistent_matmul=mma, else with dp4a.
+// where persistent_matmul=mma, else with dp4a. `best`: PK_LOGITS's keys.
 template <class T, class D, class M, bool HELD, int N_MATS, int KIND>
 __device__ void pk_rows(const PersistentArgs &a, const PkPiece &p, const unsigned char *buffer,
-                        const unsigned char *staged, const PkControl *ctl) {
+                        const unsigned char *staged, const PkControl *ctl,
+                        unsigned long long *best) {
   if (a.mma != 0 && a.n_tokens > 1)
     pk_piece_rows_mma<T, M, N_MATS, KIND>(a, p, buffer, staged, ctl,
-                                          (float *)(buffer - PK_REDUCE_BYTES));
+                                          (float *)(buffer - PK_REDUCE_BYTES), best);
   // One token: its own compact loop (looping over 8 tokens' code, the
   // i-cache missed at every absent token's branch: 17.8 % of the stall
   // samples on an H200), or in the held-records kernels
   // (persistent_records=registers) with the records in registers.
-  else if (a.n_tokens == 1 && HELD)
+  // (The LM head keeps its best rows as the rows are written: not there.)
+  else if (a.n_tokens == 1 && HELD && KIND != PK_LOGITS)
     pk_piece_rows_held<T, D, N_MATS, KIND>(p, buffer, staged, ctl);
   else if (a.n_tokens == 1)
-    pk_piece_rows<T, D, N_MATS, KIND, 1>(a, p, buffer, staged, ctl);
+    pk_piece_rows<T, D, N_MATS, KIND, 1>(a, p, buffer, staged, ctl, best);
   else
-    pk_piece_rows<T, D, N_MATS, KIND, PK_MAX_TOKENS>(a, p, buffer, staged, ctl);
+    pk_piece_rows<T, D, N_MATS, KIND, PK_MAX_TOKENS>(a, p, buffer, staged, ctl, best);
+}
+
+// The LM head instruction's best row of each token, from every thread's
+// keys (`best`), into its range's slots of head_best. `scratch`: shared
+// memory the rows no longer read (PK_WARPS x PK_MAX_TOKENS keys).
+__device__ void pk_publish_best(const PersistentArgs &a, const PkInstr &ins,
+                                const unsigned long long *best, unsigned long long *scratch) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads();                          // every warp is done with the staged rows
+  for (int t = 0; t < PK_MAX_TOKENS; ++t) { // a constant bound: best stays put
+    if (t >= a.n_tokens)
+      continue;
+    const unsigned long long key = warp_max_key(best[t]);
+    if (lane == 0)
+      scratch[warp * PK_MAX_TOKENS + t] = key;
+  }
+  __syncthreads();
+  if ((int)threadIdx.x < a.n_tokens) {
+    unsigned long long key = 0;
+    for (int w = 0; w < PK_WARPS; ++w)
+      key = pk_max_key(key, scratch[w * PK_MAX_TOKENS + threadIdx.x]);
+    u32 *const slot = (u32 *)(a.head_best + (size_t)ins.part * PK_MAX_TOKENS + threadIdx.x);
+    pk_store(slot, (u32)(key & 0xffffffffull));
+    pk_store(slot + 1, (u32)(key >> 32));
+  }
+}
+
+// The argmax instruction, after every LM head range has signalled: warp t
+// picks token t's best over the ranges' keys (its wait's target is their
+// count).
+__device__ void pk_argmax(const PersistentArgs &a, const PkInstr &ins) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  static_assert(PK_MAX_TOKENS <= PK_WARPS, "a warp per token");
+  if (warp >= a.n_tokens) // the same for the whole warp
+    return;
+  unsigned long long key = 0;
+  for (int r = lane; r < ins.wait_target; r += 32) {
+    const u32 *const slot = (const u32 *)(a.head_best + (size_t)r * PK_MAX_TOKENS + warp);
+    key = pk_max_key(key, (unsigned long long)slot[1] << 32 | slot[0]);
+  }
+  key = warp_max_key(key);
+  if (lane == 0)
+    pk_store((u32 *)(a.argmax + warp), (u32)pk_best_row(key));
 }
 
 // A matmul instruction after its wait: every token's input row (times the
@@ -935,27 +1039,42 @@ __device__ void pk_matmul(const PersistentArgs &a, const PkInstr &ins, int index
                           PkControl *ctl) {
   const PkDims &d = a.dims;
   const float *in = ins.op == PK_OUTPUT ? a.attn : ins.op == PK_FFN_DOWN ? a.ff : a.x;
-  const float *norm = ins.op == PK_QKV ? L.attn_norm : ins.op == PK_FFN_UP ? L.ffn_norm : 0;
+  const float *norm = ins.op == PK_QKV      ? L.attn_norm
+                      : ins.op == PK_FFN_UP ? L.ffn_norm
+                      : ins.op == PK_HEAD   ? a.output_norm
+                                            : 0;
   const int cols = ins.op == PK_OUTPUT     ? d.n_head * d.head_dim
                    : ins.op == PK_FFN_DOWN ? d.n_ff
                                            : d.n_embd;
-  // Layer 0's Q/K/V read the embeddings, which no instruction wrote.
+  // Layer 0's Q/K/V read the embeddings, which no instruction wrote; the
+  // LM head reads what the last down projection quantized into Q/K/V's rows.
   if (a.quantize != 0 && !(ins.op == PK_QKV && ins.layer == 0))
-    pk_copy_inputs(a, ins.op, norm, cols, staged, ctl);
+    pk_copy_inputs(a, ins.op == PK_HEAD ? PK_QKV : ins.op, norm, cols, staged, ctl);
   else
     pk_stage_inputs(in, norm, d.eps, cols, a.n_tokens, staged, ctl);
   cp_async_wait<0>();
   __syncthreads(); // every thread's copies have landed
   pk_mark(a, index, PK_MARK_READY);
+  if (ins.op == PK_HEAD) {
+    unsigned long long best[PK_MAX_TOKENS];
+    for (int t = 0; t < PK_MAX_TOKENS; ++t)
+      best[t] = 0;
+    for (int i = 0; i < ps.n; ++i)
+      pk_rows<T, D, M, HELD, 1, PK_LOGITS>(a, ps.p[i], buffer, staged, ctl, best);
+    pk_publish_best(a, ins, best, (unsigned long long *)staged);
+    return;
+  }
   for (int i = 0; i < ps.n; ++i) {
     if (ins.op == PK_FFN_UP)
-      pk_rows<T, D, M, HELD, 2, PK_SWIGLU>(a, ps.p[i], buffer, staged, ctl);
+      pk_rows<T, D, M, HELD, 2, PK_SWIGLU>(a, ps.p[i], buffer, staged, ctl, 0);
     else if (ins.op == PK_QKV)
-      pk_rows<T, D, M, HELD, 1, PK_SET>(a, ps.p[i], buffer, staged, ctl);
+      pk_rows<T, D, M, HELD, 1, PK_SET>(a, ps.p[i], buffer, staged, ctl, 0);
     else
-      pk_rows<T, D, M, HELD, 1, PK_ADD>(a, ps.p[i], buffer, staged, ctl);
+      pk_rows<T, D, M, HELD, 1, PK_ADD>(a, ps.p[i], buffer, staged, ctl, 0);
   }
-  if (a.quantize != 0 && ins.op != PK_QKV && !(ins.op == PK_FFN_DOWN && ins.layer == a.n_layer - 1))
+  // The last layer's down projection quantizes for the LM head, when there is one.
+  const bool read_later = !(ins.op == PK_FFN_DOWN && ins.layer == a.n_layer - 1) || a.n_vocab > 0;
+  if (a.quantize != 0 && ins.op != PK_QKV && read_later)
     pk_publish_groups(a, ins, ps.p[0], ctl);
 }
 
@@ -1267,10 +1386,14 @@ __device__ void decode_persistent(const PersistentArgs &a) {
       return;
     }
     pk_mark(a, index, PK_MARK_GO);
-    if (ins.op == PK_ATTENTION)
+    if (ins.op == PK_ATTENTION) {
       pk_attention<KV>(a, ins, index, (PkAttention *)work, ctl);
-    else
+    } else if (ins.op == PK_ARGMAX) {
+      pk_mark(a, index, PK_MARK_READY);
+      pk_argmax(a, ins);
+    } else {
       pk_matmul<T, D, M, HELD>(a, ins, index, L, ps, work, weights, ctl);
+    }
     pk_done(a, ins, index);
   }
 }
