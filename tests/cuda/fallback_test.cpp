@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bonsai/engine.hpp"
@@ -126,30 +127,37 @@ TEST(CudaFallback, ExplicitCudaBackendFailsWithTheCauseAndLeaksNothing) {
 // A launch that fails during decode cannot fall back (tokens were already
 // generated): the step's error names the launch and the driver's code, the
 // failed step leaves the KV cache as it was, and the session goes on once
-// the device works again.
+// the device works again. Under decode=auto a decode step is one
+// cooperative launch of the persistent kernel (cuLaunchKernelEx); under
+// decode=graph it replays the captured graph.
 TEST(CudaFallback, LaunchFailureDuringDecodeNamesTheLaunchAndLosesNoPosition) {
   REQUIRE_FAKE_DRIVER_AND_NVRTC();
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
-  const bonsai::Engine engine = bonsai::Engine::open(tiny_q1(), options_for("auto"));
-  bonsai::Session session = engine.create_session();
-  ASSERT_EQ(engine.backend().name, "cuda");
-  const int32_t first = session.eval_argmax(kTinyQ1Prompt);
-  EXPECT_EQ(first, kTinyQ1Greedy[0]);
-  const int32_t position = session.position();
-  {
-    // 719 = CUDA_ERROR_LAUNCH_FAILED; decode steps replay the captured graph.
-    const EnvGuard fail("BONSAI_FAKE_CUDA_FAIL", std::string("cuGraphLaunch=719"));
-    try {
-      session.eval_argmax(std::vector<int32_t>{first});
-      ADD_FAILURE() << "the decode step succeeded despite the failed launch";
-    } catch (const bonsai::PluginError &error) {
-      EXPECT_THAT(std::string(error.what()), HasSubstr("cuGraphLaunch"));
-      EXPECT_THAT(std::string(error.what()), HasSubstr("719"));
+  for (const auto &[options, launch] : {std::pair<std::string, std::string>{"", "cuLaunchKernelEx"},
+                                        {"decode=graph", "cuGraphLaunch"}}) {
+    SCOPED_TRACE(launch);
+    const bonsai::Engine engine =
+        bonsai::Engine::open(tiny_q1(), options_for("auto", 64, 16, options));
+    bonsai::Session session = engine.create_session();
+    ASSERT_EQ(engine.backend().name, "cuda");
+    const int32_t first = session.eval_argmax(kTinyQ1Prompt);
+    EXPECT_EQ(first, kTinyQ1Greedy[0]);
+    const int32_t position = session.position();
+    {
+      // 719 = CUDA_ERROR_LAUNCH_FAILED.
+      const EnvGuard fail("BONSAI_FAKE_CUDA_FAIL", launch + "=719");
+      try {
+        session.eval_argmax(std::vector<int32_t>{first});
+        ADD_FAILURE() << "the decode step succeeded despite the failed launch";
+      } catch (const bonsai::PluginError &error) {
+        EXPECT_THAT(std::string(error.what()), HasSubstr(launch));
+        EXPECT_THAT(std::string(error.what()), HasSubstr("719"));
+      }
     }
+    EXPECT_EQ(session.position(), position);
+    EXPECT_EQ(session.eval_argmax(std::vector<int32_t>{first}), kTinyQ1Greedy[1]);
+    EXPECT_EQ(session.position(), position + 1);
   }
-  EXPECT_EQ(session.position(), position);
-  EXPECT_EQ(session.eval_argmax(std::vector<int32_t>{first}), kTinyQ1Greedy[1]);
-  EXPECT_EQ(session.position(), position + 1);
 }
 
 } // namespace

@@ -175,7 +175,7 @@ def test_bonsai_library_that_does_not_exist():
 def test_bonsai_library_that_is_not_a_library(tmp_path):
     fake = tmp_path / "libbonsai_host.so"
     fake.write_text("not an ELF file")
-    result = run_python("import bonsai_lm\nbonsai.library_path()\n", BONSAI_LIBRARY=str(fake))
+    result = run_python("import bonsai_lm\nbonsai_lm.library_path()\n", BONSAI_LIBRARY=str(fake))
     assert result.returncode != 0
     assert "LibraryNotFoundError" in result.stderr
     assert "could not be loaded" in result.stderr
