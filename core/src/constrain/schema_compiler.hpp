@@ -89,6 +89,9 @@ private:
   };
   StringLanguage string_language(const Parts &parts, const std::vector<std::string> &excluded,
                                  const std::string &path);
+  // A string node for that language.
+  int32_t string_node(const Parts &parts, const std::vector<std::string> &excluded,
+                      const std::string &path);
 
   struct Property {
     std::string name;

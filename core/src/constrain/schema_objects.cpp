@@ -259,15 +259,7 @@ int32_t SchemaCompiler::object(const Parts &parts, int32_t depth) {
       std::vector<std::string> excluded;
       for (const Property &p : properties)
         excluded.push_back(p.name);
-      const std::string &key_path = key_parts.front().path;
-      StringLanguage keys = string_language(key_parts, excluded, key_path);
-      Node key;
-      key.kind = NodeKind::string;
-      key.min = keys.window.min_chars;
-      key.max = keys.window.max_chars;
-      if (keys.constrained)
-        key.automaton = add_automaton(keys.key, keys.language, keys.window, key_path);
-      shape.key = add(std::move(key));
+      shape.key = string_node(key_parts, excluded, key_parts.front().path);
     }
   }
   --containers_;

@@ -106,8 +106,12 @@ SchemaCompiler::string_language(const Parts &parts, const std::vector<std::strin
 }
 
 int32_t SchemaCompiler::string(const Parts &parts) {
-  const std::string &path = parts.front().path;
-  StringLanguage lang = string_language(parts, {}, path);
+  return string_node(parts, {}, parts.front().path);
+}
+
+int32_t SchemaCompiler::string_node(const Parts &parts, const std::vector<std::string> &excluded,
+                                    const std::string &path) {
+  StringLanguage lang = string_language(parts, excluded, path);
   Node n;
   n.kind = NodeKind::string;
   n.min = lang.window.min_chars;

@@ -99,6 +99,24 @@ TokenIndex::Trie build_trie(const std::vector<TokenIndex::Entry> &entries,
 // each); past it, masks there walk the trie as elsewhere.
 constexpr size_t kMaxCachedSteps = size_t{2} << 20;
 
+// Depth first over the trie's nodes below the root: enter(node, depth) says
+// whether to go on below the node. `pending` is the caller's storage.
+template <typename Enter>
+void depth_first(const TokenIndex::Trie &trie, std::vector<std::pair<uint32_t, uint32_t>> &pending,
+                 Enter &&enter) {
+  pending.clear();
+  for (uint32_t c = trie.nodes[0].first_child; c != 0; c = trie.nodes[c].next_sibling)
+    pending.push_back({c, 1});
+  while (!pending.empty()) {
+    const auto [node, depth] = pending.back();
+    pending.pop_back();
+    if (!enter(node, depth))
+      continue;
+    for (uint32_t c = trie.nodes[node].first_child; c != 0; c = trie.nodes[c].next_sibling)
+      pending.push_back({c, depth + 1});
+  }
+}
+
 // The plain tokens an automaton's state set can read, each with the set
 // after it (by index into `sets`) and its characters. Plain tokens never end
 // the string, so this depends on nothing else; the length limits and the
@@ -125,23 +143,16 @@ PlainSteps plain_steps(const Automaton &a, const NfaSet &from, const TokenIndex:
   };
   std::vector<Level> levels(trie.depth + 1);
   levels[0].set = from;
-  struct Visit {
-    uint32_t node, depth;
-  };
-  std::vector<Visit> pending;
-  for (uint32_t c = trie.nodes[0].first_child; c != 0; c = trie.nodes[c].next_sibling)
-    pending.push_back({c, 1});
-  while (!pending.empty()) {
-    const Visit v = pending.back();
-    pending.pop_back();
-    const TokenIndex::TrieNode &n = trie.nodes[v.node];
-    const Level &up = levels[v.depth - 1];
+  std::vector<std::pair<uint32_t, uint32_t>> pending;
+  depth_first(trie, pending, [&](uint32_t node, uint32_t depth) {
+    const TokenIndex::TrieNode &n = trie.nodes[node];
+    const Level &up = levels[depth - 1];
     Level here = up;
     const uint8_t b = n.byte;
     bool complete = false;
     if (up.left == 0) {
       if (b < 0x20 || b == '"' || b == '\\' || (b >= 0x80 && b < 0xC2) || b > 0xF4)
-        continue;
+        return false;
       if (b < 0x80) {
         here.cp = b;
         complete = true;
@@ -155,28 +166,27 @@ PlainSteps plain_steps(const Automaton &a, const NfaSet &from, const TokenIndex:
       if ((b & 0xC0) != 0x80 ||
           (up.left == expected && ((up.lead == 0xE0 && b < 0xA0) || (up.lead == 0xED && b > 0x9F) ||
                                    (up.lead == 0xF0 && b < 0x90) || (up.lead == 0xF4 && b > 0x8F))))
-        continue;
+        return false;
       here.cp = up.cp << 6 | (b & 0x3Fu);
       complete = --here.left == 0;
     }
     if (complete) {
       here.set = a.step_any(up.set, here.cp);
       if (here.set.empty())
-        continue;
+        return false;
       ++here.chars;
       if (n.token >= 0) {
         const auto [it, fresh] =
             set_ids.try_emplace(here.set, static_cast<int32_t>(out.sets.size()));
         if (fresh)
           out.sets.push_back(here.set);
-        step_of_node[v.node] = out.steps.size();
+        step_of_node[node] = out.steps.size();
         out.steps.push_back({n.token, it->second, here.chars});
       }
     }
-    levels[v.depth] = std::move(here);
-    for (uint32_t c = n.first_child; c != 0; c = trie.nodes[c].next_sibling)
-      pending.push_back({c, v.depth + 1});
-  }
+    levels[depth] = std::move(here);
+    return true;
+  });
   for (const auto &[node, token] : trie.aliases)
     if (const auto it = step_of_node.find(node); it != step_of_node.end()) {
       PlainSteps::Step alias = out.steps[it->second];
@@ -333,23 +343,17 @@ void TokenConstraint::walk(const TokenIndex::Trie &trie, int32_t budget) {
   path_[0] = matcher_;
   // Depth first: path_[d] holds the matcher after the d bytes of the node
   // being visited, which the parent's visit left in path_[d - 1].
-  pending_.clear();
-  for (uint32_t c = trie.nodes[0].first_child; c != 0; c = trie.nodes[c].next_sibling)
-    pending_.push_back({c, 1});
-  while (!pending_.empty()) {
-    const Visit v = pending_.back();
-    pending_.pop_back();
-    const TokenIndex::TrieNode &n = trie.nodes[v.node];
-    GrammarMatcher &here = path_[v.depth];
-    here = path_[v.depth - 1];
+  depth_first(trie, pending_, [&](uint32_t node, uint32_t depth) {
+    const TokenIndex::TrieNode &n = trie.nodes[node];
+    GrammarMatcher &here = path_[depth];
+    here = path_[depth - 1];
     const char byte = static_cast<char>(n.byte);
     if (!here.advance(std::string_view(&byte, 1)))
-      continue; // no token below this prefix can follow
+      return false; // no token below this prefix can follow
     if (n.token >= 0 && fits(here, budget))
       mask_[static_cast<size_t>(n.token)] = 1;
-    for (uint32_t c = n.first_child; c != 0; c = trie.nodes[c].next_sibling)
-      pending_.push_back({c, v.depth + 1});
-  }
+    return true;
+  });
   for (const auto &[node, token] : trie.aliases)
     mask_[static_cast<size_t>(token)] = mask_[static_cast<size_t>(trie.nodes[node].token)];
 }

@@ -183,7 +183,13 @@ const zodShapes = {
   }),
 };
 
-// [name, JSON Schema, origin]
+// A model with random weights rarely ends a value early: replies run to
+// max_tokens, where the budget rule closes them. 200 tokens hold the
+// shortest valid value of every schema with a tool call around it, the
+// invoice's (254 bytes, one token each at worst) aside.
+const maxTokens = { invoice: 330 };
+
+// { name, schema (JSON Schema), origin ('zod' or 'pydantic'), maxTokens }
 export function corpus() {
   const out = [];
   for (const [name, shape] of Object.entries(zodShapes))
@@ -195,5 +201,7 @@ export function corpus() {
       schema: JSON.parse(readFileSync(join(dir, file), 'utf8')),
       origin: 'pydantic',
     });
+  for (const entry of out)
+    entry.maxTokens = Number(process.env.CORPUS_MAX_TOKENS || maxTokens[entry.name] || 200);
   return out;
 }

@@ -13,7 +13,6 @@ const client = makeClient();
 const ajv = makeValidator();
 const seeds = (process.env.CORPUS_SEEDS || '1,2,3').split(',').map(Number);
 const width = Number(process.env.CORPUS_CONCURRENCY || 4);
-const maxTokens = Number(process.env.CORPUS_MAX_TOKENS || 320);
 const entries = corpus();
 
 const jobs = [];
@@ -22,7 +21,8 @@ for (const entry of entries) {
   for (const mode of modes)
     for (const seed of seeds)
       jobs.push(async () => ({ entry, mode, seed,
-        ...await ask({ client, model, entry, mode, seed, maxTokens, validate }) }));
+        ...await ask({ client, model, entry, mode, seed, maxTokens: entry.maxTokens,
+          validate }) }));
 }
 const started = Date.now();
 const results = await pool(jobs, width);

@@ -120,11 +120,8 @@ private:
   std::vector<int32_t> end_tokens_;
   std::vector<uint8_t> mask_;
   std::vector<GrammarMatcher> path_; // matcher after each byte of the walk's current token
-  struct Visit {
-    uint32_t node, depth;
-  };
-  std::vector<Visit> pending_; // the walk's nodes still to visit
-  struct AutomatonCache;       // token_constraint.cpp
+  std::vector<std::pair<uint32_t, uint32_t>> pending_; // the walk's nodes still to visit, depths
+  struct AutomatonCache;                               // token_constraint.cpp
   std::unique_ptr<AutomatonCache> automaton_cache_;
 };
 
