@@ -283,33 +283,47 @@ void TokenConstraint::accept(int32_t token) {
     throw Error(fmt::format("constrained decoding: the grammar does not allow token {}", token));
 }
 
+namespace {
+
+// The one way to read the reply, when it is between two characters of a
+// string's value (its node in `node`); else nullptr.
+const Stack *inside_string(const GrammarMatcher &matcher, const Node *&node) {
+  const auto &stacks = matcher.state().stacks;
+  if (stacks.size() != 1 || stacks[0].frames.empty())
+    return nullptr;
+  const Stack &st = stacks[0];
+  node = &matcher.grammar().data().nodes[static_cast<size_t>(st.frames.back().node)];
+  if (node->kind != NodeKind::string || st.lex.phase != 1 || st.lex.utf8_left != 0)
+    return nullptr;
+  return &st;
+}
+
+} // namespace
+
 // Inside a plain JSON string (no pattern, no length still owed, no names to
 // avoid) a plain token only adds characters: it is allowed within the
 // maximum length, and it leaves the bytes still needed unchanged.
 bool TokenConstraint::in_plain_string(int32_t &max_chars) const {
-  const auto &stacks = matcher_.state().stacks;
-  if (stacks.size() != 1 || stacks[0].frames.empty())
+  const Node *node = nullptr;
+  const Stack *inside = inside_string(matcher_, node);
+  if (inside == nullptr)
     return false;
-  const Stack &st = stacks[0];
-  const GrammarData &g = matcher_.grammar().data();
-  const Node &n = g.nodes[static_cast<size_t>(st.frames.back().node)];
-  if (n.kind != NodeKind::string || st.lex.phase != 1 || st.lex.utf8_left != 0 ||
-      n.automaton >= 0 || st.lex.chars < n.min || (!n.excluded.empty() && st.lex.key_depth >= 0))
+  const Stack &st = *inside;
+  const Node &n = *node;
+  if (n.automaton >= 0 || st.lex.chars < n.min || (!n.excluded.empty() && st.lex.key_depth >= 0))
     return false;
   max_chars = n.max < 0 ? INT32_MAX : n.max - st.lex.chars;
   return true;
 }
 
 bool TokenConstraint::mask_automaton_string(int32_t budget) {
-  const auto &stacks = matcher_.state().stacks;
-  if (stacks.size() != 1 || stacks[0].frames.empty())
+  const Node *node = nullptr;
+  const Stack *inside = inside_string(matcher_, node);
+  if (inside == nullptr || node->automaton < 0)
     return false;
-  const Stack &st = stacks[0];
-  const GrammarData &g = matcher_.grammar().data();
-  const Node &n = g.nodes[static_cast<size_t>(st.frames.back().node)];
-  if (n.kind != NodeKind::string || n.automaton < 0 || st.lex.phase != 1 || st.lex.utf8_left != 0)
-    return false;
-  const Automaton &a = g.automata[static_cast<size_t>(n.automaton)];
+  const Stack &st = *inside;
+  const Node &n = *node;
+  const Automaton &a = matcher_.grammar().data().automata[static_cast<size_t>(n.automaton)];
   if (!automaton_cache_)
     automaton_cache_ = std::make_unique<AutomatonCache>();
   AutomatonCache &cache = *automaton_cache_;
