@@ -48,6 +48,7 @@ public:
   // empty when no state reads it.
   NfaSet step_any(const NfaSet &from, uint32_t cp) const;
   size_t states() const { return states_.size(); }
+  size_t table_entries() const { return table_.size(); }
 
 private:
   // Fewest bytes from `state` to an accepted end with `chars` read; -1.

@@ -107,8 +107,11 @@ Nfa trim(const Nfa &in) {
   return out;
 }
 
-// Folds the moves that read nothing into the nodes before them.
-Nfa remove_epsilon(const Nfa &in) {
+// Folds the moves that read nothing into the nodes before them; at most
+// 64 moves a state on average (nested optional parts fan out).
+Nfa remove_epsilon(const Nfa &in, const StateBudget &budget) {
+  const size_t max_moves = budget.max_states * 64;
+  size_t moves = 0;
   const size_t n = in.nodes.size();
   std::vector<int32_t> index(n, -1);
   std::vector<int32_t> kept = {in.start};
@@ -143,6 +146,10 @@ Nfa remove_epsilon(const Nfa &in) {
         }
     }
     merge_moves(dst.moves);
+    moves += dst.moves.size();
+    if (moves > max_moves)
+      throw std::invalid_argument(
+          fmt::format("{} needs more than {} automaton transitions", budget.what, max_moves));
   }
   return trim(out);
 }
@@ -251,7 +258,7 @@ private:
       over_budget(budget_);
     if (ast.negated)
       dfa = complement(std::move(*dfa));
-    const Nfa both = intersect(remove_epsilon(rest), *dfa, inner);
+    const Nfa both = intersect(remove_epsilon(rest, inner), *dfa, inner);
     const auto base = static_cast<int32_t>(nfa_.nodes.size());
     for (const NfaNode &node : both.nodes) {
       NfaNode copy;
@@ -296,7 +303,7 @@ bool Nfa::empty() const {
 }
 
 Nfa compile_language(const RegexAst &ast, const StateBudget &budget) {
-  return remove_epsilon(Thompson(budget).run(ast));
+  return remove_epsilon(Thompson(budget).run(ast), budget);
 }
 
 Nfa intersect(const Nfa &a, const Nfa &b, const StateBudget &budget) {
@@ -399,7 +406,7 @@ Nfa complement(Nfa dfa) {
   return trim(dfa);
 }
 
-Nfa minimize(const Nfa &dfa) {
+std::optional<Nfa> try_minimize(const Nfa &dfa, size_t max_work) {
   const size_t n = dfa.nodes.size();
   std::vector<const NfaMove *> all;
   for (const NfaNode &node : dfa.nodes)
@@ -419,8 +426,11 @@ Nfa minimize(const Nfa &dfa) {
   std::vector<int32_t> block(n);
   for (size_t s = 0; s < n; ++s)
     block[s] = dfa.nodes[s].accept ? 1 : 0;
-  size_t count = 0;
+  size_t count = 0, work = 0;
   for (bool changed = true; changed;) {
+    work += n * (classes + 1);
+    if (work > max_work)
+      return std::nullopt;
     std::map<std::vector<int32_t>, int32_t> signature;
     std::vector<int32_t> refined(n);
     for (size_t s = 0; s < n; ++s) {

@@ -50,8 +50,10 @@ Nfa intersect(const Nfa &a, const Nfa &b, const StateBudget &budget);
 std::optional<Nfa> try_determinize(const Nfa &efa, size_t max_states, bool complete);
 // The texts a complete deterministic automaton does not accept.
 Nfa complement(Nfa dfa);
-// The smallest deterministic automaton for the language of `dfa`.
-Nfa minimize(const Nfa &dfa);
+// The smallest deterministic automaton for the language of `dfa`; nullopt
+// when that would take more than `max_work` state-and-class steps (Moore's
+// refinement may need as many rounds as states).
+std::optional<Nfa> try_minimize(const Nfa &dfa, size_t max_work);
 
 // Every text but the given ones (each UTF-8).
 Nfa all_but(const std::vector<std::string> &texts);

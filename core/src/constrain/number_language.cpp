@@ -249,8 +249,8 @@ Nfa smaller(Nfa nfa, const StateBudget &budget) {
   auto dfa = try_determinize(nfa, budget.max_states, false);
   if (!dfa)
     return nfa;
-  Nfa min = minimize(*dfa);
-  return min.nodes.size() <= nfa.nodes.size() * 2 ? min : nfa;
+  std::optional<Nfa> min = try_minimize(*dfa, budget.max_states * 256);
+  return min && min->nodes.size() <= nfa.nodes.size() * 2 ? std::move(*min) : nfa;
 }
 
 } // namespace

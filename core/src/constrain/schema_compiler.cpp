@@ -144,6 +144,18 @@ int32_t SchemaCompiler::add_automaton(const std::string &key, const Nfa &languag
   } catch (const std::invalid_argument &e) {
     refuse(path, e.what());
   }
+  // A whole schema may hold 16 automata of the largest size, and one
+  // largest length table.
+  automaton_states_ += g_.automata.back().states();
+  table_entries_ += g_.automata.back().table_entries();
+  if (automaton_states_ > max_table / 64)
+    refuse(path, fmt::format("the schema's patterns, formats and bounds need more than {} "
+                             "automaton states in all",
+                             max_table / 64));
+  if (table_entries_ > max_table)
+    refuse(path, fmt::format("the schema's length limits beside patterns need more than {} "
+                             "table entries in all",
+                             max_table));
   const auto index = static_cast<int32_t>(g_.automata.size() - 1);
   automaton_memo_[key] = index;
   return index;

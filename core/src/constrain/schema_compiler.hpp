@@ -130,6 +130,8 @@ private:
   // integer bounds and formats in every field.
   std::map<std::string, StringLanguage> string_memo_;
   std::map<std::string, int32_t> automaton_memo_;
+  // Automaton states and length-table entries of the whole grammar.
+  size_t automaton_states_ = 0, table_entries_ = 0;
   // References whose targets collect() is taking in as parts.
   std::vector<SchemaKey> collecting_;
   // Objects and arrays being compiled around the current schema: a

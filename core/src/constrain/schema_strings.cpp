@@ -90,9 +90,9 @@ SchemaCompiler::string_language(const Parts &parts, const std::vector<std::strin
     // A deterministic automaton steps one state at a time: use it when it
     // is not much bigger.
     if (auto dfa = try_determinize(out.language, out.language.nodes.size() * 2 + 64, false)) {
-      Nfa min_dfa = minimize(*dfa);
-      if (min_dfa.nodes.size() <= out.language.nodes.size() * 2)
-        out.language = std::move(min_dfa);
+      auto min_dfa = try_minimize(*dfa, budget.max_states * 256);
+      if (min_dfa && min_dfa->nodes.size() <= out.language.nodes.size() * 2)
+        out.language = std::move(*min_dfa);
     }
   } catch (const std::invalid_argument &e) {
     refuse(where, e.what());

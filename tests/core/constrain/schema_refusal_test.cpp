@@ -108,6 +108,20 @@ TEST(SchemaRefusal, HostileSizesHitLimits) {
     chain += fmt_pair(i);
   chain += R"("d12":{"type":"integer"}},"$ref":"#/$defs/d0"})";
   EXPECT_EQ(refusal(chain), "accepted");
+
+  // Optional parts nested deep fan out into many transitions.
+  EXPECT_NE(refusal(R"({"type":"string","pattern":"(a?){1000}(b?){1000}"})")
+                .find("automaton transitions"),
+            std::string::npos);
+  // Two length tables of 2,001 states x 1,501 lengths pass the schema's
+  // budget of 4,194,304 entries.
+  EXPECT_NE(
+      refusal(
+          R"({"type":"object","properties":{)"
+          R"("a":{"type":"string","pattern":"^[a-z]{0,1000}[0-9]{0,1000}$","maxLength":1500},)"
+          R"("b":{"type":"string","pattern":"^[A-Z]{0,1000}[0-9]{0,1000}$","maxLength":1500}}})")
+          .find("table entries in all"),
+      std::string::npos);
 }
 
 TEST(SchemaRefusal, PatternsOutsideTheRegularSubset) {
