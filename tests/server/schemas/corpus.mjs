@@ -184,12 +184,15 @@ const zodShapes = {
 };
 
 // A model with random weights rarely ends a value early: replies run to
-// max_tokens, where the budget rule closes them. 200 tokens hold the
-// shortest valid value of every schema with a tool call around it, the
-// invoice's (254 bytes, one token each at worst) aside.
-const maxTokens = { invoice: 330 };
+// max_tokens, where the budget rule closes them. 160 tokens hold the
+// shortest valid value of every schema (129 bytes at most, one token each at
+// worst), 230 with the tool call around it (about 70 bytes more); the
+// invoice's is 254 bytes.
+const maxTokens = { default: { response_format: 160, tool_choice: 230 },
+  invoice: { response_format: 300, tool_choice: 350 } };
 
-// { name, schema (JSON Schema), origin ('zod' or 'pydantic'), maxTokens }
+// { name, schema (JSON Schema), origin ('zod' or 'pydantic'), maxTokens (by
+// mode) }
 export function corpus() {
   const out = [];
   for (const [name, shape] of Object.entries(zodShapes))
@@ -202,6 +205,6 @@ export function corpus() {
       origin: 'pydantic',
     });
   for (const entry of out)
-    entry.maxTokens = Number(process.env.CORPUS_MAX_TOKENS || maxTokens[entry.name] || 200);
+    entry.maxTokens = maxTokens[entry.name] ?? maxTokens.default;
   return out;
 }

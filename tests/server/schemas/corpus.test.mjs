@@ -30,7 +30,7 @@ test('every schema is accepted and every reply is valid under Ajv', async () => 
     for (const mode of modes)
       for (const seed of seeds)
         jobs.push(async () => ({ entry, mode, seed, ...await ask({ client, model, entry, mode,
-          seed, maxTokens: entry.maxTokens, validate: validators.get(entry.name) }) }));
+          seed, maxTokens: entry.maxTokens[mode], validate: validators.get(entry.name) }) }));
   const results = await pool(jobs, width);
   const failures = results.filter((r) => !r.valid ||
     r.finish !== (r.mode === 'response_format' ? 'stop' : 'tool_calls'));

@@ -21,7 +21,7 @@ for (const entry of entries) {
   for (const mode of modes)
     for (const seed of seeds)
       jobs.push(async () => ({ entry, mode, seed,
-        ...await ask({ client, model, entry, mode, seed, maxTokens: entry.maxTokens,
+        ...await ask({ client, model, entry, mode, seed, maxTokens: entry.maxTokens[mode],
           validate }) }));
 }
 const started = Date.now();
