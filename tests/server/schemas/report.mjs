@@ -5,15 +5,22 @@
 //   BONSAI_URL=http://127.0.0.1:PORT/v1 BONSAI_MODEL_ID=NAME node report.mjs
 // CORPUS_EXTRA_BODY (JSON) replaces bonsai's {"enable_thinking": false},
 // e.g. '{"chat_template_kwargs": {"enable_thinking": false}}' for llama-server.
+// For a slow server: CORPUS_SEEDS (default 1,2,3), CORPUS_MODES and
+// CORPUS_ONLY (comma lists of modes and schema names), CORPUS_MAX_TOKENS
+// (one max_tokens for all; a small one tells only whether schemas are
+// accepted).
 import { corpus } from './corpus.mjs';
-import { ask, makeClient, makeValidator, modes, pool } from './drive.mjs';
+import { ask, makeClient, makeValidator, modes as allModes, pool } from './drive.mjs';
 
 const model = process.env.BONSAI_MODEL_ID;
 const client = makeClient();
 const ajv = makeValidator();
 const seeds = (process.env.CORPUS_SEEDS || '1,2,3').split(',').map(Number);
 const width = Number(process.env.CORPUS_CONCURRENCY || 4);
-const entries = corpus();
+const modes = process.env.CORPUS_MODES ? process.env.CORPUS_MODES.split(',') : allModes;
+const only = process.env.CORPUS_ONLY?.split(',');
+const entries = corpus().filter((e) => !only || only.includes(e.name));
+const fixedTokens = Number(process.env.CORPUS_MAX_TOKENS || 0);
 
 const jobs = [];
 for (const entry of entries) {
@@ -21,8 +28,8 @@ for (const entry of entries) {
   for (const mode of modes)
     for (const seed of seeds)
       jobs.push(async () => ({ entry, mode, seed,
-        ...await ask({ client, model, entry, mode, seed, maxTokens: entry.maxTokens[mode],
-          validate }) }));
+        ...await ask({ client, model, entry, mode, seed,
+          maxTokens: fixedTokens || entry.maxTokens[mode], validate }) }));
 }
 const started = Date.now();
 const results = await pool(jobs, width);
