@@ -56,6 +56,32 @@ void BM_FullMask(benchmark::State &state) {
 }
 BENCHMARK(BM_FullMask)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
 
+// Formats and bounds, as zod writes them.
+const char *kFormats = R"({"type":"object","properties":{
+  "email":{"type":"string","format":"email","pattern":"^(?:[A-Za-z0-9_'+\\-]+\\.)*[A-Za-z0-9_'+\\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\\-]*\\.)+[A-Za-z]{2,}$"},
+  "site":{"type":"string","format":"uri"},
+  "when":{"type":"string","format":"date-time"},
+  "count":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},
+  "ratio":{"type":"number","exclusiveMinimum":0,"maximum":1}},
+  "required":["email","site","when","count","ratio"],"additionalProperties":false})";
+
+const char *kFormatPrefixes[] = {
+    R"({"email": "ada.lovelace)",                                    // 0: an e-mail's local part
+    R"({"email": "a@b.co", "site": "https://example.com/some/pa)",   // 1: a URI's path
+    R"({"email": "a@b.co", "site": "http://x.io", "when": "2024-0)", // 2: a date-time
+    R"({"email": "a@b.co", "site": "http://x.io", "when": "2024-01-01T00:00:00Z", "count": 12)", // 3
+    R"({"email": "a@b.co", "site": "http://x.io", "when": "2024-01-01T00:00:00Z", "count": 1, "ratio": 0.2)", // 4
+};
+
+void BM_FormatMask(benchmark::State &state) {
+  TokenConstraint c(Grammar::json_schema(kFormats), index(), tokenizer().stop_ids());
+  for (const int32_t id : tokenizer().encode(kFormatPrefixes[state.range(0)], false))
+    c.accept(id);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(c.mask(-1).data());
+}
+BENCHMARK(BM_FormatMask)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
+
 // The usual step: one sampled token checked (" the", inside the string).
 void BM_CheckOneToken(benchmark::State &state) {
   TokenConstraint c = at(1);

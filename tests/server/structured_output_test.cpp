@@ -219,9 +219,9 @@ TEST_F(StructuredOutput, RefusalsNameTheFieldAndTheKeyword) {
     std::string param, message;
   };
   const Case cases[] = {
-      {{{"response_format", schema_format({{"type", "string"}, {"format", "email"}})}},
+      {{{"response_format", schema_format({{"type", "string"}, {"not", {{"format", "email"}}}})}},
        "response_format.json_schema.schema",
-       "json_schema: the keyword 'format' is not supported (at #)"},
+       "json_schema: the keyword 'not' is not supported (at #)"},
       {{{"response_format", schema_format({{"$ref", "#"}})}},
        "response_format.json_schema.schema",
        "recursive"},

@@ -2,6 +2,8 @@
 // bytes it can read.
 #include "bonsai/core/grammar.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -27,16 +29,22 @@ ojson parse_schema(std::string_view text, const std::string &what) {
 // object (the call's "arguments" is parsed as one): a schema that says more
 // than nothing but not the type gets "type": "object", a type list is
 // narrowed to it, and a schema that allows no object, or whose top level the
-// narrowing cannot reach, is refused. (One that says nothing means any
-// object: the caller checks accepts_anything first.)
+// narrowing cannot reach, is refused. A top level that only ever allows
+// objects ($ref to an object schema, as Pydantic writes recursive models,
+// or alternatives that are all objects) stays as it is. (One that says
+// nothing means any object: the caller checks accepts_anything first.)
 ojson object_arguments(ojson doc, const std::string &where) {
   if (!doc.is_object())
     return doc; // the compiler says what is wrong with it
   for (const char *keyword : {"$ref", "anyOf", "oneOf", "allOf"})
-    if (doc.contains(keyword))
+    if (doc.contains(keyword)) {
+      if (constrain::value_types(doc, constrain::Resolver(doc)) == std::set<std::string>{"object"})
+        return doc;
       throw Error(fmt::format("{}: arguments are a JSON object, so the top level must be an "
-                              "object schema (\"type\": \"object\"), not '{}'",
+                              "object schema (\"type\": \"object\"), not '{}' that allows "
+                              "other values",
                               where, keyword));
+    }
   for (const char *keyword : {"const", "enum"}) {
     const auto values = doc.find(keyword);
     if (values == doc.end())
@@ -66,15 +74,66 @@ int32_t add_sum(int32_t a, int32_t b) {
   return static_cast<int32_t>(std::min<int64_t>(int64_t{a} + b, kUnreachable));
 }
 
+// The `n.min` cheapest of `costs`, each with `each` added, summed.
+int32_t cheapest(std::vector<int32_t> costs, int32_t n, int32_t each) {
+  if (n <= 0)
+    return 0;
+  if (costs.size() < static_cast<size_t>(n))
+    return kUnreachable;
+  std::partial_sort(costs.begin(), costs.begin() + n, costs.end());
+  int32_t total = 0;
+  for (int32_t i = 0; i < n; ++i)
+    total = add_sum(total, add_sum(costs[static_cast<size_t>(i)], each));
+  return total;
+}
+
 } // namespace
 
 void constrain::GrammarData::compute_min_bytes() {
   min_bytes.assign(nodes.size(), kUnreachable);
+  auto m = [&](int32_t k) { return k < 0 ? 0 : min_bytes[static_cast<size_t>(k)]; };
+  auto automaton_min = [&](const Node &n) {
+    const Automaton &a = automata[static_cast<size_t>(n.automaton)];
+    return a.min_bytes_to_match(a.start(), 0);
+  };
+  // A distinct repeat: its `min` cheapest choices and the separators between.
+  auto distinct_min = [&](const Node &n) {
+    if (n.min == 0)
+      return 0;
+    std::vector<int32_t> costs;
+    for (const int32_t c : nodes[static_cast<size_t>(n.kids[0])].kids)
+      costs.push_back(m(c));
+    const int32_t sep = n.kids.size() > 1 ? m(n.kids[1]) : 0;
+    const int32_t total = cheapest(std::move(costs), n.min, sep);
+    return total >= kUnreachable ? kUnreachable : total - sep;
+  };
+  // An object: its required members, then the cheapest others that
+  // minProperties asks for (further members count once), then the close.
+  auto object_min = [&](const Node &n) {
+    int32_t total = m(n.close), count = 0;
+    std::vector<int32_t> optional;
+    for (const ObjectMember &member : n.members) {
+      if (member.required) {
+        total = add_sum(total, add_sum(m(member.first), 1));
+        ++count;
+      } else {
+        optional.push_back(m(member.first));
+      }
+    }
+    if (count < n.min) {
+      if (n.additional.first >= 0)
+        optional.push_back(m(n.additional.first));
+      total = add_sum(total, cheapest(std::move(optional), n.min - count, 1));
+      count = n.min;
+    }
+    if (n.max >= 0 && count > n.max)
+      return kUnreachable;
+    return count > 0 && total < kUnreachable ? total - 1 : total; // no comma before the first
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const Node &n = nodes[i];
-      auto m = [&](int32_t k) { return k < 0 ? 0 : min_bytes[static_cast<size_t>(k)]; };
       int32_t v = kUnreachable;
       switch (n.kind) {
       case NodeKind::literal:
@@ -82,12 +141,10 @@ void constrain::GrammarData::compute_min_bytes() {
         v = static_cast<int32_t>(n.text.size());
         break;
       case NodeKind::string:
-        v = 2 + (n.regex >= 0 ? regexes[static_cast<size_t>(n.regex)].min_bytes_to_match(
-                                    regexes[static_cast<size_t>(n.regex)].start())
-                              : n.min);
+        v = 2 + (n.automaton >= 0 ? automaton_min(n) : n.min);
         break;
       case NodeKind::number:
-        v = 1;
+        v = n.automaton >= 0 ? automaton_min(n) : 1;
         break;
       case NodeKind::ws:
         v = 0;
@@ -102,22 +159,19 @@ void constrain::GrammarData::compute_min_bytes() {
           v = std::min(v, m(k));
         break;
       case NodeKind::repeat: {
+        if (n.distinct) {
+          v = distinct_min(n);
+          break;
+        }
         const int64_t item = m(n.kids[0]), sep = n.kids.size() > 1 ? m(n.kids[1]) : 0;
         v = n.min == 0 ? 0
                        : static_cast<int32_t>(
                              std::min<int64_t>(item + (n.min - 1) * (sep + item), kUnreachable));
         break;
       }
-      case NodeKind::object: {
-        v = m(n.close);
-        bool first = true;
-        for (const ObjectMember &member : n.members)
-          if (member.required) {
-            v = add_sum(v, m(first ? member.first : member.next));
-            first = false;
-          }
+      case NodeKind::object:
+        v = object_min(n);
         break;
-      }
       }
       if (v < min_bytes[i]) {
         min_bytes[i] = v;
@@ -153,6 +207,10 @@ Grammar Grammar::tool_calls(std::span<const ToolSchema> tools, bool parallel,
   auto data = std::make_shared<GrammarData>();
   SchemaCompiler compiler(*data, limits);
   std::vector<int32_t> calls;
+  // The compiler keeps pointers into each document (its $ref targets), so
+  // they live as long as it does.
+  std::vector<ojson> docs;
+  docs.reserve(tools.size());
   for (const ToolSchema &tool : tools) {
     for (const char c : tool.name)
       if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20)
@@ -166,7 +224,7 @@ Grammar Grammar::tool_calls(std::span<const ToolSchema> tools, bool parallel,
     if (constrain::accepts_anything(parsed)) {
       arguments = compiler.any_object();
     } else {
-      const ojson doc = object_arguments(parsed, where);
+      const ojson &doc = docs.emplace_back(object_arguments(parsed, where));
       try {
         arguments = compiler.value(doc, doc, "#");
       } catch (const Error &e) {

@@ -58,9 +58,9 @@ public:
     if (n.kind == NodeKind::string) {
       st.lex.key_hi = static_cast<int32_t>(n.excluded.size());
       st.lex.key_depth = n.excluded.empty() ? -1 : 0;
-      if (n.regex >= 0)
-        st.lex.nfa = g_.regexes[static_cast<size_t>(n.regex)].start();
     }
+    if (n.automaton >= 0)
+      st.lex.nfa = automaton(n).start();
   }
 
   // Brings `st` to stacks whose top is a terminal ready for a byte (or that
@@ -103,14 +103,20 @@ public:
         continue;
       case NodeKind::alt: {
         st.frames.pop_back();
-        for (size_t k = 0; k + 1 < n.kids.size(); ++k) {
+        // Kids that cannot finish (a recursion without an end) are not entered.
+        size_t last = n.kids.size();
+        while (last > 0 && min_of(n.kids[last - 1]) >= kUnreachable)
+          --last;
+        if (last == 0)
+          return;
+        for (size_t k = 0; k + 1 < last; ++k) {
+          if (min_of(n.kids[k]) >= kUnreachable)
+            continue;
           Stack copy = st;
           push(copy, n.kids[k]);
           expand(std::move(copy), out);
         }
-        if (n.kids.empty())
-          return;
-        push(st, n.kids.back());
+        push(st, n.kids[last - 1]);
         continue;
       }
       case NodeKind::repeat:
@@ -140,7 +146,7 @@ public:
     case NodeKind::until:
       return feed_until(lx, n, b);
     case NodeKind::number:
-      return feed_number(lx, n, b);
+      return n.automaton >= 0 ? feed_number_text(lx, n, b) : feed_number(lx, n, b);
     case NodeKind::string:
       return feed_string(lx, n, b);
     default:
@@ -156,6 +162,8 @@ public:
     case NodeKind::ws:
       return lx.count < n.max;
     case NodeKind::number:
+      if (n.automaton >= 0)
+        return automaton(n).can_step(lx.nfa, lx.chars);
       switch (lx.phase) {
       case num_zero:
         return !n.integer;
@@ -183,8 +191,15 @@ public:
 
 private:
   int32_t min_of(int32_t node) const { return g_.min_bytes[static_cast<size_t>(node)]; }
+  const Automaton &automaton(const Node &n) const {
+    return g_.automata[static_cast<size_t>(n.automaton)];
+  }
 
   void expand_repeat(Stack st, const Node &n, std::vector<Stack> &out) const {
+    if (n.distinct) {
+      expand_distinct(std::move(st), n, out);
+      return;
+    }
     Frame &f = st.frames.back();
     const int32_t item = n.kids[0], sep = n.kids.size() > 1 ? n.kids[1] : -1;
     if (f.aux == 1) {
@@ -194,7 +209,8 @@ private:
       expand(std::move(st), out);
       return;
     }
-    const bool may_stop = f.pos >= n.min, may_go = n.max < 0 || f.pos < n.max;
+    const bool may_stop = f.pos >= n.min;
+    const bool may_go = (n.max < 0 || f.pos < n.max) && min_of(item) < kUnreachable;
     if (may_go) {
       Stack more = may_stop ? st : std::move(st);
       Frame &g = more.frames.back();
@@ -213,32 +229,111 @@ private:
     }
   }
 
+  // A repeat whose items are distinct choices: each comes at most once
+  // (uniqueItems); the frame's mask holds those taken.
+  void expand_distinct(Stack st, const Node &n, std::vector<Stack> &out) const {
+    const Frame f = st.frames.back();
+    const std::vector<int32_t> &choices = g_.nodes[static_cast<size_t>(n.kids[0])].kids;
+    const int32_t sep = n.kids.size() > 1 ? n.kids[1] : -1;
+    auto each_choice = [&](Stack base) {
+      for (size_t c = 0; c < choices.size(); ++c) {
+        if (f.mask >> c & 1)
+          continue;
+        Stack copy = base;
+        Frame &g = copy.frames.back();
+        g.aux = 0;
+        ++g.pos;
+        g.mask |= uint64_t{1} << c;
+        push(copy, choices[c]);
+        expand(std::move(copy), out);
+      }
+    };
+    if (f.aux == 1) {
+      each_choice(std::move(st));
+      return;
+    }
+    const bool may_stop = f.pos >= n.min, may_go = f.pos < n.max;
+    if (may_go) {
+      if (f.pos > 0 && sep >= 0) {
+        Stack more = st;
+        more.frames.back().aux = 1;
+        push(more, sep);
+        expand(std::move(more), out);
+      } else {
+        each_choice(st);
+      }
+    }
+    if (may_stop) {
+      st.frames.pop_back();
+      expand(std::move(st), out);
+    }
+  }
+
+  // Members whose presence the begun ones ask for (dependentRequired).
+  static uint64_t needed_by_begun(const Node &n, const Frame &f) {
+    uint64_t needed = 0;
+    for (uint64_t bits = f.mask; bits != 0; bits &= bits - 1)
+      needed |= n.members[static_cast<size_t>(__builtin_ctzll(bits))].needs;
+    return needed;
+  }
+
+  static bool must_come(const Node &n, uint64_t needed, size_t j) {
+    return n.members[j].required || (j < 64 && (needed >> j & 1));
+  }
+
+  // Distinct names among the members begun: further (additional) members
+  // could repeat a name, so they count once.
+  static int32_t distinct_members(const Frame &f) { return f.aux - f.extra + std::min(f.extra, 1); }
+
   void expand_object(Stack st, const Node &n, std::vector<Stack> &out) const {
     const Frame f = st.frames.back();
     const auto count = static_cast<int32_t>(n.members.size());
+    const bool room = n.max < 0 || f.aux < n.max;
+    const uint64_t needed = needed_by_begun(n, f);
+    auto begin = [&](Frame g, int32_t member) {
+      if (frame_remaining(g) >= kUnreachable)
+        return; // it would leave the object unfinishable (minProperties, maxProperties)
+      Stack copy = st;
+      copy.frames.back() = g;
+      push(copy, member);
+      expand(std::move(copy), out);
+    };
     bool rest_optional = true;
     for (int32_t j = f.pos; j < count; ++j) {
       const ObjectMember &m = n.members[static_cast<size_t>(j)];
-      Stack copy = st;
-      copy.frames.back() = {f.node, j + 1, 1};
-      push(copy, f.aux ? m.next : m.first);
-      expand(std::move(copy), out);
-      if (m.required) {
+      const uint64_t below = j < 64 ? (uint64_t{1} << j) - 1 : ~uint64_t{0};
+      // Its needs that come earlier must have been written.
+      if (room && min_of(m.first) < kUnreachable && (m.needs & below & ~f.mask) == 0)
+        begin({f.node, j + 1, f.aux + 1, f.extra, f.mask | (j < 64 ? uint64_t{1} << j : 0)},
+              f.aux ? m.next : m.first);
+      if (must_come(n, needed, static_cast<size_t>(j))) {
         rest_optional = false;
         break;
       }
     }
     if (!rest_optional)
       return;
-    if (n.additional.first >= 0) {
-      Stack copy = st;
-      copy.frames.back() = {f.node, count, 1};
-      push(copy, f.aux ? n.additional.next : n.additional.first);
-      expand(std::move(copy), out);
+    if (n.additional.first >= 0 && room && min_of(n.additional.first) < kUnreachable)
+      begin({f.node, count, f.aux + 1, f.extra + 1, f.mask},
+            f.aux ? n.additional.next : n.additional.first);
+    if (distinct_members(f) >= n.min) {
+      st.frames.pop_back();
+      push(st, n.close);
+      expand(std::move(st), out);
     }
-    st.frames.pop_back();
-    push(st, n.close);
-    expand(std::move(st), out);
+  }
+
+  // A number whose text follows an automaton (bounds, multipleOf).
+  Fed feed_number_text(Lexer &lx, const Node &n, uint8_t b) const {
+    if (b >= 0x80)
+      return Fed::dead;
+    const Automaton &a = automaton(n);
+    NfaSet next = a.step(lx.nfa, b, lx.chars);
+    if (next.empty())
+      return Fed::dead;
+    lx.nfa = std::move(next);
+    ++lx.chars;
+    return a.accepts(lx.nfa, lx.chars) ? Fed::endable : Fed::more;
   }
 
   static Fed feed_until(Lexer &lx, const Node &n, uint8_t b) {
@@ -335,12 +430,12 @@ private:
 
   // One more character of the string's value is complete.
   Fed add_char(Lexer &lx, const Node &n, uint32_t cp) const {
-    ++lx.chars;
-    if (n.regex >= 0) {
-      lx.nfa = g_.regexes[static_cast<size_t>(n.regex)].step(lx.nfa, cp);
+    if (n.automaton >= 0) {
+      lx.nfa = automaton(n).step(lx.nfa, cp, lx.chars);
       if (lx.nfa.empty())
         return Fed::dead;
     }
+    ++lx.chars;
     return Fed::more;
   }
 
@@ -376,15 +471,14 @@ private:
   }
 
   bool may_close(const Lexer &lx, const Node &n) const {
-    return lx.chars >= n.min &&
-           (n.regex < 0 || g_.regexes[static_cast<size_t>(n.regex)].accepts(lx.nfa)) &&
+    return lx.chars >= n.min && (n.automaton < 0 || automaton(n).accepts(lx.nfa, lx.chars)) &&
            !equals_excluded(lx, n);
   }
 
   // A pattern must be able to read some character that starts with the
   // bytes read so far; otherwise the prefix would be a dead end.
   bool pattern_can_take(const Lexer &lx, const Node &n) const {
-    return n.regex < 0 || pattern_bytes_after_pending(lx, n) >= 0;
+    return n.automaton < 0 || pattern_bytes_after_pending(lx, n) >= 0;
   }
 
   // Fewest bytes to a match once the character being read is complete (its
@@ -397,7 +491,7 @@ private:
     const uint32_t hi = std::min((lx.cp << shift) | ((1u << shift) - 1), 0x10FFFFu);
     if (lo > hi)
       return -1;
-    return g_.regexes[static_cast<size_t>(n.regex)].min_bytes_after_step_within(lx.nfa, lo, hi);
+    return automaton(n).min_bytes_after_step_within(lx.nfa, lo, hi, lx.chars);
   }
 
   Fed feed_string(Lexer &lx, const Node &n, uint8_t b) const {
@@ -440,7 +534,7 @@ private:
     if (n.max >= 0 && lx.chars >= n.max)
       return Fed::dead;
     if (b == '\\') {
-      if (n.regex >= 0)
+      if (n.automaton >= 0)
         return Fed::dead; // patterned strings are written without escapes
       lx.phase = 2;
       return Fed::more;
@@ -470,6 +564,8 @@ private:
     case NodeKind::ws:
       return 0;
     case NodeKind::number:
+      if (n.automaton >= 0)
+        return automaton(n).min_bytes_to_match(lx.nfa, lx.chars);
       return lx.phase == num_zero || lx.phase == num_int || lx.phase == num_frac ||
                      lx.phase == num_exp
                  ? 0
@@ -477,11 +573,11 @@ private:
     case NodeKind::string: {
       int32_t pending = lx.phase == 0 ? 1 : lx.phase == 2 ? 1 : lx.utf8_left;
       int32_t chars = std::max(0, n.min - lx.chars - (lx.phase == 2 || lx.utf8_left > 0 ? 1 : 0));
-      // A pattern string has no length limits (the compiler refuses both).
-      if (n.regex >= 0 && lx.utf8_left > 0)
+      // The automaton knows the lengths too.
+      if (n.automaton >= 0 && lx.utf8_left > 0)
         chars = pattern_bytes_after_pending(lx, n);
-      else if (n.regex >= 0)
-        chars = g_.regexes[static_cast<size_t>(n.regex)].min_bytes_to_match(lx.nfa);
+      else if (n.automaton >= 0)
+        chars = automaton(n).min_bytes_to_match(lx.nfa, lx.chars);
       else if (chars == 0 && lx.phase == 1 && lx.utf8_left == 0 && equals_excluded(lx, n))
         chars = 1;
       return pending + chars + 1;
@@ -501,22 +597,78 @@ private:
       return total;
     }
     case NodeKind::repeat: {
+      if (n.distinct)
+        return distinct_remaining(f, n);
       const int32_t item = min_of(n.kids[0]);
       const int32_t sep = n.kids.size() > 1 && n.kids[1] >= 0 ? min_of(n.kids[1]) : 0;
       const int32_t more = std::max(0, n.min - f.pos - f.aux);
       const int64_t total = (f.aux ? int64_t{item} : 0) + int64_t{more} * (int64_t{sep} + item);
       return static_cast<int32_t>(std::min<int64_t>(total, kUnreachable));
     }
-    case NodeKind::object: {
-      int32_t total = min_of(n.close);
-      for (size_t j = static_cast<size_t>(f.pos); j < n.members.size(); ++j)
-        if (n.members[j].required)
-          total = saturating_add(total, min_of(n.members[j].next));
-      return total;
-    }
+    case NodeKind::object:
+      return object_remaining(f, n);
     default:
       return 0;
     }
+  }
+
+  // The cheapest choices not taken yet, as many as the items still owed.
+  int32_t distinct_remaining(const Frame &f, const Node &n) const {
+    const std::vector<int32_t> &choices = g_.nodes[static_cast<size_t>(n.kids[0])].kids;
+    const int32_t sep = n.kids.size() > 1 && n.kids[1] >= 0 ? min_of(n.kids[1]) : 0;
+    const int32_t more = std::max(0, n.min - f.pos - f.aux);
+    const int32_t items = f.aux + more;
+    if (items == 0)
+      return 0;
+    std::vector<int32_t> costs;
+    for (size_t c = 0; c < choices.size(); ++c)
+      if (!(f.mask >> c & 1))
+        costs.push_back(min_of(choices[c]));
+    if (costs.size() < static_cast<size_t>(items))
+      return kUnreachable;
+    std::partial_sort(costs.begin(), costs.begin() + items, costs.end());
+    int64_t total = int64_t{more} * sep;
+    for (int32_t i = 0; i < items; ++i)
+      total += costs[static_cast<size_t>(i)];
+    return static_cast<int32_t>(std::min<int64_t>(total, kUnreachable));
+  }
+
+  // After the member being read (or from the object's start): the members
+  // that must come, then the cheapest optional ones minProperties still
+  // asks for, within maxProperties, then the close.
+  int32_t object_remaining(const Frame &f, const Node &n) const {
+    const uint64_t needed = needed_by_begun(n, f);
+    int64_t total = min_of(n.close);
+    int32_t written = f.aux, counted = distinct_members(f), forced = 0;
+    std::vector<int32_t> optional;
+    for (size_t j = static_cast<size_t>(f.pos); j < n.members.size(); ++j) {
+      const int32_t cost = saturating_add(min_of(n.members[j].first), 1); // with its comma
+      if (must_come(n, needed, j)) {
+        total += cost;
+        ++forced;
+      } else if (n.min > 0) {
+        optional.push_back(cost);
+      }
+    }
+    written += forced;
+    counted += forced;
+    if (counted < n.min) {
+      if (n.additional.first >= 0 && f.extra == 0)
+        optional.push_back(saturating_add(min_of(n.additional.first), 1));
+      const auto missing = static_cast<size_t>(n.min - counted);
+      if (optional.size() < missing)
+        return kUnreachable;
+      std::partial_sort(optional.begin(), optional.begin() + static_cast<ptrdiff_t>(missing),
+                        optional.end());
+      for (size_t i = 0; i < missing; ++i)
+        total += optional[i];
+      written += static_cast<int32_t>(missing);
+    }
+    if (n.max >= 0 && written > n.max)
+      return kUnreachable;
+    if (f.aux == 0 && written > 0)
+      --total; // the first member has no comma
+    return static_cast<int32_t>(std::min<int64_t>(total, kUnreachable));
   }
 
   const GrammarData &g_;

@@ -12,22 +12,24 @@ namespace bonsai::constrain {
 
 struct Frame {
   int32_t node = -1;
-  int32_t pos = 0; // seq: next kid; repeat: items begun; object: next member
-  int32_t aux = 0; // repeat: separator begun; object: a member was read
+  int32_t pos = 0;   // seq: next kid; repeat: items begun; object: next member
+  int32_t aux = 0;   // repeat: separator begun; object: members begun
+  int32_t extra = 0; // object: additional members begun
+  uint64_t mask = 0; // distinct repeat: choices taken; object: members begun (the first 64)
   bool operator==(const Frame &) const = default;
 };
 
 // Progress of the terminal on top of a stack.
 struct Lexer {
   int32_t count = 0;     // literal, until: bytes matched; ws: bytes; number: digits of the part
-  int32_t chars = 0;     // string: characters read
+  int32_t chars = 0;     // string, number with an automaton: characters read
   uint8_t phase = 0;     // string: 0 before '"', 1 content, 2 after '\\'; number: see matcher
   uint8_t utf8_left = 0; // string: continuation bytes still due
   uint8_t lead = 0;      // string: lead byte of the character being read
   uint32_t cp = 0;       // string: code point being assembled
   int32_t key_lo = 0, key_hi = 0; // string: range of `excluded` still equal to the text
   int32_t key_depth = 0;          // bytes matched against that range; -1: none equal
-  NfaSet nfa;                     // string with a pattern
+  NfaSet nfa;                     // string or number with an automaton
   bool operator==(const Lexer &) const = default;
 };
 

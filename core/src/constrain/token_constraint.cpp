@@ -3,6 +3,8 @@
 #include "bonsai/core/token_constraint.hpp"
 
 #include <algorithm>
+#include <map>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -93,7 +95,114 @@ TokenIndex::Trie build_trie(const std::vector<TokenIndex::Entry> &entries,
   return trie;
 }
 
+// Most token steps kept for the automaton strings of one reply (12 bytes
+// each); past it, masks there walk the trie as elsewhere.
+constexpr size_t kMaxCachedSteps = size_t{2} << 20;
+
+// Depth first over the trie's nodes below the root: enter(node, depth) says
+// whether to go on below the node. `pending` is the caller's storage.
+template <typename Enter>
+void depth_first(const TokenIndex::Trie &trie, std::vector<std::pair<uint32_t, uint32_t>> &pending,
+                 Enter &&enter) {
+  pending.clear();
+  for (uint32_t c = trie.nodes[0].first_child; c != 0; c = trie.nodes[c].next_sibling)
+    pending.push_back({c, 1});
+  while (!pending.empty()) {
+    const auto [node, depth] = pending.back();
+    pending.pop_back();
+    if (!enter(node, depth))
+      continue;
+    for (uint32_t c = trie.nodes[node].first_child; c != 0; c = trie.nodes[c].next_sibling)
+      pending.push_back({c, depth + 1});
+  }
+}
+
+// The plain tokens an automaton's state set can read, each with the set
+// after it (by index into `sets`) and its characters. Plain tokens never end
+// the string, so this depends on nothing else; the length limits and the
+// budget are applied per mask.
+struct PlainSteps {
+  struct Step {
+    int32_t token, set, chars;
+  };
+  std::vector<Step> steps;
+  std::vector<NfaSet> sets;
+};
+
+// Walks the trie from `from` through plain bytes only, stepping the
+// automaton at each complete code point; records every token reached.
+PlainSteps plain_steps(const Automaton &a, const NfaSet &from, const TokenIndex::Trie &trie) {
+  PlainSteps out;
+  std::map<NfaSet, int32_t> set_ids;
+  std::unordered_map<uint32_t, size_t> step_of_node;
+  struct Level {
+    NfaSet set;
+    int32_t chars = 0;
+    uint32_t cp = 0;
+    uint8_t lead = 0, left = 0; // UTF-8 character being read
+  };
+  std::vector<Level> levels(trie.depth + 1);
+  levels[0].set = from;
+  std::vector<std::pair<uint32_t, uint32_t>> pending;
+  depth_first(trie, pending, [&](uint32_t node, uint32_t depth) {
+    const TokenIndex::TrieNode &n = trie.nodes[node];
+    const Level &up = levels[depth - 1];
+    Level here = up;
+    const uint8_t b = n.byte;
+    bool complete = false;
+    if (up.left == 0) {
+      if (b < 0x20 || b == '"' || b == '\\' || (b >= 0x80 && b < 0xC2) || b > 0xF4)
+        return false;
+      if (b < 0x80) {
+        here.cp = b;
+        complete = true;
+      } else {
+        here.lead = b;
+        here.cp = b & (b >= 0xF0 ? 0x07u : b >= 0xE0 ? 0x0Fu : 0x1Fu);
+        here.left = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : 1;
+      }
+    } else {
+      const int expected = up.lead >= 0xF0 ? 3 : up.lead >= 0xE0 ? 2 : 1;
+      if ((b & 0xC0) != 0x80 ||
+          (up.left == expected && ((up.lead == 0xE0 && b < 0xA0) || (up.lead == 0xED && b > 0x9F) ||
+                                   (up.lead == 0xF0 && b < 0x90) || (up.lead == 0xF4 && b > 0x8F))))
+        return false;
+      here.cp = up.cp << 6 | (b & 0x3Fu);
+      complete = --here.left == 0;
+    }
+    if (complete) {
+      here.set = a.step_any(up.set, here.cp);
+      if (here.set.empty())
+        return false;
+      ++here.chars;
+      if (n.token >= 0) {
+        const auto [it, fresh] =
+            set_ids.try_emplace(here.set, static_cast<int32_t>(out.sets.size()));
+        if (fresh)
+          out.sets.push_back(here.set);
+        step_of_node[node] = out.steps.size();
+        out.steps.push_back({n.token, it->second, here.chars});
+      }
+    }
+    levels[depth] = std::move(here);
+    return true;
+  });
+  for (const auto &[node, token] : trie.aliases)
+    if (const auto it = step_of_node.find(node); it != step_of_node.end()) {
+      PlainSteps::Step alias = out.steps[it->second];
+      alias.token = token;
+      out.steps.push_back(alias);
+    }
+  return out;
+}
+
 } // namespace
+
+// For each (automaton, state set) met inside a string in this reply.
+struct TokenConstraint::AutomatonCache {
+  std::map<std::pair<int32_t, NfaSet>, PlainSteps> entries;
+  size_t steps = 0;
+};
 
 TokenIndex::TokenIndex(const Tokenizer &tokenizer) : n_vocab_(tokenizer.n_vocab()) {
   offset_.resize(static_cast<size_t>(n_vocab_));
@@ -138,6 +247,10 @@ TokenConstraint::TokenConstraint(Grammar grammar, std::shared_ptr<const TokenInd
   mask_.assign(static_cast<size_t>(index_->n_vocab()), 0);
 }
 
+TokenConstraint::TokenConstraint(TokenConstraint &&) noexcept = default;
+TokenConstraint &TokenConstraint::operator=(TokenConstraint &&) noexcept = default;
+TokenConstraint::~TokenConstraint() = default;
+
 bool TokenConstraint::is_end_token(int32_t token) const {
   return std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end();
 }
@@ -170,20 +283,71 @@ void TokenConstraint::accept(int32_t token) {
     throw Error(fmt::format("constrained decoding: the grammar does not allow token {}", token));
 }
 
+namespace {
+
+// The one way to read the reply, when it is between two characters of a
+// string's value (its node in `node`); else nullptr.
+const Stack *inside_string(const GrammarMatcher &matcher, const Node *&node) {
+  const auto &stacks = matcher.state().stacks;
+  if (stacks.size() != 1 || stacks[0].frames.empty())
+    return nullptr;
+  const Stack &st = stacks[0];
+  node = &matcher.grammar().data().nodes[static_cast<size_t>(st.frames.back().node)];
+  if (node->kind != NodeKind::string || st.lex.phase != 1 || st.lex.utf8_left != 0)
+    return nullptr;
+  return &st;
+}
+
+} // namespace
+
 // Inside a plain JSON string (no pattern, no length still owed, no names to
 // avoid) a plain token only adds characters: it is allowed within the
 // maximum length, and it leaves the bytes still needed unchanged.
 bool TokenConstraint::in_plain_string(int32_t &max_chars) const {
-  const auto &stacks = matcher_.state().stacks;
-  if (stacks.size() != 1 || stacks[0].frames.empty())
+  const Node *node = nullptr;
+  const Stack *inside = inside_string(matcher_, node);
+  if (inside == nullptr)
     return false;
-  const Stack &st = stacks[0];
-  const GrammarData &g = matcher_.grammar().data();
-  const Node &n = g.nodes[static_cast<size_t>(st.frames.back().node)];
-  if (n.kind != NodeKind::string || st.lex.phase != 1 || st.lex.utf8_left != 0 || n.regex >= 0 ||
-      st.lex.chars < n.min || (!n.excluded.empty() && st.lex.key_depth >= 0))
+  const Stack &st = *inside;
+  const Node &n = *node;
+  if (n.automaton >= 0 || st.lex.chars < n.min || (!n.excluded.empty() && st.lex.key_depth >= 0))
     return false;
   max_chars = n.max < 0 ? INT32_MAX : n.max - st.lex.chars;
+  return true;
+}
+
+bool TokenConstraint::mask_automaton_string(int32_t budget) {
+  const Node *node = nullptr;
+  const Stack *inside = inside_string(matcher_, node);
+  if (inside == nullptr || node->automaton < 0)
+    return false;
+  const Stack &st = *inside;
+  const Node &n = *node;
+  const Automaton &a = matcher_.grammar().data().automata[static_cast<size_t>(n.automaton)];
+  if (!automaton_cache_)
+    automaton_cache_ = std::make_unique<AutomatonCache>();
+  AutomatonCache &cache = *automaton_cache_;
+  auto key = std::make_pair(n.automaton, st.lex.nfa);
+  auto it = cache.entries.find(key);
+  if (it == cache.entries.end()) {
+    if (cache.steps >= kMaxCachedSteps)
+      return false;
+    PlainSteps entry = plain_steps(a, st.lex.nfa, index_->all_trie());
+    cache.steps += entry.steps.size();
+    it = cache.entries.emplace(std::move(key), std::move(entry)).first;
+  }
+  // The bytes after the string's close quote, the same for every token
+  // that stays inside it.
+  const int32_t here = a.min_bytes_to_match(st.lex.nfa, st.lex.chars);
+  const int32_t after = matcher_.min_bytes_to_complete() - here - 1;
+  const int32_t chars = st.lex.chars;
+  for (const PlainSteps::Step &step : it->second.steps) {
+    const int32_t need =
+        a.min_bytes_to_match(it->second.sets[static_cast<size_t>(step.set)], chars + step.chars);
+    if (need >= 0 && (budget < 0 || need + 1 + after <= budget - 2))
+      mask_[static_cast<size_t>(step.token)] = 1;
+  }
+  walk(index_->not_plain_trie(), budget);
   return true;
 }
 
@@ -193,23 +357,17 @@ void TokenConstraint::walk(const TokenIndex::Trie &trie, int32_t budget) {
   path_[0] = matcher_;
   // Depth first: path_[d] holds the matcher after the d bytes of the node
   // being visited, which the parent's visit left in path_[d - 1].
-  pending_.clear();
-  for (uint32_t c = trie.nodes[0].first_child; c != 0; c = trie.nodes[c].next_sibling)
-    pending_.push_back({c, 1});
-  while (!pending_.empty()) {
-    const Visit v = pending_.back();
-    pending_.pop_back();
-    const TokenIndex::TrieNode &n = trie.nodes[v.node];
-    GrammarMatcher &here = path_[v.depth];
-    here = path_[v.depth - 1];
+  depth_first(trie, pending_, [&](uint32_t node, uint32_t depth) {
+    const TokenIndex::TrieNode &n = trie.nodes[node];
+    GrammarMatcher &here = path_[depth];
+    here = path_[depth - 1];
     const char byte = static_cast<char>(n.byte);
     if (!here.advance(std::string_view(&byte, 1)))
-      continue; // no token below this prefix can follow
+      return false; // no token below this prefix can follow
     if (n.token >= 0 && fits(here, budget))
       mask_[static_cast<size_t>(n.token)] = 1;
-    for (uint32_t c = n.first_child; c != 0; c = trie.nodes[c].next_sibling)
-      pending_.push_back({c, v.depth + 1});
-  }
+    return true;
+  });
   for (const auto &[node, token] : trie.aliases)
     mask_[static_cast<size_t>(token)] = mask_[static_cast<size_t>(trie.nodes[node].token)];
 }
@@ -231,7 +389,7 @@ const std::vector<uint8_t> &TokenConstraint::mask(int32_t budget) {
       }
     }
     walk(index_->not_plain_trie(), budget);
-  } else {
+  } else if (!mask_automaton_string(budget)) {
     walk(index_->all_trie(), budget);
   }
   if (matcher_.complete())

@@ -77,6 +77,37 @@ TEST(TokenConstraint, FastMaskEqualsTokenByTokenCheck) {
   }
 }
 
+// Strings read by automata (formats, patterns with lengths) and bounded
+// numbers: the cached per-state token lists give the same mask.
+TEST(TokenConstraint, FastMaskEqualsTokenByTokenCheckInFormats) {
+  const char *schema = R"({"type":"object","properties":{
+    "email":{"type":"string","format":"email","maxLength":20},
+    "site":{"type":"string","format":"uri"},
+    "code":{"type":"string","pattern":"^[a-z]+$","minLength":2,"maxLength":6},
+    "n":{"type":"integer","minimum":-5,"maximum":250}},
+    "required":["email","site","code","n"],"additionalProperties":false})";
+  const std::vector<int32_t> ends = qwen3_tokenizer().stop_ids();
+  const char *prefixes[] = {R"({"email": "ada)", R"({"email": "ada.b@ex)",
+                            R"({"email": "a@b.co", "site": "https://x.io/p)",
+                            R"({"email": "a@b.co", "site": "http://a.b", "code": "x)",
+                            R"({"email": "a@b.co", "site": "http://a.b", "code": "xyz", "n": 2)"};
+  for (const char *prefix : prefixes) {
+    for (const int32_t budget : {-1, 100, 30, 12}) {
+      TokenConstraint c(Grammar::json_schema(schema), qwen3_index(), ends);
+      advance_text(c, prefix);
+      // Twice: the second mask comes from the cache.
+      for (int round = 0; round < 2; ++round) {
+        const std::vector<uint8_t> fast = c.mask(budget);
+        const std::vector<uint8_t> slow = slow_mask(c, budget);
+        size_t differ = 0;
+        for (size_t i = 0; i < fast.size(); ++i)
+          differ += fast[i] != slow[i];
+        EXPECT_EQ(differ, 0u) << "prefix " << prefix << " budget " << budget;
+      }
+    }
+  }
+}
+
 TEST(TokenConstraint, ControlTokensOnlyEndACompleteReply) {
   const Tokenizer &t = qwen3_tokenizer();
   TokenConstraint c(Grammar::json_schema(R"({"type":"string"})"), qwen3_index(), t.stop_ids());

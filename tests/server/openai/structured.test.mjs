@@ -165,6 +165,6 @@ test('an unsupported keyword is a 400 naming it', async () => {
     client.chat.completions.create({
       model, messages: [{ role: 'user', content: 'x' }],
       response_format: { type: 'json_schema', json_schema: { name: 'n', schema: {
-        type: 'object', properties: { when: { type: 'string', format: 'date-time' } } } } } }),
-    (e) => e instanceof OpenAI.BadRequestError && /'format' is not supported/.test(e.message));
+        type: 'object', properties: { when: { type: 'string', not: { const: 'x' } } } } } } }),
+    (e) => e instanceof OpenAI.BadRequestError && /'not' is not supported/.test(e.message));
 });

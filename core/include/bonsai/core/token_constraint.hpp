@@ -9,7 +9,10 @@
 // prefix share the work and a dead prefix skips all its tokens; inside a
 // plain JSON string, where almost every token is allowed, tokens made only
 // of ordinary characters are allowed as a class and only the rest (about
-// 6,000 of Qwen3's 151,669) are walked.
+// 6,000 of Qwen3's 151,669) are walked. Inside a string that follows an
+// automaton (a pattern, a format), the ordinary tokens each state can read
+// are found once per state and kept: a step there costs a pass over that
+// list plus the walk of the rest.
 //
 // The reply must also end in time: given the tokens left (the budget), a
 // token is allowed only if the fewest bytes that complete the reply after it,
@@ -88,6 +91,9 @@ public:
   // `end_tokens` end the reply; they are allowed once the text is complete.
   TokenConstraint(Grammar grammar, std::shared_ptr<const TokenIndex> index,
                   std::vector<int32_t> end_tokens);
+  TokenConstraint(TokenConstraint &&) noexcept;
+  TokenConstraint &operator=(TokenConstraint &&) noexcept;
+  ~TokenConstraint();
 
   // Whether `token` may come next with `budget` tokens left (this one
   // included; negative: no limit).
@@ -104,6 +110,9 @@ public:
 private:
   bool fits(const GrammarMatcher &after, int32_t budget) const;
   bool in_plain_string(int32_t &max_chars) const;
+  // Allows the plain tokens inside a string read by an automaton; false
+  // (nothing done) when the reply is not in one or the cache is full.
+  bool mask_automaton_string(int32_t budget);
   void walk(const TokenIndex::Trie &trie, int32_t budget);
 
   GrammarMatcher matcher_;
@@ -111,10 +120,9 @@ private:
   std::vector<int32_t> end_tokens_;
   std::vector<uint8_t> mask_;
   std::vector<GrammarMatcher> path_; // matcher after each byte of the walk's current token
-  struct Visit {
-    uint32_t node, depth;
-  };
-  std::vector<Visit> pending_; // the walk's nodes still to visit
+  std::vector<std::pair<uint32_t, uint32_t>> pending_; // the walk's nodes still to visit, depths
+  struct AutomatonCache;                               // token_constraint.cpp
+  std::unique_ptr<AutomatonCache> automaton_cache_;
 };
 
 } // namespace bonsai
