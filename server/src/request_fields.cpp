@@ -1,11 +1,13 @@
 #include "request_fields.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "api_error.hpp"
+#include "json_limits.hpp"
 #include "tool_fields.hpp"
 
 namespace bonsai::server {
@@ -73,6 +75,26 @@ std::string string_field(const json &body, const char *name) {
   if (!value->is_string())
     throw bad_request(fmt::format("'{}' must be a string, not {}", name, type_name(*value)), name);
   return value->get<std::string>();
+}
+
+void check_known_fields(const json &object, std::initializer_list<std::string_view> known,
+                        const std::string &where) {
+  for (const auto &[key, value] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end())
+      continue;
+    constexpr size_t kShown = 64; // of an unknown name, echoed back
+    const std::string name = key.size() > kShown ? key.substr(0, kShown) + "..." : key;
+    throw bad_request(where.empty() ? fmt::format("Unknown field '{}'", name)
+                                    : fmt::format("'{}' has an unknown field '{}'", where, name),
+                      where.empty() ? name : where);
+  }
+}
+
+json object_body(std::string_view text, const JsonLimits &limits) {
+  json body = parse_json_within(text, limits);
+  if (!body.is_object())
+    throw bad_request("The request body must be a JSON object");
+  return body;
 }
 
 namespace {
