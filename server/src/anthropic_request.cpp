@@ -361,6 +361,7 @@ MessagesRequest read_messages_request(std::string_view text, const RequestContex
   spec.model = context.model_id;
   spec.prompt_param = "messages";
   g.messages = chat_turns(body);
+  g.reasoning_budget = context.reasoning_budget; // budget_tokens may set its own
   out.show_thinking = apply_thinking(body, g);
   g.enable_thinking = out.show_thinking;
   apply_tools(body, text, context, spec);
