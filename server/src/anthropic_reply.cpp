@@ -72,11 +72,8 @@ public:
   std::string stream(size_t, JobEvent &event) override {
     take_end(event);
     std::string out;
-    for (const BlockEvent &step : blocks_.feed(split_.next(event)))
+    for (const BlockEvent &step : blocks_.feed(split_.next(event), event.finish.has_value()))
       out += block_event(step);
-    if (event.finish)
-      for (const BlockEvent &step : blocks_.close())
-        out += block_event(step);
     return out;
   }
   std::string stream_end(const JobUsage &usage) override {
@@ -93,7 +90,7 @@ public:
 
   void collect(size_t, JobEvent &event) override {
     take_end(event);
-    blocks_.feed(split_.next(event));
+    blocks_.feed(split_.next(event), event.finish.has_value());
   }
   std::string reply(const JobUsage &usage) override {
     json message = message_json(true);

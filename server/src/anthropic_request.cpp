@@ -180,18 +180,14 @@ void add_message(const json &message, size_t index, std::vector<ChatMessage> &ou
 }
 
 std::vector<ChatMessage> chat_turns(const json &body) {
-  const json *messages = field(body, "messages");
-  if (messages == nullptr)
-    throw bad_request("'messages' is required", "messages");
-  if (!messages->is_array() || messages->empty())
-    throw bad_request("'messages' must be a non-empty list", "messages");
+  const json &messages = nonempty_list(body, "messages");
   std::vector<ChatMessage> out;
   const std::string system = system_text(body);
   if (!system.empty())
     out.push_back({"system", system});
-  for (size_t i = 0; i < messages->size(); ++i)
-    add_message((*messages)[i], i, out);
-  if ((*messages)[messages->size() - 1].value("role", "") != "user")
+  for (size_t i = 0; i < messages.size(); ++i)
+    add_message(messages[i], i, out);
+  if (messages.back().value("role", "") != "user")
     throw bad_request("The last message must be a user message: bonsai does not continue an "
                       "assistant message given as a prefill",
                       "messages");
@@ -228,49 +224,23 @@ ToolChoice tool_choice(const json &body) {
   return choice;
 }
 
-// "tools": custom tools {"name", "description"?, "input_schema", "type"?:
-// "custom", "cache_control"?}. Anthropic's own tool types (bash,
+// One of "tools": a custom tool {"name", "description"?, "input_schema",
+// "type"?: "custom", "cache_control"?}. Anthropic's own tool types (bash,
 // text_editor, web_search, ...) run on Anthropic's side or need its schemas.
-std::vector<FunctionTool> tool_list(const json &body) {
-  const json *tools = field(body, "tools");
-  if (tools == nullptr)
-    return {};
-  if (!tools->is_array())
-    throw bad_request("'tools' must be a list", "tools");
-  if (tools->size() > kMaxTools)
-    throw bad_request(fmt::format("'tools' holds {} tools; at most {}", tools->size(), kMaxTools),
-                      "tools");
-  std::vector<FunctionTool> out;
-  for (size_t i = 0; i < tools->size(); ++i) {
-    const json &tool = (*tools)[i];
-    const std::string where = fmt::format("tools[{}]", i);
-    if (!tool.is_object())
-      throw bad_request(fmt::format("'{}' must be an object", where), where);
-    if (const json *type = field(tool, "type"); type != nullptr && *type != "custom")
-      throw bad_request(fmt::format("'{}' is Anthropic's '{}' tool; bonsai serves custom tools "
-                                    "(name, description, input_schema) only",
-                                    where, type->is_string() ? type->get<std::string>() : "?"),
-                        where + ".type");
-    check_known_fields(tool, {"type", "name", "description", "input_schema", "cache_control"},
-                       where);
-    const json *name = field(tool, "name");
-    if (name == nullptr)
-      throw bad_request(fmt::format("'{}.name' is required", where), where + ".name");
-    check_function_name(*name, where + ".name");
-    const json *description = typed_field(tool, "description", &json::is_string, "a string", where);
-    const json *schema = typed_field(tool, "input_schema", &json::is_object, "an object", where);
-    if (schema == nullptr)
-      throw bad_request(fmt::format("'{}.input_schema' is required", where),
-                        where + ".input_schema");
-    out.push_back({name->get<std::string>(), description, schema});
-  }
-  return out;
+FunctionTool custom_tool(const json &tool, const std::string &where) {
+  if (const json *type = field(tool, "type"); type != nullptr && *type != "custom")
+    throw bad_request(fmt::format("'{}' is Anthropic's '{}' tool; bonsai serves custom tools "
+                                  "(name, description, input_schema) only",
+                                  where, type->is_string() ? type->get<std::string>() : "?"),
+                      where + ".type");
+  check_known_fields(tool, {"type", "name", "description", "input_schema", "cache_control"}, where);
+  return function_tool(tool, where, "input_schema", true);
 }
 
 // The tools, told to the model and, for "any" and "tool", enforced.
 void apply_tools(const json &body, std::string_view text, const RequestContext &context,
                  CompletionSpec &spec) {
-  const std::vector<FunctionTool> tools = tool_list(body);
+  const std::vector<FunctionTool> tools = function_tools(body, custom_tool);
   const ToolChoice choice = tool_choice(body);
   if (choice.type != "auto" && choice.type != "none" && tools.empty())
     throw bad_request(fmt::format("'tool_choice' \"{}\" needs 'tools'", choice.type),
@@ -354,15 +324,11 @@ MessagesRequest read_messages_request(std::string_view text, const RequestContex
   const bool create = endpoint == MessagesEndpoint::create;
   check_known_fields(body, create ? kCreateFields : kCountFields, "");
   check_inert_fields(body);
-  MessagesRequest out;
+  MessagesRequest out{chat_spec(body, context.model_id, "messages", context), false};
   CompletionSpec &spec = out.spec;
   GenerateRequest &g = spec.generate;
-  string_field(body, "model"); // one model is served, whatever the name
-  spec.model = context.model_id;
-  spec.prompt_param = "messages";
   g.messages = chat_turns(body);
-  g.reasoning_budget = context.reasoning_budget; // budget_tokens may set its own
-  out.show_thinking = apply_thinking(body, g);
+  out.show_thinking = apply_thinking(body, g); // budget_tokens may set the budget
   g.enable_thinking = out.show_thinking;
   apply_tools(body, text, context, spec);
   if (create) {
@@ -380,9 +346,6 @@ MessagesRequest read_messages_request(std::string_view text, const RequestContex
                         "sequence could cut the call before it is complete",
                         "stop_sequences");
   }
-  // Reasoning is always told apart; the writer shows or drops it.
-  spec.reasoning_format = ReasoningFormat::reasoning_content;
-  g.draft = context.draft;
   check_prompt_bytes(g, context, spec.prompt_param);
   return out;
 }

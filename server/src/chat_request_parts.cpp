@@ -10,6 +10,18 @@ namespace bonsai::server {
 
 using json = nlohmann::json;
 
+CompletionSpec chat_spec(const json &body, std::string model, std::string prompt_param,
+                         const RequestContext &context) {
+  string_field(body, "model");
+  CompletionSpec spec;
+  spec.model = std::move(model);
+  spec.prompt_param = std::move(prompt_param);
+  spec.reasoning_format = ReasoningFormat::reasoning_content;
+  spec.generate.reasoning_budget = context.reasoning_budget;
+  spec.generate.draft = context.draft;
+  return spec;
+}
+
 std::vector<std::string> stop_list(const json *stop, const std::string &param,
                                    const RequestContext &context) {
   if (stop == nullptr)
@@ -57,6 +69,39 @@ void check_prompt_bytes(const GenerateRequest &request, const RequestContext &co
     throw bad_request(fmt::format("The prompt holds {} bytes of text; this server takes at most {}",
                                   bytes, context.max_prompt_bytes),
                       param, "context_length_exceeded");
+}
+
+std::vector<FunctionTool> function_tools(const json &body, ToolReader read) {
+  const json *tools = tool_list(body);
+  if (tools == nullptr)
+    return {};
+  std::vector<FunctionTool> out;
+  for (size_t i = 0; i < tools->size(); ++i) {
+    const std::string where = fmt::format("tools[{}]", i);
+    if (!(*tools)[i].is_object())
+      throw bad_request(fmt::format("'{}' must be an object", where), where);
+    out.push_back(read((*tools)[i], where));
+  }
+  return out;
+}
+
+FunctionTool function_tool(const json &object, const std::string &where, const char *schema,
+                           bool schema_required) {
+  const json *name = field(object, "name");
+  if (name == nullptr)
+    throw bad_request(fmt::format("'{}.name' is required", where), where + ".name");
+  check_function_name(*name, where + ".name");
+  const json *description = field(object, "description");
+  if (description != nullptr && !description->is_string())
+    throw bad_request(fmt::format("'{}.description' must be a string", where),
+                      where + ".description");
+  const json *parameters = field(object, schema);
+  if (parameters == nullptr && schema_required)
+    throw bad_request(fmt::format("'{}.{}' is required", where, schema), where + "." + schema);
+  if (parameters != nullptr && !parameters->is_object())
+    throw bad_request(fmt::format("'{}.{}' must be a JSON Schema object", where, schema),
+                      where + "." + schema);
+  return {name->get<std::string>(), description, parameters};
 }
 
 std::string rendered_tool(const FunctionTool &tool) {

@@ -14,6 +14,14 @@
 
 namespace bonsai::server {
 
+// The spec every chat API's request starts from: `model` (the served model
+// as the API names it), the field prompt errors are reported against, the
+// server's reasoning budget and draft settings, and reasoning told apart
+// (each API's writer shows or drops it). body["model"] is checked for its
+// type: any name asks for the one model served.
+CompletionSpec chat_spec(const nlohmann::json &body, std::string model, std::string prompt_param,
+                         const RequestContext &context);
+
 // `stop`: a string or a list of strings (absent: none), held to the
 // context's count and length limits; `param` names the field.
 std::vector<std::string> stop_list(const nlohmann::json *stop, const std::string &param,
@@ -31,6 +39,16 @@ struct FunctionTool {
   const nlohmann::json *description = nullptr;
   const nlohmann::json *parameters = nullptr;
 };
+
+// Reads one entry of "tools" (an object; `where` names it, "tools[i]").
+using ToolReader = FunctionTool (*)(const nlohmann::json &tool, const std::string &where);
+// The "tools" list (absent: none): at most kMaxTools objects, each read by
+// `read`.
+std::vector<FunctionTool> function_tools(const nlohmann::json &body, ToolReader read);
+// The name (required), description and arguments' schema (the field
+// `schema`, an object) of a function described by `object`.
+FunctionTool function_tool(const nlohmann::json &object, const std::string &where,
+                           const char *schema, bool schema_required);
 
 // The tool as Qwen3's template lists it: OpenAI's {"type": "function",
 // "function": {...}} written as python_json writes it, so that every API

@@ -124,36 +124,6 @@ void apply_format(const json &body, std::string_view text, const RequestContext 
                       "options.stop");
 }
 
-// A message's tool calls: [{"function": {"name", "arguments": {...}}}]
-// (Ollama's arguments are an object; "id", "type" and "index" may ride along).
-std::vector<ToolCall> message_calls(const json &calls, const std::string &where) {
-  if (!calls.is_array())
-    throw bad_request(fmt::format("'{}' must be a list", where), where);
-  std::vector<ToolCall> out;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const std::string at = fmt::format("{}[{}]", where, i);
-    const json &call = calls[i];
-    if (!call.is_object())
-      throw bad_request(fmt::format("'{}' must be an object", at), at);
-    check_known_fields(call, {"function", "id", "type"}, at);
-    const json *function = field(call, "function");
-    if (function == nullptr || !function->is_object())
-      throw bad_request(fmt::format("'{}.function' must be an object", at), at + ".function");
-    check_known_fields(*function, {"name", "arguments", "index"}, at + ".function");
-    const json *name = field(*function, "name");
-    if (name == nullptr)
-      throw bad_request(fmt::format("'{}.function.name' is required", at), at + ".function.name");
-    check_function_name(*name, at + ".function.name");
-    const json *arguments = field(*function, "arguments");
-    if (arguments != nullptr && !arguments->is_object())
-      throw bad_request(fmt::format("'{}.function.arguments' must be an object", at),
-                        at + ".function.arguments");
-    out.push_back({name->get<std::string>(),
-                   call_arguments_text(arguments != nullptr ? *arguments : json::object())});
-  }
-  return out;
-}
-
 void refuse_images(const json &object, const std::string &where) {
   if (const json *images = field(object, "images");
       images != nullptr && !(images->is_array() && images->empty()))
@@ -188,7 +158,7 @@ std::vector<ChatMessage> chat_messages_of(const json &body) {
       if (role != "assistant")
         throw bad_request(fmt::format("'{}.tool_calls' belongs to assistant messages", where),
                           where + ".tool_calls");
-      message.tool_calls = message_calls(*calls, where + ".tool_calls");
+      message.tool_calls = message_tool_calls(*calls, where + ".tool_calls");
     }
     // An earlier reply's thinking goes back in its think block.
     if (const std::string thinking = string_field(m, "thinking");
@@ -199,44 +169,24 @@ std::vector<ChatMessage> chat_messages_of(const json &body) {
   return out;
 }
 
-// "tools": OpenAI's function shape, {"type": "function", "function": {...}}.
+// One of "tools": OpenAI's function shape, {"type": "function", "function":
+// {"name", "description"?, "parameters"?}}.
+FunctionTool ollama_tool(const json &tool, const std::string &where) {
+  const json *function = field(tool, "function");
+  const json *type = field(tool, "type");
+  if (function == nullptr || !function->is_object() || type == nullptr || *type != "function")
+    throw bad_request(fmt::format("'{}' must be {{\"type\": \"function\", \"function\": "
+                                  "{{\"name\", \"description\", \"parameters\"}}}}",
+                                  where),
+                      where);
+  check_known_fields(tool, {"type", "function"}, where);
+  check_known_fields(*function, {"name", "description", "parameters"}, where + ".function");
+  return function_tool(*function, where + ".function", "parameters", false);
+}
+
 void apply_tools(const json &body, CompletionSpec &spec) {
-  const json *tools = field(body, "tools");
-  if (tools == nullptr)
-    return;
-  if (!tools->is_array())
-    throw bad_request("'tools' must be a list", "tools");
-  if (tools->size() > kMaxTools)
-    throw bad_request(fmt::format("'tools' holds {} tools; at most {}", tools->size(), kMaxTools),
-                      "tools");
-  for (size_t i = 0; i < tools->size(); ++i) {
-    const json &tool = (*tools)[i];
-    const std::string where = fmt::format("tools[{}]", i);
-    const json *function = tool.is_object() ? field(tool, "function") : nullptr;
-    if (function == nullptr || !function->is_object() || field(tool, "type") == nullptr ||
-        *field(tool, "type") != "function")
-      throw bad_request(fmt::format("'{}' must be {{\"type\": \"function\", \"function\": "
-                                    "{{\"name\", \"description\", \"parameters\"}}}}",
-                                    where),
-                        where);
-    check_known_fields(tool, {"type", "function"}, where);
-    check_known_fields(*function, {"name", "description", "parameters"}, where + ".function");
-    const json *name = field(*function, "name");
-    if (name == nullptr)
-      throw bad_request(fmt::format("'{}.function.name' is required", where),
-                        where + ".function.name");
-    check_function_name(*name, where + ".function.name");
-    const json *description = field(*function, "description");
-    if (description != nullptr && !description->is_string())
-      throw bad_request(fmt::format("'{}.function.description' must be a string", where),
-                        where + ".function.description");
-    const json *parameters = field(*function, "parameters");
-    if (parameters != nullptr && !parameters->is_object())
-      throw bad_request(fmt::format("'{}.function.parameters' must be a JSON Schema object", where),
-                        where + ".function.parameters");
-    spec.generate.tools.push_back(
-        rendered_tool({name->get<std::string>(), description, parameters}));
-  }
+  for (const FunctionTool &tool : function_tools(body, ollama_tool))
+    spec.generate.tools.push_back(rendered_tool(tool));
   spec.parse_tool_calls = !spec.generate.tools.empty();
 }
 
@@ -282,7 +232,6 @@ void apply_generate_prompt(const json &body, CompletionSpec &spec, OllamaRequest
     spec.endpoint = Endpoint::completion;
     spec.generate.prompt = prompt;
     spec.generate.parse_special = true;
-    spec.prompt_param = "prompt";
     return;
   }
   if (!system.empty())
@@ -302,11 +251,11 @@ OllamaRequest read_ollama_request(std::string_view text, const RequestContext &c
   const bool chat = endpoint == OllamaEndpoint::chat;
   check_known_fields(body, chat ? kChatFields : kGenerateFields, "");
   check_inert_fields(body);
-  OllamaRequest out;
+  OllamaRequest out{
+      chat_spec(body, ollama_model_name(context.model_id), chat ? "messages" : "prompt", context),
+      false, false};
   CompletionSpec &spec = out.spec;
   GenerateRequest &g = spec.generate;
-  string_field(body, "model"); // one model is served, whatever the name
-  spec.model = ollama_model_name(context.model_id);
   spec.stream = bool_field(body, "stream", true); // Ollama streams unless told not to
   g.n_predict = -1;
   if (chat) {
@@ -318,11 +267,8 @@ OllamaRequest read_ollama_request(std::string_view text, const RequestContext &c
   }
   g.enable_thinking = thinking_of(body);
   out.hide_thinking = !g.enable_thinking;
-  g.reasoning_budget = context.reasoning_budget;
-  spec.reasoning_format = ReasoningFormat::reasoning_content;
   apply_options(body, spec, context);
   apply_format(body, text, context, spec);
-  g.draft = context.draft;
   check_prompt_bytes(g, context, spec.prompt_param);
   return out;
 }

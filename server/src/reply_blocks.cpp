@@ -2,7 +2,7 @@
 
 namespace bonsai::server {
 
-std::vector<BlockEvent> ReplyBlocks::feed(const ReplyPiece &piece) {
+std::vector<BlockEvent> ReplyBlocks::feed(const ReplyPiece &piece, bool last) {
   std::vector<BlockEvent> out;
   if (with_reasoning_)
     append(ReplyBlock::Kind::reasoning, piece.parts.reasoning, out);
@@ -18,12 +18,8 @@ std::vector<BlockEvent> ReplyBlocks::feed(const ReplyPiece &piece) {
     out.push_back({BlockEvent::What::close, index, &block, {}});
     ++calls_;
   }
-  return out;
-}
-
-std::vector<BlockEvent> ReplyBlocks::close() {
-  std::vector<BlockEvent> out;
-  close_open(out);
+  if (last)
+    close_open(out);
   return out;
 }
 

@@ -34,10 +34,9 @@ public:
   // `with_reasoning` false: reasoning is dropped (hidden), never a block.
   explicit ReplyBlocks(bool with_reasoning) : with_reasoning_(with_reasoning) {}
 
-  // What the piece does to the blocks, in order.
-  std::vector<BlockEvent> feed(const ReplyPiece &piece);
-  // Closes the block still open (the reply has ended).
-  std::vector<BlockEvent> close();
+  // What the piece does to the blocks, in order; `last`: the reply ends
+  // with it, and the block still open is closed.
+  std::vector<BlockEvent> feed(const ReplyPiece &piece, bool last);
 
   // Every block so far, in order (stable addresses).
   const std::deque<ReplyBlock> &blocks() const { return blocks_; }

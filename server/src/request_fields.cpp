@@ -90,6 +90,15 @@ void check_known_fields(const json &object, std::initializer_list<std::string_vi
   }
 }
 
+const json &nonempty_list(const json &body, const char *name) {
+  const json *list = field(body, name);
+  if (list == nullptr)
+    throw bad_request(fmt::format("'{}' is required", name), name);
+  if (!list->is_array() || list->empty())
+    throw bad_request(fmt::format("'{}' must be a non-empty list", name), name);
+  return *list;
+}
+
 json object_body(std::string_view text, const JsonLimits &limits) {
   json body = parse_json_within(text, limits);
   if (!body.is_object())
@@ -130,6 +139,8 @@ const std::set<std::string> kMessageFields = {
     "role",      "content", "name",   "tool_calls",  "tool_call_id", "reasoning_content",
     "reasoning", "refusal", "parsed", "annotations", "audio",        "function_call"};
 
+} // namespace
+
 // An assistant message's "tool_calls": [{id?, type: "function", function:
 // {name, arguments}}], arguments a JSON text (as OpenAI sends it) or an object.
 std::vector<ToolCall> message_tool_calls(const json &calls, const std::string &where) {
@@ -161,17 +172,11 @@ std::vector<ToolCall> message_tool_calls(const json &calls, const std::string &w
   return out;
 }
 
-} // namespace
-
 std::vector<ChatMessage> chat_messages(const json &body) {
-  const json *messages = field(body, "messages");
-  if (messages == nullptr)
-    throw bad_request("'messages' is required", "messages");
-  if (!messages->is_array() || messages->empty())
-    throw bad_request("'messages' must be a non-empty list", "messages");
+  const json &messages = nonempty_list(body, "messages");
   std::vector<ChatMessage> out;
-  for (size_t i = 0; i < messages->size(); ++i) {
-    const json &m = (*messages)[i];
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json &m = messages[i];
     const std::string where = fmt::format("messages[{}]", i);
     if (!m.is_object())
       throw bad_request(fmt::format("'{}' must be an object", where), where);

@@ -51,11 +51,8 @@ public:
     if (event.finish)
       finish_ = *event.finish;
     std::string out;
-    for (const BlockEvent &step : blocks_.feed(split_.next(event)))
+    for (const BlockEvent &step : blocks_.feed(split_.next(event), event.finish.has_value()))
       out += item_events(step);
-    if (event.finish)
-      for (const BlockEvent &step : blocks_.close())
-        out += item_events(step);
     return out;
   }
   std::string stream_end(const JobUsage &usage) override {
@@ -71,7 +68,7 @@ public:
   void collect(size_t, JobEvent &event) override {
     if (event.finish)
       finish_ = *event.finish;
-    blocks_.feed(split_.next(event));
+    blocks_.feed(split_.next(event), event.finish.has_value());
   }
   std::string reply(const JobUsage &usage) override {
     return dump(response_json(status(), &usage));

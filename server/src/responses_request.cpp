@@ -263,46 +263,19 @@ void check_inert_fields(const json &body) {
     throw bad_request("'truncation' must be \"auto\" or \"disabled\"", "truncation");
 }
 
-// "tools": function tools {"type": "function", "name", "description"?,
-// "parameters"?, "strict"?}; hosted tools run on OpenAI's side.
-std::vector<FunctionTool> tool_list(const json &body) {
-  const json *tools = field(body, "tools");
-  if (tools == nullptr)
-    return {};
-  if (!tools->is_array())
-    throw bad_request("'tools' must be a list", "tools");
-  if (tools->size() > kMaxTools)
-    throw bad_request(fmt::format("'tools' holds {} tools; at most {}", tools->size(), kMaxTools),
-                      "tools");
-  std::vector<FunctionTool> out;
-  for (size_t i = 0; i < tools->size(); ++i) {
-    const json &tool = (*tools)[i];
-    const std::string where = fmt::format("tools[{}]", i);
-    if (!tool.is_object())
-      throw bad_request(fmt::format("'{}' must be an object", where), where);
-    const json *type = field(tool, "type");
-    if (type == nullptr || *type != "function")
-      throw bad_request(fmt::format("'{}.type' must be \"function\": bonsai serve runs no hosted "
-                                    "tools",
-                                    where),
-                        where + ".type");
-    check_known_fields(tool, {"type", "name", "description", "parameters", "strict"}, where);
-    const json *name = field(tool, "name");
-    if (name == nullptr)
-      throw bad_request(fmt::format("'{}.name' is required", where), where + ".name");
-    check_function_name(*name, where + ".name");
-    const json *description = field(tool, "description");
-    if (description != nullptr && !description->is_string())
-      throw bad_request(fmt::format("'{}.description' must be a string", where),
-                        where + ".description");
-    const json *parameters = field(tool, "parameters");
-    if (parameters != nullptr && !parameters->is_object())
-      throw bad_request(fmt::format("'{}.parameters' must be a JSON Schema object", where),
-                        where + ".parameters");
-    bool_field(tool, "strict", false);
-    out.push_back({name->get<std::string>(), description, parameters});
-  }
-  return out;
+// One of "tools": a function tool {"type": "function", "name",
+// "description"?, "parameters"?, "strict"?}; hosted tools run on OpenAI's
+// side.
+FunctionTool function_tool_of(const json &tool, const std::string &where) {
+  const json *type = field(tool, "type");
+  if (type == nullptr || *type != "function")
+    throw bad_request(fmt::format("'{}.type' must be \"function\": bonsai serve runs no hosted "
+                                  "tools",
+                                  where),
+                      where + ".type");
+  check_known_fields(tool, {"type", "name", "description", "parameters", "strict"}, where);
+  bool_field(tool, "strict", false);
+  return function_tool(tool, where, "parameters", false);
 }
 
 // "tool_choice": "auto", "none", "required" or {"type": "function", "name"}.
@@ -357,7 +330,7 @@ const json *text_format(const json &body) {
 // decoding enforces.
 void apply_formats(const json &body, std::string_view text, const RequestContext &context,
                    CompletionSpec &spec) {
-  const std::vector<FunctionTool> tools = tool_list(body);
+  const std::vector<FunctionTool> tools = function_tools(body, function_tool_of);
   const auto [mode, named] = tool_choice(body);
   const json *format = text_format(body);
   spec.parallel_tool_calls = bool_field(body, "parallel_tool_calls", true);
@@ -463,16 +436,11 @@ ResponsesRequest read_responses_request(std::string_view text, const RequestCont
   check_known_fields(body, kFields, "");
   refuse_state(body);
   check_inert_fields(body);
-  ResponsesRequest out;
+  ResponsesRequest out{chat_spec(body, context.model_id, "input", context), {}};
   CompletionSpec &spec = out.spec;
   GenerateRequest &g = spec.generate;
-  string_field(body, "model"); // one model is served, whatever the name
-  spec.model = context.model_id;
-  spec.prompt_param = "input";
   g.messages = input_turns(body);
   g.enable_thinking = thinking_of(body);
-  g.reasoning_budget = context.reasoning_budget;
-  spec.reasoning_format = ReasoningFormat::reasoning_content;
   apply_formats(body, text, context, spec);
   g.n_predict =
       static_cast<int32_t>(integer_field(body, "max_output_tokens", 1, 1'000'000'000, -1));
@@ -480,7 +448,6 @@ ResponsesRequest read_responses_request(std::string_view text, const RequestCont
   SamplingParams &s = g.sampling;
   s.temperature = static_cast<float>(number_field(body, "temperature", 0.0, 2.0, s.temperature));
   s.top_p = static_cast<float>(number_field(body, "top_p", 0.0, 1.0, s.top_p));
-  g.draft = context.draft;
   check_prompt_bytes(g, context, spec.prompt_param);
   out.echo = echo_of(body, spec);
   return out;

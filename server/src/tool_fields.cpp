@@ -88,6 +88,18 @@ void check_function_name(const json &name, const std::string &where) {
                         where);
 }
 
+const json *tool_list(const json &body) {
+  const json *tools = field(body, "tools");
+  if (tools == nullptr)
+    return nullptr;
+  if (!tools->is_array())
+    throw bad_request("'tools' must be a list", "tools");
+  if (tools->size() > kMaxTools)
+    throw bad_request(fmt::format("'tools' holds {} tools; at most {}", tools->size(), kMaxTools),
+                      "tools");
+  return tools;
+}
+
 std::string python_json(const json &value) {
   std::string out;
   append_python(value, out);
@@ -97,13 +109,7 @@ std::string python_json(const json &value) {
 ToolsRequest tools_request(const json &body) {
   ToolsRequest request;
   request.parallel = bool_field(body, "parallel_tool_calls", true);
-  const json *tools = field(body, "tools");
-  if (tools != nullptr) {
-    if (!tools->is_array())
-      throw bad_request("'tools' must be a list", "tools");
-    if (tools->size() > kMaxTools)
-      throw bad_request(fmt::format("'tools' holds {} tools; at most {}", tools->size(), kMaxTools),
-                        "tools");
+  if (const json *tools = tool_list(body); tools != nullptr) {
     for (size_t i = 0; i < tools->size(); ++i) {
       check_tool((*tools)[i], i);
       request.rendered.push_back(python_json((*tools)[i]));

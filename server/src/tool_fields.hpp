@@ -19,6 +19,8 @@ ToolsRequest tools_request(const nlohmann::json &body);
 
 // Most tools a request may offer.
 constexpr size_t kMaxTools = 128;
+// "tools", checked to be a list of at most kMaxTools; nullptr when absent.
+const nlohmann::json *tool_list(const nlohmann::json &body);
 // A function name: 1 to 64 letters, digits, '_' or '-' (OpenAI's rule);
 // `where` names the field.
 void check_function_name(const nlohmann::json &name, const std::string &where);

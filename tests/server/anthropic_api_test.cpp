@@ -13,16 +13,9 @@ namespace {
 
 using namespace server_test;
 
-const std::string kThinkThenText = "<think>I need the weather.</think>\n\nIt is sunny.<|im_end|>";
-const std::string kToolCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
-                              "\"Paris\"}}\n</tool_call><|im_end|>";
-
 const json kWeatherTool = {{"name", "get_weather"},
                            {"description", "Current weather in a city"},
-                           {"input_schema",
-                            {{"type", "object"},
-                             {"properties", {{"city", {{"type", "string"}}}}},
-                             {"required", {"city"}}}}};
+                           {"input_schema", kWeatherParameters}};
 
 json hello(json extra = json::object()) {
   json body = {{"model", "claude-sonnet-4-5"},
@@ -277,7 +270,6 @@ TEST(ServerMessages, the_key_may_come_as_x_api_key_and_errors_keep_anthropics_sh
 // conversation in Chat Completions' shape, so the same greedy reply.
 TEST(ServerMessages, a_conversation_with_tool_use_and_results_is_the_chat_prompt) {
   const RunningServer server(server_options(), 1024);
-  const json parameters = kWeatherTool["input_schema"];
   const json anthropic = {
       {"model", "m"},
       {"max_tokens", 8},
@@ -301,28 +293,8 @@ TEST(ServerMessages, a_conversation_with_tool_use_and_results_is_the_chat_prompt
          {"content",
           {{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", "18C"}},
            {{"type", "text"}, {"text", "And tomorrow?"}}}}}}}};
-  const json chat = {
-      {"max_tokens", 8},
-      {"temperature", 0},
-      {"enable_thinking", false},
-      {"tools",
-       {{{"type", "function"},
-         {"function",
-          {{"name", "get_weather"},
-           {"description", kWeatherTool["description"]},
-           {"parameters", parameters}}}}}},
-      {"messages",
-       {{{"role", "system"}, {"content", "You are terse."}},
-        {{"role", "user"}, {"content", "Weather in Paris?"}},
-        {{"role", "assistant"},
-         {"content", "Let me check."},
-         {"reasoning_content", "I should call the tool."},
-         {"tool_calls",
-          {{{"id", "call_1"},
-            {"type", "function"},
-            {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}},
-        {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18C"}},
-        {{"role", "user"}, {"content", "And tomorrow?"}}}}};
+  json chat = translated_chat("Let me check.", "I should call the tool.");
+  chat["enable_thinking"] = false; // as a request that does not ask for thinking
   const auto a = post_with(server.port(), "/v1/messages", anthropic);
   const auto c = post_with(server.port(), "/v1/chat/completions", chat);
   ASSERT_EQ(a.status, 200) << a.body;

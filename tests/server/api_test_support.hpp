@@ -9,6 +9,17 @@
 
 namespace server_test {
 
+// What the scripted plugin's model replies in these tests: a think block
+// and an answer, or one tool call.
+inline const std::string kThinkThenText =
+    "<think>I need the weather.</think>\n\nIt is sunny.<|im_end|>";
+inline const std::string kToolCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                                     "{\"city\": \"Paris\"}}\n</tool_call><|im_end|>";
+// The arguments' schema of the get_weather tool, which each API describes
+// in its own shape.
+inline const json kWeatherParameters = {
+    {"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}, {"required", {"city"}}};
+
 // One server-sent event: its "event:" name ("" when none) and its data.
 struct NamedEvent {
   std::string name;
@@ -61,6 +72,37 @@ inline std::vector<json> ndjson_lines(const std::string &body) {
     at = end + 1;
   }
   return out;
+}
+
+// The conversation the translation tests send in each API's shape, as a Chat
+// Completions request: a system message, a question, an assistant turn with
+// `content` (a string or null), its `reasoning` (none when empty) and a
+// get_weather call for Paris, the call's result and a second question;
+// greedy, 8 tokens, the tool offered.
+inline json translated_chat(const json &content, const std::string &reasoning) {
+  json assistant = {
+      {"role", "assistant"},
+      {"content", content},
+      {"tool_calls",
+       {{{"id", "call_1"},
+         {"type", "function"},
+         {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}};
+  if (!reasoning.empty())
+    assistant["reasoning_content"] = reasoning;
+  return {{"max_tokens", 8},
+          {"temperature", 0},
+          {"tools",
+           {{{"type", "function"},
+             {"function",
+              {{"name", "get_weather"},
+               {"description", "Current weather in a city"},
+               {"parameters", kWeatherParameters}}}}}},
+          {"messages",
+           {{{"role", "system"}, {"content", "You are terse."}},
+            {{"role", "user"}, {"content", "Weather in Paris?"}},
+            assistant,
+            {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18C"}},
+            {{"role", "user"}, {"content", "And tomorrow?"}}}}};
 }
 
 // POSTs `body` to `path` with `headers` (status -1 when the request failed).

@@ -18,18 +18,11 @@ namespace {
 
 using namespace server_test;
 
-const std::string kThinkThenText = "<think>I need the weather.</think>\n\nIt is sunny.<|im_end|>";
-const std::string kToolCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
-                              "\"Paris\"}}\n</tool_call><|im_end|>";
-
 const json kWeatherTool = {{"type", "function"},
                            {"function",
                             {{"name", "get_weather"},
                              {"description", "Current weather in a city"},
-                             {"parameters",
-                              {{"type", "object"},
-                               {"properties", {{"city", {{"type", "string"}}}}},
-                               {"required", {"city"}}}}}}};
+                             {"parameters", kWeatherParameters}}}};
 
 json chat_body(json extra = json::object()) {
   json body = {{"model", "llama3.2"}, {"messages", {{{"role", "user"}, {"content", "Weather?"}}}}};
@@ -258,24 +251,12 @@ TEST(ServerOllama, a_chat_is_the_chat_completions_prompt) {
         {{{"function", {{"name", "get_weather"}, {"arguments", {{"city", "Paris"}}}}}}}}},
       {{"role", "tool"}, {"content", "18C"}, {"tool_name", "get_weather"}},
       {{"role", "user"}, {"content", "And tomorrow?"}}};
-  json chat_messages = messages;
-  chat_messages[2] = {
-      {"role", "assistant"},
-      {"content", ""},
-      {"tool_calls",
-       {{{"id", "c1"},
-         {"type", "function"},
-         {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}};
-  chat_messages[3] = {{"role", "tool"}, {"content", "18C"}, {"tool_call_id", "c1"}};
   const json ollama = {{"model", "m"},
                        {"messages", messages},
                        {"tools", {kWeatherTool}},
                        {"stream", false},
                        {"options", {{"temperature", 0}, {"num_predict", 8}}}};
-  const json chat = {{"messages", chat_messages},
-                     {"tools", {kWeatherTool}},
-                     {"temperature", 0},
-                     {"max_tokens", 8}};
+  const json chat = translated_chat("", "");
   const auto o = post_with(server.port(), "/api/chat", ollama);
   const auto c = post_with(server.port(), "/v1/chat/completions", chat);
   ASSERT_EQ(o.status, 200) << o.body;

@@ -13,17 +13,10 @@ namespace {
 
 using namespace server_test;
 
-const std::string kThinkThenText = "<think>I need the weather.</think>\n\nIt is sunny.<|im_end|>";
-const std::string kToolCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
-                              "\"Paris\"}}\n</tool_call><|im_end|>";
-
 const json kWeatherTool = {{"type", "function"},
                            {"name", "get_weather"},
                            {"description", "Current weather in a city"},
-                           {"parameters",
-                            {{"type", "object"},
-                             {"properties", {{"city", {{"type", "string"}}}}},
-                             {"required", {"city"}}}}};
+                           {"parameters", kWeatherParameters}};
 
 json ask(json extra = json::object()) {
   json body = {{"model", "gpt-4.1"}, {"input", "Weather in Paris?"}};
@@ -215,7 +208,6 @@ TEST(ServerResponses, bad_requests_name_the_field) {
 // stand for: the same prompt, so the same greedy reply.
 TEST(ServerResponses, input_items_are_the_chat_prompt) {
   const RunningServer server(server_options(), 1024);
-  const json parameters = kWeatherTool["parameters"];
   const json request = {
       {"model", "m"},
       {"max_output_tokens", 8},
@@ -234,27 +226,7 @@ TEST(ServerResponses, input_items_are_the_chat_prompt) {
          {"arguments", "{\"city\": \"Paris\"}"}},
         {{"type", "function_call_output"}, {"call_id", "call_1"}, {"output", "18C"}},
         {{"role", "user"}, {"content", "And tomorrow?"}}}}};
-  const json chat = {
-      {"max_tokens", 8},
-      {"temperature", 0},
-      {"tools",
-       {{{"type", "function"},
-         {"function",
-          {{"name", "get_weather"},
-           {"description", kWeatherTool["description"]},
-           {"parameters", parameters}}}}}},
-      {"messages",
-       {{{"role", "system"}, {"content", "You are terse."}},
-        {{"role", "user"}, {"content", "Weather in Paris?"}},
-        {{"role", "assistant"},
-         {"content", nullptr},
-         {"reasoning_content", "I should call the tool."},
-         {"tool_calls",
-          {{{"id", "call_1"},
-            {"type", "function"},
-            {"function", {{"name", "get_weather"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}},
-        {{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "18C"}},
-        {{"role", "user"}, {"content", "And tomorrow?"}}}}};
+  const json chat = translated_chat(nullptr, "I should call the tool.");
   const auto a = responses(server.port(), request);
   const auto c = post_with(server.port(), "/v1/chat/completions", chat);
   ASSERT_EQ(a.status, 200) << a.body;
