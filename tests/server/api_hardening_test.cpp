@@ -192,6 +192,36 @@ TEST(ServerApiHardening, oversized_fields_and_prompts_are_refused_before_tokeniz
             400);
 }
 
+// Tenants are keys, whichever header carries them and whichever API is
+// called: a prompt one key sent shares no cached prefix with another key's
+// request, and shares it with the same key's request on another API.
+TEST(ServerApiHardening, tenants_are_keys_whatever_the_header_and_the_api) {
+  bonsai::server::ServerOptions options = server_options(4);
+  options.api_keys = {"alice", "bob"};
+  const RunningServer server(options);
+  const std::string secret = "The vault code is 4 7 1 1 and nobody may know it. Say ok.";
+  const json messages = {{"max_tokens", 1},
+                         {"messages", {{{"role", "user"}, {"content", secret}}}}};
+  const auto cached = [](const httplib::Response &r) {
+    const json body = json::parse(r.body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return body.contains("usage") && body["usage"].contains("cache_read_input_tokens")
+               ? body["usage"]["cache_read_input_tokens"].get<int>()
+               : body["usage"]["input_tokens_details"]["cached_tokens"].get<int>();
+  };
+  cached(post_with(server.port(), "/v1/messages", messages, {{"x-api-key", "alice"}}));
+  EXPECT_EQ(cached(post_with(
+                server.port(), "/v1/responses",
+                {{"input", {{{"role", "user"}, {"content", secret}}}}, {"max_output_tokens", 1}},
+                {{"Authorization", "Bearer bob"}})),
+            0);
+  // Each key's prefix is its own on either API and either header.
+  EXPECT_GT(cached(post_with(server.port(), "/v1/messages", messages, {{"x-api-key", "bob"}})), 0);
+  EXPECT_GT(cached(post_with(server.port(), "/v1/messages", messages,
+                             {{"Authorization", "Bearer alice"}})),
+            0);
+}
+
 // A client that goes away in the middle of a stream frees its slot at once,
 // whichever API it streams.
 TEST(ServerApiHardening, a_stream_cut_off_by_the_client_frees_its_slot) {
