@@ -261,6 +261,10 @@ OllamaRequest read_ollama_request(std::string_view text, const RequestContext &c
   if (chat) {
     g.messages = chat_messages_of(body);
     out.load_only = g.messages.empty();
+    if (!g.messages.empty() && g.messages.back().role == "assistant")
+      throw bad_request("The last message is the assistant's: bonsai does not continue an "
+                        "assistant message; end 'messages' with a user or tool message",
+                        "messages");
     apply_tools(body, spec);
   } else {
     apply_generate_prompt(body, spec, out);

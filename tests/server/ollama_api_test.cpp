@@ -226,6 +226,11 @@ TEST(ServerOllama, errors_are_ollamas_shape_and_name_the_field) {
       "text-only");
   expect_error("/api/chat", chat_body({{"tools", {kWeatherTool}}, {"format", "json"}}),
                "together with 'tools'");
+  expect_error("/api/chat",
+               chat_body({{"messages",
+                           {{{"role", "user"}, {"content", "x"}},
+                            {{"role", "assistant"}, {"content", "The answer is"}}}}}),
+               "does not continue an assistant message");
   expect_error("/api/generate", {{"model", "m"}, {"prompt", "x"}, {"suffix", "y"}}, "'suffix'");
   expect_error("/api/generate", {{"model", "m"}, {"prompt", "x"}, {"context", {1, 2}}},
                "'context'");
