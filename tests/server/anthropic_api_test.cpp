@@ -243,7 +243,7 @@ TEST(ServerMessages, bad_requests_get_anthropics_error_shape) {
 TEST(ServerMessages, the_key_may_come_as_x_api_key_and_errors_keep_anthropics_shape) {
   bonsai::server::ServerOptions options = server_options();
   options.api_keys = {"secret"};
-  const RunningServer server(options);
+  const RunningServer server(options, 512, "tiny-q1.gguf", false);
   const auto without = post_with(server.port(), "/v1/messages", hello());
   EXPECT_EQ(without.status, 401);
   EXPECT_EQ(parse(without.body)["error"]["type"], "authentication_error") << without.body;
@@ -269,7 +269,7 @@ TEST(ServerMessages, the_key_may_come_as_x_api_key_and_errors_keep_anthropics_sh
 // call, its result and a second question: the same prompt as the
 // conversation in Chat Completions' shape, so the same greedy reply.
 TEST(ServerMessages, a_conversation_with_tool_use_and_results_is_the_chat_prompt) {
-  const RunningServer server(server_options(), 1024);
+  const RunningServer server(comparing_options(), 1024, "tiny-q1.gguf", false);
   const json anthropic = {
       {"model", "m"},
       {"max_tokens", 8},

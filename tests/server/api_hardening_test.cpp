@@ -68,7 +68,7 @@ std::string error_text(const std::string &path, const std::string &body) {
 TEST(ServerApiHardening, every_new_route_needs_the_key_and_takes_it_either_way) {
   bonsai::server::ServerOptions options = server_options();
   options.api_keys = {"k1"};
-  const RunningServer server(options);
+  const RunningServer server(options, 512, "tiny-q1.gguf", false);
   for (const NewRoute &route : new_routes()) {
     SCOPED_TRACE(route.path);
     const auto none = raw_request(server.port(), request_for(server.port(), route));
@@ -198,7 +198,7 @@ TEST(ServerApiHardening, oversized_fields_and_prompts_are_refused_before_tokeniz
 TEST(ServerApiHardening, tenants_are_keys_whatever_the_header_and_the_api) {
   bonsai::server::ServerOptions options = server_options(4);
   options.api_keys = {"alice", "bob"};
-  const RunningServer server(options);
+  const RunningServer server(options, 512, "tiny-q1.gguf", false);
   const std::string secret = "The vault code is 4 7 1 1 and nobody may know it. Say ok.";
   const json messages = {{"max_tokens", 1},
                          {"messages", {{{"role", "user"}, {"content", secret}}}}};
@@ -225,7 +225,7 @@ TEST(ServerApiHardening, tenants_are_keys_whatever_the_header_and_the_api) {
 // A client that goes away in the middle of a stream frees its slot at once,
 // whichever API it streams.
 TEST(ServerApiHardening, a_stream_cut_off_by_the_client_frees_its_slot) {
-  const RunningServer server(server_options(1), 4096);
+  const RunningServer server(server_options(1), 4096, "tiny-q1.gguf", false);
   const std::vector<std::pair<std::string, json>> streams = {
       {"/v1/responses", {{"input", "Go on"}, {"max_output_tokens", 3000}, {"stream", true}}},
       {"/v1/messages",

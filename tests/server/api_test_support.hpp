@@ -105,6 +105,16 @@ inline json translated_chat(const json &content, const std::string &reasoning) {
             {{"role", "user"}, {"content", "And tomorrow?"}}}}};
 }
 
+// A server on which two APIs' replies to the same prompt are compared: one
+// slot and no shared prefixes, so that each request reads its whole prompt
+// in the same steps, and equal prompts give equal greedy replies on the fast
+// kernels too.
+inline bonsai::server::ServerOptions comparing_options() {
+  bonsai::server::ServerOptions options = server_options(1);
+  options.cache_isolation = bonsai::server::CacheIsolation::request;
+  return options;
+}
+
 // POSTs `body` to `path` with `headers` (status -1 when the request failed).
 inline httplib::Response post_with(int port, const std::string &path, const json &body,
                                    const httplib::Headers &headers = {}) {

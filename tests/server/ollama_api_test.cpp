@@ -246,7 +246,7 @@ TEST(ServerOllama, errors_are_ollamas_shape_and_name_the_field) {
 // tool's result, a question) is the Chat Completions prompt: the same greedy
 // reply, streamed or not.
 TEST(ServerOllama, a_chat_is_the_chat_completions_prompt) {
-  const RunningServer server(server_options(), 1024);
+  const RunningServer server(comparing_options(), 1024, "tiny-q1.gguf", false);
   const json messages = {
       {{"role", "system"}, {"content", "You are terse."}},
       {{"role", "user"}, {"content", "Weather in Paris?"}},

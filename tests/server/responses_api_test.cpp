@@ -207,7 +207,7 @@ TEST(ServerResponses, bad_requests_name_the_field) {
 // reasoning, its output, a new question) are the chat conversation they
 // stand for: the same prompt, so the same greedy reply.
 TEST(ServerResponses, input_items_are_the_chat_prompt) {
-  const RunningServer server(server_options(), 1024);
+  const RunningServer server(comparing_options(), 1024, "tiny-q1.gguf", false);
   const json request = {
       {"model", "m"},
       {"max_output_tokens", 8},
