@@ -198,7 +198,7 @@ TEST(ServerResponses, bad_requests_name_the_field) {
                               {{"format",
                                 {{"type", "json_schema"},
                                  {"name", "n"},
-                                 {"schema", {{"type", "string"}, {"format", "date-time"}}}}}}}}));
+                                 {"schema", {{"type", "string"}, {"not", {{"const", "x"}}}}}}}}}}));
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(parse(r.body)["error"]["param"], "text.format.schema") << r.body;
 }
