@@ -548,7 +548,9 @@ fi
 # gates, then on every shape tg128 and tg128 at 4,096 of context on each
 # path, and 1-8 sequences under the default decode=auto; then on the
 # largest shape the persistent kernel's attention key ranges by context and
-# single tokens' input records in registers, each against the default.
+# single tokens' input records in registers, each against the default; on
+# every shape the LM head after the launch (persistent_head=off) and the
+# next weights prefetched to L2 (persistent_prefetch=next).
 if wanted paths; then
   section "decode paths: graph and persistent, one token a step"
   golden_persistent
@@ -561,6 +563,13 @@ if wanted paths; then
       bench "paths_${s}_${path}_d4096" "$f" -p 0 -n 128 -d 4096 --backend-options "decode=$path"
     done
     bench "paths_${s}_auto_parallel" "$f" -p 0 -n 64 -np 1,2,4,8
+    # The LM head after the launch instead of in it (persistent_head=off),
+    # and the next instruction's weights asked of L2 before each wait
+    # (persistent_prefetch=next, off by default until measured).
+    bench "paths_${s}_head_off" "$f" -p 0 -n 128 \
+      --backend-options "decode=persistent;persistent_head=off"
+    bench "paths_${s}_prefetch_next" "$f" -p 0 -n 128 -d 0,4096 \
+      --backend-options "decode=persistent;persistent_prefetch=next"
   done
   # Attention's key ranges by context (persistent_keys_per_range) against
   # the default (one attention instruction a block whatever the context),
@@ -582,6 +591,8 @@ if wanted paths; then
       --backend-options "decode=persistent;persistent_records=registers"
     trace paths_records_trace paths_records_trace "$f" 1 \
       "decode=persistent;persistent_records=registers"
+    trace paths_prefetch_trace paths_prefetch_trace "$f" 1 \
+      "decode=persistent;persistent_prefetch=next"
   fi
 fi
 

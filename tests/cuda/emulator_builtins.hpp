@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_set>
 
 namespace emu {
 
@@ -59,6 +61,37 @@ inline uint16_t float_to_half_bits(float f) {
 // 16-byte weight loads so far (load_weight_u32x4), for tests of how often
 // a kernel reads its weights.
 inline std::atomic<long> weight_loads{0};
+
+// L2 prefetches (persistent_prefetch): the 128-byte lines asked for since
+// the last reset, and the weight chunks copied whose line no prefetch had
+// asked for before the copy. Blocks run as fibers of one thread, but the
+// lock keeps this right should they ever be threads.
+struct PrefetchLog {
+  std::mutex lock;
+  std::unordered_set<uintptr_t> lines;
+  long unprefetched_fetches = 0;
+};
+inline PrefetchLog &prefetch_log() {
+  static PrefetchLog log;
+  return log;
+}
+inline void reset_prefetches() {
+  PrefetchLog &log = prefetch_log();
+  const std::lock_guard<std::mutex> hold(log.lock);
+  log.lines.clear();
+  log.unprefetched_fetches = 0;
+}
+inline void note_prefetch(const void *p) {
+  PrefetchLog &log = prefetch_log();
+  const std::lock_guard<std::mutex> hold(log.lock);
+  log.lines.insert(reinterpret_cast<uintptr_t>(p) / 128);
+}
+inline void note_weight_fetch(const void *p) {
+  PrefetchLog &log = prefetch_log();
+  const std::lock_guard<std::mutex> hold(log.lock);
+  if (log.lines.count(reinterpret_cast<uintptr_t>(p) / 128) == 0)
+    ++log.unprefetched_fetches;
+}
 
 // A vector load's address must be aligned as on the GPU, where a
 // misaligned one faults.

@@ -86,6 +86,10 @@ TEST(CudaOptions, ProgrammaticLaunchIsOffUnlessAskedFor) {
   EXPECT_FALSE(parse_options("persistent_head=off").persistent_head);
   EXPECT_TRUE(parse_options("persistent_head=on").persistent_head);
   expect_refused("persistent_head=maybe", "persistent_head=maybe: expected on or off");
+  EXPECT_FALSE(parse_options(nullptr).persistent_prefetch);
+  EXPECT_TRUE(parse_options("persistent_prefetch=next").persistent_prefetch);
+  EXPECT_FALSE(parse_options("persistent_prefetch=off").persistent_prefetch);
+  expect_refused("persistent_prefetch=on", "persistent_prefetch=on: expected off or next");
   EXPECT_TRUE(parse_options("pdl=on").programmatic_launch);
   EXPECT_FALSE(parse_options("pdl=off").programmatic_launch);
   expect_refused("pdl=sometimes", "pdl=sometimes: expected on or off");

@@ -41,6 +41,7 @@ using bonsai::conformance::ModelShape;
 using bonsai::conformance::Rng;
 using bonsai::cuda::PersistentInstr;
 using bonsai::cuda::PersistentShape;
+using bonsai::cuda::PersistentStage;
 
 constexpr int kBlocks = 4;
 constexpr int kMaxContext = 80;
@@ -48,10 +49,15 @@ constexpr uint32_t kQ1_0 = 41, kQ2_0 = 42;
 constexpr double kGoldenCosine = 0.9995; // the golden gate of every plugin
 
 // 16-byte aligned bytes (the kernels' vector loads fault otherwise).
+// Bytes on a 128-byte boundary, as cuMemAlloc gives them: the L2 line, so
+// that a tile's weights never share a line with another buffer's.
 struct Aligned {
   std::vector<U32x4> words;
-  explicit Aligned(size_t bytes) : words((bytes + 15) / 16) {}
-  unsigned char *data() { return reinterpret_cast<unsigned char *>(words.data()); }
+  explicit Aligned(size_t bytes) : words((bytes + 15) / 16 + 7) {}
+  unsigned char *data() {
+    const auto at = reinterpret_cast<uintptr_t>(words.data());
+    return reinterpret_cast<unsigned char *>((at + 127) / 128 * 128);
+  }
 };
 
 // What the plugin uploads, in host memory: planar weights and f32 norms.
@@ -127,6 +133,7 @@ struct Launch {
   bool mma = false;
   bool held = false;
   bool head = false;
+  bool prefetch = false; // persistent_prefetch=next
 };
 
 // The int8 MMA operands of a weight type.
@@ -203,6 +210,7 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   const int max_cols = std::max({s.n_embd, s.n_head * s.head_dim, s.n_ff});
   a.weights_offset = static_cast<int>(PK_SHARED_BYTES(max_cols, n_tokens, how.mma));
   a.mma = how.mma ? 1 : 0;
+  a.prefetch = how.prefetch ? 1 : 0;
   a.partials = partials.data();
   a.arrivals = arrivals.data();
   a.attention_splits = splits;
@@ -350,18 +358,21 @@ double decode_against_reference(uint32_t type, Fault fault, unsigned seed, Launc
 // (persistent_quantize=producer), steps of several tokens with dp4a or on
 // the int8 MMA (persistent_matmul=mma), single tokens' records read from
 // shared memory or held in registers (persistent_records=registers).
-// With the LM head in the launch (persistent_head) or after it.
+// With the LM head in the launch (persistent_head) or after it. With the
+// next instruction's weights asked of L2 before each wait (persistent_prefetch).
 constexpr Launch kModes[] = {{},
                              {.producer = true},
                              {.mma = true, .head = true},
                              {.producer = true, .mma = true},
                              {.producer = true, .mma = true, .head = true},
-                             {.producer = true, .mma = true, .held = true, .head = true}};
+                             {.producer = true, .mma = true, .held = true, .head = true},
+                             {.producer = true, .head = true, .prefetch = true}};
 
 std::string mode(const Launch &how) {
   return std::string(how.producer ? "producer-quantized inputs" : "inputs staged by each block") +
          (how.mma ? ", int8 MMA" : ", dp4a") + (how.held ? ", records in registers" : "") +
-         (how.head ? ", LM head in the launch" : "");
+         (how.head ? ", LM head in the launch" : "") +
+         (how.prefetch ? ", next weights prefetched" : "");
 }
 
 // Attention whole, and cut into 3 and 5 key ranges: with up to 6 cached
@@ -496,6 +507,53 @@ TEST(PersistentKernel, EightTokensMatchTheReferenceAndReadEachWeightOnce) {
     std::printf("[ persistent ] eight tokens in one step, %s: min cosine %.8f, %ld weight loads\n",
                 mode(how).c_str(), worst, loads_one);
     EXPECT_GE(worst, kGoldenCosine);
+  }
+}
+
+// persistent_prefetch=next: before its wait, each block asks L2 for the
+// weights of its next matmul instruction. Every weight chunk a block copies
+// must then have been asked for first, except those of each block's first
+// instruction (nothing ran before it): with kBlocks blocks, instructions
+// 0 .. kBlocks - 1 of the plan. Without the option no chunk was. Each
+// instruction's chunks, from its tiles: 16 rows a tile, Q2_0's 16-byte
+// chunks of 64 weights along its input, times its matrices (gate/up: 2).
+TEST(PersistentKernel, NextInstructionsWeightsArePrefetchedBeforeTheirCopy) {
+  Rng rng(808);
+  const HostModel host = bonsai::conformance::random_model(small_shape(), kQ2_0, rng);
+  const bonsai::test::RefModel ref = host.reference();
+  DeviceModel dev(host);
+  for (const bool prefetch : {false, true}) {
+    for (const int n_tokens : {1, 3}) {
+      const Launch how{.producer = true, .mma = n_tokens > 1, .head = true, .prefetch = prefetch};
+      Sequence<float> seq(host.shape);
+      const std::vector<int32_t> tokens(size_t(n_tokens), 17);
+      emu::reset_prefetches();
+      const long before = emu::weight_loads;
+      const StepResult r = run_step<TypeQ2_0, Dp4aQ2_0, float>(host, dev, ref, {{&seq, tokens}},
+                                                               Fault::none, 21, how);
+      const long loads = emu::weight_loads - before;
+      long first_instructions = 0;
+      const ModelShape &s = host.shape;
+      PersistentShape widths{};
+      widths.n_embd = s.n_embd, widths.n_head = s.n_head, widths.head_dim = s.head_dim;
+      widths.n_ff = s.n_ff;
+      for (size_t i = 0; i < r.plan.size() && i < size_t(kBlocks); ++i) {
+        const auto stage = static_cast<PersistentStage>(r.plan[i].op);
+        if (stage == PersistentStage::attention || stage == PersistentStage::argmax)
+          continue;
+        const long mats = stage == PersistentStage::ffn_up ? 2 : 1;
+        first_instructions += long{r.plan[i].end - r.plan[i].begin} * 16 * mats *
+                              bonsai::cuda::persistent_stage_input_width(widths, stage) / 64;
+      }
+      const long unprefetched = emu::prefetch_log().unprefetched_fetches;
+      std::printf("[ persistent ] %d token(s), prefetch %s: %ld of %ld weight chunks copied "
+                  "without a prefetch first (first instructions: %ld)\n",
+                  n_tokens, prefetch ? "on" : "off", unprefetched, loads, first_instructions);
+      EXPECT_EQ(unprefetched, prefetch ? first_instructions : loads);
+      EXPECT_GT(first_instructions, 0);
+      EXPECT_LT(first_instructions, loads);
+      EXPECT_EQ(wrong_argmax(r, ref), 0);
+    }
   }
 }
 

@@ -63,7 +63,7 @@ struct PersistentArgs {
   CUdeviceptr q8[kPersistentStages], q8_sumsq[kPersistentStages], group_rows;
   int32_t quantize, q8_groups, n_layer, mma;
   CUdeviceptr head, output_norm, logits, head_best, argmax;
-  int32_t n_vocab, reserved3;
+  int32_t n_vocab, prefetch;
 };
 static_assert(sizeof(PersistentArgs) == 528, "must match PersistentArgs in kernels/persistent.cuh");
 
@@ -330,20 +330,23 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->control = DeviceBuffer(device, p->counter_bytes + sizeof(PersistentStatus),
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
-  ctx.log.info(strformat(
-      "decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
-      "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
-      "(%d at one token; %u bytes of shared memory per block at most), "
-      "inputs quantized by their %s, steps of several tokens multiplied "
-      "with %s, single tokens with the input records in %s, the LM head %s, "
-      "%d ms wait deadline",
-      kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
-      weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
-      weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
-      static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
-      p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
-      ctx.kernels->persistent_held() ? "registers" : "shared memory",
-      p->head ? "and argmax in the launch" : "after it", ctx.options.persistent_deadline_ms));
+  ctx.log.info(
+      strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
+                "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
+                "(%d at one token; %u bytes of shared memory per block at most), "
+                "inputs quantized by their %s, steps of several tokens multiplied "
+                "with %s, single tokens with the input records in %s, the LM head %s, "
+                "%s, %d ms wait deadline",
+                kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
+                weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
+                weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
+                static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
+                p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
+                ctx.kernels->persistent_held() ? "registers" : "shared memory",
+                p->head ? "and argmax in the launch" : "after it",
+                ctx.options.persistent_prefetch ? "the next instruction's weights prefetched to L2"
+                                                : "no L2 prefetch",
+                ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
 
@@ -380,6 +383,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   args.attention_splits = splits;
   args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens, p.mma));
   args.mma = p.mma ? 1 : 0;
+  args.prefetch = ctx.options.persistent_prefetch ? 1 : 0;
   args.dims = {d.n_embd, d.n_head,      d.n_head_kv, d.head_dim,
                d.n_ff,   m.max_context, d.rms_eps,   d.rope_magnitude};
   for (int i = 0; i < n_sequences; ++i) {

@@ -116,6 +116,10 @@ ContextOptions parse_options(const char *options) {
       parsed.persistent_mma = value == "mma";
     } else if (key == "persistent_head") {
       parsed.persistent_head = parse_switch(key, value);
+    } else if (key == "persistent_prefetch") {
+      if (value != "off" && value != "next")
+        fail_invalid("option persistent_prefetch=" + value + ": expected off or next");
+      parsed.persistent_prefetch = value == "next";
     } else if (key == "persistent_trace") {
       if (value.empty())
         fail_invalid("option persistent_trace=: expected the path of the file to write");

@@ -100,6 +100,12 @@ struct ContextOptions {
   // launch by launch after it (off). With it, a step's logits are worked out
   // for all its tokens whether or not the host asks for them.
   bool persistent_head = true;
+  // persistent_prefetch=off|next: with next, each persistent block asks L2
+  // for the weights of its next matmul instruction before it waits for the
+  // current one's inputs, so that HBM streams one stage ahead and the copy
+  // into shared memory after the wait reads L2. off (default) until an
+  // H200 run says which is faster (scripts/gpu-check.sh, section paths).
+  bool persistent_prefetch = false;
   // persistent_trace=PATH: every persistent decode launch notes when each
   // instruction started, stopped waiting, had its inputs, finished and
   // signalled; after each step PATH gets the table of where a layer's time

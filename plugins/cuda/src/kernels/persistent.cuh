@@ -12,7 +12,9 @@
 // codes and scales of its rows, a few tens of KB) into a buffer in shared
 // memory with cp.async, then waits for its inputs, so the copy overlaps the
 // wait, and all of it is in flight at once; the row dots then read shared
-// memory.
+// memory. With persistent_prefetch=next it also asks L2 for the weights of
+// its next matmul instruction before the wait, so that HBM streams a stage
+// ahead.
 //
 // Memory ordering: outputs other blocks read are written with pk_store.
 // A producer's threads store, meet at a block barrier, then thread 0 fences
@@ -159,7 +161,12 @@ struct PersistentArgs {
   float *logits;                 // [token][n_vocab]
   unsigned long long *head_best; // [head range][PK_MAX_TOKENS]
   int *argmax;                   // [token]
-  int n_vocab, reserved3;
+  int n_vocab;
+  // Option persistent_prefetch=next (prefetch != 0): before its wait, a
+  // block also asks L2 for the weights of the next matmul instruction it
+  // will run, so that their copy into shared memory after this one reads
+  // L2, not HBM.
+  int prefetch;
 };
 static_assert(sizeof(PersistentArgs) == 528, "persistent_step.cpp's image must match");
 
@@ -229,6 +236,10 @@ __device__ __forceinline__ int pk_arrive(int *p, int n = 1) {
 __device__ __forceinline__ void pk_fetch_codes_16(unsigned char *dst, const u8 *src) {
   cp_async_16(dst, src);
 }
+// Asks L2 for the 128-byte line that holds `p` (no register waits for it).
+__device__ __forceinline__ void pk_prefetch_l2(const u8 *p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
 #else
 inline int pk_load_acquire(const int *p) {
   return *p;
@@ -274,7 +285,11 @@ inline int pk_arrive(int *p,
 }
 inline void pk_fetch_codes_16(unsigned char *dst, const u8 *src) {
   ++emu::weight_loads; // the tests count how often each chunk is read
+  emu::note_weight_fetch(src); // and whether a prefetch asked for it first
   cp_async_16(dst, src);
+}
+inline void pk_prefetch_l2(const u8 *p) {
+  emu::note_prefetch(p);
 }
 #endif
 
@@ -711,6 +726,33 @@ template <class T> __device__ void pk_fetch_weights(const PkPieces &ps, unsigned
     }
   }
   cp_async_commit();
+}
+
+// Asks L2 for every 128-byte line of a matmul instruction's weights (its
+// pieces `ps`: codes and scales of each matrix), spread over the block's
+// threads. Issued for the block's next instruction before the wait of this
+// one, so that HBM streams the next stage's weights while this stage
+// waits and computes.
+#define PK_LINE_BYTES 128
+__device__ __forceinline__ void pk_prefetch_range(const u8 *begin, size_t bytes) {
+  if (bytes == 0)
+    return;
+  const size_t first = (size_t)begin / PK_LINE_BYTES;
+  const size_t lines = ((size_t)begin + bytes - 1) / PK_LINE_BYTES - first + 1;
+  for (size_t l = threadIdx.x; l < lines; l += PK_THREADS)
+    pk_prefetch_l2((const u8 *)((first + l) * PK_LINE_BYTES));
+}
+template <class T> __device__ void pk_prefetch_weights(const PkPieces &ps) {
+  for (int i = 0; i < ps.n; ++i) {
+    const PkPiece &p = ps.p[i];
+    const int n_blocks = p.cols / 128, rows = p.row_end - p.row_begin;
+    const size_t row_codes = (size_t)n_blocks * T::PAYLOAD;
+    for (int m = 0; m < p.n_mats; ++m) {
+      pk_prefetch_range(p.w[m] + (size_t)p.row_begin * row_codes, (size_t)rows * row_codes);
+      pk_prefetch_range(p.w[m] + (size_t)p.rows * row_codes + (size_t)p.row_begin * n_blocks * 2,
+                        (size_t)rows * n_blocks * 2);
+    }
+  }
 }
 
 // One piece's rows from the weight buffer, 16 rows (DP4A_ROWS_PER_WARP per
@@ -1381,6 +1423,10 @@ __device__ void decode_persistent(const PersistentArgs &a) {
     } else {
       pk_attention_constants(a, ins, (PkAttention *)work);
     }
+    // The next instruction's weights, toward L2 while this one waits.
+    if (a.prefetch != 0 && index + (int)gridDim.x < a.n_instrs && next.op != PK_ATTENTION &&
+        next.op != PK_ARGMAX)
+      pk_prefetch_weights<T>(pk_pieces<T>(a, next, a.layers[next.layer]));
     if (!pk_wait(a, ins, index, ctl)) {
       cp_async_wait<0>(); // no copy may outlive the block
       return;
