@@ -73,9 +73,11 @@ TEST(CudaPersistentDecode, EveryStepIsOneLaunchAndTheGreedyTokensAreTheReference
   const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
   // With the LM head and argmax in the launch (the default) a step is that
   // launch alone; with persistent_head=off the LM head's GEMV and argmax
-  // follow it.
-  for (const auto &[options, after] : {std::pair<std::string, int>{kPersistent, 0},
-                                       {std::string(kPersistent) + ";persistent_head=off", 4}}) {
+  // follow it. Prefetching the next weights to L2 changes no number.
+  for (const auto &[options, after] :
+       {std::pair<std::string, int>{kPersistent, 0},
+        {std::string(kPersistent) + ";persistent_head=off", 4},
+        {std::string(kPersistent) + ";persistent_prefetch=next", 0}}) {
     const bonsai::Engine engine = open_tiny_q1_cuda(options);
     bonsai::Session session = engine.create_session();
     const int persistent_before = fake_launches(kKernel);
