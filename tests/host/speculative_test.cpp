@@ -106,6 +106,40 @@ TEST_F(Speculative, TheSessionContinuesAfterADraftedReply) {
   EXPECT_EQ(a.generate(more).tokens, b.generate(more).tokens);
 }
 
+// A reply that ends on a verified row: the row after the last proposal
+// (every proposal kept) or a refused one. Its last token is not in the cache
+// and must stay pending, as after a plain step, so that the next turn
+// starts from exactly the prompt and the reply.
+TEST_F(Speculative, AReplyEndingOnAVerifiedRowKeepsItsLastToken) {
+  bonsai::Engine draft_engine = bonsai::Engine::open(tiny_q1(), cpu_options(256));
+  bonsai::Session draft = draft_engine.create_session();
+  for (const int32_t n : {4, 7}) { // 1 + 3k: the last token comes from a bonus row
+    auto a = engine_->create_session();
+    auto b = engine_->create_session();
+    bonsai::GenerateRequest request;
+    request.prompt_tokens = golden_.prompt;
+    request.n_predict = n;
+    request.sampling.temperature = 0;
+    request.stop_tokens.emplace();
+    const auto plain = a.generate(request);
+    request.draft.model = &draft; // the model itself: every proposal kept
+    request.draft.adaptive = false;
+    request.draft.max = 2;
+    request.draft.p_min = 0;
+    const auto drafted = b.generate(request);
+    ASSERT_EQ(plain.tokens, drafted.tokens);
+    EXPECT_EQ(drafted.stats.accepted_tokens, n - 1 - (n - 1) / 3) << n;
+    bonsai::GenerateRequest more;
+    more.prompt_tokens = {5, 7, 9};
+    more.continue_session = true;
+    more.n_predict = 6;
+    more.sampling.temperature = 0;
+    more.stop_tokens.emplace();
+    EXPECT_EQ(a.generate(more).tokens, b.generate(more).tokens) << n;
+    EXPECT_EQ(a.position(), b.position()) << n;
+  }
+}
+
 TEST_F(Speculative, ADraftModelNeverChangesTheGreedyReply) {
   // Drafts that always agree (the model itself), and that mostly do not (a
   // model with other weights over the same vocabulary).

@@ -299,8 +299,11 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       }
       if (stop || !in_cache) {
         // The cache keeps the step's token and the drafts kept; a token
-        // chosen here is fed next (or left pending).
+        // chosen here is fed next (or left pending: truncate_to drops the
+        // pending token, which a reply that ends here must keep).
+        const std::optional<int32_t> pending = s.pending;
         s.truncate_to(before + 1 + kept);
+        s.pending = pending;
         if (!stop)
           chosen = token;
         break;
