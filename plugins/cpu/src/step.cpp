@@ -119,6 +119,16 @@ void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
   forward_lm_head(ctx, request);
 }
 
+void step_hidden_states(Context &ctx, const bonsai_hidden_states_desc &desc) {
+  BoundModel &m = bound_model(ctx, "hidden_states");
+  require_open_step(ctx, "hidden_states");
+  if (ctx.step.next_layer != m.dims.n_layer)
+    fail_state(strformat("hidden_states: only %d of %d layers are encoded in this step",
+                         ctx.step.next_layer, m.dims.n_layer));
+  check_hidden_states_desc(desc, ctx.step.n_tokens);
+  forward_final_norm(ctx, desc.first_token, desc.n_outputs, desc.hidden);
+}
+
 void step_end(Context &ctx) {
   BoundModel &m = bound_model(ctx, "end_step");
   require_open_step(ctx, "end_step");

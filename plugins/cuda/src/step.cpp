@@ -392,7 +392,30 @@ void project_logits(const Context &ctx, const BoundModel &m, const bonsai_lm_hea
   ctx.device->synchronize();
 }
 
+// The final norm of the asked tokens, copied to the host.
+void copy_hidden_states(const Context &ctx, const BoundModel &m,
+                        const bonsai_hidden_states_desc &desc) {
+  const ModelDims &d = m.dims;
+  const Activations &a = m.act;
+  launch_rmsnorm(ctx, row_offset(a.x.get(), desc.first_token, d.n_embd), m.output_norm, a.h.get(),
+                 desc.n_outputs, d.n_embd, d.rms_eps);
+  ctx.device->download(desc.hidden, a.h.get(),
+                       sizeof(float) * static_cast<size_t>(desc.n_outputs) * d.n_embd);
+  ctx.device->synchronize();
+}
+
 } // namespace
+
+void step_hidden_states(Context &ctx, const bonsai_hidden_states_desc &desc) {
+  BoundModel &m = bound_model(ctx, "hidden_states");
+  const StepState &s = ctx.step;
+  if (!s.open || s.failed || s.next_layer != m.dims.n_layer)
+    fail_state(strformat("hidden_states: the step's %d layers have not all run", m.dims.n_layer));
+  check_hidden_states_desc(desc, s.n_tokens);
+  copy_hidden_states(ctx, m, desc);
+  if (recovered_from_stall(ctx, m))
+    copy_hidden_states(ctx, m, desc);
+}
 
 void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
   BoundModel &m = bound_model(ctx, "lm_head");
