@@ -286,13 +286,14 @@ TEST(GgufTool, MtpAddsAnMtpLayerThatCanAgreeWithTheTrunk) {
   }
   // The random layer's are random weights of --type, like the trunk's.
   EXPECT_EQ(r.find_tensor("blk.4.nextn.eh_proj.weight")->type(), GgmlType::Q1_0);
-  EXPECT_EQ(r.find_tensor("blk.3.attn_q.weight")->nbytes, r.find_tensor("blk.4.attn_q.weight")->nbytes);
+  EXPECT_EQ(r.find_tensor("blk.3.attn_q.weight")->nbytes,
+            r.find_tensor("blk.4.attn_q.weight")->nbytes);
 
   const auto qwen3 = run_gguf_tool({"make-model", "--vocab", kVocab, "--preset", "tiny", "--mtp",
                                     "agree", "-o", dir.file("bad.gguf")});
   expect_error(qwen3, 2, "make-model", "--mtp adds a qwen35 layer");
-  const auto kind = run_gguf_tool({"make-model", "--vocab", kVocab, "--preset", "tiny-q35",
-                                   "--mtp", "maybe", "-o", dir.file("bad.gguf")});
+  const auto kind = run_gguf_tool({"make-model", "--vocab", kVocab, "--preset", "tiny-q35", "--mtp",
+                                   "maybe", "-o", dir.file("bad.gguf")});
   expect_error(kind, 2, "make-model", "--mtp must be 'random' or 'agree'");
 }
 

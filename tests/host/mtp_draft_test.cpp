@@ -59,14 +59,6 @@ protected:
   }
   static const std::string &model(const char *name) { return models_->at(name); }
 
-  static bonsai::GenerateRequest greedy(std::vector<int32_t> prompt, int32_t n) {
-    bonsai::GenerateRequest request;
-    request.prompt_tokens = std::move(prompt);
-    request.n_predict = n;
-    request.sampling.temperature = 0.0f;
-    request.stop_tokens.emplace();
-    return request;
-  }
   // Drafting with the MTP layer, `max` proposals every step.
   static bonsai::GenerateRequest with_mtp(bonsai::GenerateRequest request, int32_t max = 3) {
     request.draft.mtp = true;
@@ -88,7 +80,7 @@ TEST_F(MtpDraft, GreedyRepliesAreTheGoldenOnes) {
     EXPECT_EQ(engine.model().n_mtp_layers, 1);
     auto session = engine.create_session();
     const auto n = static_cast<int32_t>(golden.greedy.size());
-    const auto drafted = session.generate(with_mtp(greedy(golden.prompt, n), 2));
+    const auto drafted = session.generate(with_mtp(greedy_request(golden.prompt, n), 2));
     EXPECT_EQ(drafted.tokens, golden.greedy) << name;
     EXPECT_GT(drafted.stats.drafted_tokens, 0) << name;
   }
@@ -98,9 +90,9 @@ TEST_F(MtpDraft, AnAgreeingLayerProposesTheTrunksGreedyContinuation) {
   const bonsai::Engine engine = bonsai::Engine::open(model("agree"), cpu_options(256));
   const std::vector<int32_t> prompt = {11, 400, 23, 1999, 7, 3000};
   auto plain = engine.create_session();
-  const auto want = plain.generate(greedy(prompt, 40));
+  const auto want = plain.generate(greedy_request(prompt, 40));
   auto session = engine.create_session();
-  const auto got = session.generate(with_mtp(greedy(prompt, 40), 4));
+  const auto got = session.generate(with_mtp(greedy_request(prompt, 40), 4));
   EXPECT_EQ(got.tokens, want.tokens);
   // Every proposal is the trunk's choice (its layers write nothing).
   EXPECT_GT(got.stats.drafted_tokens, 20);
@@ -127,19 +119,19 @@ TEST_F(MtpDraft, APartlyAgreeingLayerNeverChangesTheReply) {
   const std::vector<int32_t> prompt = {11, 400, 23, 1999, 7, 3000};
   auto plain = engine.create_session();
   auto session = engine.create_session();
-  const auto want = plain.generate(greedy(prompt, 24));
-  const auto got = session.generate(with_mtp(greedy(prompt, 24), 2));
+  const auto want = plain.generate(greedy_request(prompt, 24));
+  const auto got = session.generate(with_mtp(greedy_request(prompt, 24), 2));
   EXPECT_EQ(got.tokens, want.tokens);
   EXPECT_GT(got.stats.accepted_tokens, 0);
   EXPECT_LT(got.stats.accepted_tokens, got.stats.drafted_tokens);
   // The session goes on from exactly the prompt and the reply.
-  bonsai::GenerateRequest more = greedy({5, 7, 9}, 8);
+  bonsai::GenerateRequest more = greedy_request({5, 7, 9}, 8);
   more.continue_session = true;
   EXPECT_EQ(plain.generate(more).tokens, session.generate(with_mtp(more, 2)).tokens);
   EXPECT_EQ(plain.position(), session.position());
   // A new prompt that shares a prefix with the cache (the entries of the
   // layer follow the tokens), and prompt lookup beside the layer.
-  bonsai::GenerateRequest other = greedy({11, 400, 23, 5, 5, 5, 11, 400}, 16);
+  bonsai::GenerateRequest other = greedy_request({11, 400, 23, 5, 5, 5, 11, 400}, 16);
   bonsai::GenerateRequest both = with_mtp(other, 3);
   both.draft.ngram = 2;
   EXPECT_EQ(plain.generate(other).tokens, session.generate(both).tokens);
@@ -147,7 +139,7 @@ TEST_F(MtpDraft, APartlyAgreeingLayerNeverChangesTheReply) {
 
 TEST_F(MtpDraft, LogprobsAndReplyFormatsAreThePlainOnes) {
   const bonsai::Engine engine = bonsai::Engine::open(model("partly"), cpu_options(256));
-  bonsai::GenerateRequest request = greedy({11, 400, 23, 1999}, 12);
+  bonsai::GenerateRequest request = greedy_request({11, 400, 23, 1999}, 12);
   request.logprobs = true;
   request.top_logprobs = 2;
   auto plain = engine.create_session();
@@ -158,7 +150,7 @@ TEST_F(MtpDraft, LogprobsAndReplyFormatsAreThePlainOnes) {
   ASSERT_EQ(got.logprobs.size(), want.logprobs.size());
   for (size_t i = 0; i < want.logprobs.size(); ++i)
     EXPECT_NEAR(got.logprobs[i], want.logprobs[i], 1e-4) << i;
-  bonsai::GenerateRequest json = greedy({11, 400, 23, 1999}, 16);
+  bonsai::GenerateRequest json = greedy_request({11, 400, 23, 1999}, 16);
   json.stop_tokens.reset(); // the format ends the reply with an end-of-turn token
   json.format.kind = bonsai::ReplyFormat::Kind::json_object;
   EXPECT_EQ(session.generate(with_mtp(json)).text, plain.generate(json).text);
@@ -206,7 +198,7 @@ TEST_F(MtpDraft, SamplingWithTheLayerKeepsTheDistribution) {
   // Three tokens a reply: the second is the verified one (the first comes
   // from the prompt's row, the third from a kept proposal's row).
   auto session = engine.create_session();
-  bonsai::GenerateRequest request = with_mtp(greedy(prompt, 3), 1);
+  bonsai::GenerateRequest request = with_mtp(greedy_request(prompt, 3), 1);
   request.sampling.temperature = 1.0f;
   request.sampling.top_k = 3;
   request.sampling.top_p = 1.0f;
@@ -243,7 +235,7 @@ TEST_F(MtpDraft, BadRequestsAreRefusedWithTheReason) {
   EXPECT_EQ(qwen3.model().n_mtp_layers, 0);
   auto session = qwen3.create_session();
   try {
-    session.generate(with_mtp(greedy({1, 2, 3}, 4)));
+    session.generate(with_mtp(greedy_request({1, 2, 3}, 4)));
     ADD_FAILURE() << "a qwen3 model drafted with an MTP layer";
   } catch (const bonsai::InvalidArgument &e) {
     EXPECT_NE(std::string(e.what()).find("model is qwen3"), std::string::npos) << e.what();
@@ -259,7 +251,7 @@ TEST_F(MtpDraft, BadRequestsAreRefusedWithTheReason) {
   const bonsai::Engine engine = bonsai::Engine::open(model("agree"), cpu_options(64));
   auto own = engine.create_session();
   auto draft = engine.create_session();
-  bonsai::GenerateRequest both = with_mtp(greedy({1, 2, 3}, 4));
+  bonsai::GenerateRequest both = with_mtp(greedy_request({1, 2, 3}, 4));
   both.draft.model = &draft;
   EXPECT_THROW(own.generate(both), bonsai::InvalidArgument);
   bonsai::Batch plain = engine.create_batch(batch_options(1, false));
