@@ -154,9 +154,10 @@ int serve_command(const Args &args) {
       "a step that reads prompt tokens while replies stream takes at most X times a "
       "decode-only step, by measured costs (default 1.75; 0 = always --prefill-chunk)")(
       "api-key", po::value(&a.api_keys)->value_name("KEY")->composing(),
-      "require 'Authorization: Bearer KEY' on /v1; repeat for several keys (default: "
-      "$BONSAI_API_KEY, else none)")("api-key-file", po::value(&a.api_key_file)->value_name("FILE"),
-                                     "read API keys from FILE, one per line")(
+      "require 'Authorization: Bearer KEY' (or 'x-api-key: KEY') on /v1 and /api; repeat for "
+      "several keys (default: $BONSAI_API_KEY, else none)")(
+      "api-key-file", po::value(&a.api_key_file)->value_name("FILE"),
+      "read API keys from FILE, one per line")(
       "reasoning-format", po::value(&a.reasoning_format)->value_name("FORMAT"),
       "where a chat reply's <think> block goes: reasoning_content (default), reasoning, or "
       "none (left in the content); a request may ask with \"reasoning_format\"")(

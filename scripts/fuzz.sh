@@ -20,7 +20,7 @@ if [ "${1:-}" = "--build-only" ]; then
   shift
 fi
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(gguf model tokenizer openai http grammar)
+[ ${#targets[@]} -eq 0 ] && targets=(gguf model tokenizer openai apis http grammar)
 jobs="${FUZZ_JOBS:-$(nproc)}"
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: FUZZ_SECONDS must be a whole number of 1 or more, not '$seconds'" >&2

@@ -1,35 +1,16 @@
 #include "choice_assembly.hpp"
 
-#include <algorithm>
-
 namespace bonsai::server {
-namespace {
 
 using json = nlohmann::json;
 
-// A whole reply's reasoning without the blank lines around it.
-void trim_reasoning(std::string &text) {
-  const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
-  while (!text.empty() && space(text.back()))
-    text.pop_back();
-  const auto first = std::find_if_not(text.begin(), text.end(), space);
-  text.erase(text.begin(), first);
-}
-
-} // namespace
-
 ChoiceAssembly::ChoiceAssembly(const CompletionSpec &spec, const ResponseHeader &header,
                                int32_t index)
-    : spec_(spec), header_(header), index_(index) {
-  if (spec.endpoint == Endpoint::chat && spec.reasoning_format != ReasoningFormat::none)
-    split_.emplace(spec.reasoning_open);
-  if (spec.parse_tool_calls)
-    tools_.emplace();
-}
+    : spec_(spec), header_(header), index_(index), split_(spec) {}
 
 std::vector<std::string> ChoiceAssembly::stream(JobEvent &event) {
   std::vector<std::string> out;
-  const Piece piece = next_piece(event);
+  const ReplyPiece piece = split_.next(event);
   take_logprobs(event);
   const auto chunk = [&](const ReplyParts &parts, std::optional<Finish> finish, bool called) {
     const std::optional<json> lp = pending_logprobs();
@@ -56,7 +37,7 @@ std::vector<std::string> ChoiceAssembly::stream(JobEvent &event) {
 }
 
 void ChoiceAssembly::collect(JobEvent &event) {
-  Piece piece = next_piece(event);
+  ReplyPiece piece = split_.next(event);
   take_logprobs(event);
   reply_.reasoning += piece.parts.reasoning;
   reply_.content += piece.parts.content;
@@ -68,38 +49,6 @@ json ChoiceAssembly::choice(Finish finish) {
   trim_reasoning(reply_.reasoning);
   const std::optional<json> lp = pending_logprobs();
   return choice_json(header_, index_, reply_, calls_, finish, lp ? &*lp : nullptr);
-}
-
-// The event's text as reasoning, content and tool calls.
-ChoiceAssembly::Piece ChoiceAssembly::next_piece(const JobEvent &event) {
-  Piece piece{split(event), {}};
-  if (!tools_)
-    return piece;
-  ContentPiece found = tools_->feed(piece.parts.content);
-  if (event.finish) {
-    ContentPiece rest = tools_->finish();
-    found.content += rest.content;
-    for (ParsedToolCall &call : rest.calls)
-      found.calls.push_back(std::move(call));
-  }
-  piece.parts.content = std::move(found.content);
-  for (ParsedToolCall &call : found.calls)
-    if (spec_.parallel_tool_calls || kept_calls_++ == 0) // false: the first call only
-      piece.calls.push_back(std::move(call));
-  return piece;
-}
-
-// The event's text as reasoning and content (all content without a split).
-ReplyParts ChoiceAssembly::split(const JobEvent &event) {
-  if (!split_)
-    return {{}, event.text};
-  ReplyParts parts = split_->feed(event.text);
-  if (event.finish) {
-    const ReplyParts rest = split_->finish();
-    parts.reasoning += rest.reasoning;
-    parts.content += rest.content;
-  }
-  return parts;
 }
 
 // With logprobs: the event's tokens wait until a chunk (or the reply)

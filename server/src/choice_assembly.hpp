@@ -10,8 +10,7 @@
 
 #include "job.hpp"
 #include "openai_response.hpp"
-#include "reasoning_split.hpp"
-#include "tool_calls.hpp"
+#include "reply_split.hpp"
 
 namespace bonsai::server {
 
@@ -28,12 +27,6 @@ public:
   nlohmann::json choice(Finish finish);
 
 private:
-  struct Piece {
-    ReplyParts parts;
-    std::vector<ParsedToolCall> calls;
-  };
-  Piece next_piece(const JobEvent &event);
-  ReplyParts split(const JobEvent &event);
   void take_logprobs(JobEvent &event);
   std::optional<nlohmann::json> pending_logprobs();
 
@@ -41,14 +34,12 @@ private:
   const ResponseHeader &header_;
   const int32_t index_;
   bool first_chunk_ = true;
-  std::optional<ReasoningSplit> split_; // chat, unless reasoning stays inline
-  std::optional<ToolCallSplit> tools_;  // chat with tools
-  ReplyParts reply_;                    // a whole reply, collected
-  std::vector<ParsedToolCall> calls_;   // its calls
-  size_t streamed_calls_ = 0;           // calls streamed so far (the next one's index)
-  size_t kept_calls_ = 0;               // calls found so far (parallel_tool_calls false)
-  std::vector<StepLogprobs> logprobs_;  // tokens whose logprobs are not sent yet
-  size_t logprob_offset_ = 0;           // bytes of the reply before them (completions)
+  ReplySplit split_;                   // reasoning, content and tool calls
+  ReplyParts reply_;                   // a whole reply, collected
+  std::vector<ParsedToolCall> calls_;  // its calls
+  size_t streamed_calls_ = 0;          // calls streamed so far (the next one's index)
+  std::vector<StepLogprobs> logprobs_; // tokens whose logprobs are not sent yet
+  size_t logprob_offset_ = 0;          // bytes of the reply before them (completions)
 };
 
 } // namespace bonsai::server

@@ -1,23 +1,22 @@
-// POST /v1/chat/completions and /v1/completions: the body is parsed and the
-// prompt tokenized on a worker thread; back on the I/O thread the job is
-// queued, and its events are answered as a whole reply or streamed as
-// server-sent events. A client that goes away cancels its job at once.
+// Every endpoint that generates (Chat Completions, Completions, Responses,
+// Messages, Ollama's chat and generate): the body is parsed into the internal
+// request (CompletionSpec) and the prompt tokenized on a worker thread; back
+// on the I/O thread the jobs are queued, and their events are answered
+// through the API's ReplyWriter, as a whole reply or streamed. A client that
+// goes away cancels its jobs at once.
 #include <algorithm>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include "bonsai/generation.hpp"
-#include "choice_assembly.hpp"
 #include "error_response.hpp"
-#include "openai_response.hpp"
+#include "reply_writer.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
 
 namespace bonsai::server {
 namespace {
-
-using json = nlohmann::json;
 
 // Rejects a prompt that leaves no room to generate before it takes a slot.
 // A larger max_tokens than the context has left is not an error: the reply
@@ -29,16 +28,15 @@ void check_context(const CompletionSpec &spec, const Generation &generation, int
     throw bad_request(fmt::format("This model's context window is {} tokens per request; the "
                                   "prompt holds {}, which leaves no room to generate",
                                   n_ctx, prompt),
-                      spec.endpoint == Endpoint::chat ? "messages" : "prompt",
-                      "context_length_exceeded");
+                      spec.prompt_param, "context_length_exceeded");
 }
 
-// Parses the request and tokenizes its prompt (worker thread): one job per
-// choice (`n`), the k-th with seed + k when a seed is given.
-std::vector<std::shared_ptr<Job>> make_jobs(const Server::Impl &impl, Endpoint endpoint,
-                                            const std::string &body, uint64_t tenant) {
-  CompletionSpec spec = parse_completion_request(endpoint, body, impl.request_context);
-  std::vector<std::shared_ptr<Job>> jobs;
+// Tokenizes the request's prompt (worker thread): one job per choice (`n`),
+// the k-th with seed + k when a seed is given.
+JobList make_jobs(const Server::Impl &impl, const CompletionSpec &spec, uint64_t tenant) {
+  const int32_t slot_ctx = impl.scheduler->n_ctx();
+  const int32_t n_ctx = spec.n_ctx > 0 ? std::min(spec.n_ctx, slot_ctx) : slot_ctx;
+  JobList jobs;
   for (int32_t k = 0; k < spec.n; ++k) {
     CompletionSpec choice = spec;
     if (choice.generate.sampling.seed)
@@ -49,40 +47,32 @@ std::vector<std::shared_ptr<Job>> make_jobs(const Server::Impl &impl, Endpoint e
     } catch (const FormatError &error) {
       throw bad_request(error.what(), choice.format_param);
     } catch (const InvalidArgument &error) {
-      throw bad_request(error.what(), endpoint == Endpoint::chat ? "messages" : "prompt");
+      throw bad_request(error.what(), choice.prompt_param);
     }
-    check_context(choice, *generation, impl.scheduler->n_ctx());
+    check_context(choice, *generation, n_ctx);
     // A constrained reply is finished within the context's room.
-    generation->set_token_room(impl.scheduler->n_ctx() -
-                               static_cast<int32_t>(generation->prompt().size()));
-    if (endpoint == Endpoint::chat && choice.reasoning_format != ReasoningFormat::none)
+    generation->set_token_room(n_ctx - static_cast<int32_t>(generation->prompt().size()));
+    if (choice.endpoint == Endpoint::chat && choice.reasoning_format != ReasoningFormat::none)
       choice.reasoning_open = generation->prompt_opens_reasoning();
     jobs.push_back(std::make_shared<Job>(std::move(choice), std::move(*generation), tenant));
   }
   return jobs;
 }
 
-std::string sse(const std::string &data) {
-  return "data: " + data + "\n\n";
-}
-
 ApiError job_error(const JobEvent &event) {
   return ApiError(500, "server_error", "The backend failed: " + event.error);
 }
 
-// The queued jobs of one request (one per choice) and the exchange they
-// answer (I/O thread). The exchange holds it; the jobs' wakers reach it
-// through a weak pointer, so a client that leaves drops it, and dropping it
-// cancels the jobs.
+// The queued jobs of one request (one per choice), the exchange they answer
+// and the writer of its API (I/O thread). The exchange holds it; the jobs'
+// wakers reach it through a weak pointer, so a client that leaves drops it,
+// and dropping it cancels the jobs.
 class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
 public:
-  CompletionRun(const std::shared_ptr<Exchange> &exchange, std::vector<std::shared_ptr<Job>> jobs)
-      : exchange_(exchange), jobs_(std::move(jobs)), header_(new_response_header(jobs_[0]->spec)),
-        finishes_(jobs_.size()) {
-    for (size_t k = 0; k < jobs_.size(); ++k)
-      choices_.push_back(
-          std::make_unique<ChoiceAssembly>(jobs_[k]->spec, header_, static_cast<int32_t>(k)));
-  }
+  CompletionRun(const std::shared_ptr<Exchange> &exchange, JobList jobs,
+                std::shared_ptr<ReplyWriter> writer)
+      : exchange_(exchange), path_(exchange->request().path), jobs_(std::move(jobs)),
+        writer_(std::move(writer)) {}
   ~CompletionRun() { cancel_all(); }
 
   void start(Exchange &exchange) {
@@ -91,9 +81,12 @@ public:
       for (const auto &job : jobs)
         job->cancelled.store(true);
     });
-    if (stream())
+    if (stream()) {
       exchange.begin_stream(
-          HttpResponse(200, "", "text/event-stream").header("Cache-Control", "no-cache"));
+          HttpResponse(200, "", writer_->stream_type()).header("Cache-Control", "no-cache"));
+      if (std::string opening = writer_->stream_start(); !opening.empty())
+        exchange.write(std::move(opening));
+    }
     for (const auto &job : jobs_)
       job->set_waker([self = weak_from_this(), io = exchange.executor()] {
         boost::asio::post(io, [self] {
@@ -124,7 +117,6 @@ private:
 
   // Counts a choice's last event; true once every choice has finished.
   bool last_of_all(size_t k, const JobEvent &event) {
-    finishes_[k] = *event.finish;
     if (k == 0) {
       usage_.prompt_tokens = event.usage.prompt_tokens;
       usage_.cached_tokens = event.usage.cached_tokens;
@@ -137,22 +129,20 @@ private:
   bool stream_event(Exchange &exchange, size_t k, JobEvent &event) {
     if (event.finish == Finish::cancelled) {
       cancel_all();
-      exchange.end_stream(); // the server is shutting down: no [DONE]
+      exchange.end_stream(); // the server is shutting down: no closing events
       return false;
     }
     if (event.finish == Finish::error) {
       cancel_all();
-      exchange.write(sse(error_body(job_error(event))) + sse("[DONE]"));
+      exchange.write(writer_->stream_error(job_error(event)));
       exchange.end_stream();
       return false;
     }
-    for (const std::string &body : choices_[k]->stream(event))
-      exchange.write(sse(body));
+    if (std::string piece = writer_->stream(k, event); !piece.empty())
+      exchange.write(std::move(piece));
     if (!event.finish || !last_of_all(k, event))
       return true;
-    if (jobs_[0]->spec.include_usage)
-      exchange.write(sse(usage_chunk_body(header_, usage_)));
-    exchange.write(sse("[DONE]"));
+    exchange.write(writer_->stream_end(usage_));
     exchange.end_stream();
     return false;
   }
@@ -161,33 +151,31 @@ private:
     if (event.finish == Finish::cancelled || event.finish == Finish::error) {
       cancel_all();
       exchange.respond(event.finish == Finish::cancelled
-                           ? error_response(503, "server_error", "The request was cancelled")
-                           : error_response(job_error(event)));
+                           ? error_response(503, "server_error", "The request was cancelled", path_)
+                           : error_response(job_error(event), path_));
       return false;
     }
-    choices_[k]->collect(event);
+    writer_->collect(k, event);
     if (!event.finish || !last_of_all(k, event))
       return true;
-    std::vector<json> choices;
-    for (size_t c = 0; c < choices_.size(); ++c)
-      choices.push_back(choices_[c]->choice(finishes_[c]));
-    exchange.respond(HttpResponse(200, completion_body(header_, choices, usage_)));
+    exchange.respond(HttpResponse(200, writer_->reply(usage_)));
     return false;
   }
 
   std::weak_ptr<Exchange> exchange_;
-  const std::vector<std::shared_ptr<Job>> jobs_;
-  const ResponseHeader header_;
-  std::vector<std::unique_ptr<ChoiceAssembly>> choices_; // one per job, in index order
-  std::vector<Finish> finishes_;
+  const std::string path_; // of the request: the shape of its errors
+  const JobList jobs_;
+  const std::shared_ptr<ReplyWriter> writer_;
   size_t finished_ = 0; // choices whose last event is in
   JobUsage usage_;      // the prompt once, the completions summed
 };
 
 // Back on the I/O thread with the parsed jobs: all are queued, or none.
-void queue_jobs(Server::Impl &impl, Exchange &exchange, std::vector<std::shared_ptr<Job>> jobs) {
+void queue_jobs(Server::Impl &impl, Exchange &exchange, JobList jobs,
+                std::shared_ptr<ReplyWriter> writer) {
   if (exchange.over())
     return; // the client left while its request was parsed
+  const std::string &path = exchange.request().path;
   Scheduler *scheduler = impl.ready_scheduler();
   Scheduler::Submitted submitted = Scheduler::Submitted::stopping;
   for (size_t k = 0; k < jobs.size(); ++k) {
@@ -200,17 +188,20 @@ void queue_jobs(Server::Impl &impl, Exchange &exchange, std::vector<std::shared_
   }
   switch (submitted) {
   case Scheduler::Submitted::queued:
-    std::make_shared<CompletionRun>(exchange.shared_from_this(), std::move(jobs))->start(exchange);
+    std::make_shared<CompletionRun>(exchange.shared_from_this(), std::move(jobs), std::move(writer))
+        ->start(exchange);
     return;
   case Scheduler::Submitted::queue_full:
     return exchange.respond(
         error_response(ApiError(429, "rate_limit_error",
                                 fmt::format("The server is busy: {} requests are already waiting",
                                             impl.options.max_queue),
-                                {}, "queue_full"))
+                                {}, "queue_full"),
+                       path)
             .header("Retry-After", "1"));
   case Scheduler::Submitted::stopping:
-    return exchange.respond(error_response(503, "server_error", "The server is shutting down"));
+    return exchange.respond(
+        error_response(503, "server_error", "The server is shutting down", path));
   }
 }
 
@@ -218,20 +209,19 @@ void queue_jobs(Server::Impl &impl, Exchange &exchange, std::vector<std::shared_
 
 void run_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange, WorkerTask work) {
   boost::asio::post(impl.workers, [exchange, work = std::move(work)] {
+    const std::string &path = exchange->request().path;
     std::function<void()> then;
     try {
       then = work();
     } catch (const ApiError &error) {
-      then = [exchange, response = error_response(error)]() mutable {
+      then = [exchange, response = error_response(error, path)]() mutable {
         exchange->respond(std::move(response));
       };
     } catch (const std::exception &error) {
       log_at(LogLevel::error, "a request failed: {}", error.what());
-      then = [exchange,
-              response = error_response(500, "server_error",
-                                        std::string("Internal error: ") + error.what())]() mutable {
-        exchange->respond(std::move(response));
-      };
+      then = [exchange, response = error_response(
+                            500, "server_error", std::string("Internal error: ") + error.what(),
+                            path)]() mutable { exchange->respond(std::move(response)); };
     }
     // The body is parsed: give its memory and its share of the budget back.
     HttpRequest &request = exchange->request();
@@ -241,19 +231,31 @@ void run_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange
   });
 }
 
-void start_completion(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
-                      Endpoint endpoint, uint64_t tenant) {
-  if (impl.ready_scheduler() == nullptr)
-    return exchange->respond(error_response(503, "server_error",
-                                            impl.state.load() == ServerState::loading
-                                                ? "The model is still loading"
-                                                : "The server is not serving"));
-  run_on_worker(impl, exchange, [&impl, exchange, endpoint, tenant] {
+std::optional<HttpResponse> not_serving(const Server::Impl &impl, const std::string &path) {
+  if (impl.ready_scheduler() != nullptr)
+    return std::nullopt;
+  return error_response(503, "server_error",
+                        impl.state.load() == ServerState::loading ? "The model is still loading"
+                                                                  : "The server is not serving",
+                        path);
+}
+
+void start_generation(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
+                      RequestParser parse, uint64_t tenant) {
+  if (auto refusal = not_serving(impl, exchange->request().path))
+    return exchange->respond(std::move(*refusal));
+  run_on_worker(impl, exchange, [&impl, exchange, parse, tenant] {
     // The scheduler was seen ready; once set it lives as long as the server.
-    std::vector<std::shared_ptr<Job>> jobs =
-        make_jobs(impl, endpoint, exchange->request().message.body(), tenant);
-    return std::function<void()>(
-        [&impl, exchange, jobs]() mutable { queue_jobs(impl, *exchange, std::move(jobs)); });
+    ParsedRequest request = parse(exchange->request().message.body(), impl.request_context);
+    if (request.answer)
+      return std::function<void()>([exchange, body = std::move(*request.answer)]() mutable {
+        exchange->respond(HttpResponse(200, std::move(body)));
+      });
+    JobList jobs = make_jobs(impl, request.spec, tenant);
+    std::shared_ptr<ReplyWriter> writer = request.writer(jobs);
+    return std::function<void()>([&impl, exchange, jobs, writer]() mutable {
+      queue_jobs(impl, *exchange, std::move(jobs), std::move(writer));
+    });
   });
 }
 

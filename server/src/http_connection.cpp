@@ -389,7 +389,8 @@ void HttpConnection::on_deadline() {
                           "The request did not arrive in time: a request must arrive within " +
                               std::to_string(context_.limits.request_timeout.count()) +
                               " s, with no silence longer than " +
-                              std::to_string(context_.limits.read_timeout.count()) + " s"));
+                              std::to_string(context_.limits.read_timeout.count()) + " s",
+                          reader_->path()));
     return;
   }
   close(); // idle, or a client that stopped reading its answer

@@ -33,11 +33,20 @@ struct JobUsage {
   int32_t completion_tokens = 0;
 };
 
+// When a job's work happened, on its last event (Ollama's durations).
+struct JobTimes {
+  Clock::time_point admitted;    // it took a slot: its prompt began
+  Clock::time_point first_token; // its first token was chosen: the prompt was read
+  Clock::time_point finished;
+};
+
 struct JobEvent {
   std::string text;             // generated text (may be empty on the final event)
   std::optional<Finish> finish; // set on the last event
   std::string error;            // with Finish::error
+  std::string stop_string;      // Finish::stop by a stop string: which one
   JobUsage usage;               // on the last event
+  JobTimes times;               // on the last event
   // With logprobs: the tokens generated since the last event (the text may
   // be held back while they are not).
   std::vector<StepLogprobs> logprobs;

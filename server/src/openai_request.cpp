@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api_error.hpp"
+#include "chat_request_parts.hpp"
 #include "format_fields.hpp"
 #include "json_limits.hpp"
 #include "request_fields.hpp"
@@ -88,39 +89,6 @@ DraftOptions draft_options(const json &body, const DraftOptions &server) {
   return d;
 }
 
-std::vector<std::string> stop_strings(const json &body, const RequestContext &context) {
-  const json *stop = field(body, "stop");
-  if (stop == nullptr)
-    return {};
-  std::vector<std::string> out;
-  if (stop->is_string()) {
-    out.push_back(stop->get<std::string>());
-  } else if (stop->is_array()) {
-    if (stop->size() > static_cast<size_t>(context.max_stop_strings))
-      throw bad_request(fmt::format("'stop' holds {} strings; at most {} are allowed", stop->size(),
-                                    context.max_stop_strings),
-                        "stop");
-    for (const auto &item : *stop) {
-      if (!item.is_string())
-        throw bad_request("'stop' must be a string or a list of strings", "stop");
-      out.push_back(item.get<std::string>());
-    }
-  } else {
-    throw bad_request(
-        fmt::format("'stop' must be a string or a list of strings, not {}", type_name(*stop)),
-        "stop");
-  }
-  for (const auto &s : out) {
-    if (s.empty())
-      throw bad_request("'stop' holds an empty string", "stop");
-    if (s.size() > context.max_stop_string_bytes)
-      throw bad_request(fmt::format("'stop' holds a string of {} bytes; at most {} are allowed",
-                                    s.size(), context.max_stop_string_bytes),
-                        "stop");
-  }
-  return out;
-}
-
 SamplingParams sampling(const json &body) {
   SamplingParams s;
   s.temperature = static_cast<float>(number_field(body, "temperature", 0.0, 2.0, s.temperature));
@@ -177,23 +145,6 @@ void completion_prompt(const json &body, int32_t n_vocab, GenerateRequest &reque
     throw bad_request("'prompt' is empty", "prompt");
 }
 
-// Refuses prompt text past the limit before the tokenizer sees it.
-void check_prompt_bytes(const GenerateRequest &request, const RequestContext &context,
-                        const char *param) {
-  size_t bytes = request.prompt.size();
-  for (const ChatMessage &message : request.messages) {
-    bytes += message.content.size();
-    for (const ToolCall &call : message.tool_calls)
-      bytes += call.name.size() + call.arguments.size();
-  }
-  for (const std::string &tool : request.tools)
-    bytes += tool.size();
-  if (bytes > context.max_prompt_bytes)
-    throw bad_request(fmt::format("The prompt holds {} bytes of text; this server takes at most {}",
-                                  bytes, context.max_prompt_bytes),
-                      param, "context_length_exceeded");
-}
-
 } // namespace
 
 CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body_text,
@@ -207,6 +158,7 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
 
   CompletionSpec spec;
   spec.endpoint = endpoint;
+  spec.prompt_param = endpoint == Endpoint::chat ? "messages" : "prompt";
   // One model is served, so any name asks for it (llama-server's habit: SDK
   // examples name models by habit); replies name the one served.
   string_field(body, "model"); // checked for its type
@@ -215,7 +167,7 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
 
   GenerateRequest &g = spec.generate;
   g.sampling = sampling(body);
-  g.stop_strings = stop_strings(body, context);
+  g.stop_strings = stop_list(field(body, "stop"), "stop", context);
   spec.stream = bool_field(body, "stream", false);
   // n choices run as n sequences (each its own seed when one is given).
   spec.n = static_cast<int32_t>(integer_field(body, "n", 1, kMaxChoices, 1));
@@ -280,7 +232,7 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
                     spec.format_param == "tools" ? "a required tool call" : "'response_format'"),
         "stop");
   g.draft = draft_options(body, context.draft);
-  check_prompt_bytes(g, context, endpoint == Endpoint::chat ? "messages" : "prompt");
+  check_prompt_bytes(g, context, spec.prompt_param);
   return spec;
 }
 

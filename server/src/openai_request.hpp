@@ -34,6 +34,12 @@ struct CompletionSpec {
   bool parallel_tool_calls = true;
   // The field a FormatError about GenerateRequest::format is reported against.
   std::string format_param;
+  // The field a prompt that cannot be tokenized or does not fit is reported
+  // against ("messages", "prompt", "input").
+  std::string prompt_param = "messages";
+  // Positions the request may fill, prompt and reply (Ollama's num_ctx);
+  // 0: the slot's whole context.
+  int32_t n_ctx = 0;
 };
 
 // What a request is checked against besides its own fields.

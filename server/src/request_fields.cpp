@@ -1,11 +1,13 @@
 #include "request_fields.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "api_error.hpp"
+#include "json_limits.hpp"
 #include "tool_fields.hpp"
 
 namespace bonsai::server {
@@ -75,6 +77,35 @@ std::string string_field(const json &body, const char *name) {
   return value->get<std::string>();
 }
 
+void check_known_fields(const json &object, std::initializer_list<std::string_view> known,
+                        const std::string &where) {
+  for (const auto &[key, value] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end())
+      continue;
+    constexpr size_t kShown = 64; // of an unknown name, echoed back
+    const std::string name = key.size() > kShown ? key.substr(0, kShown) + "..." : key;
+    throw bad_request(where.empty() ? fmt::format("Unknown field '{}'", name)
+                                    : fmt::format("'{}' has an unknown field '{}'", where, name),
+                      where.empty() ? name : where);
+  }
+}
+
+const json &nonempty_list(const json &body, const char *name) {
+  const json *list = field(body, name);
+  if (list == nullptr)
+    throw bad_request(fmt::format("'{}' is required", name), name);
+  if (!list->is_array() || list->empty())
+    throw bad_request(fmt::format("'{}' must be a non-empty list", name), name);
+  return *list;
+}
+
+json object_body(std::string_view text, const JsonLimits &limits) {
+  json body = parse_json_within(text, limits);
+  if (!body.is_object())
+    throw bad_request("The request body must be a JSON object");
+  return body;
+}
+
 namespace {
 
 std::string message_content(const json &message, size_t index) {
@@ -108,6 +139,8 @@ const std::set<std::string> kMessageFields = {
     "role",      "content", "name",   "tool_calls",  "tool_call_id", "reasoning_content",
     "reasoning", "refusal", "parsed", "annotations", "audio",        "function_call"};
 
+} // namespace
+
 // An assistant message's "tool_calls": [{id?, type: "function", function:
 // {name, arguments}}], arguments a JSON text (as OpenAI sends it) or an object.
 std::vector<ToolCall> message_tool_calls(const json &calls, const std::string &where) {
@@ -139,17 +172,11 @@ std::vector<ToolCall> message_tool_calls(const json &calls, const std::string &w
   return out;
 }
 
-} // namespace
-
 std::vector<ChatMessage> chat_messages(const json &body) {
-  const json *messages = field(body, "messages");
-  if (messages == nullptr)
-    throw bad_request("'messages' is required", "messages");
-  if (!messages->is_array() || messages->empty())
-    throw bad_request("'messages' must be a non-empty list", "messages");
+  const json &messages = nonempty_list(body, "messages");
   std::vector<ChatMessage> out;
-  for (size_t i = 0; i < messages->size(); ++i) {
-    const json &m = (*messages)[i];
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json &m = messages[i];
     const std::string where = fmt::format("messages[{}]", i);
     if (!m.is_object())
       throw bad_request(fmt::format("'{}' must be an object", where), where);

@@ -27,10 +27,22 @@ int64_t integer_field(const nlohmann::json &body, const char *name, int64_t min,
 bool bool_field(const nlohmann::json &body, const char *name, bool fallback);
 // "" when absent.
 std::string string_field(const nlohmann::json &body, const char *name);
+// body[name], which must be a non-empty list.
+const nlohmann::json &nonempty_list(const nlohmann::json &body, const char *name);
+// Refuses a field of `object` that is not in `known`; `where` names the
+// object in the message ("" for the body itself).
+void check_known_fields(const nlohmann::json &object, std::initializer_list<std::string_view> known,
+                        const std::string &where);
+// The body as a JSON object, parsed within the limits.
+nlohmann::json object_body(std::string_view text, const JsonLimits &limits);
 // "messages": a non-empty list of {role, content, name?}; roles system
 // (or developer), user, assistant (with tool_calls?), tool (tool_call_id?);
 // content a string, text parts or null.
 std::vector<ChatMessage> chat_messages(const nlohmann::json &body);
+// An assistant message's "tool_calls": [{id?, type?, function: {name,
+// arguments}}], arguments a JSON text (as OpenAI sends them) or an object
+// (as Ollama does); `where` names the list.
+std::vector<ToolCall> message_tool_calls(const nlohmann::json &calls, const std::string &where);
 // enable_thinking, at the top level or in chat_template_kwargs (default true).
 bool thinking(const nlohmann::json &body);
 // "reasoning_format": "reasoning_content" (or llama-server's "deepseek"),

@@ -28,21 +28,26 @@ std::optional<std::string> target_path(std::string_view target, http::verb metho
   return std::string(target.substr(0, target.find('?')));
 }
 
-HttpResponse parse_failure(const boost::system::error_code &error, const HttpLimits &limits) {
+// `path`: the request's, once its head was read ("" before), for the shape
+// of the error body.
+HttpResponse parse_failure(const boost::system::error_code &error, const HttpLimits &limits,
+                           const std::string &path) {
   if (error == http::error::header_limit)
     return error_response(431, "invalid_request_error",
                           fmt::format("The request line and headers are larger than {} bytes",
-                                      limits.max_header_bytes));
+                                      limits.max_header_bytes),
+                          path);
   if (error == http::error::body_limit)
     return error_response(
         413, "invalid_request_error",
-        fmt::format("The request body is larger than {} bytes", limits.max_body_bytes));
-  return error_response(400, "invalid_request_error", "Malformed HTTP request: " + error.message());
+        fmt::format("The request body is larger than {} bytes", limits.max_body_bytes), path);
+  return error_response(400, "invalid_request_error", "Malformed HTTP request: " + error.message(),
+                        path);
 }
 
-HttpResponse budget_spent() {
+HttpResponse budget_spent(const std::string &path) {
   return error_response(503, "server_error",
-                        "The server holds as many request bodies as it may; retry shortly")
+                        "The server holds as many request bodies as it may; retry shortly", path)
       .header("Retry-After", "1");
 }
 
@@ -73,19 +78,19 @@ RequestReader::Progress RequestReader::feed(boost::beast::flat_buffer &input) {
       // it may hold the body, and the next put() goes on with the head.
       const size_t unfinished = error == http::error::need_more ? input.size() : 0;
       if (head_bytes_ + unfinished > limits_.max_header_bytes)
-        return refuse(parse_failure(http::error::header_limit, limits_));
+        return refuse(parse_failure(http::error::header_limit, limits_, known_path()));
     }
     if (error == http::error::need_more)
       break;
     if (error)
-      return refuse(parse_failure(error, limits_));
+      return refuse(parse_failure(error, limits_, known_path()));
     if (parser_.is_header_done() && !screened_ && !screen_head())
       return Progress::refused;
     // Beast adds a chunked body's trailer fields to the head it was given,
     // after the head was counted and screened: none are taken.
     if (screened_ && field_count() != head_fields_)
       return refuse(error_response(400, "invalid_request_error",
-                                   "Trailer fields after a chunked body are not accepted"));
+                                   "Trailer fields after a chunked body are not accepted", path_));
     if (!charge_body())
       return Progress::refused;
   }
@@ -96,7 +101,8 @@ RequestReader::Progress RequestReader::feed(boost::beast::flat_buffer &input) {
     return refuse(error_response(400, "invalid_request_error",
                                  fmt::format("A line of the request body's framing is longer than "
                                              "{} bytes",
-                                             input.max_size())));
+                                             input.max_size()),
+                                 path_));
   return Progress::need_more;
 }
 
@@ -120,7 +126,7 @@ RequestReader::Progress RequestReader::finish() {
   if (!error && parser_.is_done())
     return Progress::complete;
   return refuse(error_response(400, "invalid_request_error",
-                               "The connection ended in the middle of the request"));
+                               "The connection ended in the middle of the request", path_));
 }
 
 bool RequestReader::wants_continue() {
@@ -138,6 +144,17 @@ HttpRequest RequestReader::take() {
   return request;
 }
 
+std::string RequestReader::known_path() const {
+  if (!path_.empty())
+    return path_;
+  // Beast refuses a declared length past the limit as it completes the head,
+  // before the head is screened; the request line is read by then.
+  const HttpMessage &message = parser_.get();
+  if (message.target().empty())
+    return path_;
+  return target_path(message.target(), message.method()).value_or("");
+}
+
 RequestReader::Progress RequestReader::refuse(HttpResponse response) {
   refusal_ = std::move(response);
   return Progress::refused;
@@ -147,7 +164,7 @@ bool RequestReader::screen_head() {
   screened_ = true;
   const HttpMessage &message = parser_.get();
   const auto refuse_with = [this](int status, const std::string &text) {
-    refuse(error_response(status, "invalid_request_error", text));
+    refuse(error_response(status, "invalid_request_error", text, path_));
     return false;
   };
   std::optional<std::string> path = target_path(message.target(), message.method());
@@ -167,6 +184,9 @@ bool RequestReader::screen_head() {
       return refuse_with(400, fmt::format("The request repeats its {} header",
                                           std::string_view(http::to_string(name))));
   }
+  // Anthropic's clients send their key in x-api-key.
+  if (message.count("x-api-key") > 1)
+    return refuse_with(400, "The request repeats its x-api-key header");
   if (const auto coding = message.find(http::field::transfer_encoding); coding != message.end()) {
     // Both framings at once is how requests are smuggled past a proxy.
     if (message.find(http::field::content_length) != message.end())
@@ -192,7 +212,7 @@ bool RequestReader::screen_head() {
   if (const auto length = parser_.content_length(); length && *length > 0) {
     body_share_ = budget_.open_share();
     if (!body_share_->grow_to(*length)) {
-      refuse(budget_spent());
+      refuse(budget_spent(path_));
       return false;
     }
   }
@@ -209,7 +229,7 @@ bool RequestReader::charge_body() {
     body_share_ = budget_.open_share();
   if (body_share_->grow_to(bytes))
     return true;
-  refuse(budget_spent());
+  refuse(budget_spent(path_));
   return false;
 }
 

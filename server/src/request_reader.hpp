@@ -79,6 +79,9 @@ public:
 
 private:
   Progress refuse(HttpResponse response);
+  // The request's path for the shape of an error body: once the head is
+  // read, even before it was screened ("" before).
+  std::string known_path() const;
   size_t field_count() const;
   bool screen_head();
   bool charge_body();

@@ -6,8 +6,13 @@
 
 #include <fmt/format.h>
 
+#include "anthropic_api.hpp"
+#include "chat_completion_writer.hpp"
 #include "error_response.hpp"
+#include "ollama_api.hpp"
+#include "ollama_models.hpp"
 #include "openai_response.hpp"
+#include "responses_api.hpp"
 #include "server_impl.hpp"
 #include "server_log.hpp"
 #include "utility_endpoints.hpp"
@@ -35,6 +40,32 @@ const Route kRoutes[] = {
     {"/apply-template", http::verb::post, "POST, OPTIONS"},
     {"/v1/chat/completions", http::verb::post, "POST, OPTIONS"},
     {"/v1/completions", http::verb::post, "POST, OPTIONS"},
+    // OpenAI's Responses API and Anthropic's Messages API.
+    {"/v1/responses", http::verb::post, "POST, OPTIONS"},
+    {"/v1/messages", http::verb::post, "POST, OPTIONS"},
+    {"/v1/messages/count_tokens", http::verb::post, "POST, OPTIONS"},
+    // Ollama's API.
+    {"/api/chat", http::verb::post, "POST, OPTIONS"},
+    {"/api/generate", http::verb::post, "POST, OPTIONS"},
+    {"/api/tags", http::verb::get, "GET, OPTIONS"},
+    {"/api/show", http::verb::post, "POST, OPTIONS"},
+    {"/api/ps", http::verb::get, "GET, OPTIONS"},
+    {"/api/version", http::verb::get, "GET, OPTIONS"},
+};
+
+// The endpoints that generate, and the API shape each is read in.
+struct GenerationRoute {
+  const char *path;
+  RequestParser parse;
+};
+
+const GenerationRoute kGenerationRoutes[] = {
+    {"/v1/chat/completions", parse_chat_completion},
+    {"/v1/completions", parse_text_completion},
+    {"/v1/responses", parse_responses_request},
+    {"/v1/messages", parse_messages_request},
+    {"/api/chat", parse_ollama_chat},
+    {"/api/generate", parse_ollama_generate},
 };
 
 const Route *route_of(const std::string &path) {
@@ -45,10 +76,11 @@ const Route *route_of(const std::string &path) {
 }
 
 // Everything but the probes (/health, /metrics) and the chat page's files:
-// the API, and the endpoints that show the model or run its tokenizer.
+// the APIs (OpenAI's and Anthropic's under /v1, Ollama's under /api), and
+// the endpoints that show the model or run its tokenizer.
 bool needs_key(const std::string &path) {
-  return path.rfind("/v1/", 0) == 0 || path == "/props" || path == "/tokenize" ||
-         path == "/detokenize" || path == "/apply-template";
+  return path.starts_with("/v1/") || path.starts_with("/api/") || path == "/props" ||
+         path == "/tokenize" || path == "/detokenize" || path == "/apply-template";
 }
 
 ApiError forbidden(const std::string &message) {
@@ -57,17 +89,19 @@ ApiError forbidden(const std::string &message) {
 
 // The key a request was made with: its index in options.api_keys, -1 when
 // the server has none, nullopt when the request does not carry a valid one.
+// The key may come as "Authorization: Bearer KEY" (OpenAI's clients, and
+// Anthropic's with an auth token) or as "x-api-key: KEY" (Anthropic's).
 std::optional<int> request_key(const ServerOptions &options, const HttpMessage &message) {
   if (options.api_keys.empty())
     return -1;
-  const auto header = message.find(http::field::authorization);
-  if (header == message.end())
-    return std::nullopt;
-  const std::optional<std::string_view> token = bearer_token(header->value());
-  if (!token)
-    return std::nullopt;
-  const int key = match_api_key(options.api_keys, *token);
-  return key < 0 ? std::nullopt : std::optional<int>(key);
+  if (const auto header = message.find(http::field::authorization); header != message.end())
+    if (const std::optional<std::string_view> token = bearer_token(header->value()))
+      if (const int key = match_api_key(options.api_keys, *token); key >= 0)
+        return key;
+  if (const auto header = message.find("x-api-key"); header != message.end())
+    if (const int key = match_api_key(options.api_keys, header->value()); key >= 0)
+      return key;
+  return std::nullopt;
 }
 
 std::string_view header_of(const HttpMessage &message, http::field name) {
@@ -115,7 +149,7 @@ HttpResponse options_answer(const Route *route, const HttpMessage &message) {
   // A trusted origin may send the headers its client library adds.
   const std::string_view asked = header_of(message, http::field::access_control_request_headers);
   answer.header("Access-Control-Allow-Headers",
-                asked.empty() ? "Authorization, Content-Type" : std::string(asked));
+                asked.empty() ? "Authorization, Content-Type, X-Api-Key" : std::string(asked));
   answer.header("Access-Control-Max-Age", "600");
   return answer;
 }
@@ -178,19 +212,43 @@ HttpResponse props(const Server::Impl &impl) {
                                                 scheduler->n_ctx(), impl.options.parallel}));
 }
 
+// What Ollama's model endpoints show of the one model (ready servers only).
+OllamaModel ollama_model(const Server::Impl &impl) {
+  std::lock_guard lock(impl.mutex);
+  return ollama_model_of(*impl.engine, impl.model_id, impl.scheduler->n_ctx());
+}
+
+// GET /api/tags, /api/ps and /api/version (I/O thread: no body, no work).
+HttpResponse ollama_listing(const Server::Impl &impl, const std::string &path) {
+  if (path == "/api/version")
+    return HttpResponse(200, ollama_version_body());
+  if (auto refusal = not_serving(impl, path))
+    return *refusal;
+  return HttpResponse(200, path == "/api/tags" ? ollama_tags_body(ollama_model(impl))
+                                               : ollama_ps_body(ollama_model(impl)));
+}
+
 // A body-taking endpoint that runs no generation (/tokenize, ...),
 // answered on a worker.
-using BodyAnswer = std::string (*)(const Engine &, const RequestContext &, std::string_view);
+using BodyAnswer = std::function<std::string(std::string_view body)>;
 void answer_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
                       BodyAnswer answer) {
-  if (impl.ready_scheduler() == nullptr)
-    return exchange->respond(error_response(503, "server_error", "The model is not loaded yet"));
-  run_on_worker(impl, exchange, [&impl, exchange, answer] {
-    // Ready once means ready for good: the engine lives past every handler.
-    HttpResponse response(
-        200, answer(*impl.engine, impl.request_context, exchange->request().message.body()));
+  if (auto refusal = not_serving(impl, exchange->request().path))
+    return exchange->respond(std::move(*refusal));
+  run_on_worker(impl, exchange, [exchange, answer = std::move(answer)] {
+    HttpResponse response(200, answer(exchange->request().message.body()));
     return std::function<void()>(
         [exchange, response]() mutable { exchange->respond(std::move(response)); });
+  });
+}
+
+// An endpoint of utility_endpoints.hpp and the like: ready once means ready
+// for good, so the engine lives past every handler.
+using EngineAnswer = std::string (*)(const Engine &, const RequestContext &, std::string_view);
+void answer_with_engine(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
+                        EngineAnswer answer) {
+  answer_on_worker(impl, exchange, [&impl, answer](std::string_view body) {
+    return answer(*impl.engine, impl.request_context, body);
   });
 }
 
@@ -205,7 +263,7 @@ std::string endpoint_label(const std::string &path) {
 Screening Server::Impl::screen(const RequestHead &head) {
   Screening screening;
   const auto refuse = [&](const ApiError &error) {
-    screening.refusal = error_response(error);
+    screening.refusal = error_response(error, head.path);
     if (error.status == 401)
       screening.refusal->header("WWW-Authenticate", "Bearer");
     return screening;
@@ -217,8 +275,9 @@ Screening Server::Impl::screen(const RequestHead &head) {
     return screening;
   if (needs_key(head.path) && !request_key(options, head.message))
     return refuse(ApiError(401, "authentication_error",
-                           "Missing or wrong API key: send 'Authorization: Bearer KEY'", {},
-                           "invalid_api_key"));
+                           "Missing or wrong API key: send 'Authorization: Bearer KEY' "
+                           "(or 'x-api-key: KEY')",
+                           {}, "invalid_api_key"));
   const Route *route = route_of(head.path);
   if (route != nullptr && route->method == http::verb::post &&
       head.message.method() == http::verb::post &&
@@ -238,12 +297,13 @@ void Server::Impl::serve(const std::shared_ptr<Exchange> &exchange) {
   if (route == nullptr)
     return exchange->respond(error_response(
         404, "invalid_request_error",
-        fmt::format("No endpoint {} {}", std::string_view(message.method_string()), path)));
+        fmt::format("No endpoint {} {}", std::string_view(message.method_string()), path), path));
   if (message.method() != route->method)
     return exchange->respond(error_response(405, "invalid_request_error",
                                             fmt::format("{} is not allowed on {}; use {}",
                                                         std::string_view(message.method_string()),
-                                                        path, http::to_string(route->method)))
+                                                        path, http::to_string(route->method)),
+                                            path)
                                  .header("Allow", route->allow));
   if (page)
     return exchange->respond(*web_page(path));
@@ -257,15 +317,27 @@ void Server::Impl::serve(const std::shared_ptr<Exchange> &exchange) {
   if (path == "/props")
     return exchange->respond(props(*this));
   if (path == "/tokenize")
-    return answer_on_worker(*this, exchange, tokenize_body);
+    return answer_with_engine(*this, exchange, tokenize_body);
   if (path == "/detokenize")
-    return answer_on_worker(*this, exchange, detokenize_body);
+    return answer_with_engine(*this, exchange, detokenize_body);
   if (path == "/apply-template")
-    return answer_on_worker(*this, exchange, apply_template_body);
+    return answer_with_engine(*this, exchange, apply_template_body);
+  if (path == "/v1/messages/count_tokens")
+    return answer_with_engine(*this, exchange, count_tokens_body);
+  if (path == "/api/tags" || path == "/api/ps" || path == "/api/version")
+    return exchange->respond(ollama_listing(*this, path));
+  if (path == "/api/show") {
+    if (auto refusal = not_serving(*this, path))
+      return exchange->respond(std::move(*refusal));
+    return answer_on_worker(*this, exchange,
+                            [this, model = ollama_model(*this)](std::string_view body) {
+                              return ollama_show_body(model, request_context, body);
+                            });
+  }
   const int key = request_key(options, message).value_or(-1);
-  start_completion(*this, exchange,
-                   path == "/v1/chat/completions" ? Endpoint::chat : Endpoint::completion,
-                   tenant_of(key));
+  for (const GenerationRoute &generation : kGenerationRoutes)
+    if (path == generation.path)
+      return start_generation(*this, exchange, generation.parse, tenant_of(key));
 }
 
 void Server::Impl::answered(const std::string &path, int status) {

@@ -206,6 +206,7 @@ void Scheduler::admit(std::deque<std::shared_ptr<Job>> &arrivals) {
     slot.prompt_done = 0;
     slot.next_token = -1;
     slot.admitted = slot.last_used = ++clock_;
+    slot.admitted_at = Clock::now();
     slot.usage = {};
     slot.usage.prompt_tokens = static_cast<int32_t>(prompt.size());
     slot.usage.cached_tokens = reused;
@@ -299,7 +300,8 @@ void Scheduler::draft(std::span<Slot *const> decoding, int32_t budget) {
     Slot &slot = *decoding[i];
     slot.fed.assign(1, slot.next_token);
     // The step's token and the one after the last proposal must still fit.
-    const int32_t room = std::min(budget, n_ctx_ - batch_.position(slot.sequence) - 2);
+    const int32_t room =
+        std::min(budget, context_of(*slot.job) - batch_.position(slot.sequence) - 2);
     const DraftOptions &wanted = slot.job->spec.generate.draft;
     if (room <= 0 || wanted.max <= 0 || (wanted.ngram <= 0 && !draft_))
       continue;
@@ -388,9 +390,10 @@ void Scheduler::take_verified(Slot &slot, const BatchLogits &logits, int32_t fir
 bool Scheduler::take_step(Slot &slot, GenerationStep step, std::string &text, bool first_of_step) {
   Job &job = *slot.job;
   const auto now = Clock::now();
-  if (slot.next_token == -1)
+  if (slot.next_token == -1) {
     metrics_.time_to_first_token(seconds_between(job.queued_at, now));
-  else // tokens after the first of a verified step arrive with it
+    slot.first_token_at = now;
+  } else // tokens after the first of a verified step arrive with it
     metrics_.inter_token_latency(first_of_step ? seconds_between(slot.last_token_at, now) : 0.0);
   slot.last_token_at = now;
   slot.last_used = ++clock_;
@@ -399,7 +402,7 @@ bool Scheduler::take_step(Slot &slot, GenerationStep step, std::string &text, bo
     slot.logprobs.push_back(std::move(*step.logprobs));
   text += step.text;
   if (step.stop) {
-    finish(slot, finish_of(*step.stop), std::move(text));
+    finish(slot, finish_of(*step.stop), std::move(text), {}, std::move(step.stop_string));
     return false;
   }
   slot.next_token = step.token;
@@ -409,20 +412,34 @@ bool Scheduler::take_step(Slot &slot, GenerationStep step, std::string &text, bo
 void Scheduler::end_of_step(Slot &slot, std::string text) {
   Job &job = *slot.job;
   // Feeding the next token needs one more position.
-  if (batch_.position(slot.sequence) + 1 > n_ctx_) {
+  if (batch_.position(slot.sequence) + 1 > context_of(job)) {
     finish(slot, Finish::length, text + job.generation.finish());
     return;
   }
-  if (!text.empty())
-    job.push({std::move(text), std::nullopt, {}, {}, std::exchange(slot.logprobs, {})});
+  if (!text.empty()) {
+    JobEvent event;
+    event.text = std::move(text);
+    event.logprobs = std::exchange(slot.logprobs, {});
+    job.push(std::move(event));
+  }
 }
 
-void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string error) {
+void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string error,
+                       std::string stop_string) {
   Job &job = *slot.job;
   metrics_.tokens(slot.usage.prompt_tokens, slot.usage.cached_tokens, slot.usage.completion_tokens);
   if (const GenerateStats c = job.generation.constraint_stats(); c.constrained_tokens > 0)
     metrics_.constrained(c.constrained_tokens, c.constraint_masks, c.constraint_ms / 1000.0);
-  job.push({std::move(text), how, std::move(error), slot.usage, std::exchange(slot.logprobs, {})});
+  JobEvent event;
+  event.text = std::move(text);
+  event.finish = how;
+  event.error = std::move(error);
+  event.stop_string = std::move(stop_string);
+  event.usage = slot.usage;
+  const Clock::time_point now = Clock::now();
+  event.times = {slot.admitted_at, slot.next_token == -1 ? now : slot.first_token_at, now};
+  event.logprobs = std::exchange(slot.logprobs, {});
+  job.push(std::move(event));
   slot.job.reset();
   slot.prompt_left.clear();
   slot.prompt_done = 0;
@@ -430,7 +447,16 @@ void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string err
 }
 
 void Scheduler::end_queued(const std::shared_ptr<Job> &job, Finish how) {
-  job->push({{}, how, {}, {}, {}});
+  JobEvent event;
+  event.finish = how;
+  const Clock::time_point now = Clock::now();
+  event.times = {now, now, now};
+  job->push(std::move(event));
+}
+
+int32_t Scheduler::context_of(const Job &job) const {
+  const int32_t asked = job.spec.n_ctx;
+  return asked > 0 ? std::min(asked, n_ctx_) : n_ctx_;
 }
 
 void Scheduler::publish_gauges() {

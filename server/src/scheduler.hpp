@@ -61,6 +61,8 @@ private:
     size_t prompt_done = 0;           // of prompt_left
     int32_t next_token = -1;          // decoding: the token to feed
     uint64_t admitted = 0;            // admission order (prompts are read first come, first served)
+    Clock::time_point admitted_at;    // JobTimes
+    Clock::time_point first_token_at;
     uint64_t last_used = 0;
     Clock::time_point last_token_at;
     uint64_t tenant = 0; // whose tokens the KV cache holds
@@ -92,7 +94,11 @@ private:
   // After a slot's last token of a step: ends the job when the context is
   // full, else sends the step's text.
   void end_of_step(Slot &slot, std::string text);
-  void finish(Slot &slot, Finish how, std::string text = {}, std::string error = {});
+  void finish(Slot &slot, Finish how, std::string text = {}, std::string error = {},
+              std::string stop_string = {});
+  // Positions the job may fill, prompt and reply: the slot's, or fewer
+  // when its request asks (CompletionSpec::n_ctx).
+  int32_t context_of(const Job &job) const;
   void end_queued(const std::shared_ptr<Job> &job, Finish how);
   void publish_gauges();
 

@@ -16,6 +16,7 @@
 #include "http_server.hpp"
 #include "metrics.hpp"
 #include "openai_request.hpp"
+#include "reply_writer.hpp"
 #include "request_policy.hpp"
 #include "scheduler.hpp"
 
@@ -75,8 +76,12 @@ struct Server::Impl : HttpApplication {
 using WorkerTask = std::function<std::function<void()>()>;
 void run_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange, WorkerTask work);
 
-// Starts answering POST /v1/chat/completions or /v1/completions.
-void start_completion(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
-                      Endpoint endpoint, uint64_t tenant);
+// The 503 for a request that needs the model while it is not ready.
+std::optional<HttpResponse> not_serving(const Server::Impl &impl, const std::string &path);
+
+// Starts answering a request that generates, read by `parse` (one API's
+// shape), for prompt-cache tenant `tenant`.
+void start_generation(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,
+                      RequestParser parse, uint64_t tenant);
 
 } // namespace bonsai::server

@@ -1,12 +1,12 @@
 #include "tool_calls.hpp"
 
 #include <algorithm>
-#include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "api_error.hpp"
 #include "json_limits.hpp"
+#include "response_ids.hpp"
 #include "tag_scan.hpp"
 
 namespace bonsai::server {
@@ -16,16 +16,6 @@ using json = nlohmann::json;
 
 constexpr std::string_view kOpen = "<tool_call>";
 constexpr std::string_view kClose = "</tool_call>";
-
-std::string new_call_id() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  constexpr std::string_view kChars =
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::string id = "call_";
-  for (int i = 0; i < 24; ++i)
-    id += kChars[rng() % kChars.size()];
-  return id;
-}
 
 // What a model may nest in a call: far more than any real arguments, far less
 // than what would strain the parser.
@@ -95,7 +85,7 @@ bool ToolCallSplit::parse_call(std::string_view body, ParsedToolCall &call) cons
   if (parse_xml_call(body, xml_name, xml_arguments)) {
     call.name = std::move(xml_name);
     call.arguments = xml_arguments.dump(-1, ' ', false, json::error_handler_t::replace);
-    call.id = new_call_id();
+    call.id = new_response_id("call_");
     return true;
   }
   json value;
@@ -129,7 +119,7 @@ bool ToolCallSplit::parse_call(std::string_view body, ParsedToolCall &call) cons
   } else {
     return false;
   }
-  call.id = new_call_id();
+  call.id = new_response_id("call_");
   return true;
 }
 

@@ -12,7 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr size_t kMaxTools = 128;
 constexpr size_t kMaxNameBytes = 64; // OpenAI's limit on a function name
 
 void append_python(const json &value, std::string &out) {
@@ -39,18 +38,6 @@ void append_python(const json &value, std::string &out) {
   } else {
     out += value.dump(-1, ' ', false, json::error_handler_t::replace);
   }
-}
-
-void check_function_name(const json &name, const std::string &where) {
-  if (!name.is_string())
-    throw bad_request(fmt::format("'{}' must be a string", where), where);
-  const std::string &text = name.get_ref<const std::string &>();
-  if (text.empty() || text.size() > kMaxNameBytes)
-    throw bad_request(fmt::format("'{}' must be 1 to {} characters", where, kMaxNameBytes), where);
-  for (char c : text)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
-      throw bad_request(fmt::format("'{}' may hold only letters, digits, '_' and '-'", where),
-                        where);
 }
 
 // One entry of `tools`: {"type": "function", "function": {"name", "description"?,
@@ -89,6 +76,30 @@ void check_tool(const json &tool, size_t index) {
 
 } // namespace
 
+void check_function_name(const json &name, const std::string &where) {
+  if (!name.is_string())
+    throw bad_request(fmt::format("'{}' must be a string", where), where);
+  const std::string &text = name.get_ref<const std::string &>();
+  if (text.empty() || text.size() > kMaxNameBytes)
+    throw bad_request(fmt::format("'{}' must be 1 to {} characters", where, kMaxNameBytes), where);
+  for (char c : text)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
+      throw bad_request(fmt::format("'{}' may hold only letters, digits, '_' and '-'", where),
+                        where);
+}
+
+const json *tool_list(const json &body) {
+  const json *tools = field(body, "tools");
+  if (tools == nullptr)
+    return nullptr;
+  if (!tools->is_array())
+    throw bad_request("'tools' must be a list", "tools");
+  if (tools->size() > kMaxTools)
+    throw bad_request(fmt::format("'tools' holds {} tools; at most {}", tools->size(), kMaxTools),
+                      "tools");
+  return tools;
+}
+
 std::string python_json(const json &value) {
   std::string out;
   append_python(value, out);
@@ -98,13 +109,7 @@ std::string python_json(const json &value) {
 ToolsRequest tools_request(const json &body) {
   ToolsRequest request;
   request.parallel = bool_field(body, "parallel_tool_calls", true);
-  const json *tools = field(body, "tools");
-  if (tools != nullptr) {
-    if (!tools->is_array())
-      throw bad_request("'tools' must be a list", "tools");
-    if (tools->size() > kMaxTools)
-      throw bad_request(fmt::format("'tools' holds {} tools; at most {}", tools->size(), kMaxTools),
-                        "tools");
+  if (const json *tools = tool_list(body); tools != nullptr) {
     for (size_t i = 0; i < tools->size(); ++i) {
       check_tool((*tools)[i], i);
       request.rendered.push_back(python_json((*tools)[i]));

@@ -17,6 +17,14 @@ struct ToolsRequest {
 
 ToolsRequest tools_request(const nlohmann::json &body);
 
+// Most tools a request may offer.
+constexpr size_t kMaxTools = 128;
+// "tools", checked to be a list of at most kMaxTools; nullptr when absent.
+const nlohmann::json *tool_list(const nlohmann::json &body);
+// A function name: 1 to 64 letters, digits, '_' or '-' (OpenAI's rule);
+// `where` names the field.
+void check_function_name(const nlohmann::json &name, const std::string &where);
+
 // `value` as Python's json.dumps writes it, what Qwen3's template prints with
 // `tojson`: ", " and ": " between items, non-ASCII text as it is.
 std::string python_json(const nlohmann::json &value);

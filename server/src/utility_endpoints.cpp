@@ -15,17 +15,9 @@ using json = nlohmann::json;
 
 // The body as an object with only `known` fields.
 json object_body(std::string_view text, const RequestContext &context,
-                 std::initializer_list<const char *> known) {
-  json body = parse_json_within(text, context.json);
-  if (!body.is_object())
-    throw bad_request("The request body must be a JSON object");
-  for (const auto &[key, value] : body.items()) {
-    bool ok = false;
-    for (const char *name : known)
-      ok = ok || key == name;
-    if (!ok)
-      throw bad_request(fmt::format("Unknown field '{}'", key), key);
-  }
+                 std::initializer_list<std::string_view> known) {
+  json body = object_body(text, context.json);
+  check_known_fields(body, known, "");
   return body;
 }
 

@@ -95,6 +95,22 @@ TEST(StopStringFilter, StopStringAndWhatFollowsAreNeverReleased) {
   EXPECT_EQ(filter.finish(), "");
 }
 
+TEST(StopStringFilter, NamesTheStopStringThatCutTheText) {
+  // Anthropic's stop_sequence: which of the strings ended the reply, here
+  // the one that starts first although another completes in the same piece.
+  StopStringFilter filter({"cde", "bcdefg", "xyz"});
+  EXPECT_EQ(filter.push("ab").released, "a");
+  EXPECT_EQ(filter.matched(), "");
+  const auto result = filter.push("cdefgh");
+  EXPECT_TRUE(result.stopped);
+  EXPECT_EQ(result.released, ""); // "a" went out with the first piece
+  EXPECT_EQ(filter.matched(), "bcdefg");
+  StopStringFilter split({"END"});
+  EXPECT_FALSE(split.push("xE").stopped);
+  EXPECT_TRUE(split.push("ND").stopped);
+  EXPECT_EQ(split.matched(), "END");
+}
+
 TEST(StopStringFilter, SelfOverlappingStop) {
   // "aaab": the held "aa" must stay a candidate when a third 'a' arrives.
   StopStringFilter filter({"aab"});

@@ -1,4 +1,4 @@
-# Sourced by the run.sh of the npm-driven server tests (openai/, schemas/,
+# Sourced by the npm-driven server tests (npm_client_test.sh, schemas/,
 # webui/): the checks, the pinned install and the server they share. Skips
 # (exit 77, as ctest's SKIP_RETURN_CODE) say why.
 

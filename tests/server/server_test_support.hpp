@@ -76,11 +76,16 @@ inline bonsai::server::ServerOptions server_options(int32_t parallel = 2) {
 // A started server whose model has loaded.
 struct RunningServer {
   std::unique_ptr<bonsai::server::Server> server;
-  // `model`: a file of tests/data, tiny-q1.gguf unless named.
+  // `model`: a file of tests/data, tiny-q1.gguf unless named. `exact`: the
+  // CPU plugin's reference kernels; false for its fast ones (ten times the
+  // speed under ASan) where a test needs no exact logits.
   explicit RunningServer(bonsai::server::ServerOptions options = server_options(),
-                         int32_t n_ctx = 512, std::string model = "tiny-q1.gguf")
-      : server(std::make_unique<bonsai::server::Server>(std::move(options), [n_ctx, model] {
-          return bonsai::Engine::open(data_path(model), engine_options(n_ctx));
+                         int32_t n_ctx = 512, std::string model = "tiny-q1.gguf", bool exact = true)
+      : server(std::make_unique<bonsai::server::Server>(std::move(options), [n_ctx, model, exact] {
+          bonsai::EngineOptions engine = engine_options(n_ctx);
+          if (!exact)
+            engine.plugin_options.clear();
+          return bonsai::Engine::open(data_path(model), engine);
         })) {
     server->wait_loaded();
     EXPECT_TRUE(server->ready()) << server->load_error();

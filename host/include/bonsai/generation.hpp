@@ -34,6 +34,9 @@ struct GenerationStep {
   // part of the output), stop_string, or length (n_predict tokens). Then the
   // token need not be fed to the model.
   std::optional<StopReason> stop;
+  // With stop == stop_string: the stop string that completed (the request's
+  // text of it; neither it nor what followed is in `text`).
+  std::string stop_string;
   // With GenerateRequest::logprobs, for a token that is part of the output.
   std::optional<StepLogprobs> logprobs;
 };

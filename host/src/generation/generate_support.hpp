@@ -70,6 +70,8 @@ public:
   std::string push(int32_t token, bool &stopped);
   // End of generation: what the decoder and the filter still hold.
   std::string finish(bool &stopped);
+  // Once `stopped` was set: the stop string that completed.
+  const std::string &matched_stop() const { return filter_.matched(); }
 
 private:
   const Tokenizer *tokenizer_;

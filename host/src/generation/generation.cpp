@@ -114,6 +114,8 @@ GenerationStep Generation::Impl::take(int32_t raw, std::span<const float> logits
     if (string_stopped)
       step.stop = StopReason::stop_string;
   }
+  if (step.stop == StopReason::stop_string)
+    step.stop_string = stream.matched_stop();
   done = step.stop.has_value();
   return step;
 }

@@ -83,13 +83,18 @@ StopStringFilter::Result StopStringFilter::push(std::string_view piece) {
   const size_t before = held_.size();
   held_.append(piece);
   size_t first_stop = std::string::npos;
+  size_t first_length = 0;
   for (size_t i = 0; i < piece.size(); ++i) {
     state_ = matcher_.next(state_, static_cast<unsigned char>(piece[i]));
-    if (const size_t length = matcher_.longest_match(state_); length > 0)
-      first_stop = std::min(first_stop, before + i + 1 - length);
+    const size_t length = matcher_.longest_match(state_);
+    if (length > 0 && before + i + 1 - length < first_stop) {
+      first_stop = before + i + 1 - length;
+      first_length = length;
+    }
   }
   if (first_stop != std::string::npos) {
     result.released = held_.substr(0, first_stop);
+    matched_ = held_.substr(first_stop, first_length);
     result.stopped = true;
     stopped_ = true;
     held_.clear();

@@ -57,6 +57,8 @@ public:
   // At the end of generation: whatever is still held back (it is not a stop
   // string, since none completed).
   std::string finish();
+  // Once a push stopped: the stop string that cut the text.
+  const std::string &matched() const { return matched_; }
 
 private:
   StopStringMatcher matcher_;
@@ -65,6 +67,7 @@ private:
   uint32_t state_ = StopStringMatcher::kStart;
   std::string held_;
   bool stopped_ = false;
+  std::string matched_;
 };
 
 } // namespace bonsai::host
