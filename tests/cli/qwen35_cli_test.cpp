@@ -33,20 +33,17 @@ TEST(Qwen35Cli, RunStreamsTextAndStats) {
 TEST(Qwen35Cli, TheMtpDraftKeepsTheGreedyText) {
   const std::vector<std::string> draft = {"--draft-mtp", "--draft-fixed", "--draft-max",
                                           "2",           "--draft-p-min", "0"};
-  std::vector<std::string> run = {"run",
-                                  "-m",
-                                  kQ35,
-                                  "-p",
-                                  "Hello",
-                                  "-n",
-                                  "12",
-                                  "--temp",
-                                  "0",
-                                  "--ignore-eos",
-                                  "--no-chat",
-                                  "--no-progress",
-                                  "--backend-options",
-                                  "kernels=reference"};
+  // Greedy on the exact kernels, as both commands run.
+  const std::vector<std::string> greedy = {"-m",
+                                           kQ35,
+                                           "--temp",
+                                           "0",
+                                           "--ignore-eos",
+                                           "--no-progress",
+                                           "--backend-options",
+                                           "kernels=reference"};
+  std::vector<std::string> run = {"run", "-p", "Hello", "-n", "12", "--no-chat"};
+  run.insert(run.end(), greedy.begin(), greedy.end());
   const auto plain = run_bonsai(run);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   run.insert(run.end(), draft.begin(), draft.end());
@@ -55,17 +52,8 @@ TEST(Qwen35Cli, TheMtpDraftKeepsTheGreedyText) {
   EXPECT_EQ(drafted.out, plain.out);
   EXPECT_GT(number_after(drafted.err, "| draft "), 0) << drafted.err;
 
-  std::vector<std::string> chat = {"chat",
-                                   "-m",
-                                   kQ35,
-                                   "-n",
-                                   "8",
-                                   "--temp",
-                                   "0",
-                                   "--ignore-eos",
-                                   "--no-progress",
-                                   "--backend-options",
-                                   "kernels=reference"};
+  std::vector<std::string> chat = {"chat", "-n", "8"};
+  chat.insert(chat.end(), greedy.begin(), greedy.end());
   const std::string input = "Hello\nHi again\n";
   const auto plain_chat = run_bonsai(chat, input);
   ASSERT_EQ(plain_chat.exit_code, 0) << plain_chat.err;
