@@ -371,7 +371,7 @@ int bench_command(const Args &argv) {
       }
       Engine engine = open_engine(a.engine);
       DraftRuntime draft;
-      open_draft(draft_args, a.engine, draft);
+      open_draft(draft_args, engine, a.engine, draft);
       const int32_t kv_value_bytes = kv_value_bytes_for(engine, a.engine);
       std::vector<int32_t> batch_sequences;
       std::optional<Session> session;

@@ -270,7 +270,7 @@ int chat_command(const Args &argv) {
                                            : engine.model().name.c_str(),
                engine.backend().name.c_str());
   DraftRuntime draft;
-  open_draft(draft_args, engine_args, draft);
+  open_draft(draft_args, engine, engine_args, draft);
   Conversation conversation(engine, session, settings, draft, thinking);
   conversation.loop();
   return kExitOk;

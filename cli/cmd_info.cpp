@@ -111,7 +111,7 @@ int info_command(const Args &args) {
     line(out, "attention:",
          std::to_string(hp.n_layer - recurrent) + " gated attention layers, " +
              std::to_string(y->n_rot) + " rotary dims; " + std::to_string(y->n_nextn) +
-             " MTP layer(s) not run");
+             " MTP layer(s), run only as a draft (--draft-mtp)");
   }
   line(out, "embedding:", std::to_string(hp.n_embd));
   line(out, "heads:",

@@ -180,7 +180,7 @@ int run_command(const Args &argv) {
 
   Session session = open_session(engine, engine_args);
   DraftRuntime draft_runtime;
-  open_draft(draft, engine_args, draft_runtime);
+  open_draft(draft, engine, engine_args, draft_runtime);
   request.draft = draft_runtime.options;
   InterruptHandler interrupt(session);
   if (display_prompt)

@@ -88,8 +88,14 @@ EngineArgs draft_engine_args(const DraftArgs &args, const EngineArgs &engine_arg
   return draft_args;
 }
 
-void open_draft(const DraftArgs &args, const EngineArgs &engine_args, DraftRuntime &out) {
+void open_draft(const DraftArgs &args, const Engine &engine, const EngineArgs &engine_args,
+                DraftRuntime &out) {
   out.options = args.options;
+  if (args.options.mtp && engine.model().n_mtp_layers < 1)
+    throw InvalidArgument(engine_args.model +
+                          ": --draft-mtp needs a model with a multi-token-prediction layer (a "
+                          "qwen35 file whose nextn_predict_layers is at least 1); this " +
+                          engine.model().architecture + " model has none");
   if (args.model_draft.empty())
     return;
   const EngineArgs draft_args = draft_engine_args(args, engine_args);

@@ -23,7 +23,9 @@ struct DraftRuntime {
   DraftOptions options;
 };
 // Fills `out` from the flags; `out` must stay where it is while used.
-void open_draft(const DraftArgs &args, const EngineArgs &engine_args, DraftRuntime &out);
+// Checks that `engine`'s model can draft with its MTP layer when asked.
+void open_draft(const DraftArgs &args, const Engine &engine, const EngineArgs &engine_args,
+                DraftRuntime &out);
 // The draft model's engine arguments: the model's, with the draft's file and
 // any --backend-draft / --backend-options-draft.
 EngineArgs draft_engine_args(const DraftArgs &args, const EngineArgs &engine_args);

@@ -333,13 +333,15 @@ CommandLine &CommandLine::draft(DraftArgs &d) {
       "the draft model's plugin options (default: the model's, with the same backend)")(
       "draft-ngram", po::value(&o.ngram)->value_name("N"),
       "propose with prompt lookup: the tokens that followed the last N tokens earlier in the "
-      "context")("draft-max", po::value(&o.max)->value_name("N")->default_value(o.max),
-                 "most tokens proposed per step")(
-      "draft-min", po::value(&o.min)->value_name("N")->default_value(o.min),
-      "fewer proposals than this: a plain step")(
+      "context")("draft-mtp", po::bool_switch(&o.mtp),
+                 "propose with the model's own multi-token-prediction layer (qwen35)")(
+      "draft-max", po::value(&o.max)->value_name("N")->default_value(o.max),
+      "most tokens proposed per step")("draft-min",
+                                       po::value(&o.min)->value_name("N")->default_value(o.min),
+                                       "fewer proposals than this: a plain step")(
       "draft-p-min",
       po::value(&o.p_min)->value_name("P")->default_value(o.p_min, shortest(o.p_min)),
-      "the draft model stops proposing below this probability of its best token")(
+      "the draft model (or MTP layer) stops proposing below this probability of its best token")(
       "draft-fixed", po::bool_switch(&d.fixed),
       "propose --draft-max tokens every step instead of the length that measures best");
   groups_.push_back(group);
@@ -351,6 +353,8 @@ CommandLine &CommandLine::draft(DraftArgs &d) {
       throw UsageError("--draft-min and --draft-max need 1 <= min <= max");
     if (!(o.p_min >= 0.0f && o.p_min <= 1.0f))
       throw UsageError("--draft-p-min must be in [0, 1]");
+    if (o.mtp && !d.model_draft.empty())
+      throw UsageError("--draft-mtp and -md/--model-draft exclude each other; choose one");
     if (d.model_draft.empty() && (!d.backend_draft.empty() || !d.backend_options_draft.empty()))
       throw UsageError("--backend-draft and --backend-options-draft need a draft model (-md FILE)");
   });

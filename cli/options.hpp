@@ -57,13 +57,13 @@ struct GenerationArgs {
 
 // Speculative decoding (docs/speculative.md): the draft's flags.
 struct DraftArgs {
-  DraftOptions options;    // --draft-ngram, --draft-max, --draft-min, --draft-p-min
+  DraftOptions options;    // --draft-ngram, --draft-mtp, --draft-max, --draft-min, --draft-p-min
   std::string model_draft; // -md/--model-draft FILE
   // --backend-draft NAME and --backend-options-draft "k=v;..."; empty: the model's
   std::string backend_draft;
   std::string backend_options_draft;
   bool fixed = false; // --draft-fixed
-  bool any() const { return options.ngram > 0 || !model_draft.empty(); }
+  bool any() const { return options.ngram > 0 || !model_draft.empty() || options.mtp; }
 };
 
 // One subcommand's option table. Groups are added before parse().

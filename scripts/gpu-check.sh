@@ -382,6 +382,11 @@ if [ "$mode" = fake ]; then
   # qwen35 through the plugin's own layers (ABI 1.2 layer kinds): the golden
   # logits of both tiny qwen35 models.
   step golden_qwen35 600 "$bin/test_golden" --gtest_filter='*LayerKinds.PromptLogits*'
+  # The MTP draft's inputs: the trunk's hidden states (ABI 1.3) and the MTP
+  # layer through the plugin's matmul against float64, default kernels.
+  step golden_qwen35_mtp 600 env BONSAI_PLUGIN_OPTIONS= "$bin/test_golden" \
+    --gtest_filter='*MtpLayerGolden.HiddenStates*/tiny_q35_q1'
+  grep -h '^\[ golden' "$logs/golden_qwen35_mtp.log" >>"$summary" 2>/dev/null
   targets_section
   echo "## summary ($summary)"
   cat "$summary"

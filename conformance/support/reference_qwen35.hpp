@@ -3,10 +3,13 @@
 // architecture (Bonsai-27B: gated DeltaNet + gated attention), written from
 // docs/models.md. It reads the GGUF by tensor name, not through ModelSpec, so
 // the loader is checked too. The gated DeltaNet runs either as the one-token
-// recurrence or in the exact chunk form, so each checks the other. Not meant
-// to be fast.
+// recurrence or in the exact chunk form, so each checks the other. The
+// multi-token-prediction (MTP) layer after the trunk, when the file has one,
+// runs on its own (RefQwen35::mtp_step, docs/models.md "The MTP layer"). Not
+// meant to be fast.
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +32,17 @@ struct RefQwen35Layer {
   std::vector<double> dt_bias, a, ssm_norm;
 };
 
+// The MTP layer: a gated attention layer (`layer`, with its own KV cache)
+// after c = eh_proj [RMSNorm(e; enorm) ; RMSNorm(h; hnorm)], and its head.
+struct RefQwen35Mtp {
+  RefQwen35Layer layer;
+  RefMatrix eh_proj; // n_embd rows of 2 * n_embd
+  std::vector<double> enorm, hnorm;
+  RefMatrix embed;               // nextn.embed_tokens, else token_embd
+  RefMatrix head;                // nextn.shared_head_head, else the LM head
+  std::vector<double> head_norm; // nextn.shared_head_norm, else output_norm
+};
+
 struct RefQwen35Model {
   int n_embd = 0, n_layer = 0, n_head = 0, n_kv = 0, head_dim = 0, n_rot = 0, n_ff = 0;
   int n_vocab = 0;
@@ -38,6 +52,7 @@ struct RefQwen35Model {
   RefMatrix token_embd, lm_head;
   std::vector<double> output_norm;
   std::vector<RefQwen35Layer> layers;
+  std::optional<RefQwen35Mtp> mtp; // the first MTP layer, when the file has one
 
   int key_dim() const { return h_k * d; }
   int value_dim() const { return h_v * d; }
@@ -84,10 +99,11 @@ struct RefQwen35Model {
     m.n_vocab = static_cast<int>(m.token_embd.rows);
     m.lm_head = file.find_tensor("output.weight") ? matrix("output.weight") : m.token_embd;
     m.output_norm = vec("output_norm.weight");
-    for (int l = 0; l < m.n_layer; ++l) {
+    // Layer `l`: its norms, MLP and mixer (gated DeltaNet or attention).
+    const auto layer = [&](int l, bool recurrent) {
       const std::string p = "blk." + std::to_string(l) + ".";
       RefQwen35Layer L;
-      L.recurrent = (l + 1) % interval != 0;
+      L.recurrent = recurrent;
       L.attn_norm = vec(p + "attn_norm.weight");
       L.post_norm = vec(p + "post_attention_norm.weight");
       L.gate = matrix(p + "ffn_gate.weight");
@@ -111,7 +127,24 @@ struct RefQwen35Model {
         L.q_norm = vec(p + "attn_q_norm.weight");
         L.k_norm = vec(p + "attn_k_norm.weight");
       }
-      m.layers.push_back(std::move(L));
+      return L;
+    };
+    for (int l = 0; l < m.n_layer; ++l)
+      m.layers.push_back(layer(l, (l + 1) % interval != 0));
+    if (n_nextn > 0) { // an attention layer, then the nextn tensors
+      const std::string n = "blk." + std::to_string(m.n_layer) + ".nextn.";
+      RefQwen35Mtp mtp;
+      mtp.layer = layer(m.n_layer, false);
+      mtp.eh_proj = matrix(n + "eh_proj.weight");
+      mtp.enorm = vec(n + "enorm.weight");
+      mtp.hnorm = vec(n + "hnorm.weight");
+      const auto has = [&](const std::string &name) { return file.find_tensor(name) != nullptr; };
+      mtp.embed = has(n + "embed_tokens.weight") ? matrix(n + "embed_tokens.weight") : m.token_embd;
+      mtp.head =
+          has(n + "shared_head_head.weight") ? matrix(n + "shared_head_head.weight") : m.lm_head;
+      mtp.head_norm =
+          has(n + "shared_head_norm.weight") ? vec(n + "shared_head_norm.weight") : m.output_norm;
+      m.mtp = std::move(mtp);
     }
     return m;
   }
@@ -124,6 +157,13 @@ struct RefQwen35State {
   std::vector<std::vector<std::vector<double>>> keys, values; // [layer][pos][n_kv * D]
   std::vector<std::vector<double>> conv;                      // [layer][(K-1) * conv_dim]
   std::vector<std::vector<double>> ssm; // [layer][h_v * d * d], S[h][i][j]: i key, j value
+  std::vector<std::vector<double>> mtp_keys, mtp_values; // the MTP layer's, [entry][n_kv * D]
+};
+
+// What one MTP entry gives: the logits of the token after its input token,
+// and its output-normed hidden state (the h of a chained next entry).
+struct RefMtpOutput {
+  std::vector<double> logits, hidden;
 };
 
 class RefQwen35 {
@@ -146,6 +186,39 @@ public:
   const RefQwen35State &state() const { return s_; }
   void set_state(const RefQwen35State &state) { s_ = state; }
 
+  // The output-normed last hidden state of every token of the last
+  // forward(), [tokens][n_embd]: what the LM head multiplies, and the h an
+  // MTP entry reads.
+  const std::vector<std::vector<double>> &hidden() const { return hidden_; }
+
+  // One entry of the MTP layer at position `pos` (entries in increasing
+  // positions; llama.cpp's pairing: token t_pos with h = the trunk's hidden
+  // state at pos - 1, zeros at 0): c = eh_proj [RMSNorm(e; enorm) ;
+  // RMSNorm(h; hnorm)], then gated attention over the MTP's own entries and
+  // the MLP, then its head.
+  RefMtpOutput mtp_step(int32_t token, const std::vector<double> &h, int64_t pos) {
+    if (!m_.mtp)
+      throw std::runtime_error("RefQwen35: the model has no MTP layer");
+    const RefQwen35Mtp &mtp = *m_.mtp;
+    if (token < 0 || token >= m_.n_vocab)
+      throw std::out_of_range("RefQwen35: token id out of range");
+    const std::vector<double> e(mtp.embed.w.begin() + int64_t{token} * m_.n_embd,
+                                mtp.embed.w.begin() + (int64_t{token} + 1) * m_.n_embd);
+    std::vector<double> both = rmsnorm(e, mtp.enorm);
+    const std::vector<double> hn = rmsnorm(h, mtp.hnorm);
+    both.insert(both.end(), hn.begin(), hn.end());
+    std::vector<double> x = matvec(mtp.eh_proj, both);
+    const std::vector<double> mixed =
+        attend(mtp.layer, s_.mtp_keys, s_.mtp_values, rmsnorm(x, mtp.layer.attn_norm), pos);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] += mixed[i];
+    mlp(mtp.layer, x);
+    RefMtpOutput out;
+    out.hidden = rmsnorm(x, mtp.head_norm);
+    out.logits = matvec(mtp.head, out.hidden);
+    return out;
+  }
+
   // Runs `tokens` at the next positions, layer by layer over all of them;
   // returns the logits of every token, [tokens][n_vocab].
   std::vector<std::vector<double>> forward(const std::vector<int32_t> &tokens) {
@@ -165,21 +238,16 @@ public:
       for (size_t t = 0; t < x.size(); ++t) {
         for (size_t i = 0; i < x[t].size(); ++i)
           x[t][i] += mixed[t][i];
-        const std::vector<double> u = rmsnorm(x[t], L.post_norm);
-        const std::vector<double> g = matvec(L.gate, u);
-        const std::vector<double> up = matvec(L.up, u);
-        std::vector<double> act(g.size());
-        for (size_t i = 0; i < g.size(); ++i)
-          act[i] = silu(g[i]) * up[i];
-        const std::vector<double> down = matvec(L.down, act);
-        for (size_t i = 0; i < x[t].size(); ++i)
-          x[t][i] += down[i];
+        mlp(L, x[t]);
       }
     }
     s_.position += static_cast<int64_t>(tokens.size());
     std::vector<std::vector<double>> logits;
-    for (const auto &v : x)
-      logits.push_back(matvec(m_.lm_head, rmsnorm(v, m_.output_norm)));
+    hidden_.clear();
+    for (const auto &v : x) {
+      hidden_.push_back(rmsnorm(v, m_.output_norm));
+      logits.push_back(matvec(m_.lm_head, hidden_.back()));
+    }
     return logits;
   }
 
@@ -190,6 +258,19 @@ private:
 
   static std::vector<double> matvec(const RefMatrix &m, const std::vector<double> &x) {
     return ref_matvec(m, x);
+  }
+
+  // x += down(silu(gate u) * up u), u = RMSNorm(x; post_attention_norm).
+  void mlp(const RefQwen35Layer &L, std::vector<double> &x) const {
+    const std::vector<double> u = rmsnorm(x, L.post_norm);
+    const std::vector<double> g = matvec(L.gate, u);
+    const std::vector<double> up = matvec(L.up, u);
+    std::vector<double> act(g.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      act[i] = silu(g[i]) * up[i];
+    const std::vector<double> down = matvec(L.down, act);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] += down[i];
   }
   std::vector<double> rmsnorm(const std::vector<double> &v, const std::vector<double> &w) const {
     return ref_rmsnorm(v, w, m_.eps);
@@ -220,46 +301,52 @@ private:
   }
 
   std::vector<std::vector<double>> attention(size_t l, const std::vector<std::vector<double>> &xs) {
-    const RefQwen35Layer &L = m_.layers[l];
-    const int D = m_.head_dim;
     std::vector<std::vector<double>> result;
-    for (size_t t = 0; t < xs.size(); ++t) {
-      const int64_t pos = s_.position + static_cast<int64_t>(t);
-      const std::vector<double> qg = matvec(L.wq, xs[t]);
-      std::vector<double> k = matvec(L.wk, xs[t]);
-      const std::vector<double> v = matvec(L.wv, xs[t]);
-      for (int j = 0; j < m_.n_kv; ++j)
-        norm_rope(k.data() + j * D, L.k_norm, pos);
-      s_.keys[l].push_back(k);
-      s_.values[l].push_back(v);
-      std::vector<double> o(static_cast<size_t>(m_.n_head * D), 0.0);
-      const int group = m_.n_head / m_.n_kv;
-      for (int h = 0; h < m_.n_head; ++h) {
-        std::vector<double> q(qg.begin() + 2 * D * h, qg.begin() + 2 * D * h + D);
-        norm_rope(q.data(), L.q_norm, pos);
-        const int j = h / group;
-        std::vector<double> scores;
-        double top = -INFINITY;
-        for (const auto &key : s_.keys[l]) {
-          double s = 0.0;
-          for (int i = 0; i < D; ++i)
-            s += q[static_cast<size_t>(i)] * key[static_cast<size_t>(j * D + i)];
-          scores.push_back(s / std::sqrt(static_cast<double>(D)));
-          top = std::max(top, scores.back());
-        }
-        double total = 0.0;
-        for (double &s : scores)
-          total += (s = std::exp(s - top));
-        for (size_t p = 0; p < scores.size(); ++p)
-          for (int i = 0; i < D; ++i)
-            o[static_cast<size_t>(h * D + i)] +=
-                scores[p] / total * s_.values[l][p][static_cast<size_t>(j * D + i)];
-        for (int i = 0; i < D; ++i)
-          o[static_cast<size_t>(h * D + i)] *= sigmoid(qg[static_cast<size_t>(2 * D * h + D + i)]);
-      }
-      result.push_back(matvec(L.wo, o));
-    }
+    for (size_t t = 0; t < xs.size(); ++t)
+      result.push_back(attend(m_.layers[l], s_.keys[l], s_.values[l], xs[t],
+                              s_.position + static_cast<int64_t>(t)));
     return result;
+  }
+
+  // One token of a gated attention layer at `pos`: its key and value join
+  // `keys` and `values`, and it attends over all of them.
+  std::vector<double> attend(const RefQwen35Layer &L, std::vector<std::vector<double>> &keys,
+                             std::vector<std::vector<double>> &values, const std::vector<double> &x,
+                             int64_t pos) const {
+    const int D = m_.head_dim;
+    const std::vector<double> qg = matvec(L.wq, x);
+    std::vector<double> k = matvec(L.wk, x);
+    const std::vector<double> v = matvec(L.wv, x);
+    for (int j = 0; j < m_.n_kv; ++j)
+      norm_rope(k.data() + j * D, L.k_norm, pos);
+    keys.push_back(k);
+    values.push_back(v);
+    std::vector<double> o(static_cast<size_t>(m_.n_head * D), 0.0);
+    const int group = m_.n_head / m_.n_kv;
+    for (int h = 0; h < m_.n_head; ++h) {
+      std::vector<double> q(qg.begin() + 2 * D * h, qg.begin() + 2 * D * h + D);
+      norm_rope(q.data(), L.q_norm, pos);
+      const int j = h / group;
+      std::vector<double> scores;
+      double top = -INFINITY;
+      for (const auto &key : keys) {
+        double s = 0.0;
+        for (int i = 0; i < D; ++i)
+          s += q[static_cast<size_t>(i)] * key[static_cast<size_t>(j * D + i)];
+        scores.push_back(s / std::sqrt(static_cast<double>(D)));
+        top = std::max(top, scores.back());
+      }
+      double total = 0.0;
+      for (double &s : scores)
+        total += (s = std::exp(s - top));
+      for (size_t p = 0; p < scores.size(); ++p)
+        for (int i = 0; i < D; ++i)
+          o[static_cast<size_t>(h * D + i)] +=
+              scores[p] / total * values[p][static_cast<size_t>(j * D + i)];
+      for (int i = 0; i < D; ++i)
+        o[static_cast<size_t>(h * D + i)] *= sigmoid(qg[static_cast<size_t>(2 * D * h + D + i)]);
+    }
+    return matvec(L.wo, o);
   }
 
   // One token's conv, q/k/v split and L2 norms, beta and gate.
@@ -439,6 +526,7 @@ private:
   const RefQwen35Model &m_;
   int chunk_ = 0;
   RefQwen35State s_;
+  std::vector<std::vector<double>> hidden_;
 };
 
 } // namespace bonsai::test

@@ -104,6 +104,7 @@ class GenerateParams(Structure):
         ("draft_max", c_int32),
         ("draft_min", c_int32),
         ("draft_p_min", c_float),
+        ("draft_mtp", c_int32),
     ]
 
 
@@ -144,6 +145,7 @@ _SIGNATURES = {
     "bonsai_engine_open": (c_void_p, [c_char_p, POINTER(EngineOptions)]),
     "bonsai_engine_close": (None, [c_void_p]),
     "bonsai_engine_backend_name": (c_char_p, [c_void_p]),
+    "bonsai_engine_mtp_layers": (c_int32, [c_void_p]),
     "bonsai_session_create": (c_void_p, [c_void_p]),
     "bonsai_session_destroy": (None, [c_void_p]),
     "bonsai_session_cancel": (None, [c_void_p]),

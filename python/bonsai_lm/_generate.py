@@ -117,6 +117,7 @@ def _params(lib: ctypes.CDLL, request: Request, n_predict: int, keep: list[Any],
     params.draft_max = d.max
     params.draft_min = d.min
     params.draft_p_min = d.p_min
+    params.draft_mtp = 1 if d.mtp else 0
     return params
 
 
@@ -207,7 +208,7 @@ def generate(lib: ctypes.CDLL, session: Session, request: Request,
             "generation_ms": result.gen_ms,
             "generation_per_second": result.gen_tps,
         }
-        if draft_session is not None or request.draft.ngram > 0:
+        if draft_session is not None or request.draft.ngram > 0 or request.draft.mtp:
             # llama-server's names: proposals verified, and kept.
             drafted, accepted = c_int32(0), c_int32(0)
             lib.bonsai_session_draft_counts(session.handle, byref(drafted), byref(accepted))

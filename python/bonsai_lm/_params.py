@@ -41,15 +41,18 @@ class Draft:
     ngram: int = 0  # > 0: prompt lookup of the last `ngram` tokens
     max: int = 16  # most tokens proposed per step
     min: int = 1  # fewer proposals: a plain step
-    p_min: float = 0.75  # the draft model stops below this probability
+    p_min: float = 0.75  # the draft model (or MTP layer) stops below this probability
+    mtp: bool = False  # propose with the model's own MTP layer (qwen35)
 
 
-def draft(ngram: Any, max_tokens: Any, min_tokens: Any, p_min: Any) -> Draft:
+def draft(ngram: Any, max_tokens: Any, min_tokens: Any, p_min: Any, mtp: Any = False) -> Draft:
     """Checked draft settings."""
+    if not isinstance(mtp, bool):
+        raise TypeError(f"draft_mtp must be a bool, not {type(mtp).__name__}")
     checked = Draft(ngram=integer("draft_ngram", ngram, 0),
                     max=integer("draft_max", max_tokens, 1),
                     min=integer("draft_min", min_tokens, 1),
-                    p_min=number("draft_p_min", p_min, 0.0, 1.0))
+                    p_min=number("draft_p_min", p_min, 0.0, 1.0), mtp=mtp)
     if checked.min > checked.max:
         raise ValueError(f"draft_min ({checked.min}) must not exceed draft_max ({checked.max})")
     return checked

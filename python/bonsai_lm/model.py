@@ -65,11 +65,13 @@ class Bonsai(ClosesOnExit):
             ``{"kernels": "reference"}`` for the CPU plugin's exact kernels.
         rope_scaling, rope_scale, rope_freq_base, yarn_orig_ctx: RoPE
             overrides as llama.cpp's flags (None keeps the file's).
-        draft_model, draft_ngram, draft_max, draft_min, draft_p_min:
+        draft_model, draft_ngram, draft_max, draft_min, draft_p_min, draft_mtp:
             speculative decoding (docs/speculative.md): a draft model of the
-            same vocabulary (opened with the same options) and/or prompt
-            lookup of the last `draft_ngram` tokens propose tokens that the
-            model verifies in one step; the replies are the model's own.
+            same vocabulary (opened with the same options), or with
+            `draft_mtp` the model's own multi-token-prediction layer (qwen35),
+            and/or prompt lookup of the last `draft_ngram` tokens propose
+            tokens that the model verifies in one step; the replies are the
+            model's own.
     """
 
     def __init__(self, model_path: PathLike, backend: str = "auto", *,
@@ -80,10 +82,13 @@ class Bonsai(ClosesOnExit):
                  rope_freq_base: Optional[float] = None,
                  yarn_orig_ctx: Optional[int] = None,
                  draft_model: Optional[PathLike] = None, draft_ngram: int = 0,
-                 draft_max: int = 16, draft_min: int = 1, draft_p_min: float = 0.75) -> None:
+                 draft_max: int = 16, draft_min: int = 1, draft_p_min: float = 0.75,
+                 draft_mtp: bool = False) -> None:
         self._engine: Optional[Engine] = None
         self._draft_engine: Optional[Engine] = None
-        self._draft = _params.draft(draft_ngram, draft_max, draft_min, draft_p_min)
+        self._draft = _params.draft(draft_ngram, draft_max, draft_min, draft_p_min, draft_mtp)
+        if draft_mtp and draft_model is not None:
+            raise ValueError("draft_model and draft_mtp exclude each other; choose one")
         self._vocab_bytes: dict[int, bytes] = {}
         self._vocab_lock = threading.Lock()
         self.model_path = os.fspath(model_path)
@@ -122,6 +127,10 @@ class Bonsai(ClosesOnExit):
         if not handle:
             raise BonsaiError(last_error(lib, f"could not open {self.model_path}"))
         self._engine = Engine(lib, handle)
+        if draft_mtp and lib.bonsai_engine_mtp_layers(handle) < 1:
+            self._engine.close()
+            raise BonsaiError(f"{self.model_path}: draft_mtp needs a model with an MTP layer "
+                              "(a qwen35 file whose nextn_predict_layers is at least 1)")
         if draft_model is not None:
             draft_path = os.fspath(draft_model)
             draft_handle = lib.bonsai_engine_open(os.fsencode(draft_path), byref(options))

@@ -18,7 +18,19 @@ struct DraftAsk {
   int32_t max = 0;                  // most tokens to propose
 };
 
-class DraftModel {
+// What proposes tokens for the scheduler's slots beyond prompt lookup: a
+// draft model (DraftModel) or the model's own MTP layer (MtpDrafter).
+class Drafter {
+public:
+  virtual ~Drafter() = default;
+  // Proposals for each ask, in order (each at most ask.max tokens; fewer
+  // where the draft is unsure or its context is full). Throws Error.
+  virtual std::vector<std::vector<int32_t>> propose(std::span<const DraftAsk> asks) = 0;
+  // A new job in `slot` that reuses the first n tokens of the slot's cache.
+  virtual void keep(int32_t slot, int32_t n) = 0;
+};
+
+class DraftModel final : public Drafter {
 public:
   // `p_min`: a slot stops proposing at the first token whose probability
   // under the draft is below it. Throws InvalidArgument when the draft's
@@ -28,11 +40,11 @@ public:
   // Proposals for each ask, in order (each at most ask.max tokens; fewer
   // where the draft is unsure or its context is full). Throws Error from
   // the draft's steps.
-  std::vector<std::vector<int32_t>> propose(std::span<const DraftAsk> asks);
+  std::vector<std::vector<int32_t>> propose(std::span<const DraftAsk> asks) override;
   // A new job in `slot`: the draft keeps at most its first n tokens, so that
   // it reuses no more of a previous job than the model's cache does (the
   // prompt cache's tenant isolation holds for the draft too).
-  void keep(int32_t slot, int32_t n);
+  void keep(int32_t slot, int32_t n) override;
 
 private:
   // Argmax of a row and whether its probability reaches p_min.

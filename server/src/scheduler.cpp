@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "mtp_drafter.hpp"
 #include "server_log.hpp"
 #include "slot_choice.hpp"
 
@@ -22,7 +23,7 @@ Finish finish_of(StopReason reason) {
 } // namespace
 
 Scheduler::Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics,
-                     std::unique_ptr<DraftModel> draft)
+                     std::unique_ptr<Drafter> draft)
     : batch_(std::move(batch)), draft_(std::move(draft)), options_(options), metrics_(metrics),
       n_ctx_(batch_.n_ctx()), n_batch_(batch_.n_batch()),
       pacer_({options.prefill_chunk, options.itl_budget}) {
@@ -35,6 +36,12 @@ Scheduler::Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics,
   free_slots_ = batch_.max_sequences();
   for (Slot &slot : slots_)
     slot.sequence = batch_.add_sequence();
+  if (!draft_ && options.mtp_p_min >= 0.0f) {
+    std::vector<int32_t> sequences;
+    for (const Slot &slot : slots_)
+      sequences.push_back(slot.sequence);
+    draft_ = std::make_unique<MtpDrafter>(batch_, std::move(sequences), options.mtp_p_min);
+  }
   publish_gauges();
   thread_ = std::thread([this] { loop(); });
 }

@@ -28,15 +28,19 @@ struct SchedulerOptions {
   // times a decode-only step (by measured costs, prefill_pacer.hpp); 0: every
   // such step takes prefill_chunk tokens.
   double itl_budget = 1.75;
+  // Draft with the model's MTP layer (the batch made with
+  // BatchOptions::mtp), stopping below this probability; < 0: no MTP draft.
+  float mtp_p_min = -1.0f;
 };
 
 class Scheduler {
 public:
   // One slot per sequence of `batch` (its max_sequences). `draft`: the
-  // draft model of speculative decoding, or null; a job drafts when its
+  // draft model of speculative decoding, or null (then options.mtp_p_min
+  // may ask for the MTP draft); a job drafts when its
   // GenerateRequest::draft asks for it (docs/speculative.md).
   Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics,
-            std::unique_ptr<DraftModel> draft = nullptr);
+            std::unique_ptr<Drafter> draft = nullptr);
   ~Scheduler(); // drain with no grace
   Scheduler(const Scheduler &) = delete;
   Scheduler &operator=(const Scheduler &) = delete;
@@ -99,7 +103,7 @@ private:
   void publish_gauges();
 
   Batch batch_;
-  std::unique_ptr<DraftModel> draft_;
+  std::unique_ptr<Drafter> draft_;
   const SchedulerOptions options_;
   Metrics &metrics_;
   const int32_t n_ctx_;

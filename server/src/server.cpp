@@ -54,6 +54,8 @@ void check_options(const ServerOptions &o) {
                       o.draft.max));
   require(o.draft.p_min >= 0.0f && o.draft.p_min <= 1.0f,
           fmt::format("the draft's p_min is {}; it must be in [0, 1]", o.draft.p_min));
+  require(!(o.draft.mtp && o.draft_model),
+          "a draft model and the MTP draft exclude each other; choose one");
   require(!o.host.empty(), "the listen address is empty");
   for (const std::string &key : o.api_keys)
     require(!key.empty() && key.find_first_of(" \t\r\n") == std::string::npos,
@@ -125,12 +127,15 @@ void load_model(Server::Impl &impl, const Server::EngineLoader &load) {
     // Set, so that a progress callback the loader gave the engine is not
     // called from this thread.
     batch_options.on_progress = [](double) {};
+    batch_options.mtp = impl.options.draft.mtp;
     log_at(LogLevel::info, "uploading the weights for {} slots", impl.options.parallel);
     SchedulerOptions scheduler_options;
     scheduler_options.max_queue = impl.options.max_queue;
     scheduler_options.prefill_chunk = impl.options.prefill_chunk;
     scheduler_options.itl_budget = impl.options.itl_budget;
-    std::unique_ptr<DraftModel> draft;
+    if (impl.options.draft.mtp)
+      scheduler_options.mtp_p_min = impl.options.draft.p_min;
+    std::unique_ptr<Drafter> draft;
     if (impl.options.draft_model) {
       log_at(LogLevel::info, "loading the draft model");
       draft = std::make_unique<DraftModel>(impl.options.draft_model(), impl.options.parallel,

@@ -245,6 +245,58 @@ TEST(GgufTool, LayerGainScalesOnlyTheResidualWriters) {
   expect_error(bad, 2, "make-model", "--layer-gain must be in [0, 1000]");
 }
 
+// make-model --mtp: a qwen35 model with an MTP layer after the trunk
+// (nextn_predict_layers 1, the layer's tensors under blk.<layers>). An
+// agreeing one passes the embedding through: eh_proj is exactly [I | 0]
+// (checked value by value), enorm ones, and its residual writers zero.
+TEST(GgufTool, MtpAddsAnMtpLayerThatCanAgreeWithTheTrunk) {
+  TempDir dir;
+  const std::string agree = dir.file("agree.gguf"), random = dir.file("random.gguf");
+  for (const auto &[path, kind] : {std::pair{agree, "agree"}, std::pair{random, "random"}}) {
+    const auto r = run_gguf_tool({"make-model", "--vocab", kVocab, "--preset", "tiny-q35",
+                                  "--vocab-size", "512", "--mtp", kind, "-o", path});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("MTP layer: blk.4"), std::string::npos) << r.out;
+  }
+  const gguf::File a = gguf::File::open(agree), r = gguf::File::open(random);
+  EXPECT_EQ(a.get_u64("qwen35.block_count"), 5u);
+  EXPECT_EQ(a.get_u64("qwen35.nextn_predict_layers"), 1u);
+  const gguf::TensorInfo *eh = a.find_tensor("blk.4.nextn.eh_proj.weight");
+  ASSERT_NE(eh, nullptr);
+  ASSERT_EQ(eh->dims, (std::vector<int64_t>{1024, 512}));
+  std::vector<float> row(1024);
+  for (int64_t i = 0; i < 512; ++i) {
+    dequantize_row(eh->type(), eh->data + i * row_bytes(eh->type(), 1024), row.data(), 1024);
+    for (int64_t j = 0; j < 1024; ++j)
+      ASSERT_EQ(row[static_cast<size_t>(j)], i == j ? 1.0f : 0.0f) << i << ", " << j;
+  }
+  const gguf::TensorInfo *enorm = a.find_tensor("blk.4.nextn.enorm.weight");
+  ASSERT_NE(enorm, nullptr);
+  std::vector<float> ones(512);
+  dequantize_row(enorm->type(), enorm->data, ones.data(), 512);
+  for (float v : ones)
+    ASSERT_EQ(v, 1.0f);
+  for (const char *writer : {"blk.4.attn_output.weight", "blk.4.ffn_down.weight"}) {
+    const gguf::TensorInfo *t = a.find_tensor(writer);
+    ASSERT_NE(t, nullptr) << writer;
+    std::vector<float> values(static_cast<size_t>(t->dims[0]));
+    dequantize_row(t->type(), t->data, values.data(), t->dims[0]);
+    for (float v : values)
+      ASSERT_EQ(v, 0.0f) << writer;
+  }
+  // The random layer's are random weights of --type, like the trunk's.
+  EXPECT_EQ(r.find_tensor("blk.4.nextn.eh_proj.weight")->type(), GgmlType::Q1_0);
+  EXPECT_EQ(r.find_tensor("blk.3.attn_q.weight")->nbytes,
+            r.find_tensor("blk.4.attn_q.weight")->nbytes);
+
+  const auto qwen3 = run_gguf_tool({"make-model", "--vocab", kVocab, "--preset", "tiny", "--mtp",
+                                    "agree", "-o", dir.file("bad.gguf")});
+  expect_error(qwen3, 2, "make-model", "--mtp adds a qwen35 layer");
+  const auto kind = run_gguf_tool({"make-model", "--vocab", kVocab, "--preset", "tiny-q35", "--mtp",
+                                   "maybe", "-o", dir.file("bad.gguf")});
+  expect_error(kind, 2, "make-model", "--mtp must be 'random' or 'agree'");
+}
+
 // make-model --head-of: the wider model's embedding and LM head rows are the
 // narrower model's followed by zeros, its output norm the narrower one's then
 // ones; with quiet layers in both, the two models choose the same tokens.

@@ -180,8 +180,8 @@ int main(int argc, char **argv) {
   }
   bonsai_session_destroy(session);
   if (failures == 0)
-    printf("C API: 24 greedy tokens match the golden reference; logprobs, detokenize, chat "
-           "messages, log callback, stop strings and cancel pass\n");
+    printf("C API: 24 greedy tokens match the golden reference; logprobs, drafts, detokenize, "
+           "chat messages, log callback, stop strings and cancel pass\n");
   return failures == 0 ? 0 : 1;
 }
 
@@ -270,6 +270,37 @@ static int check_more(bonsai_session *session, const int32_t *prompt, int n_prom
   if (bonsai_generate(session, &drafted, NULL, NULL, NULL) != -1 ||
       strstr(bonsai_last_error(), "draft_session") == NULL) {
     fprintf(stderr, "a self-draft was accepted: %s\n", bonsai_last_error());
+    ++failures;
+  }
+
+  /* The MTP draft (draft_mtp): on a qwen35 model with an MTP layer the greedy
+   * reply is the plain one and proposals were made; a model without one
+   * fails the call, and the message says why. */
+  bonsai_generate_params mtp = params;
+  mtp.n_predict = 12;
+  bonsai_generate_params mtp_plain = mtp;
+  mtp.draft_mtp = 1;
+  mtp.draft_p_min = 0.0f;
+  if (bonsai_engine_mtp_layers(engine) > 0) {
+    bonsai_generate_result mtp_result;
+    memset(&mtp_result, 0, sizeof mtp_result);
+    if (bonsai_generate(session, &mtp_plain, NULL, NULL, &plain_result) != 0 ||
+        bonsai_generate(session, &mtp, NULL, NULL, &mtp_result) != 0 ||
+        strcmp(plain_result.text, mtp_result.text) != 0 ||
+        bonsai_session_draft_counts(session, &n_drafted, &n_accepted) != 0 || n_drafted <= 0) {
+      fprintf(stderr, "an MTP-drafted reply differs or proposed nothing: %s\n",
+              bonsai_last_error());
+      ++failures;
+    }
+    bonsai_generate_result_free(&mtp_result);
+    bonsai_generate_result_free(&plain_result);
+  } else if (bonsai_generate(session, &mtp, NULL, NULL, NULL) != -1 ||
+             strstr(bonsai_last_error(), "MTP layer") == NULL) {
+    fprintf(stderr, "draft_mtp on a model without an MTP layer: '%s'\n", bonsai_last_error());
+    ++failures;
+  }
+  if (bonsai_engine_mtp_layers(NULL) != 0) {
+    fprintf(stderr, "bonsai_engine_mtp_layers(NULL) is not 0\n");
     ++failures;
   }
 

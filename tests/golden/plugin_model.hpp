@@ -27,6 +27,8 @@ public:
   bonsai_context *ctx() const { return ctx_.get(); }
   StepRunner runner() const;
   void reset_kv() const;
+  // One more tensor into the context (the MTP layer's), as the model's went.
+  const bonsai_weight *upload_tensor(const TensorView &tensor) { return upload(tensor); }
 
 private:
   const bonsai_weight *upload(const TensorView &tensor);

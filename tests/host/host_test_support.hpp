@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mini_json.hpp"
@@ -57,6 +58,17 @@ inline bonsai::EngineOptions cpu_options(int32_t n_ctx = 64) {
   options.n_threads = 2;
   options.plugin_options = "kernels=reference";
   return options;
+}
+
+// A greedy request for n tokens after `prompt`, with no stop token (a reply
+// of exactly n tokens, comparable token by token).
+inline bonsai::GenerateRequest greedy_request(std::vector<int32_t> prompt, int32_t n) {
+  bonsai::GenerateRequest request;
+  request.prompt_tokens = std::move(prompt);
+  request.n_predict = n;
+  request.sampling.temperature = 0.0f;
+  request.stop_tokens.emplace();
+  return request;
 }
 
 struct Greedy {

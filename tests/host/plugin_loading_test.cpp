@@ -231,7 +231,7 @@ TEST(PluginLoading, ListPluginsReportsEveryFileInTheFolder) {
   EXPECT_EQ(fake.version, "9.9.9");
   EXPECT_EQ(fake.description, "fake plugin for host tests");
   EXPECT_EQ(fake.abi_major, 1u);
-  EXPECT_EQ(fake.abi_minor, 2u); // built against this header (ABI 1.2)
+  EXPECT_EQ(fake.abi_minor, 3u); // built against this header (ABI 1.3)
   EXPECT_TRUE(fake.device_ok);
   EXPECT_EQ(fake.probe_status, "ok");
   EXPECT_EQ(fake.device.name, "fake scalar device");

@@ -87,23 +87,41 @@ TEST_F(Speculative, TheSessionContinuesAfterADraftedReply) {
   // generating on from it equals generating on from a plain reply.
   auto a = engine_->create_session();
   auto b = engine_->create_session();
-  bonsai::GenerateRequest request;
-  request.prompt_tokens = golden_.prompt;
-  request.n_predict = 20;
-  request.sampling.temperature = 0;
-  request.stop_tokens.emplace();
+  bonsai::GenerateRequest request = greedy_request(golden_.prompt, 20);
   const auto plain = a.generate(request);
   request.draft.ngram = 1;
   const auto drafted = b.generate(request);
   ASSERT_EQ(plain.tokens, drafted.tokens);
   EXPECT_EQ(a.position(), b.position());
-  bonsai::GenerateRequest more;
-  more.prompt_tokens = {5, 7, 9};
+  bonsai::GenerateRequest more = greedy_request({5, 7, 9}, 8);
   more.continue_session = true;
-  more.n_predict = 8;
-  more.sampling.temperature = 0;
-  more.stop_tokens.emplace();
   EXPECT_EQ(a.generate(more).tokens, b.generate(more).tokens);
+}
+
+// A reply that ends on a verified row: the row after the last proposal
+// (every proposal kept) or a refused one. Its last token is not in the cache
+// and must stay pending, as after a plain step, so that the next turn
+// starts from exactly the prompt and the reply.
+TEST_F(Speculative, AReplyEndingOnAVerifiedRowKeepsItsLastToken) {
+  bonsai::Engine draft_engine = bonsai::Engine::open(tiny_q1(), cpu_options(256));
+  bonsai::Session draft = draft_engine.create_session();
+  for (const int32_t n : {4, 7}) { // 1 + 3k: the last token comes from a bonus row
+    auto a = engine_->create_session();
+    auto b = engine_->create_session();
+    bonsai::GenerateRequest request = greedy_request(golden_.prompt, n);
+    const auto plain = a.generate(request);
+    request.draft.model = &draft; // the model itself: every proposal kept
+    request.draft.adaptive = false;
+    request.draft.max = 2;
+    request.draft.p_min = 0;
+    const auto drafted = b.generate(request);
+    ASSERT_EQ(plain.tokens, drafted.tokens);
+    EXPECT_EQ(drafted.stats.accepted_tokens, n - 1 - (n - 1) / 3) << n;
+    bonsai::GenerateRequest more = greedy_request({5, 7, 9}, 6);
+    more.continue_session = true;
+    EXPECT_EQ(a.generate(more).tokens, b.generate(more).tokens) << n;
+    EXPECT_EQ(a.position(), b.position()) << n;
+  }
 }
 
 TEST_F(Speculative, ADraftModelNeverChangesTheGreedyReply) {
@@ -113,11 +131,7 @@ TEST_F(Speculative, ADraftModelNeverChangesTheGreedyReply) {
     bonsai::Engine draft_engine = bonsai::Engine::open(data_path(draft_file), cpu_options(256));
     bonsai::Session draft = draft_engine.create_session();
     auto session = engine_->create_session();
-    bonsai::GenerateRequest request;
-    request.prompt_tokens = golden_.prompt;
-    request.n_predict = 24;
-    request.sampling.temperature = 0;
-    request.stop_tokens.emplace();
+    bonsai::GenerateRequest request = greedy_request(golden_.prompt, 24);
     request.draft.model = &draft;
     request.draft.max = 4;
     request.draft.p_min = 0;
@@ -177,11 +191,7 @@ TEST_F(Speculative, AGenerationVerifyingProposalsDrawsFromTheSamplersDistributio
 }
 
 TEST_F(Speculative, AGenerationVerifiesOnlyWhereItCan) {
-  bonsai::GenerateRequest request;
-  request.prompt_tokens = golden_.prompt;
-  request.n_predict = 8;
-  request.sampling.temperature = 0;
-  request.stop_tokens.emplace();
+  bonsai::GenerateRequest request = greedy_request(golden_.prompt, 8);
   bonsai::Generation generation(*engine_, request);
   std::vector<float> row(static_cast<size_t>(engine_->n_vocab()), 0.0f);
   row[42] = 5.0f;
@@ -276,11 +286,7 @@ TEST_F(Speculative, LogprobsOfADraftedReplyAreThePlainOnes) {
   std::vector<int32_t> prompt;
   for (int r = 0; r < 3; ++r)
     prompt.insert(prompt.end(), golden_.prompt.begin(), golden_.prompt.end());
-  bonsai::GenerateRequest request;
-  request.prompt_tokens = prompt;
-  request.n_predict = 48;
-  request.sampling.temperature = 0;
-  request.stop_tokens.emplace();
+  bonsai::GenerateRequest request = greedy_request(prompt, 48);
   request.logprobs = true;
   request.top_logprobs = 3;
   const auto plain = engine_->create_session().generate(request);

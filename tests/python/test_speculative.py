@@ -1,14 +1,16 @@
-"""Speculative decoding from Python (docs/speculative.md): a draft model or prompt lookup
-proposes tokens, the model verifies them, and the greedy reply is still the float64
-reference's, whether the draft always agrees (the model itself), mostly disagrees (other
-weights, same vocabulary) or is prompt lookup."""
+"""Speculative decoding from Python (docs/speculative.md): a draft model, a qwen35 model's
+own MTP layer or prompt lookup proposes tokens, the model verifies them, and the greedy reply
+is still the float64 reference's, whether the draft always agrees (the model itself), mostly
+disagrees (other weights, same vocabulary) or is prompt lookup."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 import bonsai_lm
-from conftest import DATA_DIR, open_model
+from conftest import DATA_DIR, ENGINE, open_model
 
 
 @pytest.mark.parametrize("draft", [
@@ -69,3 +71,23 @@ def test_bad_draft_settings_are_refused(bad, error):
 def test_a_missing_draft_model_names_the_draft():
     with pytest.raises(bonsai_lm.BonsaiError, match="the draft model"):
         open_model(draft_model=DATA_DIR / "no-such-draft.gguf")
+
+
+def test_the_mtp_layer_drafts_and_the_reply_is_the_reference():
+    # A qwen35 model's own multi-token-prediction layer proposes (draft_mtp):
+    # the greedy reply is still the float64 reference's.
+    reference = json.loads((DATA_DIR / "tiny-q35-q1.ref.greedy.json").read_text())
+    with bonsai_lm.Bonsai(DATA_DIR / "tiny-q35-q1.gguf", **{**ENGINE, "draft_mtp": True,
+                                                           "draft_p_min": 0.0}) as model:
+        reply = model.create_completion(reference["prompt"], max_tokens=24, temperature=0)
+        assert reply["choices"][0]["text"] == model.detokenize(reference["greedy"])
+        assert reply["timings"]["draft_n"] > 0
+
+
+def test_the_mtp_draft_needs_an_mtp_layer_and_no_draft_model():
+    with pytest.raises(bonsai_lm.BonsaiError, match="draft_mtp needs a model with an MTP layer"):
+        open_model(draft_mtp=True)  # tiny-q1 is qwen3
+    with pytest.raises(ValueError, match="exclude each other"):
+        open_model(draft_mtp=True, draft_model=DATA_DIR / "tiny-q1.gguf")
+    with pytest.raises(TypeError):
+        open_model(draft_mtp=1)

@@ -187,7 +187,7 @@ void print_model(const gguf::File &f) {
       recurrent += r;
     std::printf("  gated DeltaNet layers %" PRId64 " (q/k heads %" PRId64 ", value heads %" PRId64
                 ", dim %" PRId64 ", conv %" PRId64 "), attention layers %" PRId64
-                " (rotary dims %" PRId64 "), MTP layers %" PRId64 " (not run)\n",
+                " (rotary dims %" PRId64 "), MTP layers %" PRId64 " (a draft only)\n",
                 recurrent, g.n_k_heads, g.n_v_heads, g.head_dim, g.conv_kernel,
                 h.n_layer - recurrent, y->n_rot, y->n_nextn);
   }

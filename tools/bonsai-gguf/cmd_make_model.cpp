@@ -1,8 +1,10 @@
 // bonsai-gguf make-model: a synthetic Qwen3 (or qwen35, Bonsai-27B) GGUF of a
 // real Bonsai shape with random 1-bit or ternary weights and a real tokenizer, for benchmarks and
 // end-to-end tests (same bytes moved and same work as the real model).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -39,6 +41,16 @@ struct HybridShape {
   int64_t attention_interval = 4; // full_attention_interval
 };
 
+// qwen35's multi-token-prediction layer after the trunk (--mtp).
+enum class MtpKind {
+  none,
+  random, // random weights, like the trunk's
+  // it predicts what the trunk predicts when its layers write nothing: the
+  // LM head of the next token's normed embedding (eh_proj passes e's half
+  // through, its attention and MLP write nothing)
+  agree,
+};
+
 struct ModelShape {
   int64_t hidden = 0;
   int64_t layers = 0;
@@ -50,6 +62,7 @@ struct ModelShape {
   int64_t context = kDefaultContext;
   bool tied = false;
   std::optional<HybridShape> hybrid;
+  MtpKind mtp = MtpKind::none;
 };
 
 // docs/architecture.md, "The model"; tiny matches the golden test models.
@@ -133,10 +146,19 @@ struct FloatRange {
   float low = 0.8f, high = 1.2f;
 };
 
+// A tensor whose values are not random: an --mtp agree layer's.
+enum class FixedValues {
+  none,
+  ones,          // an f32 norm of 1s
+  left_identity, // q8_0 [2n, n]: row r has 1 in column r, so y = the input's first half
+  zero_gain,     // a random matrix of --type scaled by 0
+};
+
 struct PlannedTensor {
   std::string name;
   std::vector<int64_t> dims; // ne0 first
   std::optional<FloatRange> floats;
+  FixedValues fixed = FixedValues::none;
 };
 
 constexpr FloatRange kNorm{};
@@ -150,7 +172,8 @@ void plan_hybrid_layer(const ModelShape &s, int64_t i, std::vector<PlannedTensor
   const int64_t value_dim = y.v_heads * y.head_dim;
   const int64_t conv_dim = 2 * key_dim + value_dim;
   t.push_back({p + "attn_norm.weight", {s.hidden}, kNorm});
-  if ((i + 1) % y.attention_interval != 0) {
+  const bool mtp_layer = i >= s.layers; // always gated attention
+  if (!mtp_layer && (i + 1) % y.attention_interval != 0) {
     t.push_back({p + "attn_qkv.weight", {s.hidden, conv_dim}, {}});
     t.push_back({p + "attn_gate.weight", {s.hidden, value_dim}, {}});
     t.push_back({p + "ssm_conv1d.weight", {y.conv_kernel, conv_dim}, FloatRange{-0.5f, 0.5f}});
@@ -176,6 +199,30 @@ void plan_hybrid_layer(const ModelShape &s, int64_t i, std::vector<PlannedTensor
   t.push_back({p + "ffn_down.weight", {s.ffn, s.hidden}, {}});
 }
 
+// The MTP layer, blk.<layers>: a gated attention layer and its MLP, then
+// the nextn tensors (docs/models.md, "The MTP layer"; no embedding, head or
+// head norm of its own: the model's serve).
+void plan_mtp_layer(const ModelShape &s, std::vector<PlannedTensor> &t) {
+  const size_t first = t.size();
+  plan_hybrid_layer(s, s.layers, t);
+  const std::string p = "blk." + std::to_string(s.layers) + ".nextn.";
+  t.push_back({p + "eh_proj.weight", {2 * s.hidden, s.hidden}, {}});
+  t.push_back({p + "enorm.weight", {s.hidden}, kNorm});
+  t.push_back({p + "hnorm.weight", {s.hidden}, kNorm});
+  if (s.mtp != MtpKind::agree)
+    return;
+  for (size_t i = first; i < t.size(); ++i) {
+    PlannedTensor &planned = t[i];
+    if (planned.name.ends_with("eh_proj.weight"))
+      planned.fixed = FixedValues::left_identity;
+    else if (planned.name.ends_with("enorm.weight"))
+      planned.fixed = FixedValues::ones;
+    else if (planned.name.ends_with(".attn_output.weight") ||
+             planned.name.ends_with(".ffn_down.weight"))
+      planned.fixed = FixedValues::zero_gain;
+  }
+}
+
 std::vector<PlannedTensor> plan_tensors(const ModelShape &s) {
   const int64_t q_width = s.heads * s.head_dim;
   const int64_t kv_width = s.kv_heads * s.head_dim;
@@ -199,6 +246,8 @@ std::vector<PlannedTensor> plan_tensors(const ModelShape &s) {
     t.push_back({p + "ffn_up.weight", {s.hidden, s.ffn}, {}});
     t.push_back({p + "ffn_down.weight", {s.ffn, s.hidden}, {}});
   }
+  if (s.mtp != MtpKind::none)
+    plan_mtp_layer(s, t);
   t.push_back({"output_norm.weight", {s.hidden}, kNorm});
   if (!s.tied)
     t.push_back({"output.weight", {s.hidden, s.vocab}, {}});
@@ -211,7 +260,8 @@ void set_hyperparameters(gguf::Writer &w, const ModelShape &s, GgmlType type,
   const std::string arch = s.hybrid ? "qwen35" : "qwen3";
   w.set_string("general.architecture", arch);
   w.set_string("general.name", name);
-  w.set_u32(arch + ".block_count", u32(s.layers));
+  const int64_t mtp_layers = s.mtp == MtpKind::none ? 0 : 1;
+  w.set_u32(arch + ".block_count", u32(s.layers + mtp_layers));
   w.set_u32(arch + ".context_length", u32(s.context));
   w.set_u32(arch + ".embedding_length", u32(s.hidden));
   w.set_u32(arch + ".feed_forward_length", u32(s.ffn));
@@ -233,6 +283,8 @@ void set_hyperparameters(gguf::Writer &w, const ModelShape &s, GgmlType type,
     w.set_u32("qwen35.ssm.time_step_rank", u32(y->v_heads));
     w.set_u32("qwen35.ssm.group_count", u32(y->k_heads));
     w.set_u32("qwen35.full_attention_interval", u32(y->attention_interval));
+    if (mtp_layers > 0)
+      w.set_u32("qwen35.nextn_predict_layers", u32(mtp_layers));
   }
   w.set_u32("general.file_type", file_type_of(type));
 }
@@ -252,7 +304,7 @@ struct Options {
 const char *kSynopsis =
     "make-model --vocab VOCAB.gguf -o OUT.gguf [--preset 1.7b|4b|8b|27b|tiny|tiny-q35]\n"
     "                              [shape options] [--type TYPE] [--seed N]\n"
-    "                              [--layer-gain G] [--head-of MODEL.gguf]\n"
+    "                              [--layer-gain G] [--head-of MODEL.gguf] [--mtp random|agree]\n"
     "       make-model --perturb-of MODEL.gguf --perturb P -o OUT.gguf [--seed N]";
 const char *kAbout =
     "Writes a Qwen3 GGUF with random weights of the given shape (27b and tiny-q35:\n"
@@ -266,7 +318,9 @@ const char *kAbout =
     "that agrees with MODEL less as P grows (docs/speculative.md).\n"
     "--layer-gain and --head-of make drafts of known agreement across shapes: two\n"
     "models with quiet layers and one shared (zero-padded) embedding and LM head\n"
-    "choose the same next tokens; the gain sets how far the layers move them apart.";
+    "choose the same next tokens; the gain sets how far the layers move them apart.\n"
+    "--mtp adds a qwen35 model's multi-token-prediction layer: random, or one that\n"
+    "agrees with the trunk as far as --layer-gain lets it (docs/speculative.md).";
 
 Options parse(const std::vector<std::string> &args, bool &help) {
   CommandLine command_line("make-model", kSynopsis, kAbout);
@@ -290,6 +344,7 @@ Options parse(const std::vector<std::string> &args, bool &help) {
     ("name", po::value<std::string>()->value_name("TEXT"), "general.name")
     ("layer-gain", po::value<double>()->value_name("G"), "scale attn_output, ffn_down and ssm_out by G in [0, 1000] (default 1; near 0 the layers barely change the residual stream)")
     ("head-of", po::value<std::string>()->value_name("MODEL.gguf"), "take MODEL's token embedding, LM head and output norm (same vocabulary and --type, or a q1_0 MODEL for a q2_0 model; narrower), zero-padded to --hidden")
+    ("mtp", po::value<std::string>()->value_name("KIND"), "qwen35: add an MTP layer, 'random' or 'agree' (it proposes what the trunk would choose if its layers wrote nothing)")
     ("perturb-of", po::value<std::string>()->value_name("MODEL.gguf"), "copy this model with some blocks replaced (with --perturb)")
     ("perturb", po::value<double>()->value_name("P"), "fraction of each matrix's blocks replaced, in [0, 1]");
   // clang-format on
@@ -305,7 +360,7 @@ Options parse(const std::vector<std::string> &args, bool &help) {
     require(vm.count("output"), "-o OUT.gguf is required");
     for (const char *key :
          {"vocab", "preset", "hidden", "layers", "heads", "kv-heads", "ffn", "head-dim",
-          "vocab-size", "context-length", "name", "layer-gain", "head-of"})
+          "vocab-size", "context-length", "name", "layer-gain", "head-of", "mtp"})
       require(!vm.count(key), std::string("--") + key + " does not apply to --perturb-of");
     o.perturb = PerturbSpec{vm["perturb-of"].as<std::string>(), vm["output"].as<std::string>(),
                             vm["perturb"].as<double>(), vm["seed"].as<uint64_t>()};
@@ -350,6 +405,14 @@ Options parse(const std::vector<std::string> &args, bool &help) {
   require(!(tied && untied), "--tied and --untied exclude each other");
   if (tied || untied)
     o.shape.tied = tied;
+  if (vm.count("mtp")) {
+    const std::string kind = vm["mtp"].as<std::string>();
+    require(kind == "random" || kind == "agree",
+            "--mtp must be 'random' or 'agree', not '" + kind + "'");
+    require(o.shape.hybrid.has_value(),
+            "--mtp adds a qwen35 layer; the shape is qwen3 (use --preset 27b or tiny-q35)");
+    o.shape.mtp = kind == "random" ? MtpKind::random : MtpKind::agree;
+  }
   validate(o.shape, o.type);
   if (vm.count("layer-gain")) {
     const double gain = vm["layer-gain"].as<double>();
@@ -371,6 +434,21 @@ bool writes_residual(const std::string &name) {
     if (name.ends_with(suffix))
       return true;
   return false;
+}
+
+// Q8_0 rows of `cols` values (whole rows in `out`): row r is exactly 1 at
+// column r (a block with d = 1 and that one q = 1) and 0 elsewhere, so
+// y = W x is x's first rows() values. 8 bits: half of f16's bytes.
+void fill_left_identity(int64_t cols, std::span<uint8_t> out) {
+  std::fill(out.begin(), out.end(), uint8_t{0});
+  const size_t row_bytes = static_cast<size_t>(cols / kQ8BlockSize) * sizeof(BlockQ8_0);
+  for (size_t r = 0; (r + 1) * row_bytes <= out.size(); ++r) {
+    BlockQ8_0 block{};
+    block.d = 0x3C00; // 1.0 in f16
+    block.qs[r % kQ8BlockSize] = 1;
+    std::memcpy(out.data() + r * row_bytes + (r / kQ8BlockSize) * sizeof block, &block,
+                sizeof block);
+  }
 }
 
 // The borrowed tensor of that name, or nullptr.
@@ -395,13 +473,25 @@ void add_weights(gguf::Writer &w, const Options &o, BorrowedHead *head, int64_t 
     const uint64_t seed = tensor_seed(o.seed, t.name);
     if (std::vector<uint8_t> *bytes = borrowed(head, t.name)) {
       w.add_tensor(t.name, t.floats ? GgmlType::F32 : o.type, std::move(t.dims), std::move(*bytes));
+    } else if (t.fixed == FixedValues::ones) {
+      w.add_tensor_filled(t.name, GgmlType::F32, std::move(t.dims), [](std::span<uint8_t> out) {
+        const float one = 1.0f;
+        for (size_t i = 0; i + sizeof one <= out.size(); i += sizeof one)
+          std::memcpy(out.data() + i, &one, sizeof one);
+      });
+    } else if (t.fixed == FixedValues::left_identity) {
+      const int64_t cols = t.dims[0];
+      w.add_tensor_filled(t.name, GgmlType::Q8_0, std::move(t.dims),
+                          [cols](std::span<uint8_t> out) { fill_left_identity(cols, out); });
     } else if (t.floats) {
       const RandomFloatSpec spec{seed, t.floats->low, t.floats->high};
       w.add_tensor_filled(t.name, GgmlType::F32, std::move(t.dims),
                           [spec](std::span<uint8_t> out) { fill_random_floats(spec, out); });
     } else {
-      const RandomMatrixSpec spec{o.type, t.dims[0], seed,
-                                  writes_residual(t.name) ? o.layer_gain : 1.0f};
+      const float gain = t.fixed == FixedValues::zero_gain ? 0.0f
+                         : writes_residual(t.name)         ? o.layer_gain
+                                                           : 1.0f;
+      const RandomMatrixSpec spec{o.type, t.dims[0], seed, gain};
       w.add_tensor_filled(t.name, o.type, std::move(t.dims),
                           [spec](std::span<uint8_t> out) { fill_random_matrix(spec, out); });
     }
@@ -469,6 +559,12 @@ int run_make_model(const std::vector<std::string> &args) {
               static_cast<long long>(n_params),
               std::string(type_name(static_cast<uint32_t>(o.type))).c_str(),
               static_cast<unsigned long long>(o.seed));
+  if (s.mtp != MtpKind::none)
+    std::printf("  MTP layer: blk.%lld, %s\n", static_cast<long long>(s.layers),
+                s.mtp == MtpKind::random
+                    ? "random"
+                    : "agreeing (eh_proj, q8_0, passes the embedding through, its attention and "
+                      "MLP write nothing: it proposes what the trunk would with silent layers)");
   if (head)
     std::printf("  head: token embedding, LM head and output norm of %s (width %lld, "
                 "zero-padded to %lld)\n",

@@ -1,5 +1,5 @@
 /*
- * bonsai backend ABI, version 1.2.
+ * bonsai backend ABI, version 1.3.
  *
  * The contract between the bonsai host and a backend plugin (a shared library
  * such as libbonsai_cpu.so). A plugin includes this header and nothing else
@@ -39,7 +39,7 @@ extern "C" {
 /* The version a plugin or host was compiled against. A major bump breaks
  * compatibility; a minor bump only appends fields/functions. */
 #define BONSAI_ABI_MAJOR 1
-#define BONSAI_ABI_MINOR 2
+#define BONSAI_ABI_MINOR 3
 
 /* The single symbol a plugin exports (use BONSAI_PLUGIN_EXPORT on it). */
 #define BONSAI_BACKEND_ENTRY_SYMBOL "bonsai_backend_get_api"
@@ -277,8 +277,10 @@ typedef struct bonsai_lm_head_desc {
  * chain, uses the types it knows (checking struct_size before reading a
  * field) and skips the rest. The chain is static storage of the plugin. */
 typedef enum bonsai_extension_type {
-  BONSAI_EXTENSION_SEQUENCES = 1,  /* bonsai_sequences_extension: KV slots, multi-sequence steps */
-  BONSAI_EXTENSION_LAYER_KINDS = 2 /* bonsai_layer_kinds_extension (ABI 1.2): hybrid models */
+  BONSAI_EXTENSION_SEQUENCES = 1,   /* bonsai_sequences_extension: KV slots, multi-sequence steps */
+  BONSAI_EXTENSION_LAYER_KINDS = 2, /* bonsai_layer_kinds_extension (ABI 1.2): hybrid models */
+  BONSAI_EXTENSION_HIDDEN_STATES =
+      3 /* bonsai_hidden_states_extension (ABI 1.3): the LM head's input */
 } bonsai_extension_type;
 
 typedef struct bonsai_extension {
@@ -519,6 +521,31 @@ typedef struct bonsai_layer_kinds_extension {
   bonsai_status (*checkpoint_position)(const bonsai_context *ctx, int32_t checkpoint,
                                        int32_t *position);
 } bonsai_layer_kinds_extension;
+
+/* ------------------------------------------------------------------------ */
+/* Hidden states (ABI 1.3)                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Which hidden states of the open step to copy out: like lm_head's tokens. */
+typedef struct bonsai_hidden_states_desc {
+  uint32_t struct_size; /* sizeof(bonsai_hidden_states_desc) of the host */
+  int32_t first_token;  /* first token of the current step, 0-based (counts through a batch) */
+  int32_t n_outputs;    /* how many consecutive tokens from first_token (>= 1) */
+  /* out: n_outputs x n_embd floats, host memory: each token's last hidden
+   * state after the final RMSNorm (times output_norm), the vector lm_head
+   * multiplies by the LM head. */
+  float *hidden;
+} bonsai_hidden_states_desc;
+
+/* BONSAI_EXTENSION_HIDDEN_STATES. What a draft that reads the model's own
+ * hidden states needs (qwen35's multi-token-prediction layer, docs/abi.md):
+ * the same vectors lm_head projects, for tokens of the open step, after its
+ * last layer and before end_step, as often as wanted. A plugin without the
+ * extension leaves such a draft to the host's own layers. */
+typedef struct bonsai_hidden_states_extension {
+  bonsai_extension header; /* type BONSAI_EXTENSION_HIDDEN_STATES */
+  bonsai_status (*hidden_states)(bonsai_context *ctx, const bonsai_hidden_states_desc *desc);
+} bonsai_hidden_states_extension;
 
 /* ------------------------------------------------------------------------ */
 /* The API table                                                            */

@@ -86,9 +86,11 @@ LayerWeights load_layer(const TensorLoader &loader, const Qwen3Hparams &h, int64
   return w;
 }
 
-// A qwen35 layer: gated DeltaNet or gated attention, then the usual MLP
-// (docs/models.md). MTP layers past the trunk are never loaded.
-LayerWeights load_hybrid_layer(const TensorLoader &loader, const Qwen3Hparams &h, int64_t layer) {
+// A qwen35 layer: gated DeltaNet (`recurrent`) or gated attention, then the
+// usual MLP (docs/models.md). An MTP layer past the trunk is an attention
+// layer (read_mtp_weights).
+LayerWeights load_hybrid_layer(const TensorLoader &loader, const Qwen3Hparams &h, int64_t layer,
+                               bool recurrent) {
   const HybridHparams &y = *h.hybrid;
   const DeltaNetHparams &g = y.delta_net;
   const std::string prefix = "blk." + std::to_string(layer) + ".";
@@ -97,7 +99,7 @@ LayerWeights load_hybrid_layer(const TensorLoader &loader, const Qwen3Hparams &h
   };
   LayerWeights w;
   w.attn_norm = load("attn_norm.weight", {{h.n_embd}, "[n_embd]"}, Role::Norm);
-  if (y.recurrent[static_cast<size_t>(layer)]) {
+  if (recurrent) {
     DeltaNetWeights d;
     d.qkv = load("attn_qkv.weight", {{h.n_embd, g.conv_dim()}, "[n_embd, 2 * key_dim + value_dim]"},
                  Role::Matrix);
@@ -160,11 +162,44 @@ ModelSpec ModelSpec::from_gguf(const gguf::File &file) {
       loader.load("token_embd.weight", {{h.n_embd, h.n_vocab}, "[n_embd, n_vocab]"}, Role::Matrix);
   spec.layers.reserve(static_cast<size_t>(h.n_layer));
   for (int64_t i = 0; i < h.n_layer; ++i)
-    spec.layers.push_back(h.hybrid ? load_hybrid_layer(loader, h, i) : load_layer(loader, h, i));
+    spec.layers.push_back(
+        h.hybrid ? load_hybrid_layer(loader, h, i, h.hybrid->recurrent[static_cast<size_t>(i)])
+                 : load_layer(loader, h, i));
   spec.output_norm = loader.load("output_norm.weight", {{h.n_embd}, "[n_embd]"}, Role::Norm);
   spec.output = loader.load_optional("output.weight", {{h.n_embd, h.n_vocab}, "[n_embd, n_vocab]"},
                                      Role::Matrix);
   return spec;
+}
+
+MtpWeights read_mtp_weights(const gguf::File &file, const Qwen3Hparams &h) {
+  const TensorLoader loader(file);
+  if (!h.hybrid)
+    loader.fail("an MTP layer is a qwen35 model's; this model is qwen3");
+  if (h.hybrid->n_nextn < 1)
+    loader.fail("the model has no MTP layer (qwen35.nextn_predict_layers is 0)");
+  MtpWeights m;
+  m.index = h.n_layer;
+  m.layer = load_hybrid_layer(loader, h, m.index, false);
+  const std::string p = "blk." + std::to_string(m.index) + ".nextn.";
+  const Shape vector{{h.n_embd}, "[n_embd]"};
+  const Shape table{{h.n_embd, h.n_vocab}, "[n_embd, n_vocab]"};
+  m.eh_proj = loader.load(p + "eh_proj.weight", {{2 * h.n_embd, h.n_embd}, "[2 * n_embd, n_embd]"},
+                          Role::Matrix);
+  m.enorm = loader.load(p + "enorm.weight", vector, Role::Norm);
+  m.hnorm = loader.load(p + "hnorm.weight", vector, Role::Norm);
+  m.embed_tokens = loader.load_optional(p + "embed_tokens.weight", table, Role::Matrix);
+  m.shared_head_head = loader.load_optional(p + "shared_head_head.weight", table, Role::Matrix);
+  m.shared_head_norm = loader.load_optional(p + "shared_head_norm.weight", vector, Role::Norm);
+  return m;
+}
+
+std::vector<const TensorView *> MtpWeights::all_tensors() const {
+  std::vector<const TensorView *> all = layer_tensors(layer);
+  all.insert(all.end(), {&eh_proj, &enorm, &hnorm});
+  for (const auto *t : {&embed_tokens, &shared_head_head, &shared_head_norm})
+    if (*t)
+      all.push_back(&**t);
+  return all;
 }
 
 std::vector<const TensorView *> ModelSpec::all_tensors() const {

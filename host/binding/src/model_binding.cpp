@@ -152,4 +152,20 @@ void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding
     describe_layers(spec, out);
 }
 
+MtpHandles bind_mtp(const MtpWeights &mtp, const UploadTensorFn &upload,
+                    const bonsai_weight *lm_head) {
+  const LayerWeights &l = mtp.layer;
+  MtpHandles h;
+  h.eh_proj = upload(mtp.eh_proj);
+  h.wq = upload(l.attn_q);
+  h.wk = upload(l.attn_k);
+  h.wv = upload(l.attn_v);
+  h.wo = upload(l.attn_output);
+  h.w_gate = upload(l.ffn_gate);
+  h.w_up = upload(l.ffn_up);
+  h.w_down = upload(l.ffn_down);
+  h.head = mtp.shared_head_head ? upload(*mtp.shared_head_head) : lm_head;
+  return h;
+}
+
 } // namespace bonsai::binding

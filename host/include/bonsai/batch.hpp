@@ -28,6 +28,10 @@ struct BatchOptions {
   // batch and called again when it opens sessions of their own for sequences
   // past a plugin's slots, so what it captures must live as long as the batch.
   ProgressFn on_progress;
+  // qwen35: keep each sequence's entries of the model's multi-token-
+  // prediction layer, for draft_mtp() (its weights are uploaded once).
+  // create_batch throws InvalidArgument when the model has no MTP layer.
+  bool mtp = false;
 };
 
 // One sequence's part of a step.
@@ -78,6 +82,15 @@ public:
   // of range, more than n_batch tokens), ContextFullError (a sequence would
   // pass n_ctx), PluginError; in each case before any sequence changes.
   BatchLogits step(std::span<const SequenceInput> inputs);
+
+  // With BatchOptions::mtp: up to `max` tokens the model's MTP layer
+  // proposes after the sequence's tokens and `next` (the token about to be
+  // fed), chained as in Session::generate (docs/speculative.md): its most
+  // likely token each, stopping before the first whose probability is below
+  // p_min. Fewer near the end of the context window. InvalidArgument for a
+  // batch without MTP, a closed sequence, `next` outside the vocabulary,
+  // max < 0 or p_min outside [0, 1].
+  std::vector<int32_t> draft_mtp(int32_t sequence, int32_t next, int32_t max, float p_min = 0.0f);
 
   int32_t max_sequences() const;
   int32_t n_ctx() const;   // positions per sequence

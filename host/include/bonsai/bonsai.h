@@ -59,6 +59,9 @@ BONSAI_API bonsai_engine *bonsai_engine_open(const char *model_path,
 BONSAI_API void bonsai_engine_close(bonsai_engine *engine);
 /* The selected backend's name ("cpu"); valid while the engine is open. */
 BONSAI_API const char *bonsai_engine_backend_name(const bonsai_engine *engine);
+/* The model's multi-token-prediction layers (qwen35; what draft_mtp drafts
+ * with); 0 for a model without (and for NULL). */
+BONSAI_API int32_t bonsai_engine_mtp_layers(const bonsai_engine *engine);
 
 /* A new session (own KV cache). NULL on failure. */
 BONSAI_API bonsai_session *bonsai_session_create(bonsai_engine *engine);
@@ -128,6 +131,9 @@ typedef struct bonsai_generate_params {
   int32_t draft_max;             /* most tokens proposed per step (default 16) */
   int32_t draft_min;             /* fewer proposals than this: a plain step (default 1) */
   float draft_p_min;             /* the draft model stops below this probability (default 0.75) */
+  /* Appended with the MTP draft; a caller built before it gets none. */
+  int32_t draft_mtp; /* non-zero: propose with the model's own MTP layer (qwen35; not with
+                        draft_session); a model without one fails the call */
 } bonsai_generate_params;
 
 BONSAI_API bonsai_generate_params bonsai_generate_params_default(void);

@@ -213,6 +213,9 @@ struct ModelInfo {
   // qwen35: one sequence's recurrent state (conv windows and DeltaNet states,
   // f32), which every decode step reads and writes; 0 for qwen3.
   uint64_t recurrent_state_bytes = 0;
+  // qwen35: multi-token-prediction layers after the trunk
+  // (nextn_predict_layers), which DraftOptions::mtp drafts with; 0 for qwen3.
+  int32_t n_mtp_layers = 0;
 };
 
 // Chat turns are core's bonsai::ChatMessage {role, content} (from
@@ -358,8 +361,14 @@ struct DraftOptions {
   // (the caller opens it; generate() takes its cache over). It proposes its
   // own next tokens; with `ngram` too, a lookup hit is proposed first.
   Session *model = nullptr;
-  // With `model`: stop proposing once the draft's most likely token has a
-  // probability below this (0: never).
+  // qwen35: propose with the model's own multi-token-prediction (MTP)
+  // layer (ModelInfo::n_mtp_layers), chained: each proposal from the layer's
+  // state after the one before. Its weights are uploaded to the session the
+  // first time. Not with `model`; with `ngram`, a lookup hit goes first.
+  // InvalidArgument when the model has no MTP layer.
+  bool mtp = false;
+  // With `model` or `mtp`: stop proposing once the draft's most likely token
+  // has a probability below this (0: never).
   float p_min = 0.75f;
 };
 

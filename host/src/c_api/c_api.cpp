@@ -123,6 +123,10 @@ const char *bonsai_engine_backend_name(const bonsai_engine *engine) {
   return engine != nullptr ? engine->engine.backend().name.c_str() : "";
 }
 
+int32_t bonsai_engine_mtp_layers(const bonsai_engine *engine) {
+  return engine != nullptr ? engine->engine.model().n_mtp_layers : 0;
+}
+
 bonsai_session *bonsai_session_create(bonsai_engine *engine) {
   return guarded(
       [&]() -> bonsai_session * {
@@ -233,6 +237,7 @@ int bonsai_generate(bonsai_session *session, const bonsai_generate_params *param
         request.draft.max = p.draft_max;
         request.draft.min = p.draft_min;
         request.draft.p_min = p.draft_p_min;
+        request.draft.mtp = p.draft_mtp != 0;
         request.n_predict = p.n_predict;
         request.sampling.temperature = p.temperature;
         request.sampling.top_k = p.top_k;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/log_internal.hpp"
+#include "generation/mtp_draft.hpp"
 #include "generation/session_batch_runner.hpp"
 #include "generation/slot_batch_runner.hpp"
 #include "plugins/layer_kinds.hpp"
@@ -21,6 +22,8 @@ struct Batch::Impl {
   };
   std::vector<Sequence> sequences; // by id, max_sequences entries
   std::vector<host::BatchEntry> entries;
+  bool mtp = false; // BatchOptions::mtp
+  std::vector<float> mtp_logits, mtp_hidden;
 
   // The open sequence `id`; InvalidArgument naming `call` otherwise.
   Sequence &open_sequence(int32_t id, const char *call) {
@@ -48,7 +51,7 @@ Batch Engine::create_batch(const BatchOptions &options) const {
       hybrid ? host::qwen35_layer_kinds(session->context->api()) : nullptr;
   if (ext != nullptr && ext->max_slots >= options.max_sequences) {
     batch->runner = std::make_unique<host::SlotBatchRunner>(std::move(session), *ext, kinds,
-                                                            options.max_sequences);
+                                                            options.max_sequences, options.mtp);
   } else {
     const std::string why =
         hybrid && !session->plugin_layers
@@ -59,9 +62,10 @@ Batch Engine::create_batch(const BatchOptions &options) const {
     host::logger().warn("plugin {} {}; the batch steps its sequences one after another, each "
                         "with its own context and weights",
                         impl_->plugin().info.name, why);
-    batch->runner =
-        std::make_unique<host::SessionBatchRunner>(std::move(session), options.on_progress);
+    batch->runner = std::make_unique<host::SessionBatchRunner>(std::move(session),
+                                                               options.on_progress, options.mtp);
   }
+  batch->mtp = options.mtp;
   return Batch(std::move(batch));
 }
 
@@ -188,8 +192,34 @@ BatchLogits Batch::step(std::span<const SequenceInput> inputs) {
   for (const SequenceInput &input : inputs) {
     std::vector<int32_t> &history = impl_->sequences[static_cast<size_t>(input.sequence)].history;
     history.insert(history.end(), input.tokens.begin(), input.tokens.end());
+    // A long prompt: the MTP layer reads what it can now, so that the
+    // hidden states held stay within a step's.
+    host::MtpTrack *track = impl_->runner->mtp(input.sequence);
+    if (track != nullptr && track->unread() > n_batch())
+      track->sync(history, false, impl_->mtp_logits, impl_->mtp_hidden);
   }
   return out;
+}
+
+std::vector<int32_t> Batch::draft_mtp(int32_t sequence, int32_t next, int32_t max, float p_min) {
+  const Impl::Sequence &s = impl_->open_sequence(sequence, "draft_mtp");
+  if (!impl_->mtp)
+    throw InvalidArgument("draft_mtp: the batch was made without BatchOptions::mtp");
+  const int32_t one[1] = {next};
+  impl_->engine->check_tokens(one, "draft_mtp");
+  if (max < 0 || !(p_min >= 0.0f && p_min <= 1.0f))
+    throw InvalidArgument(
+        fmt::format("draft_mtp: max {} must be >= 0 and p_min {} in [0, 1]", max, p_min));
+  GenerateRequest greedy;
+  greedy.sampling.temperature = 0.0f;
+  greedy.sampling.seed = 0;
+  greedy.draft.p_min = p_min;
+  host::MtpDraft draft(*impl_->runner->mtp(sequence), n_ctx(), greedy, true);
+  std::vector<int32_t> context = s.history;
+  context.push_back(next);
+  host::DraftProposal proposal;
+  draft.propose(context, max, proposal);
+  return std::move(proposal.tokens);
 }
 
 int32_t Batch::max_sequences() const {

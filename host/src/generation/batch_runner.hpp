@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <span>
 
+#include "model/mtp_track.hpp"
+
 namespace bonsai::host {
 
 // One sequence's part of a step, validated by the Batch.
@@ -31,6 +33,9 @@ public:
   virtual bool steps_together() const = 0;
   // Positions in sequence `id`'s cache (what a failed truncate or copy left).
   virtual int32_t length(int32_t id) const = 0;
+  // Sequence `id`'s MTP track (open), which every step feeds, when the
+  // batch was made with BatchOptions::mtp; else nullptr.
+  virtual MtpTrack *mtp(int32_t id) = 0;
 };
 
 } // namespace bonsai::host

@@ -13,6 +13,7 @@
 #include "generation/draft_policy.hpp"
 #include "generation/generate_support.hpp"
 #include "generation/model_draft.hpp"
+#include "generation/mtp_draft.hpp"
 #include "generation/ngram_draft.hpp"
 #include "generation/token_picker.hpp"
 #include "model/session_impl.hpp"
@@ -62,9 +63,13 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     throw InvalidArgument("generate: the prompt is empty");
   engine.check_tokens(prompt, "generate: prompt");
   host::check_generation_limits(request);
-  const bool drafting = request.draft.ngram > 0 || request.draft.model != nullptr;
+  const bool drafting =
+      request.draft.ngram > 0 || request.draft.model != nullptr || request.draft.mtp;
   if (request.draft.model == this)
     throw InvalidArgument("generate: the draft model's session is this session");
+  if (request.draft.model != nullptr && request.draft.mtp)
+    throw InvalidArgument(
+        "generate: a draft model and the MTP draft exclude each other; choose one");
   if (request.draft.ngram < 0 || request.draft.max < 1 || request.draft.min < 1 ||
       request.draft.min > request.draft.max)
     throw InvalidArgument(fmt::format(
@@ -79,6 +84,10 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       request.stop_tokens ? *request.stop_tokens : engine.tokenizer.stop_ids();
 
   host::ConstrainedChoice constrained(engine, request, prompt, stop_tokens);
+  // The MTP layer goes up with the first request that drafts with it.
+  std::optional<host::MtpDraft> mtp_draft;
+  if (request.draft.mtp)
+    mtp_draft.emplace(s.attach_mtp("generate"), s.n_ctx(), request, constrained.active());
 
   // What stays in the KV cache and what must be evaluated.
   int32_t keep = 0;
@@ -232,9 +241,11 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
         draft = host::ngram_draft(context, request.draft.ngram, room);
         draft.resize(static_cast<size_t>(policy.length(static_cast<int32_t>(draft.size()))));
       }
-      if (draft.empty() && model_draft) {
+      if (draft.empty() && (model_draft || mtp_draft)) {
         const int32_t asked = policy.length(room);
-        if (!model_draft->propose(context, asked, proposal)) {
+        if (mtp_draft) {
+          mtp_draft->propose(context, asked, proposal);
+        } else if (!model_draft->propose(context, asked, proposal)) {
           s.pending = next;
           stop = StopReason::cancelled;
           break;
@@ -299,8 +310,11 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       }
       if (stop || !in_cache) {
         // The cache keeps the step's token and the drafts kept; a token
-        // chosen here is fed next (or left pending).
+        // chosen here is fed next (or left pending: truncate_to drops the
+        // pending token, which a reply that ends here must keep).
+        const std::optional<int32_t> pending = s.pending;
         s.truncate_to(before + 1 + kept);
+        s.pending = pending;
         if (!stop)
           chosen = token;
         break;

@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 
 #include <fmt/format.h>
-
-#include "generation/generate_support.hpp"
 
 namespace bonsai::host {
 namespace {
@@ -15,31 +12,11 @@ namespace {
 // many of the context's last tokens.
 constexpr size_t kCatchUp = 16;
 
-// The largest softmax probability of the logits (temperature 1).
-float top_probability(std::span<const float> logits) {
-  float top = -INFINITY;
-  for (const float v : logits)
-    if (std::isfinite(v))
-      top = std::max(top, v);
-  double sum = 0;
-  for (const float v : logits)
-    if (std::isfinite(v))
-      sum += std::exp(static_cast<double>(v) - top);
-  return sum > 0 ? static_cast<float>(1.0 / sum) : 0.0f;
-}
-
-SamplerParams draft_sampling(const GenerateRequest &request) {
-  SamplerParams params = sampler_params(request.sampling);
-  params.seed += 0x9E3779B97F4A7C15ull; // its own stream, not the target's
-  return params;
-}
-
 } // namespace
 
 ModelDraft::ModelDraft(Session::Impl &draft, const GenerateRequest &request, int32_t target_vocab,
                        bool best_only)
-    : draft_(draft), p_min_(request.draft.p_min),
-      greedy_(best_only || request.sampling.is_greedy()), sampler_(draft_sampling(request)) {
+    : draft_(draft), picker_(request, best_only) {
   if (draft.engine->n_vocab() != target_vocab)
     throw InvalidArgument(fmt::format("generate: the draft model has {} vocabulary rows and the "
                                       "model {}; a draft must share the vocabulary",
@@ -79,19 +56,11 @@ bool ModelDraft::propose(std::span<const int32_t> context, int32_t max, DraftPro
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - read_start)
             .count();
   for (int32_t i = 0; i < max; ++i) {
-    if (p_min_ > 0 && top_probability(logits) < p_min_)
+    if (!picker_.pick(logits, out))
       break;
-    int32_t token;
-    if (greedy_) {
-      token = argmax(logits);
-    } else {
-      out.q.push_back(sampler_.distribution(logits));
-      token = sampler_.draw_from(out.q.back());
-    }
-    out.tokens.push_back(token);
     if (i + 1 == max)
       break; // the last proposal need not be evaluated
-    const int32_t one[1] = {token};
+    const int32_t one[1] = {out.tokens.back()};
     if (!draft_.run_tokens(one, Session::Impl::Want::last_logits, &logits, nullptr))
       return false;
   }

@@ -3,23 +3,13 @@
 // of the same vocabulary) brought to the target's context, then asked for
 // the next tokens one step at a time, with the distribution each was drawn
 // from (q, for the acceptance rule).
-#include <optional>
 #include <span>
 #include <vector>
 
-#include "bonsai/core/sampling.hpp"
+#include "generation/draft_picker.hpp"
 #include "model/session_impl.hpp"
 
 namespace bonsai::host {
-
-struct DraftProposal {
-  std::vector<int32_t> tokens;
-  std::vector<std::vector<TokenProb>> q; // per token, when sampling (empty when greedy)
-  // Milliseconds the draft spent reading context it had missed (the prompt,
-  // or the tokens of plain steps), beyond the one or two tokens a drafted
-  // step leaves it: a one-off cost, not one of each proposal.
-  double catch_up_ms = 0;
-};
 
 class ModelDraft {
 public:
@@ -44,9 +34,7 @@ private:
   Session::Impl &draft_;
   size_t offset_ = 0;   // the draft's cache holds context[offset_ ...]
   bool synced_ = false; // the first call reads the whole context (the prompt)
-  float p_min_;
-  bool greedy_;
-  Sampler sampler_; // the draft's own draws (temperature > 0)
+  DraftPicker picker_;
 };
 
 } // namespace bonsai::host

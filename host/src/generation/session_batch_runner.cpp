@@ -4,8 +4,11 @@
 
 namespace bonsai::host {
 
-SessionBatchRunner::SessionBatchRunner(std::unique_ptr<Session::Impl> first, ProgressFn on_progress)
-    : engine_(first->engine), on_progress_(std::move(on_progress)) {
+SessionBatchRunner::SessionBatchRunner(std::unique_ptr<Session::Impl> first, ProgressFn on_progress,
+                                       bool mtp)
+    : engine_(first->engine), on_progress_(std::move(on_progress)), mtp_(mtp) {
+  if (mtp_)
+    first->attach_mtp("create_batch");
   sessions_.push_back(std::move(first));
 }
 
@@ -13,8 +16,11 @@ void SessionBatchRunner::open(int32_t id) {
   if (sessions_.size() <= static_cast<size_t>(id))
     sessions_.resize(static_cast<size_t>(id) + 1);
   std::unique_ptr<Session::Impl> &slot = sessions_[static_cast<size_t>(id)];
-  if (!slot)
+  if (!slot) {
     slot = open_session(engine_, on_progress_);
+    if (mtp_)
+      slot->attach_mtp("create_batch");
+  }
 }
 
 void SessionBatchRunner::close(int32_t id) {

@@ -12,7 +12,10 @@ namespace bonsai::host {
 class SessionBatchRunner final : public BatchRunner {
 public:
   // `first` becomes sequence 0's session; the others are opened on demand.
-  SessionBatchRunner(std::unique_ptr<Session::Impl> first, ProgressFn on_progress);
+  // With `mtp` each session drafts with its MTP layer (Session::Impl::
+  // attach_mtp; throws as it does).
+  SessionBatchRunner(std::unique_ptr<Session::Impl> first, ProgressFn on_progress,
+                     bool mtp = false);
 
   void open(int32_t id) override;
   void close(int32_t id) override;
@@ -23,12 +26,14 @@ public:
   int32_t length(int32_t id) const override {
     return sessions_.at(static_cast<size_t>(id))->runner->kv_length();
   }
+  MtpTrack *mtp(int32_t id) override { return session(id).mtp.get(); }
 
 private:
   Session::Impl &session(int32_t id) { return *sessions_.at(static_cast<size_t>(id)); }
 
   std::shared_ptr<const Engine::Impl> engine_;
   ProgressFn on_progress_;
+  bool mtp_ = false;
   std::vector<std::unique_ptr<Session::Impl>> sessions_; // by id; kept when closed, for reuse
   std::vector<float> logits_;
 };

@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "model/mtp_attach.hpp"
+#include "plugins/hidden_states.hpp"
+
 namespace bonsai::host {
 
 const bonsai_sequences_extension *usable_sequences_extension(const bonsai_backend_api &api) {
@@ -21,11 +24,18 @@ const bonsai_sequences_extension *usable_sequences_extension(const bonsai_backen
 
 SlotBatchRunner::SlotBatchRunner(std::unique_ptr<Session::Impl> session,
                                  const bonsai_sequences_extension &ext,
-                                 const bonsai_layer_kinds_extension *kinds, int32_t max_sequences)
+                                 const bonsai_layer_kinds_extension *kinds, int32_t max_sequences,
+                                 bool mtp)
     : session_(std::move(session)), ext_(ext), idle_slots_{0} {
+  const PluginContext &context = *session_->context;
+  if (mtp) {
+    hidden_states_ = hidden_states_extension(context.api());
+    check_mtp_usable(*session_->engine, hidden_states_ != nullptr, context.library().name(),
+                     "create_batch");
+    mtp_handles_ = upload_mtp(*session_->engine, context, session_->weights.desc.lm_head);
+  }
   if (kinds == nullptr)
     return;
-  const PluginContext &context = *session_->context;
   SlotCheckpoints::SlotOps ops;
   ops.reset = [this, &context](int32_t slot) {
     context.check(ext_.slot_truncate(context.get(), slot, 0), "slot_truncate(0)");
@@ -76,9 +86,21 @@ void SlotBatchRunner::advance(int32_t slot, std::span<const int32_t> tokens) {
   }
 }
 
+MtpTrack *SlotBatchRunner::mtp(int32_t id) {
+  return static_cast<size_t>(id) < tracks_.size() ? tracks_[static_cast<size_t>(id)].get()
+                                                  : nullptr;
+}
+
 void SlotBatchRunner::open(int32_t id) {
   if (slot_of_.size() <= static_cast<size_t>(id))
     slot_of_.resize(static_cast<size_t>(id) + 1, -1);
+  if (hidden_states_ != nullptr) {
+    if (tracks_.size() <= static_cast<size_t>(id))
+      tracks_.resize(static_cast<size_t>(id) + 1);
+    if (!tracks_[static_cast<size_t>(id)])
+      tracks_[static_cast<size_t>(id)] =
+          make_mtp_track(*session_->engine, *session_->context, mtp_handles_);
+  }
   int32_t slot = -1;
   if (!idle_slots_.empty()) {
     slot = idle_slots_.back();
@@ -98,6 +120,8 @@ void SlotBatchRunner::close(int32_t id) {
 }
 
 void SlotBatchRunner::truncate(int32_t id, int32_t n_keep) {
+  if (MtpTrack *track = mtp(id))
+    track->trunk_truncated(n_keep);
   if (checkpoints_) {
     checkpoints_->truncate(id, slot_of(id), n_keep);
     return;
@@ -114,6 +138,8 @@ void SlotBatchRunner::copy_prefix(int32_t from, int32_t to, std::span<const int3
                 fmt::format("slot_copy({} positions)", n));
   if (checkpoints_)
     checkpoints_->copied_prefix(from, to, slot_of(to), from_tokens);
+  if (MtpTrack *track = mtp(to))
+    track->copy_prefix_of(*mtp(from), n);
 }
 
 void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
@@ -158,6 +184,12 @@ void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
     first_row[order[k]] = static_cast<int32_t>(row);
     row += e.tokens.size();
   }
+  // A sequence that verifies drafted tokens (a row per token) may be cut
+  // back after the step: keep its state from before it.
+  if (checkpoints_)
+    for (const BatchEntry &e : entries)
+      if (e.all_rows)
+        checkpoints_->before_cut_back_step(e.sequence, slot_of(e.sequence));
   bonsai_batch_step_desc batch{};
   batch.struct_size = sizeof batch;
   batch.n_sequences = static_cast<int32_t>(steps_.size());
@@ -202,10 +234,29 @@ void SlotBatchRunner::step(std::span<const BatchEntry> entries) {
         std::memcpy(e.logits, head_rows_.data() + offset * n_vocab, n_vocab * sizeof(float));
       }
   }
+  // Each sequence's hidden states for its MTP track, taken before the step
+  // ends and handed over once it has.
+  if (hidden_states_ != nullptr) {
+    const auto n_embd = static_cast<size_t>(session_->engine->model.n_embd);
+    hidden_rows_.resize(total * n_embd);
+    bonsai_hidden_states_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.first_token = 0;
+    desc.n_outputs = static_cast<int32_t>(total);
+    desc.hidden = hidden_rows_.data();
+    context.check(hidden_states_->hidden_states(ctx, &desc), "hidden_states");
+  }
   context.check(api.end_step(ctx), "end_step");
   if (checkpoints_)
     for (const BatchEntry &e : entries)
-      checkpoints_->advanced(e.sequence, slot_of(e.sequence), e.tokens);
+      checkpoints_->advanced(e.sequence, slot_of(e.sequence), e.tokens, e.all_rows);
+  if (hidden_states_ != nullptr) {
+    const auto n_embd = static_cast<size_t>(session_->engine->model.n_embd);
+    for (size_t i = 0; i < entries.size(); ++i)
+      mtp(entries[i].sequence)
+          ->trunk_ran(entries[i].first_pos, static_cast<int32_t>(entries[i].tokens.size()),
+                      hidden_rows_.data() + static_cast<size_t>(first_row[i]) * n_embd);
+  }
 }
 
 } // namespace bonsai::host

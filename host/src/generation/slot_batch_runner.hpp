@@ -18,8 +18,12 @@ public:
   // `session` has the model bound by the plugin; `ext` is its plugin's.
   // `kinds` (its layer-kinds extension) when the model has recurrent layers:
   // the runner then keeps checkpoints for up to max_sequences sequences.
+  // With `mtp`, each sequence keeps an MTP track (its entries of the
+  // layer, uploaded once here); throws InvalidArgument when the model or
+  // the plugin cannot draft with it.
   SlotBatchRunner(std::unique_ptr<Session::Impl> session, const bonsai_sequences_extension &ext,
-                  const bonsai_layer_kinds_extension *kinds = nullptr, int32_t max_sequences = 1);
+                  const bonsai_layer_kinds_extension *kinds = nullptr, int32_t max_sequences = 1,
+                  bool mtp = false);
 
   void open(int32_t id) override;
   void close(int32_t id) override;
@@ -28,6 +32,7 @@ public:
   void step(std::span<const BatchEntry> entries) override;
   bool steps_together() const override { return true; }
   int32_t length(int32_t id) const override;
+  MtpTrack *mtp(int32_t id) override;
 
 private:
   int32_t slot_of(int32_t id) const { return slot_of_.at(static_cast<size_t>(id)); }
@@ -40,6 +45,12 @@ private:
   std::vector<int32_t> slot_of_;                 // by sequence id; -1 when closed
   std::vector<int32_t> idle_slots_;              // made and emptied, waiting for a sequence
   std::unique_ptr<SlotCheckpoints> checkpoints_; // recurrent models only
+  // With BatchOptions::mtp: the uploaded layer, a track per sequence id
+  // (kept when closed, for the next sequence), and its hidden states.
+  const bonsai_hidden_states_extension *hidden_states_ = nullptr;
+  MtpHandles mtp_handles_;
+  std::vector<std::unique_ptr<MtpTrack>> tracks_;
+  std::vector<float> hidden_rows_;
   // Per step, kept to avoid reallocating.
   std::vector<size_t> order_; // entries in the order they go to the plugin
   std::vector<int32_t> first_row_;

@@ -15,9 +15,11 @@ inline constexpr size_t kMost = 8;
 inline constexpr int32_t kInterval = 64;
 
 // Whether a step of n_tokens that brought the sequence to `length` calls for
-// a checkpoint there.
-inline bool due(int32_t length, int32_t n_tokens) {
-  return n_tokens > 1 || (length - n_tokens) / kInterval != length / kInterval;
+// a checkpoint there. A step that may be cut back (verifying a draft) has
+// one from before it instead: at its end one would mostly be dropped at
+// once, and the next such step saves where this one ends.
+inline bool due(int32_t length, int32_t n_tokens, bool may_cut_back = false) {
+  return (n_tokens > 1 && !may_cut_back) || (length - n_tokens) / kInterval != length / kInterval;
 }
 
 // How many checkpoints of state_bytes each to keep (at least one).

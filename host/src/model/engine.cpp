@@ -99,6 +99,7 @@ ModelInfo describe_model(const gguf::File &file, const ModelSpec &spec) {
       (info.tied_lm_head ? embedding : embedding / std::max(hp.n_vocab, int64_t{1}));
   info.n_kv_layers = info.n_layer;
   if (const auto &y = hp.hybrid) {
+    info.n_mtp_layers = static_cast<int32_t>(y->n_nextn);
     const DeltaNetHparams &g = y->delta_net;
     int64_t recurrent = 0;
     for (bool r : y->recurrent)
@@ -174,6 +175,13 @@ Engine Engine::open(const std::filesystem::path &model_path, const EngineOptions
 
   auto impl = std::make_shared<Impl>(*file, std::move(spec), std::move(tokenizer));
   impl->model = describe_model(*file, impl->spec);
+  // The MTP layer is read only as views: a draft uploads it when asked. A
+  // broken one fails that request, not the model.
+  try {
+    impl->mtp = read_mtp_weights(*file, impl->spec.hparams);
+  } catch (const Error &e) {
+    impl->mtp_problem = e.what();
+  }
   file.reset(); // the metadata; impl->mapping keeps the tensor bytes
   impl->chat_template =
       detect_chat_template(impl->tokenizer.chat_template(), [&](std::string_view warning) {

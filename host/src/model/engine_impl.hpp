@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct Engine::Impl {
   std::shared_ptr<const void> mapping;
   std::string path;
   ModelSpec spec;
+  // qwen35's MTP layer (views into the mapping, nothing uploaded) when the
+  // file has a usable one; else why not, for a request that drafts with it.
+  std::optional<MtpWeights> mtp;
+  std::string mtp_problem;
   Tokenizer tokenizer;
   ChatTemplateKind chat_template = ChatTemplateKind::ChatMLFallback;
   // Why the template fell back to plain ChatML ("" if it did not); logged

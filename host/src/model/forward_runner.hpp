@@ -15,6 +15,14 @@ struct StepOutputs {
   int32_t count = 0;
   float *logits = nullptr;   // count x n_vocab, or NULL
   int32_t *argmax = nullptr; // count ids (lowest id wins ties), or NULL
+  // Every token's last hidden state after the final norm (what the LM head
+  // multiplies), n_tokens x n_embd, or NULL: what an MTP draft reads.
+  float *hidden = nullptr;
+  // The caller may cut this step's tokens back (it verifies drafted
+  // tokens): a runner with recurrent state keeps a checkpoint from before
+  // the step, so that a cut replays only the tokens kept, not everything
+  // since the last checkpoint.
+  bool may_cut_back = false;
 };
 
 class ForwardRunner {
@@ -32,6 +40,10 @@ public:
   virtual void truncate(int32_t n_keep) = 0;
 
   virtual int32_t kv_length() const = 0;
+
+  // Whether run_step can fill StepOutputs::hidden (a plugin that runs the
+  // layers needs the ABI 1.3 hidden-states extension).
+  virtual bool gives_hidden_states() const = 0;
 };
 
 } // namespace bonsai::host

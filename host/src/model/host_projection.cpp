@@ -25,15 +25,20 @@ HostProjection::HostProjection(const PluginContext &context, const ModelSpec &sp
   down_.resize(batch * n_embd_);
 }
 
-void HostProjection::matmul(const bonsai_weight *weight, int32_t n_tokens, const float *x,
-                            float *y) const {
+void plugin_matmul(const PluginContext &context, const bonsai_weight *weight, int32_t n_tokens,
+                   const float *x, float *y, const char *what) {
   bonsai_matmul_desc desc{};
   desc.struct_size = sizeof desc;
   desc.weight = weight;
   desc.n_tokens = n_tokens;
   desc.x = x;
   desc.y = y;
-  context_.check(context_.api().matmul(context_.get(), &desc), "matmul");
+  context.check(context.api().matmul(context.get(), &desc), what);
+}
+
+void HostProjection::matmul(const bonsai_weight *weight, int32_t n_tokens, const float *x,
+                            float *y) const {
+  plugin_matmul(context_, weight, n_tokens, x, y);
 }
 
 void HostProjection::embed(std::span<const int32_t> tokens, float *x) const {
@@ -59,11 +64,14 @@ void HostProjection::mlp(int32_t layer, int32_t n_tokens, float *x) {
     x[i] += down_[i];
 }
 
+void HostProjection::final_norm(const float *x, int32_t n, float *out) const {
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i)
+    rms_norm(x + i * n_embd_, output_norm_.data(), n_embd_, eps_, out + i * n_embd_);
+}
+
 void HostProjection::lm_head(const float *x, const StepOutputs &outputs) {
   const auto count = static_cast<size_t>(outputs.count);
-  for (size_t i = 0; i < count; ++i)
-    rms_norm(x + (outputs.first + i) * n_embd_, output_norm_.data(), n_embd_, eps_,
-             normed_.data() + i * n_embd_);
+  final_norm(x + static_cast<size_t>(outputs.first) * n_embd_, outputs.count, normed_.data());
   float *logits = outputs.logits;
   if (logits == nullptr) {
     logits_.resize(count * n_vocab_);

@@ -12,6 +12,11 @@
 
 namespace bonsai::host {
 
+// y (n x weight rows) = W x (n x weight cols) through `context`'s plugin;
+// PluginError naming `what` when it fails.
+void plugin_matmul(const PluginContext &context, const bonsai_weight *weight, int32_t n_tokens,
+                   const float *x, float *y, const char *what = "matmul");
+
 class HostProjection {
 public:
   // `context`, `spec` and `weights` outlive this. Scratch for n_batch tokens.
@@ -29,6 +34,8 @@ public:
 
   // The final norm and LM head for the rows `outputs` names.
   void lm_head(const float *x, const StepOutputs &outputs);
+  // The final norm of n rows of x into out (what the LM head multiplies).
+  void final_norm(const float *x, int32_t n, float *out) const;
 
 private:
   const PluginContext &context_;

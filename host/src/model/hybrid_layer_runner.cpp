@@ -6,6 +6,7 @@
 
 #include "bonsai/core/delta_net.hpp"
 #include "model/checkpoint_policy.hpp"
+#include "model/gated_attention.hpp"
 #include "model/layer_math.hpp"
 
 namespace bonsai::host {
@@ -129,34 +130,24 @@ void HybridLayerRunner::attention(int32_t layer, int32_t n_tokens) {
   projection_.matmul(w.wk, n_tokens, h_.data(), k_.data());
   projection_.matmul(w.wv, n_tokens, h_.data(), v_.data());
   const size_t cache = a.index * static_cast<size_t>(config_.n_ctx) * kv_dim_;
-  const int32_t group = n_head_ / n_head_kv_;
-  const HeadsRotation q_rotation{a.q_norm.data(), head_dim_, eps_, rope_rates_, rope_magnitude_};
-  const HeadsRotation k_rotation{a.k_norm.data(), head_dim_, eps_, rope_rates_, rope_magnitude_};
+  GatedAttentionShape shape{
+      n_head_, n_head_kv_, head_dim_,
+      HeadsRotation{a.q_norm.data(), head_dim_, eps_, rope_rates_, rope_magnitude_},
+      HeadsRotation{a.k_norm.data(), head_dim_, eps_, rope_rates_, rope_magnitude_}};
   for (size_t t = 0; t < static_cast<size_t>(n_tokens); ++t) {
     const int32_t pos = length_ + static_cast<int32_t>(t);
-    for (int32_t head = 0; head < n_head_; ++head) // the query half of each head's pair
-      std::copy_n(qg_.data() + t * 2 * q_dim_ + 2 * head * head_dim_, head_dim_,
-                  q_.data() + t * q_dim_ + head * head_dim_);
-    norm_and_rotate(q_.data() + t * q_dim_, n_head_, pos, q_rotation);
-    norm_and_rotate(k_.data() + t * kv_dim_, n_head_kv_, pos, k_rotation);
-    const size_t row = cache + static_cast<size_t>(pos) * kv_dim_;
-    std::copy_n(k_.data() + t * kv_dim_, kv_dim_, k_cache_.data() + row);
-    std::copy_n(v_.data() + t * kv_dim_, kv_dim_, v_cache_.data() + row);
-    for (int32_t head = 0; head < n_head_; ++head) {
-      const int32_t kv_offset = (head / group) * head_dim_;
-      HeadAttention one;
-      one.query = q_.data() + t * q_dim_ + head * head_dim_;
-      one.keys = k_cache_.data() + cache + kv_offset;
-      one.values = v_cache_.data() + cache + kv_offset;
-      one.n_visible = pos + 1;
-      one.head_dim = head_dim_;
-      one.stride = kv_dim_;
-      float *out = attn_.data() + t * q_dim_ + head * head_dim_;
-      attend(one, scores_.data(), out);
-      const float *gate = qg_.data() + t * 2 * q_dim_ + (2 * head + 1) * head_dim_;
-      for (int32_t i = 0; i < head_dim_; ++i)
-        out[i] *= sigmoid(gate[i]);
-    }
+    GatedAttentionToken token;
+    token.qg = qg_.data() + t * 2 * q_dim_;
+    token.k = k_.data() + t * kv_dim_;
+    token.v = v_.data() + t * kv_dim_;
+    token.position = pos;
+    token.row = pos;
+    token.k_cache = k_cache_.data() + cache;
+    token.v_cache = v_cache_.data() + cache;
+    token.q = q_.data() + t * q_dim_;
+    token.scores = scores_.data();
+    token.out = attn_.data() + t * q_dim_;
+    gated_attention_token(shape, token);
   }
   projection_.matmul(w.wo, n_tokens, attn_.data(), proj_.data());
 }
@@ -180,9 +171,12 @@ bool HybridLayerRunner::run_layers(int32_t n_tokens, const std::atomic<bool> *ca
   return true;
 }
 
-void HybridLayerRunner::maybe_checkpoint(int32_t n_tokens) {
-  if (!checkpoint_policy::due(length_, n_tokens))
-    return;
+void HybridLayerRunner::maybe_checkpoint(int32_t n_tokens, bool may_cut_back) {
+  if (checkpoint_policy::due(length_, n_tokens, may_cut_back))
+    save_checkpoint();
+}
+
+void HybridLayerRunner::save_checkpoint() {
   if (!checkpoints_.empty() && checkpoints_.back().position == length_)
     return;
   if (checkpoints_.size() >= max_checkpoints_)
@@ -228,6 +222,8 @@ bool HybridLayerRunner::run_step(std::span<const int32_t> tokens, const StepOutp
   check_step_fits(config_, n_tokens, length_);
   if (dirty_) // an earlier step failed part-way (a plugin error)
     rebuild(length_);
+  if (outputs.may_cut_back)
+    save_checkpoint();
   projection_.embed(tokens, x_.data());
   dirty_ = true;
   if (!run_layers(n_tokens, &cancel)) {
@@ -236,11 +232,13 @@ bool HybridLayerRunner::run_step(std::span<const int32_t> tokens, const StepOutp
     return false;
   }
   dirty_ = false;
+  if (outputs.hidden != nullptr)
+    projection_.final_norm(x_.data(), n_tokens, outputs.hidden);
   if (outputs.count > 0)
     projection_.lm_head(x_.data(), outputs);
   length_ += n_tokens;
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
-  maybe_checkpoint(n_tokens);
+  maybe_checkpoint(n_tokens, outputs.may_cut_back);
   return true;
 }
 

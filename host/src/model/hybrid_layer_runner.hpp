@@ -29,6 +29,7 @@ public:
                 const std::atomic<bool> &cancel) override;
   void truncate(int32_t n_keep) override;
   int32_t kv_length() const override { return length_; }
+  bool gives_hidden_states() const override { return true; }
 
   // Bytes of one copy of the recurrent state, and how many checkpoints are kept.
   size_t state_bytes() const { return (conv_.size() + ssm_.size()) * sizeof(float); }
@@ -58,7 +59,8 @@ private:
   // The state at `position` (<= length_): from the last checkpoint at or
   // before it, running the tokens in between again.
   void rebuild(int32_t position);
-  void maybe_checkpoint(int32_t n_tokens);
+  void maybe_checkpoint(int32_t n_tokens, bool may_cut_back);
+  void save_checkpoint();
 
   const ModelSpec &spec_;
   const UploadedModel &weights_;

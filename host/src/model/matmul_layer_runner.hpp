@@ -32,6 +32,7 @@ public:
                 const std::atomic<bool> &cancel) override;
   void truncate(int32_t n_keep) override { length_ = n_keep; }
   int32_t kv_length() const override { return length_; }
+  bool gives_hidden_states() const override { return false; } // qwen3 has no MTP layer
 
 private:
   struct LayerNorms {

@@ -13,9 +13,8 @@ namespace {
 class Uploader {
 public:
   Uploader(const PluginContext &context, const std::shared_ptr<const void> &mapping,
-           const ModelSpec &spec, const ProgressFn &progress)
-      : context_(context), mapping_(mapping), progress_(progress),
-        total_bytes_(spec.weight_bytes()) {}
+           const ProgressFn &progress, size_t total_bytes)
+      : context_(context), mapping_(mapping), progress_(progress), total_bytes_(total_bytes) {}
 
   const bonsai_weight *upload(const TensorView &tensor) {
     const auto &api = context_.api();
@@ -64,12 +63,18 @@ void upload_model(const PluginContext &context, const std::shared_ptr<const void
                   const ModelSpec &spec, const ProgressFn &progress, UploadedModel &out) {
   if (progress)
     progress(0.0);
-  Uploader uploader(context, mapping, spec, progress);
+  Uploader uploader(context, mapping, progress, spec.weight_bytes());
   binding::bind_spec(
       spec, [&uploader](const TensorView &tensor) { return uploader.upload(tensor); }, out,
       qwen35_layer_kinds(context.api()) != nullptr);
   if (progress)
     progress(1.0);
+}
+
+const bonsai_weight *upload_tensor(const PluginContext &context,
+                                   const std::shared_ptr<const void> &mapping,
+                                   const TensorView &tensor) {
+  return Uploader(context, mapping, {}, tensor.nbytes).upload(tensor);
 }
 
 } // namespace bonsai::host

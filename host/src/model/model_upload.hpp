@@ -23,4 +23,10 @@ using UploadedModel = binding::ModelBinding;
 void upload_model(const PluginContext &context, const std::shared_ptr<const void> &mapping,
                   const ModelSpec &spec, const ProgressFn &progress, UploadedModel &out);
 
+// One more tensor into `context`, as upload_model uploads each (the MTP
+// layer's, when a draft first asks for it).
+const bonsai_weight *upload_tensor(const PluginContext &context,
+                                   const std::shared_ptr<const void> &mapping,
+                                   const TensorView &tensor);
+
 } // namespace bonsai::host

@@ -30,9 +30,11 @@ bool PluginHybridRunner::run_step(std::span<const int32_t> tokens, const StepOut
                                   const std::atomic<bool> &cancel) {
   // A step the plugin never ends leaves its recurrent state as it was (ABI
   // 1.2), so a cancelled step needs no repair here.
+  if (outputs.may_cut_back)
+    checkpoints_.before_cut_back_step(0, 0);
   if (!steps_.run_step(tokens, outputs, cancel))
     return false;
-  checkpoints_.advanced(0, 0, tokens);
+  checkpoints_.advanced(0, 0, tokens, outputs.may_cut_back);
   return true;
 }
 

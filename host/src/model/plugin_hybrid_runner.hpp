@@ -22,6 +22,7 @@ public:
                 const std::atomic<bool> &cancel) override;
   void truncate(int32_t n_keep) override;
   int32_t kv_length() const override { return steps_.kv_length(); }
+  bool gives_hidden_states() const override { return steps_.gives_hidden_states(); }
 
 private:
   PluginLayerRunner steps_;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "plugins/hidden_states.hpp"
+
 namespace bonsai::host {
 
 PluginLayerRunner::PluginLayerRunner(const PluginContext &context, int32_t n_layer)
@@ -18,6 +20,7 @@ PluginLayerRunner::PluginLayerRunner(const PluginContext &context, int32_t n_lay
     if (!present)
       context_.library().fail(
           fmt::format("bind_model succeeded but the API table lacks '{}'", name));
+  hidden_states_ = hidden_states_extension(api);
 }
 
 bool PluginLayerRunner::run_step(std::span<const int32_t> tokens, const StepOutputs &outputs,
@@ -40,6 +43,16 @@ bool PluginLayerRunner::run_step(std::span<const int32_t> tokens, const StepOutp
     if (cancel.load(std::memory_order_relaxed))
       return false;
     context_.check(api.encode_layer(ctx, layer), fmt::format("encode_layer({})", layer));
+  }
+  if (outputs.hidden != nullptr) {
+    if (hidden_states_ == nullptr)
+      context_.library().fail("the plugin has no hidden-states extension (ABI 1.3)");
+    bonsai_hidden_states_desc desc{};
+    desc.struct_size = sizeof desc;
+    desc.first_token = 0;
+    desc.n_outputs = n_tokens;
+    desc.hidden = outputs.hidden;
+    context_.check(hidden_states_->hidden_states(ctx, &desc), "hidden_states");
   }
   if (outputs.count > 0) {
     bonsai_lm_head_desc head{};

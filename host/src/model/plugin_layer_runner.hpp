@@ -18,6 +18,7 @@ public:
                 const std::atomic<bool> &cancel) override;
   void truncate(int32_t n_keep) override;
   int32_t kv_length() const override { return length_; }
+  bool gives_hidden_states() const override { return hidden_states_ != nullptr; }
 
   // The plugin's KV length changed by a call outside this runner (a
   // checkpoint restore): follow it.
@@ -26,7 +27,8 @@ public:
 private:
   const PluginContext &context_;
   int32_t n_layer_ = 0;
-  int32_t length_ = 0; // mirrors the plugin's KV length
+  const bonsai_hidden_states_extension *hidden_states_ = nullptr; // NULL: the plugin has none
+  int32_t length_ = 0;                                            // mirrors the plugin's KV length
   std::vector<int32_t> positions_;
 };
 

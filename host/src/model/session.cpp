@@ -142,6 +142,8 @@ void Session::Impl::check_fits(int64_t position, int64_t extra, const char *what
 
 void Session::Impl::truncate_to(int32_t n) {
   pending.reset();
+  if (mtp)
+    mtp->trunk_truncated(n);
   if (n < static_cast<int32_t>(history.size())) {
     try {
       runner->truncate(n);
@@ -170,16 +172,29 @@ bool Session::Impl::run_tokens(std::span<const int32_t> tokens, Want want,
     host::StepOutputs outputs;
     if (want == Want::all_logits) {
       outputs = {0, n, logits->data() + static_cast<size_t>(done) * n_vocab, nullptr};
+      outputs.may_cut_back = true; // a row per token: verifying drafted tokens
     } else if (last_step && want == Want::last_logits) {
       outputs = {n - 1, 1, logits->data(), nullptr};
     } else if (last_step && want == Want::last_argmax) {
       outputs = {n - 1, 1, nullptr, argmax};
     }
     const auto step = tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(n));
+    if (mtp) {
+      scratch_hidden.resize(static_cast<size_t>(n) * static_cast<size_t>(engine->model.n_embd));
+      outputs.hidden = scratch_hidden.data();
+    }
     if (!runner->run_step(step, outputs, cancel_requested))
       return false;
+    const auto first = static_cast<int32_t>(history.size());
     history.insert(history.end(), step.begin(), step.end());
     done += n;
+    if (mtp) {
+      mtp->trunk_ran(first, n, scratch_hidden.data());
+      // A long prompt: the layer reads what it can now, so that the hidden
+      // states held stay within a step's.
+      if (mtp->unread() > n_batch())
+        mtp->sync(history, false, scratch_logits, scratch_hidden);
+    }
   }
   return true;
 }

@@ -10,6 +10,7 @@
 #include "model/engine_impl.hpp"
 #include "model/forward_runner.hpp"
 #include "model/model_upload.hpp"
+#include "model/mtp_track.hpp"
 #include "plugins/plugin_context.hpp"
 
 namespace bonsai {
@@ -28,6 +29,10 @@ struct Session::Impl {
   std::optional<int32_t> pending; // sampled by generate() but not evaluated yet
   std::atomic<bool> cancel_requested{false};
   std::vector<float> scratch_logits;
+  // The MTP draft's layer and entries (qwen35), made by attach_mtp(): from
+  // then on every step passes its hidden states to it.
+  std::unique_ptr<host::MtpTrack> mtp;
+  std::vector<float> scratch_hidden;
 
   int32_t n_ctx() const { return engine->options.n_ctx; }
   int32_t n_batch() const { return engine->options.n_batch; }
@@ -44,6 +49,11 @@ struct Session::Impl {
   void truncate_to(int32_t n);
   // Throws ContextFullError when `extra` more positions do not fit.
   void check_fits(int64_t position, int64_t extra, const char *what) const;
+  // Uploads the model's MTP layer into this context and starts tracking
+  // (once; later calls return the same track). Throws InvalidArgument,
+  // naming `what`, when the model has no usable MTP layer or the backend
+  // gives no hidden states; PluginError when an upload fails.
+  host::MtpTrack &attach_mtp(const char *what);
 };
 
 // Creates a session's context, uploads the weights, binds them and picks the

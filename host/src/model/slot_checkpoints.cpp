@@ -88,11 +88,16 @@ void SlotCheckpoints::rebuild(const Sequence &s, std::span<const int32_t> tokens
     ops_.advance(slot, tokens.subspan(static_cast<size_t>(from), static_cast<size_t>(n - from)));
 }
 
-void SlotCheckpoints::advanced(int32_t id, int32_t slot, std::span<const int32_t> tokens) {
+void SlotCheckpoints::before_cut_back_step(int32_t id, int32_t slot) {
+  save(sequence(id), slot);
+}
+
+void SlotCheckpoints::advanced(int32_t id, int32_t slot, std::span<const int32_t> tokens,
+                               bool may_cut_back) {
   Sequence &s = sequence(id);
   s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
   if (checkpoint_policy::due(static_cast<int32_t>(s.tokens.size()),
-                             static_cast<int32_t>(tokens.size())))
+                             static_cast<int32_t>(tokens.size()), may_cut_back))
     save(s, slot);
 }
 

@@ -36,8 +36,13 @@ public:
   SlotCheckpoints(const SlotCheckpoints &) = delete;
   SlotCheckpoints &operator=(const SlotCheckpoints &) = delete;
 
-  // Sequence `id` (in `slot`) ran `tokens` in an ended step.
-  void advanced(int32_t id, int32_t slot, std::span<const int32_t> tokens);
+  // A step that may be cut back (verifying a draft) is about to run on
+  // sequence `id` (in `slot`): keep its state as it is now.
+  void before_cut_back_step(int32_t id, int32_t slot);
+  // Sequence `id` (in `slot`) ran `tokens` in an ended step (`may_cut_back`:
+  // one announced by before_cut_back_step).
+  void advanced(int32_t id, int32_t slot, std::span<const int32_t> tokens,
+                bool may_cut_back = false);
   // Cuts sequence `id` (in `slot`) back to n_keep positions.
   void truncate(int32_t id, int32_t slot, int32_t n_keep);
   // `to` (in to_slot) was given the first tokens.size() positions of `from`

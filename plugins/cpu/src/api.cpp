@@ -104,7 +104,9 @@ namespace {
 
 const bonsai_layer_kinds_extension kLayerKinds = Entry::layer_kinds(api_supports_mixer);
 
-const bonsai_sequences_extension kSequences = Entry::sequences(&kLayerKinds.header);
+const bonsai_hidden_states_extension kHiddenStates = Entry::hidden_states(&kLayerKinds.header);
+
+const bonsai_sequences_extension kSequences = Entry::sequences(&kHiddenStates.header);
 
 #ifndef BONSAI_CPU_PLUGIN_VERSION
 #define BONSAI_CPU_PLUGIN_VERSION "0.0.0"

@@ -160,6 +160,13 @@ void forward_layer(Context &ctx, int layer) {
   add_rows(b.x.get(), b.h.get(), n_tokens * n_embd);
 }
 
+void forward_final_norm(const Context &ctx, int first, int n, float *out) {
+  const BoundModel &m = *ctx.model;
+  const ModelDims &d = m.dims;
+  rmsnorm_rows(m.buffers.x.get() + static_cast<int64_t>(first) * d.n_embd, out, n, d.n_embd,
+               m.output_norm.data(), d.rms_eps);
+}
+
 void forward_lm_head(Context &ctx, const LmHeadRequest &request) {
   BoundModel &m = *ctx.model;
   const ModelDims &d = m.dims;
@@ -169,8 +176,7 @@ void forward_lm_head(Context &ctx, const LmHeadRequest &request) {
   const int64_t n_vocab = d.n_vocab;
 
   float *normed = b.h.get();
-  rmsnorm_rows(b.x.get() + request.first_token * n_embd, normed, request.n_outputs, n_embd,
-               m.output_norm.data(), d.rms_eps);
+  forward_final_norm(ctx, request.first_token, request.n_outputs, normed);
   if (request.logits != nullptr) {
     ActInput in(normed, n_embd, request.n_outputs, n_embd, b.acts);
     runner.run(in, {{m.lm_head, request.logits, n_vocab}});

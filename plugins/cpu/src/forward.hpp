@@ -23,5 +23,8 @@ struct LmHeadRequest {
   int32_t *argmax = nullptr; // [n_outputs] or NULL
 };
 void forward_lm_head(Context &ctx, const LmHeadRequest &request);
+// The final RMSNorm of tokens [first, first + n) of the step into out
+// (n x n_embd): what the LM head multiplies.
+void forward_final_norm(const Context &ctx, int first, int n, float *out);
 
 } // namespace bonsai::cpu

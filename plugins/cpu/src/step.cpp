@@ -104,12 +104,18 @@ void step_encode_layer(Context &ctx, int32_t layer) {
   ++ctx.step.next_layer;
 }
 
-void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
-  BoundModel &m = bound_model(ctx, "lm_head");
-  require_open_step(ctx, "lm_head");
+// The open step, all of whose layers have run (what reads its last states
+// needs); BAD_STATE naming `call` otherwise.
+void require_last_layer_done(Context &ctx, const char *call) {
+  BoundModel &m = bound_model(ctx, call);
+  require_open_step(ctx, call);
   if (ctx.step.next_layer != m.dims.n_layer)
-    fail_state(strformat("lm_head: only %d of %d layers are encoded in this step",
+    fail_state(strformat("%s: only %d of %d layers are encoded in this step", call,
                          ctx.step.next_layer, m.dims.n_layer));
+}
+
+void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
+  require_last_layer_done(ctx, "lm_head");
   check_lm_head_desc(desc, ctx.step.n_tokens);
   LmHeadRequest request;
   request.first_token = desc.first_token;
@@ -117,6 +123,12 @@ void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
   request.logits = desc.logits;
   request.argmax = desc.argmax;
   forward_lm_head(ctx, request);
+}
+
+void step_hidden_states(Context &ctx, const bonsai_hidden_states_desc &desc) {
+  require_last_layer_done(ctx, "hidden_states");
+  check_hidden_states_desc(desc, ctx.step.n_tokens);
+  forward_final_norm(ctx, desc.first_token, desc.n_outputs, desc.hidden);
 }
 
 void step_end(Context &ctx) {

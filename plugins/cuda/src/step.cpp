@@ -392,15 +392,44 @@ void project_logits(const Context &ctx, const BoundModel &m, const bonsai_lm_hea
   ctx.device->synchronize();
 }
 
-} // namespace
+// The final norm of the asked tokens, copied to the host: from the last
+// layer's residual in act.x, where every path (a persistent launch too)
+// leaves it.
+void copy_hidden_states(const Context &ctx, const BoundModel &m,
+                        const bonsai_hidden_states_desc &desc) {
+  const ModelDims &d = m.dims;
+  const Activations &a = m.act;
+  launch_rmsnorm(ctx, row_offset(a.x.get(), desc.first_token, d.n_embd), m.output_norm, a.h.get(),
+                 desc.n_outputs, d.n_embd, d.rms_eps);
+  ctx.device->download(desc.hidden, a.h.get(),
+                       sizeof(float) * static_cast<size_t>(desc.n_outputs) * d.n_embd);
+  ctx.device->synchronize();
+}
 
-void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
-  BoundModel &m = bound_model(ctx, "lm_head");
+// The bound model of an open step whose layers have all run (what reads its
+// last states needs); BAD_STATE naming `call` otherwise.
+BoundModel &after_last_layer(Context &ctx, const char *call) {
+  BoundModel &m = bound_model(ctx, call);
   const StepState &s = ctx.step;
   if (!s.open || s.failed || s.next_layer != m.dims.n_layer)
-    fail_state(strformat("lm_head: the step's %d layers have not all run", m.dims.n_layer));
-  check_lm_head_desc(desc, s.n_tokens);
-  if (s.head_in_launch)
+    fail_state(strformat("%s: the step's %d layers have not all run", call, m.dims.n_layer));
+  return m;
+}
+
+} // namespace
+
+void step_hidden_states(Context &ctx, const bonsai_hidden_states_desc &desc) {
+  BoundModel &m = after_last_layer(ctx, "hidden_states");
+  check_hidden_states_desc(desc, ctx.step.n_tokens);
+  copy_hidden_states(ctx, m, desc);
+  if (recovered_from_stall(ctx, m))
+    copy_hidden_states(ctx, m, desc);
+}
+
+void step_lm_head(Context &ctx, const bonsai_lm_head_desc &desc) {
+  BoundModel &m = after_last_layer(ctx, "lm_head");
+  check_lm_head_desc(desc, ctx.step.n_tokens);
+  if (ctx.step.head_in_launch)
     copy_launch_logits(ctx, m, desc);
   else
     project_logits(ctx, m, desc);

@@ -76,8 +76,9 @@ struct ServerOptions {
   bool web_ui = true; // the chat page at / (and /chat.js, /chat.css)
 
   // Speculative decoding (docs/speculative.md): each running reply drafts
-  // tokens by prompt lookup (draft.ngram > 0) or with `draft_model`, and the
-  // batched step verifies them. draft.max, min, adaptive and p_min as in
+  // tokens by prompt lookup (draft.ngram > 0), with `draft_model` or with
+  // the model's own MTP layer (draft.mtp, qwen35), and the batched step
+  // verifies them. draft.max, min, adaptive and p_min as in
   // bonsai::DraftOptions; draft.model is not used. A request may lower the
   // proposals per step ("speculative.n_max", 0: none).
   DraftOptions draft;

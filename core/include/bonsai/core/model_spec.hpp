@@ -35,8 +35,10 @@ struct DeltaNetHparams {
 // What qwen35 adds to the Qwen3 hyper-parameters.
 struct HybridHparams {
   DeltaNetHparams delta_net;
-  int64_t n_rot = 0;   // rope.dimension_count: leading dims of an attention head that rotate
-  int64_t n_nextn = 0; // nextn_predict_layers: MTP layers after the trunk, never run
+  int64_t n_rot = 0; // rope.dimension_count: leading dims of an attention head that rotate
+  // nextn_predict_layers: multi-token-prediction (MTP) layers after the
+  // trunk; the forward pass never runs them, a draft may (read_mtp_weights)
+  int64_t n_nextn = 0;
   std::array<int64_t, 4> rope_sections{}; // rope.dimension_sections (M-RoPE)
   std::vector<bool> recurrent;            // per trunk layer: gated DeltaNet, else attention
 };
@@ -112,6 +114,27 @@ struct LayerWeights {
   TensorView ffn_down;    // [n_ff, n_embd]
 };
 
+// qwen35's multi-token-prediction (MTP) layer, blk.<n_layer>: from the next
+// token's embedding e and the trunk's output-normed last hidden state h it
+// predicts the token after next (docs/models.md, "The MTP layer"):
+//   c = eh_proj [RMSNorm(e; enorm) ; RMSNorm(h; hnorm)], then a gated
+//   attention layer with its own KV cache and the MLP (`layer`), then
+//   logits = head RMSNorm(c; head norm).
+// Only speculative drafting runs it.
+struct MtpWeights {
+  LayerWeights layer;                     // gated attention + MLP (ffn_norm: post_attention_norm)
+  TensorView eh_proj;                     // [2 * n_embd, n_embd]: e's half first
+  TensorView enorm;                       // [n_embd]
+  TensorView hnorm;                       // [n_embd]
+  std::optional<TensorView> embed_tokens; // [n_embd, n_vocab]; absent: token_embd
+  std::optional<TensorView> shared_head_head; // [n_embd, n_vocab]; absent: the LM head
+  std::optional<TensorView> shared_head_norm; // [n_embd]; absent: output_norm
+  int64_t index = 0;                          // its block number (the trunk's depth)
+
+  // Every tensor, in order of use (the absent ones left out).
+  std::vector<const TensorView *> all_tensors() const;
+};
+
 struct ModelSpec {
   Qwen3Hparams hparams;
   TensorView token_embd;            // [n_embd, n_vocab]
@@ -135,5 +158,11 @@ struct ModelSpec {
   // point into its mapping). Throws bonsai::Error "<path>: <problem>".
   static ModelSpec from_gguf(const gguf::File &file);
 };
+
+// The first MTP layer of a qwen35 file whose hyper-parameters are `h` (from
+// ModelSpec::from_gguf). Throws bonsai::Error "<path>: <problem>" when the
+// model is not qwen35, has no MTP layer (nextn_predict_layers 0), or a tensor
+// of it is missing or mis-shaped. Views only: nothing is read or copied.
+MtpWeights read_mtp_weights(const gguf::File &file, const Qwen3Hparams &h);
 
 } // namespace bonsai

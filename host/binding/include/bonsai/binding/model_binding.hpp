@@ -71,4 +71,23 @@ struct ModelBinding {
 void bind_spec(const ModelSpec &spec, const UploadTensorFn &upload, ModelBinding &out,
                bool layered = false);
 
+// The matrices of qwen35's MTP layer (MtpWeights), which no bind
+// description has a field for: the host runs the layer through matmul().
+struct MtpHandles {
+  const bonsai_weight *eh_proj = nullptr;
+  const bonsai_weight *wq = nullptr; // query and gate interleaved per head
+  const bonsai_weight *wk = nullptr;
+  const bonsai_weight *wv = nullptr;
+  const bonsai_weight *wo = nullptr;
+  const bonsai_weight *w_gate = nullptr;
+  const bonsai_weight *w_up = nullptr;
+  const bonsai_weight *w_down = nullptr;
+  const bonsai_weight *head = nullptr; // nextn.shared_head_head, else `lm_head`
+};
+
+// Uploads the MTP layer's matrices through `upload`; `lm_head` is the
+// model's uploaded LM head, the head when the layer has none of its own.
+MtpHandles bind_mtp(const MtpWeights &mtp, const UploadTensorFn &upload,
+                    const bonsai_weight *lm_head);
+
 } // namespace bonsai::binding

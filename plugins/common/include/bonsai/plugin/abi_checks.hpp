@@ -58,4 +58,16 @@ inline void check_lm_head_desc(const bonsai_lm_head_desc &d, int step_tokens) {
     fail_invalid("lm_head: both logits and argmax are NULL; nothing to compute");
 }
 
+// hidden_states: the tokens lie within the step's and there is somewhere to
+// write them.
+inline void check_hidden_states_desc(const bonsai_hidden_states_desc &d, int step_tokens) {
+  if (d.first_token < 0 || d.n_outputs < 1 ||
+      static_cast<int64_t>(d.first_token) + d.n_outputs > step_tokens)
+    fail_invalid(
+        strformat("hidden_states: tokens [%d, %d + %d) are not within the step's %d tokens",
+                  d.first_token, d.first_token, d.n_outputs, step_tokens));
+  if (d.hidden == nullptr)
+    fail_invalid("hidden_states: hidden is NULL");
+}
+
 } // namespace bonsai::plugin

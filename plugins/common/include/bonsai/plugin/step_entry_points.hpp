@@ -24,6 +24,8 @@
 //   void checkpoint_restore(Context &, int32_t checkpoint, int32_t slot);
 //   void checkpoint_free(Context &, int32_t checkpoint);
 //   int32_t checkpoint_position(const Context &, int32_t checkpoint);
+// A plugin offering the hidden-states extension (hidden_states()) also provides:
+//   void step_hidden_states(Context &, const bonsai_hidden_states_desc &);
 // Each may throw PluginError; the entry points turn that into a status.
 #include <cstdint>
 #include <memory>
@@ -110,6 +112,15 @@ struct EntryPoints {
         position_of_checkpoint};
   }
 
+  // The hidden-states extension (ABI 1.3) over the plugin's
+  // step_hidden_states.
+  static constexpr bonsai_hidden_states_extension
+  hidden_states(const bonsai_extension *next = nullptr) {
+    return bonsai_hidden_states_extension{
+        {sizeof(bonsai_hidden_states_extension), BONSAI_EXTENSION_HIDDEN_STATES, next},
+        read_hidden_states};
+  }
+
   static Context *live(bonsai_context *handle) { return live_context<Context, Tag>(handle); }
   static const Context *live(const bonsai_context *handle) {
     return live_context<const Context, Tag>(handle);
@@ -158,6 +169,12 @@ struct EntryPoints {
   static bonsai_status lm_head(bonsai_context *handle, const bonsai_lm_head_desc *desc) {
     return guarded<Scope>(live(handle), [&](Context &ctx) {
       step_lm_head(ctx, read_abi_struct(desc, "lm_head: desc"));
+    });
+  }
+  static bonsai_status read_hidden_states(bonsai_context *handle,
+                                          const bonsai_hidden_states_desc *desc) {
+    return guarded<Scope>(live(handle), [&](Context &ctx) {
+      step_hidden_states(ctx, read_abi_struct(desc, "hidden_states: desc"));
     });
   }
   static bonsai_status end_step(bonsai_context *handle) {
