@@ -1,6 +1,7 @@
 // Activation quantization of the CPU plugin (plugins/cpu/src/activations.*):
-// the scalar quantizer on hand-computed blocks, and the AVX2 and AVX-512
-// quantizers byte for byte against the scalar one (their specification).
+// the scalar quantizer on hand-computed blocks, and the AVX2, AVX-512 and
+// AArch64 quantizers byte for byte against the scalar one (their
+// specification).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 
 #include "activations.hpp"
 #include "cpu_features.hpp"
+#include "kernels/arm_kernels.hpp"
 #include "kernels/simd_kernels.hpp"
 
 namespace bonsai::cpu {
@@ -135,15 +137,6 @@ std::vector<float> awkward_row(int64_t cols, std::mt19937 &rng) {
   return x;
 }
 
-class QuantizeAvx512 : public ::testing::TestWithParam<QuantLayout> {
-protected:
-  void SetUp() override {
-    if (!cpu_features().has_avx512_set())
-      GTEST_SKIP() << "skipped: this CPU lacks AVX-512 F/BW/VNNI (" << cpu_features().describe()
-                   << ")";
-  }
-};
-
 // A SIMD quantizer against the scalar one on awkward rows of several widths:
 // the same bytes, metadata and dsum (left untouched by both for the layouts
 // without one), bit for bit.
@@ -162,6 +155,81 @@ void expect_same_as_scalar(QuantizeRowFn fn, QuantLayout layout, unsigned seed) 
     }
   }
 }
+
+std::string layout_name(const ::testing::TestParamInfo<QuantLayout> &info) {
+  switch (info.param) {
+  case QuantLayout::Q1Lanes:
+    return "Q1Lanes";
+  case QuantLayout::Q2Lanes:
+    return "Q2Lanes";
+  case QuantLayout::Natural:
+    return "Natural";
+  case QuantLayout::Q1Mask512:
+    return "Q1Mask512";
+  case QuantLayout::Q1Tables:
+    return "Q1Tables";
+  default:
+    return "Q2Lanes512";
+  }
+}
+
+// The scalar quantizer and every SIMD one this machine runs.
+std::vector<QuantizeRowFn> simd_quantizers_with_scalar() {
+  std::vector<QuantizeRowFn> fns = {quantize_act_row};
+#if defined(__x86_64__) || defined(__i386__)
+  if (cpu_features().has_avx2_set())
+    fns.push_back(avx2_quantize_act_row);
+#elif defined(__aarch64__)
+  if (cpu_features().has_neon_set())
+    fns.push_back(neon_quantize_act_row);
+#endif
+  return fns;
+}
+
+// Q1Tables by hand: every sub-block's max is 127, so the scale is 1 and the
+// tables hold sums of the values themselves, low bytes then high bytes.
+TEST(QuantizeScalar, Q1TablesHoldTheSignedSumsOfEachGroupOfFour) {
+  std::vector<float> x(kActBlock, 0.0f);
+  for (int e = 0; e < 4; ++e)
+    x[static_cast<size_t>(e)] = 127.0f; // group 0: the extremes +-508
+  x[4] = 1.0f;                          // group 1: 1, -2, 3, 4
+  x[5] = -2.0f;
+  x[6] = 3.0f;
+  x[7] = 4.0f;
+  for (int s = 1; s < 8; ++s)
+    x[static_cast<size_t>(16 * s)] = -127.0f; // first value of groups 4, 8, ..., 28
+  for (const QuantizeRowFn fn : simd_quantizers_with_scalar()) {
+    const Quantized r = quantize_with(fn, x, QuantLayout::Q1Tables);
+    const auto entry = [&](int group, int v) {
+      const uint8_t lo = static_cast<uint8_t>(r.q[static_cast<size_t>(32 * group + v)]);
+      const uint8_t hi = static_cast<uint8_t>(r.q[static_cast<size_t>(32 * group + 16 + v)]);
+      return static_cast<int16_t>(static_cast<uint16_t>(lo | (hi << 8)));
+    };
+    EXPECT_EQ(entry(0, 15), 508);
+    EXPECT_EQ(entry(0, 0), -508);
+    EXPECT_EQ(entry(0, 5), 0);   // +127 -127 +127 -127
+    EXPECT_EQ(entry(1, 0), -6);  // -1 +2 -3 -4
+    EXPECT_EQ(entry(1, 1), -4);  // +1 +2 -3 -4
+    EXPECT_EQ(entry(1, 5), 2);   // +1 +2 +3 -4
+    EXPECT_EQ(entry(1, 10), -2); // v = 0b1010: -1 +(-2) -3 +4
+    EXPECT_EQ(entry(1, 15), 6);
+    EXPECT_EQ(entry(2, 7), 0);    // a group of zeros
+    EXPECT_EQ(entry(4, 1), -127); // -127 then three zeros
+    for (int s = 0; s < 8; ++s)
+      EXPECT_EQ(r.meta[static_cast<size_t>(s)], 1.0f) << "sub-block " << s;
+  }
+}
+
+// The x86-64 quantizers (their kernels are built only there).
+#if defined(__x86_64__) || defined(__i386__)
+class QuantizeAvx512 : public ::testing::TestWithParam<QuantLayout> {
+protected:
+  void SetUp() override {
+    if (!cpu_features().has_avx512_set())
+      GTEST_SKIP() << "skipped: this CPU lacks AVX-512 F/BW/VNNI (" << cpu_features().describe()
+                   << ")";
+  }
+};
 
 TEST_P(QuantizeAvx512, BytesAndMetaEqualTheScalarQuantizer) {
   expect_same_as_scalar(avx512_quantize_act_row, GetParam(), 11);
@@ -213,23 +281,6 @@ TEST_P(QuantizeAvx2ByHand, EveryValueLandsAtItsLayoutPosition) {
   EXPECT_EQ(got.dsum[0], total);
 }
 
-std::string layout_name(const ::testing::TestParamInfo<QuantLayout> &info) {
-  switch (info.param) {
-  case QuantLayout::Q1Lanes:
-    return "Q1Lanes";
-  case QuantLayout::Q2Lanes:
-    return "Q2Lanes";
-  case QuantLayout::Natural:
-    return "Natural";
-  case QuantLayout::Q1Mask512:
-    return "Q1Mask512";
-  case QuantLayout::Q1Tables:
-    return "Q1Tables";
-  default:
-    return "Q2Lanes512";
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2ByHand,
                          ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
                                            QuantLayout::Natural),
@@ -240,42 +291,6 @@ INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2,
                                            QuantLayout::Natural, QuantLayout::Q1Tables,
                                            QuantLayout::Q1Mask512),
                          layout_name);
-
-// Q1Tables by hand: every sub-block's max is 127, so the scale is 1 and the
-// tables hold sums of the values themselves, low bytes then high bytes.
-TEST(QuantizeScalar, Q1TablesHoldTheSignedSumsOfEachGroupOfFour) {
-  std::vector<float> x(kActBlock, 0.0f);
-  for (int e = 0; e < 4; ++e)
-    x[static_cast<size_t>(e)] = 127.0f; // group 0: the extremes +-508
-  x[4] = 1.0f;                          // group 1: 1, -2, 3, 4
-  x[5] = -2.0f;
-  x[6] = 3.0f;
-  x[7] = 4.0f;
-  for (int s = 1; s < 8; ++s)
-    x[static_cast<size_t>(16 * s)] = -127.0f; // first value of groups 4, 8, ..., 28
-  for (QuantizeRowFn fn : {QuantizeRowFn{quantize_act_row}, QuantizeRowFn{avx2_quantize_act_row}}) {
-    if (fn == avx2_quantize_act_row && !cpu_features().has_avx2_set())
-      continue;
-    const Quantized r = quantize_with(fn, x, QuantLayout::Q1Tables);
-    const auto entry = [&](int group, int v) {
-      const uint8_t lo = static_cast<uint8_t>(r.q[static_cast<size_t>(32 * group + v)]);
-      const uint8_t hi = static_cast<uint8_t>(r.q[static_cast<size_t>(32 * group + 16 + v)]);
-      return static_cast<int16_t>(static_cast<uint16_t>(lo | (hi << 8)));
-    };
-    EXPECT_EQ(entry(0, 15), 508);
-    EXPECT_EQ(entry(0, 0), -508);
-    EXPECT_EQ(entry(0, 5), 0);   // +127 -127 +127 -127
-    EXPECT_EQ(entry(1, 0), -6);  // -1 +2 -3 -4
-    EXPECT_EQ(entry(1, 1), -4);  // +1 +2 -3 -4
-    EXPECT_EQ(entry(1, 5), 2);   // +1 +2 +3 -4
-    EXPECT_EQ(entry(1, 10), -2); // v = 0b1010: -1 +(-2) -3 +4
-    EXPECT_EQ(entry(1, 15), 6);
-    EXPECT_EQ(entry(2, 7), 0);    // a group of zeros
-    EXPECT_EQ(entry(4, 1), -127); // -127 then three zeros
-    for (int s = 0; s < 8; ++s)
-      EXPECT_EQ(r.meta[static_cast<size_t>(s)], 1.0f) << "sub-block " << s;
-  }
-}
 
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx512,
                          ::testing::Values(QuantLayout::Q1Mask512, QuantLayout::Q2Lanes512,
@@ -292,6 +307,56 @@ INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx512,
                              return std::string("Natural");
                            }
                          });
+
+#endif
+
+// The AArch64 quantizer (built only there).
+#if defined(__aarch64__)
+class QuantizeNeon : public ::testing::TestWithParam<QuantLayout> {
+protected:
+  void SetUp() override {
+    if (!cpu_features().has_neon_set())
+      GTEST_SKIP() << "skipped: this CPU lacks Advanced SIMD (" << cpu_features().describe() << ")";
+  }
+};
+
+TEST_P(QuantizeNeon, BytesScalesAndDsumEqualTheScalarQuantizer) {
+  expect_same_as_scalar(neon_quantize_act_row, GetParam(), 17);
+}
+
+// The lane layouts by hand, as for AVX2: every value lands at its position
+// and every scale is 1.
+TEST_P(QuantizeNeon, EveryValueLandsAtItsLayoutPosition) {
+  const QuantLayout layout = GetParam();
+  if (layout == QuantLayout::Q1Tables || layout == QuantLayout::Q1Mask512)
+    GTEST_SKIP() << "no value layout";
+  std::vector<float> x(kActBlock);
+  for (int e = 0; e < kActBlock; ++e)
+    x[static_cast<size_t>(e)] = static_cast<float>((e * 53) % 199 - 99);
+  for (int g = 0; g < 8; ++g)
+    x[static_cast<size_t>(layout == QuantLayout::Q1Lanes ? 32 * (g % 4) + g / 4 : 16 * g)] =
+        -127.0f;
+  const Quantized got = quantize_with(neon_quantize_act_row, x, layout);
+  for (int e = 0; e < kActBlock; ++e) {
+    int position = e;
+    if (layout == QuantLayout::Q1Lanes)
+      position = 32 * (e % 8 / 2) + 16 * (e % 2) + e / 8;
+    else if (layout == QuantLayout::Q2Lanes)
+      position = 32 * (e % 4) + e / 4;
+    EXPECT_EQ(got.q[static_cast<size_t>(position)], static_cast<int8_t>(x[static_cast<size_t>(e)]))
+        << "value " << e;
+  }
+  for (int g = 0; g < 8; ++g)
+    EXPECT_EQ(got.meta[static_cast<size_t>(g)], 1.0f) << "group " << g;
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeNeon,
+                         ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
+                                           QuantLayout::Natural, QuantLayout::Q1Tables,
+                                           QuantLayout::Q1Mask512),
+                         layout_name);
+
+#endif
 
 } // namespace
 } // namespace bonsai::cpu
