@@ -18,8 +18,10 @@ set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 
-# Test programs run under the emulator (gtest_discover_tests, ctest).
+# Test programs run under the emulator (gtest_discover_tests, ctest), on the
+# multiarch loader and C library (not qemu -L /usr/aarch64-linux-gnu, whose
+# glibc is another build: scripts/test-arm64.sh says why that fails).
 find_program(BONSAI_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
 if(BONSAI_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${BONSAI_QEMU_AARCH64} -L /usr/aarch64-linux-gnu)
+  set(CMAKE_CROSSCOMPILING_EMULATOR ${BONSAI_QEMU_AARCH64})
 endif()

@@ -17,6 +17,7 @@
 #include "cpu_features.hpp"
 #include "kernel_test_support.hpp"
 #include "kernels/kernel_set.hpp"
+#include "q1_tiles.hpp"
 #include "random_blocks.hpp"
 
 namespace {
@@ -169,6 +170,41 @@ TEST(ArmSets, DotprodAndI8mmRowsEqualTheNeonRowsBitForBit) {
         ASSERT_EQ(got.size(), want.size());
         EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
       }
+    }
+  }
+}
+
+// The tiled Q1_0 kernels: the i8mm one takes pairs of tokens through SMMLA
+// and a lone token through the table kernel, which the neon and dotprod
+// sets take for every token: the same floats for steps of 1, 2, 3 and 8
+// tokens, over 3 tiles.
+TEST(ArmSets, TiledQ1KernelsOfEverySetGiveTheSameFloats) {
+  const std::vector<const KernelSet *> sets = arm_sets();
+  if (sets.size() < 2)
+    GTEST_SKIP() << "skipped: this CPU runs only the neon set (" << cpu_features().describe()
+                 << ")";
+  const int64_t rows = 3 * kTileRows, blocks = 9, cols = blocks * kActBlock;
+  const size_t row_bytes = 18 * static_cast<size_t>(blocks);
+  const std::vector<uint8_t> natural = random_rows(18, rows, blocks, 27);
+  const std::vector<float> x = random_inputs(8 * cols, 28);
+  for (const int n_tokens : {1, 2, 3, 8}) {
+    std::vector<float> want;
+    for (size_t i = 0; i < sets.size(); ++i) {
+      SCOPED_TRACE(std::string(sets[i]->name) + ", " + std::to_string(n_tokens) + " tokens");
+      const TiledKernel &kernel = sets[i]->tiled[static_cast<int>(WeightKind::Q1_0)];
+      ASSERT_NE(kernel.rows, nullptr);
+      std::vector<uint8_t> tiles(natural.size());
+      for (int64_t t = 0; t < rows / kTileRows; ++t)
+        tile_q1_rows({kernel.format, blocks, row_bytes},
+                     &natural[static_cast<size_t>(t * kTileRows) * row_bytes],
+                     &tiles[static_cast<size_t>(t * kTileRows) * row_bytes]);
+      std::vector<float> y;
+      kernel.rows(job_for({GgmlType::Q1_0, row_bytes, rows, cols, n_tokens}, tiles,
+                          quantize(*sets[i], kernel.layout, x, cols, n_tokens), kernel.layout, y));
+      if (i == 0)
+        want = y;
+      else
+        EXPECT_EQ(0, std::memcmp(y.data(), want.data(), want.size() * sizeof(float)));
     }
   }
 }

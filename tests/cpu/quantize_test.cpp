@@ -4,6 +4,7 @@
 // specification).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -168,6 +169,8 @@ std::string layout_name(const ::testing::TestParamInfo<QuantLayout> &info) {
     return "Q1Mask512";
   case QuantLayout::Q1Tables:
     return "Q1Tables";
+  case QuantLayout::Q1TablesAndValues:
+    return "Q1TablesAndValues";
   default:
     return "Q2Lanes512";
   }
@@ -217,6 +220,29 @@ TEST(QuantizeScalar, Q1TablesHoldTheSignedSumsOfEachGroupOfFour) {
     EXPECT_EQ(entry(4, 1), -127); // -127 then three zeros
     for (int s = 0; s < 8; ++s)
       EXPECT_EQ(r.meta[static_cast<size_t>(s)], 1.0f) << "sub-block " << s;
+  }
+}
+
+// Q1TablesAndValues: the Q1Tables bytes, then the Natural bytes, with
+// their scales and dsum, from the scalar quantizer and every SIMD one.
+TEST(QuantizeScalar, Q1TablesAndValuesAreTheTablesThenTheNaturalBytes) {
+  std::mt19937 rng(3);
+  const std::vector<float> x = awkward_row(3 * kActBlock, rng);
+  const Quantized tables = quantize_with(quantize_act_row, x, QuantLayout::Q1Tables);
+  const Quantized natural = quantize_with(quantize_act_row, x, QuantLayout::Natural);
+  for (const QuantizeRowFn fn : simd_quantizers_with_scalar()) {
+    const Quantized both = quantize_with(fn, x, QuantLayout::Q1TablesAndValues);
+    ASSERT_EQ(both.q.size(), 3u * (1024 + 128));
+    for (size_t b = 0; b < 3; ++b) {
+      EXPECT_TRUE(std::equal(tables.q.begin() + 1024 * b, tables.q.begin() + 1024 * (b + 1),
+                             both.q.begin() + 1152 * b))
+          << "block " << b;
+      EXPECT_TRUE(std::equal(natural.q.begin() + 128 * b, natural.q.begin() + 128 * (b + 1),
+                             both.q.begin() + 1152 * b + 1024))
+          << "block " << b;
+    }
+    EXPECT_EQ(0, std::memcmp(both.meta.data(), natural.meta.data(), natural.meta.size() * 4));
+    EXPECT_EQ(0, std::memcmp(both.dsum.data(), natural.dsum.data(), natural.dsum.size() * 4));
   }
 }
 
@@ -328,7 +354,7 @@ TEST_P(QuantizeNeon, BytesScalesAndDsumEqualTheScalarQuantizer) {
 // and every scale is 1.
 TEST_P(QuantizeNeon, EveryValueLandsAtItsLayoutPosition) {
   const QuantLayout layout = GetParam();
-  if (layout == QuantLayout::Q1Tables || layout == QuantLayout::Q1Mask512)
+  if (layout_has_tables(layout) || layout == QuantLayout::Q1Mask512)
     GTEST_SKIP() << "no value layout";
   std::vector<float> x(kActBlock);
   for (int e = 0; e < kActBlock; ++e)
@@ -353,7 +379,7 @@ TEST_P(QuantizeNeon, EveryValueLandsAtItsLayoutPosition) {
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeNeon,
                          ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
                                            QuantLayout::Natural, QuantLayout::Q1Tables,
-                                           QuantLayout::Q1Mask512),
+                                           QuantLayout::Q1TablesAndValues, QuantLayout::Q1Mask512),
                          layout_name);
 
 #endif

@@ -55,14 +55,30 @@ enum class QuantLayout {
   // 32 bytes at 32n: the 16 low bytes t & 0xff, then the 16 high bytes
   // t >> 8. A 1-bit weight nibble is then an index into its group's table.
   Q1Tables,
+  // Q1Tables' 1,024 bytes of tables followed by the block's 128 Natural
+  // values, for the AArch64 i8mm Q1_0 tile kernel: a lone token goes
+  // through the tables, pairs of tokens through the values (SMMLA).
+  Q1TablesAndValues,
 };
-inline constexpr int kQuantLayouts = 6;
+inline constexpr int kQuantLayouts = 7;
 // Bytes a block of one token takes in the q buffer: 128 for the value
-// layouts, 32 tables of 32 bytes for Q1Tables.
+// layouts, 32 tables of 32 bytes for Q1Tables, and 128 more for
+// Q1TablesAndValues (the values at kQ1TableBlockBytes).
 inline constexpr int64_t kQ1TableBytes = 32;
 inline constexpr int64_t kQ1TablesPerBlock = 32;
+inline constexpr int64_t kQ1TableBlockBytes = kQ1TablesPerBlock * kQ1TableBytes;
+inline bool layout_has_tables(QuantLayout layout) {
+  return layout == QuantLayout::Q1Tables || layout == QuantLayout::Q1TablesAndValues;
+}
 inline int64_t q_block_bytes(QuantLayout layout) {
-  return layout == QuantLayout::Q1Tables ? kQ1TablesPerBlock * kQ1TableBytes : 128;
+  switch (layout) {
+  case QuantLayout::Q1Tables:
+    return kQ1TableBlockBytes;
+  case QuantLayout::Q1TablesAndValues:
+    return kQ1TableBlockBytes + 128;
+  default:
+    return 128;
+  }
 }
 
 int layout_position(QuantLayout layout, int e);

@@ -113,7 +113,7 @@ void allocate_model(BoundModel &m, const BindLimits &limits) {
   });
   for (int i = 0; i < kQuantLayouts; ++i) {
     const auto layout = static_cast<QuantLayout>(i);
-    if (layout == QuantLayout::Q1Tables && !tables)
+    if (layout_has_tables(layout) && !tables)
       continue;
     b.acts.buffers[i].reserve(padded_token_stride(limits.max_batch), widest, q_block_bytes(layout),
                               meta_per_block(layout));

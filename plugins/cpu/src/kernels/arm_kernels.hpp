@@ -29,8 +29,14 @@ void neon_weighted_values_multi(const float *p, int64_t p_stride, const QueryGro
                                 const HeadSpan &values);
 
 // Q1_0 in 32-row tiles of row-order sign lines against Q1Tables activations
-// (TBL lookups; job.w at a tile, whole tiles only).
+// (TBL lookups; job.w at a tile, whole tiles only); one tile against
+// n_tokens tokens of q (rows ldy apart in y), for the i8mm kernel's lone tokens.
 void neon_rows_q1_tables(const RowJob &job);
+void neon_q1_tables_tile(const uint8_t *tile, int64_t n_blocks, const QuantizedActs &q,
+                         int n_tokens, float *y, int64_t ldy);
+// The same tiles against Q1TablesAndValues activations: pairs of tokens by
+// SMMLA on the values, a lone token by the table kernel; bit-identical to it.
+void i8mm_rows_q1_tiles(const RowJob &job);
 
 // GGUF rows against int8 activations: Q1_0 (Q1Lanes), Q2_0 and mainline
 // Q2_0 (Q2Lanes), Q8_0 (Natural). The neon, dotprod and i8mm forms give the

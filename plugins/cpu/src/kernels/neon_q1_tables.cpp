@@ -139,13 +139,18 @@ void tile_tokens(const uint8_t *tile, int64_t n_blocks, const QuantizedActs &q, 
 
 } // namespace
 
+void neon_q1_tables_tile(const uint8_t *tile, int64_t n_blocks, const QuantizedActs &q,
+                         int n_tokens, float *y, int64_t ldy) {
+  if (n_tokens == 1)
+    tile_one_token(tile, n_blocks, q, 0, y);
+  else
+    tile_tokens(tile, n_blocks, q, n_tokens, y, ldy);
+}
+
 void neon_rows_q1_tables(const RowJob &job) {
   const int64_t n_blocks = job.cols / kActBlock;
   for_each_q1_tile(job.w, job.w_row_bytes, job.n_rows, [&](const uint8_t *tile, int64_t r) {
-    if (job.n_tokens == 1)
-      tile_one_token(tile, n_blocks, job.q, 0, job.y + r);
-    else
-      tile_tokens(tile, n_blocks, job.q, job.n_tokens, job.y + r, job.ldy);
+    neon_q1_tables_tile(tile, n_blocks, job.q, job.n_tokens, job.y + r, job.ldy);
   });
 }
 

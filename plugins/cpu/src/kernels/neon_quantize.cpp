@@ -1,5 +1,6 @@
 // Advanced SIMD activation quantizer for the layouts the AArch64 kernels
-// read (Natural, Q1Lanes, Q2Lanes, Q1Tables; activations.hpp). Bit-identical
+// read (Natural, Q1Lanes, Q2Lanes, Q1Tables, Q1TablesAndValues;
+// activations.hpp). Bit-identical
 // to quantize_act_row, its specification: the same amax per 16-value scale
 // group (NaN ignored: FMAXNM keeps the number), scale = amax / 127 and
 // 1 / scale by IEEE division, rounding to nearest even (FRINTN; NaN becomes
@@ -177,12 +178,15 @@ void build_q1_tables(const int8_t values[kActBlock], int8_t *tables) {
 void neon_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
                            const QuantTarget &out) {
   const int64_t n_blocks = cols / kActBlock;
-  if (layout == QuantLayout::Q1Tables) {
+  if (layout_has_tables(layout)) {
     alignas(16) int8_t values[kActBlock];
     for (int64_t b = 0; b < n_blocks; ++b) {
       quantize_block(x + b * kActBlock, QuantLayout::Natural, values,
                      out.d + b * out.stride * kSubsPerBlock, out.dsum + b * out.stride);
-      build_q1_tables(values, out.q + b * out.stride * q_block_bytes(layout));
+      int8_t *q = out.q + b * out.stride * q_block_bytes(layout);
+      build_q1_tables(values, q);
+      if (layout == QuantLayout::Q1TablesAndValues)
+        std::memcpy(q + kQ1TableBlockBytes, values, kActBlock);
     }
     return;
   }

@@ -66,8 +66,8 @@ KernelSelection select_kernel_set(KernelChoice choice, const CpuFeatures &cpu) {
       continue;
     const std::string name = kernel_choice_name(choice);
     if (c.set == nullptr)
-      fail(BONSAI_ERR_UNSUPPORTED, "kernels=" + name + " is an " + c.arch +
-                                       " kernel set, and this CPU plugin is built for " +
+      fail(BONSAI_ERR_UNSUPPORTED, "kernels=" + name + " is an " + c.arch + " kernel set (" +
+                                       c.needs + "), and this CPU plugin is built for " +
                                        kBuildArch + " (its kernel sets: " + kBuildSets + ")");
     if (!c.runs)
       fail(BONSAI_ERR_UNSUPPORTED, "kernels=" + name + " requested but this CPU lacks " + c.needs +
