@@ -31,8 +31,10 @@ CPUS = [
     ("neoverse-n1", "+dotprod", {"neon", "dotprod"}),
 ]
 
-# Multiply-accumulates (weight x token products) each instruction does.
-MACS = {"tbl": 32, "sdot": 16, "smmla": 32, "smull": 8, "smull2": 8, "smlal": 8, "smlal2": 8}
+# Multiply-accumulates (weight x token products) each instruction does; for
+# the SMMLA kernel's sign expansion (cmtst), the weights it expands.
+MACS = {"tbl": 32, "sdot": 16, "smmla": 32, "smull": 8, "smull2": 8, "smlal": 8, "smlal2": 8,
+        "cmtst": 16}
 
 
 # The widening multiplies of the ARMv8.0 kernels (the first product of a sum
@@ -56,6 +58,8 @@ KERNELS = [
     Kernel("Q1_0 tiles, steps (TBL)", "neon", "neon_q1_tables.cpp", r"tile_tokens", "tbl", ["tbl"]),
     Kernel("Q1_0 tiles, token pairs (SMMLA)", "i8mm", "i8mm_q1_tiles.cpp", r"tile_pairs", "smmla",
            ["smmla"]),
+    Kernel("Q1_0 tiles, sign expansion for SMMLA (weights, not MACs)", "i8mm",
+           "i8mm_q1_tiles.cpp", r"tile_pairs", "cmtst", ["cmtst"]),
     Kernel("Q2_0 rows, 1 token (SMLAL)", "neon", "neon_quant.cpp",
            r"arm_rows<[^>]*ArmQ2>|neon_rows_q2\(", "smlal", SMLAL),
     Kernel("Q2_0 rows, 1 token (SDOT)", "dotprod", "dotprod_quant.cpp",

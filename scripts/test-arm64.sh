@@ -8,16 +8,19 @@
 # loader of one build with the C library of the other corrupts pthread_create's
 # stack cache (the first thread a program starts never starts).
 #   scripts/test-arm64.sh                     install what is missing, build, test
+#                                             (the selection CI runs, below)
+#   scripts/test-arm64.sh full                the same with every test of the suites
 #   scripts/test-arm64.sh run PROGRAM [ARGS]  run one aarch64 program under the
 #       emulator: a name in build-arm64/bin (test_cpu, bonsai, ...) or a path.
 #       QEMU_CPU=cortex-a53 (ARMv8.0), neoverse-n1 (dotprod) or max (the
 #       default: dotprod and i8mm) picks the CPU it emulates.
 # The suites: the kernel tests (every AArch64 set against float64, the scalar
-# quantizer and each other), then the golden gates of the dense and qwen35
-# models and the plugin conformance suite, each with the reference kernels
-# and every AArch64 set forced by name, and the CPU plugin's own tests on
-# three emulated CPUs (an ARMv8.0 Cortex-A53 has only the neon set, a
-# Neoverse N1 adds dotprod, qemu's max CPU i8mm).
+# quantizer and each other) on qemu's max CPU (dotprod and i8mm) and on an
+# ARMv8.0 Cortex-A53 (neon only); the golden gates of the dense and qwen35
+# models and the plugin conformance suite with the reference kernels and the
+# AArch64 sets forced by name (`full`: every test of them; by default the
+# selection below, which CI runs); bonsai-plugin-check; the CPU plugin's own
+# tests (default set, refusals, log lines) on a Neoverse N1 and a Cortex-A53.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BONSAI_ARM64_BUILD_DIR:-$root/build-arm64}"
@@ -45,8 +48,13 @@ if [ "${1:-}" = run ]; then
   qemu="$(emulator)"
   exec "$qemu" "$program" "$@"
 fi
+mode=ci
+if [ "${1:-}" = full ]; then
+  mode=full
+  shift
+fi
 if [ $# -ne 0 ]; then
-  echo "usage: scripts/test-arm64.sh [run PROGRAM [ARGS...]]" >&2
+  echo "usage: scripts/test-arm64.sh [full | run PROGRAM [ARGS...]]" >&2
   exit 2
 fi
 
@@ -62,38 +70,72 @@ fi
 cmake --build "$build" --target bonsai_cpu test_cpu test_golden test_conformance test_host \
   bonsai-plugin-check
 
-failed=()
+# Two suites at a time (one per core of a CI machine); each prints whole
+# when it ends.
+work="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+names=()
 # suite NAME CPU PROGRAM [ARGS...]: one program under the emulator on CPU.
 suite() {
-  local name="$1" cpu="$2" program="$3"
+  local name="$1" cpu="$2" program="$3" n=${#names[@]}
   shift 3
-  echo "## $name (qemu -cpu $cpu)"
-  local start=$SECONDS
-  if QEMU_CPU="$cpu" "$qemu" "$build/bin/$program" "$@"; then
-    echo "## $name: passed in $((SECONDS - start)) s"
-  else
-    echo "## $name: FAILED" >&2
-    failed+=("$name")
-  fi
+  names+=("$name")
+  while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n || true; done
+  (
+    start=$SECONDS
+    rc=0
+    QEMU_CPU="$cpu" "$qemu" "$build/bin/$program" "$@" >"$work/$n.log" 2>&1 ||
+      rc=$?
+    echo "$rc $((SECONDS - start))" >"$work/$n.rc"
+    echo "## $name (qemu -cpu $cpu): exit $rc after $((SECONDS - start)) s"
+  ) &
 }
-brief=(--gtest_brief=1)
-suite "kernels, every AArch64 set" max test_cpu "${brief[@]}"
-suite "kernels, ARMv8.0 only" cortex-a53 test_cpu "${brief[@]}"
-# The golden gates run every set by name (x86-64 sets skip as unsupported).
-suite "golden gates" max test_golden "${brief[@]}"
-suite "qwen35 gates" max test_host "${brief[@]}" --gtest_filter='Qwen35*'
-suite "conformance" max test_conformance "${brief[@]}"
-suite "CPU plugin options, dotprod CPU" neoverse-n1 test_conformance "${brief[@]}" \
-  --gtest_filter='CpuPlugin.*'
-suite "CPU plugin options, ARMv8.0 CPU" cortex-a53 test_conformance "${brief[@]}" \
-  --gtest_filter='CpuPlugin.*'
-for kernels in reference neon; do
-  suite "bonsai-plugin-check kernels=$kernels" max bonsai-plugin-check \
-    "$build/lib/bonsai/plugins/libbonsai_cpu.so" --options "kernels=$kernels"
-done
 
+if [ "$mode" = full ]; then
+  # Every test of the four programs, every set by name (docs/arm64.md).
+  suite "kernels, every AArch64 set" max test_cpu --gtest_brief=1
+  suite "kernels, ARMv8.0 only" cortex-a53 test_cpu --gtest_brief=1
+  suite "golden gates" max test_golden --gtest_brief=1
+  suite "qwen35 gates" max test_host --gtest_brief=1 --gtest_filter='*Qwen35*'
+  suite "conformance" max test_conformance --gtest_brief=1
+else
+  # CI: the kernel tests in full; every golden model with the neon set, the
+  # ones whose kernels differ in dotprod (Q2_0, Q8_0 rows) and i8mm (Q1_0
+  # tiles) with those, and tiny-q1's gates, two prefills and the KV cache
+  # and layer-kind checks with the reference kernels; the qwen35 gates with
+  # neon, their prefill with i8mm and the reference kernels; conformance.
+  suite "kernels, every AArch64 set" max test_cpu --gtest_brief=1
+  suite "kernels, ARMv8.0 only" cortex-a53 test_cpu --gtest_brief=1
+  suite "golden gates" max test_golden --gtest_brief=1 --gtest_filter='TinyModels/Golden.*/*_neon:'\
+'TinyModels/Golden.*/tiny_q2_dotprod:TinyModels/Golden.*/tiny_q2g64_dotprod:'\
+'TinyModels/Golden.*/tiny_tq2_mixed_dotprod:TinyModels/Golden.*/tiny_q1_i8mm:'\
+'TinyModels/Golden.*/tiny_q1_tied_i8mm:TinyModels/Golden.*/tiny_q1_reference:'\
+'TinyModels/Golden.Prefill*/tiny_q2g64_reference:TinyModels/Golden.Prefill*/tiny_f16_reference:'\
+'TinyModels/KvCacheF16.*:TinyQwen35/LayerKinds.*'
+  suite "qwen35 gates" max test_host --gtest_brief=1 --gtest_filter='TinyQwen35/Qwen35Golden.*/*_neon:'\
+'TinyQwen35/Qwen35Golden.Prompt*/*_i8mm:TinyQwen35/Qwen35Golden.Prompt*/*_reference:'\
+'Qwen35Batch.SequencesStepTogetherWithTheirOwnState'
+  suite "conformance" max test_conformance --gtest_brief=1
+fi
+plugin="$build/lib/bonsai/plugins/libbonsai_cpu.so"
+if [ "$mode" = full ]; then
+  suite "bonsai-plugin-check" max bonsai-plugin-check "$plugin" --options kernels=i8mm
+else
+  suite "bonsai-plugin-check" max bonsai-plugin-check "$plugin" --options kernels=neon --no-golden
+fi
+suite "CPU plugin options, dotprod CPU" neoverse-n1 test_conformance --gtest_brief=1 --gtest_filter='CpuPlugin.*'
+suite "CPU plugin options, ARMv8.0 CPU" cortex-a53 test_conformance --gtest_brief=1 --gtest_filter='CpuPlugin.*'
+wait
+
+failed=()
+for n in "${!names[@]}"; do
+  read -r rc seconds <"$work/$n.rc" || rc=1
+  echo "## ${names[$n]}: exit $rc (${seconds:-?} s)"
+  tail -n 25 "$work/$n.log"
+  [ "$rc" = 0 ] || failed+=("${names[$n]}")
+done
 if [ ${#failed[@]} -ne 0 ]; then
   echo "test-arm64: failed: ${failed[*]}" >&2
   exit 1
 fi
-echo "test-arm64: every suite passed"
+echo "test-arm64: every suite passed in $SECONDS s"
