@@ -43,8 +43,9 @@ SMLAL = ["smull", "smull2", "smlal", "smlal2"]
 
 
 class Kernel:
-    def __init__(self, name, kernel_set, source, function, marker, macs_from):
+    def __init__(self, name, kernel_set, source, function, marker, macs_from, unit="MACs"):
         self.name = name
+        self.unit = unit  # what the loop's work counts: MACs, or weights expanded
         self.set = kernel_set
         self.source = source
         self.function = re.compile(function)
@@ -58,8 +59,8 @@ KERNELS = [
     Kernel("Q1_0 tiles, steps (TBL)", "neon", "neon_q1_tables.cpp", r"tile_tokens", "tbl", ["tbl"]),
     Kernel("Q1_0 tiles, token pairs (SMMLA)", "i8mm", "i8mm_q1_tiles.cpp", r"tile_pairs", "smmla",
            ["smmla"]),
-    Kernel("Q1_0 tiles, sign expansion for SMMLA (weights, not MACs)", "i8mm",
-           "i8mm_q1_tiles.cpp", r"tile_pairs", "cmtst", ["cmtst"]),
+    Kernel("Q1_0 tiles, sign expansion for SMMLA", "i8mm", "i8mm_q1_tiles.cpp", r"tile_pairs",
+           "cmtst", ["cmtst"], unit="weights"),
     Kernel("Q2_0 rows, 1 token (SMLAL)", "neon", "neon_quant.cpp",
            r"arm_rows<[^>]*ArmQ2>|neon_rows_q2\(", "smlal", SMLAL),
     Kernel("Q2_0 rows, 1 token (SDOT)", "dotprod", "dotprod_quant.cpp",
@@ -154,7 +155,7 @@ def main():
     args = parser.parse_args()
     sources = sorted({k.source for k in KERNELS})
     print("| kernel | set | work per loop iteration | " +
-          " | ".join(f"{cpu}: cycles, MACs/cycle" for cpu, _, _ in CPUS) + " |")
+          " | ".join(f"{cpu}: cycles, work/cycle" for cpu, _, _ in CPUS) + " |")
     print("|---|---|---|" + "---|" * len(CPUS))
     with tempfile.TemporaryDirectory() as tmp:
         asm = {}
@@ -177,7 +178,7 @@ def main():
                     continue
                 cycles = mca_cycles(args.llvm_mca, cpu, mattr, loop)
                 cells.append(f"{cycles:.1f}, {macs / cycles:.0f}")
-            print(f"| {k.name} | {k.set} | {len(loop)} instructions, {macs} MACs | " +
+            print(f"| {k.name} | {k.set} | {len(loop)} instructions, {macs} {k.unit} | " +
                   " | ".join(cells) + " |")
 
 

@@ -174,10 +174,10 @@ TEST(ArmSets, DotprodAndI8mmRowsEqualTheNeonRowsBitForBit) {
   }
 }
 
-// The tiled Q1_0 kernels: the i8mm one takes pairs of tokens through SMMLA
-// and a lone token through the table kernel, which the neon and dotprod
-// sets take for every token: the same floats for steps of 1, 2, 3 and 8
-// tokens, over 3 tiles.
+// The tiled Q1_0 kernels: the i8mm one takes steps of 4 or more tokens in
+// pairs through SMMLA (an odd step's last token and smaller steps through
+// the table kernel, which the neon and dotprod sets take for every token):
+// the same floats for steps of 1, 2, 3, 4, 5, 8 and 17 tokens, over 3 tiles.
 TEST(ArmSets, TiledQ1KernelsOfEverySetGiveTheSameFloats) {
   const std::vector<const KernelSet *> sets = arm_sets();
   if (sets.size() < 2)
@@ -186,8 +186,8 @@ TEST(ArmSets, TiledQ1KernelsOfEverySetGiveTheSameFloats) {
   const int64_t rows = 3 * kTileRows, blocks = 9, cols = blocks * kActBlock;
   const size_t row_bytes = 18 * static_cast<size_t>(blocks);
   const std::vector<uint8_t> natural = random_rows(18, rows, blocks, 27);
-  const std::vector<float> x = random_inputs(8 * cols, 28);
-  for (const int n_tokens : {1, 2, 3, 8}) {
+  const std::vector<float> x = random_inputs(17 * cols, 28);
+  for (const int n_tokens : {1, 2, 3, 4, 5, 8, 17}) {
     std::vector<float> want;
     for (size_t i = 0; i < sets.size(); ++i) {
       SCOPED_TRACE(std::string(sets[i]->name) + ", " + std::to_string(n_tokens) + " tokens");

@@ -176,6 +176,37 @@ std::string layout_name(const ::testing::TestParamInfo<QuantLayout> &info) {
   }
 }
 
+// The layouts by hand (activations.hpp): value e = 8i + m goes to Q1Lanes
+// position 32(m / 2) + 16(m % 2) + i and e = 4b + k to Q2Lanes 32k + b. Each
+// scale group gets one value of 127, so every scale is 1 and the integers
+// quantize to themselves; dsum is then the sum of all values.
+void expect_values_at_layout_positions(QuantizeRowFn fn, QuantLayout layout) {
+  std::vector<float> x(kActBlock);
+  for (int e = 0; e < kActBlock; ++e)
+    x[static_cast<size_t>(e)] = static_cast<float>((e * 37) % 201 - 100);
+  for (int g = 0; g < 8; ++g) {
+    // Group g: Q1Lanes the values e with e % 2 = g / 4 and e / 32 = g % 4;
+    // the others values 16g..16g+15.
+    const int e = layout == QuantLayout::Q1Lanes ? 32 * (g % 4) + g / 4 : 16 * g;
+    x[static_cast<size_t>(e)] = 127.0f;
+  }
+  const Quantized got = quantize_with(fn, x, layout);
+  float total = 0.0f;
+  for (int e = 0; e < kActBlock; ++e) {
+    int position = e;
+    if (layout == QuantLayout::Q1Lanes)
+      position = 32 * (e % 8 / 2) + 16 * (e % 2) + e / 8;
+    else if (layout == QuantLayout::Q2Lanes)
+      position = 32 * (e % 4) + e / 4;
+    EXPECT_EQ(got.q[static_cast<size_t>(position)], static_cast<int8_t>(x[static_cast<size_t>(e)]))
+        << "value " << e;
+    total += x[static_cast<size_t>(e)];
+  }
+  for (int g = 0; g < 8; ++g)
+    EXPECT_EQ(got.meta[static_cast<size_t>(g)], 1.0f) << "group " << g;
+  EXPECT_EQ(got.dsum[0], total);
+}
+
 // The scalar quantizer and every SIMD one this machine runs.
 std::vector<QuantizeRowFn> simd_quantizers_with_scalar() {
   std::vector<QuantizeRowFn> fns = {quantize_act_row};
@@ -273,38 +304,10 @@ TEST_P(QuantizeAvx2, BytesScalesAndDsumEqualTheScalarQuantizer) {
   expect_same_as_scalar(avx2_quantize_act_row, GetParam(), 5);
 }
 
-// The layouts by hand (activations.hpp): value e = 8i + m goes to Q1Lanes
-// position 32(m / 2) + 16(m % 2) + i and e = 4b + k to Q2Lanes 32k + b. Each
-// scale group gets one value of 127, so every scale is 1 and the integers
-// quantize to themselves; dsum is then the sum of all values.
 class QuantizeAvx2ByHand : public QuantizeAvx2 {};
 
 TEST_P(QuantizeAvx2ByHand, EveryValueLandsAtItsLayoutPosition) {
-  const QuantLayout layout = GetParam();
-  std::vector<float> x(kActBlock);
-  for (int e = 0; e < kActBlock; ++e)
-    x[static_cast<size_t>(e)] = static_cast<float>((e * 37) % 201 - 100);
-  for (int g = 0; g < 8; ++g) {
-    // Group g: Q1Lanes the values e with e % 2 = g / 4 and e / 32 = g % 4;
-    // the others values 16g..16g+15.
-    const int e = layout == QuantLayout::Q1Lanes ? 32 * (g % 4) + g / 4 : 16 * g;
-    x[static_cast<size_t>(e)] = 127.0f;
-  }
-  const Quantized got = quantize_with(avx2_quantize_act_row, x, layout);
-  float total = 0.0f;
-  for (int e = 0; e < kActBlock; ++e) {
-    int position = e;
-    if (layout == QuantLayout::Q1Lanes)
-      position = 32 * (e % 8 / 2) + 16 * (e % 2) + e / 8;
-    else if (layout == QuantLayout::Q2Lanes)
-      position = 32 * (e % 4) + e / 4;
-    EXPECT_EQ(got.q[static_cast<size_t>(position)], static_cast<int8_t>(x[static_cast<size_t>(e)]))
-        << "value " << e;
-    total += x[static_cast<size_t>(e)];
-  }
-  for (int g = 0; g < 8; ++g)
-    EXPECT_EQ(got.meta[static_cast<size_t>(g)], 1.0f) << "group " << g;
-  EXPECT_EQ(got.dsum[0], total);
+  expect_values_at_layout_positions(avx2_quantize_act_row, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2ByHand,
@@ -350,30 +353,12 @@ TEST_P(QuantizeNeon, BytesScalesAndDsumEqualTheScalarQuantizer) {
   expect_same_as_scalar(neon_quantize_act_row, GetParam(), 17);
 }
 
-// The lane layouts by hand, as for AVX2: every value lands at its position
-// and every scale is 1.
+// The value layouts by hand, as for AVX2.
 TEST_P(QuantizeNeon, EveryValueLandsAtItsLayoutPosition) {
   const QuantLayout layout = GetParam();
   if (layout_has_tables(layout) || layout == QuantLayout::Q1Mask512)
     GTEST_SKIP() << "no value layout";
-  std::vector<float> x(kActBlock);
-  for (int e = 0; e < kActBlock; ++e)
-    x[static_cast<size_t>(e)] = static_cast<float>((e * 53) % 199 - 99);
-  for (int g = 0; g < 8; ++g)
-    x[static_cast<size_t>(layout == QuantLayout::Q1Lanes ? 32 * (g % 4) + g / 4 : 16 * g)] =
-        -127.0f;
-  const Quantized got = quantize_with(neon_quantize_act_row, x, layout);
-  for (int e = 0; e < kActBlock; ++e) {
-    int position = e;
-    if (layout == QuantLayout::Q1Lanes)
-      position = 32 * (e % 8 / 2) + 16 * (e % 2) + e / 8;
-    else if (layout == QuantLayout::Q2Lanes)
-      position = 32 * (e % 4) + e / 4;
-    EXPECT_EQ(got.q[static_cast<size_t>(position)], static_cast<int8_t>(x[static_cast<size_t>(e)]))
-        << "value " << e;
-  }
-  for (int g = 0; g < 8; ++g)
-    EXPECT_EQ(got.meta[static_cast<size_t>(g)], 1.0f) << "group " << g;
+  expect_values_at_layout_positions(neon_quantize_act_row, layout);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeNeon,

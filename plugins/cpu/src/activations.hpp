@@ -147,6 +147,45 @@ void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const Qu
 using QuantizeRowFn = void (*)(const float *x, int64_t cols, QuantLayout layout,
                                const QuantTarget &out);
 
+// A SIMD quantize_act_row from a kernel that quantizes one block of 128
+// values in the Natural, Q1Lanes or Q2Lanes layout,
+//   quantize_block(xb, layout, q, d, dsum),
+// and one that builds a block's Q1Tables from its Natural bytes,
+//   build_tables(values, tables):
+// the table layouts go through Natural bytes (Q1TablesAndValues keeps them
+// after the tables), other layouts to the scalar quantizer.
+template <class QuantizeBlock, class BuildTables>
+void quantize_row_by_blocks(const float *x, int64_t cols, QuantLayout layout,
+                            const QuantTarget &out, QuantizeBlock &&quantize_block,
+                            BuildTables &&build_tables) {
+  const int64_t n_blocks = cols / kActBlock;
+  const auto target = [&](int64_t b, int64_t block_bytes) {
+    return QuantTarget{out.q + b * out.stride * block_bytes, out.d + b * out.stride * kSubsPerBlock,
+                       out.dsum + b * out.stride, out.stride};
+  };
+  if (layout_has_tables(layout)) {
+    alignas(32) int8_t values[kActBlock];
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const QuantTarget at = target(b, q_block_bytes(layout));
+      quantize_block(x + b * kActBlock, QuantLayout::Natural, values, at.d, at.dsum);
+      build_tables(values, at.q);
+      if (layout == QuantLayout::Q1TablesAndValues)
+        for (int e = 0; e < kActBlock; ++e)
+          at.q[kQ1TableBlockBytes + e] = values[e];
+    }
+    return;
+  }
+  if (layout != QuantLayout::Natural && layout != QuantLayout::Q1Lanes &&
+      layout != QuantLayout::Q2Lanes) {
+    quantize_act_row(x, cols, layout, out);
+    return;
+  }
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const QuantTarget at = target(b, kActBlock);
+    quantize_block(x + b * kActBlock, layout, at.q, at.d, at.dsum);
+  }
+}
+
 // Storage for quantized activations of up to n_tokens x cols values; grows
 // on demand. Pages are only touched when used.
 class QuantBuffer {

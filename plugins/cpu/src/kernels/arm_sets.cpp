@@ -20,18 +20,13 @@ KernelSet make_neon_set() {
   KernelSet set;
   set.name = "neon";
   set.exact = false;
-  const auto use = [&set](WeightKind kind, RowKernel kernel, bool quantized, QuantLayout layout) {
-    set.rows[static_cast<int>(kind)] = kernel;
-    set.quantized_input[static_cast<int>(kind)] = quantized;
-    set.layout[static_cast<int>(kind)] = layout;
-  };
-  use(WeightKind::F32, neon_rows_float, false, QuantLayout::Natural);
-  use(WeightKind::F16, neon_rows_float, false, QuantLayout::Natural);
-  use(WeightKind::BF16, neon_rows_float, false, QuantLayout::Natural);
-  use(WeightKind::Q8_0, neon_rows_q8, true, QuantLayout::Natural);
-  use(WeightKind::Q1_0, neon_rows_q1, true, QuantLayout::Q1Lanes);
-  use(WeightKind::Q2_0, neon_rows_q2, true, QuantLayout::Q2Lanes);
-  use(WeightKind::Q2_0_G64, neon_rows_q2_g64, true, QuantLayout::Q2Lanes);
+  set.use_rows(WeightKind::F32, neon_rows_float, false, QuantLayout::Natural);
+  set.use_rows(WeightKind::F16, neon_rows_float, false, QuantLayout::Natural);
+  set.use_rows(WeightKind::BF16, neon_rows_float, false, QuantLayout::Natural);
+  set.use_rows(WeightKind::Q8_0, neon_rows_q8, true, QuantLayout::Natural);
+  set.use_rows(WeightKind::Q1_0, neon_rows_q1, true, QuantLayout::Q1Lanes);
+  set.use_rows(WeightKind::Q2_0, neon_rows_q2, true, QuantLayout::Q2Lanes);
+  set.use_rows(WeightKind::Q2_0_G64, neon_rows_q2_g64, true, QuantLayout::Q2Lanes);
   set.tiled[static_cast<int>(WeightKind::Q1_0)] = {neon_rows_q1_tables, TileFormat::Q1RowLines,
                                                    QuantLayout::Q1Tables};
   set.quantize = neon_quantize_act_row;

@@ -5,8 +5,9 @@
 // rows' 8 inputs per register, and each SMMLA multiplies such a pair of
 // rows with the same 8 inputs of two tokens into the four int32 sums
 // [row 0 token 0, row 0 token 1, row 1 token 0, row 1 token 1]; 16 SMMLA
-// per row pair and block. A lone token (decode, or the last of an odd
-// step) goes through the table kernel (neon_q1_tables.cpp).
+// per row pair and block. Steps of fewer than kMinPairedTokens tokens, and
+// the last token of an odd step, go through the table kernel
+// (neon_q1_tables.cpp).
 //
 // Both paths form the same exact int32 sums per row, token and 16-input
 // sub-block and apply the same float steps to them, lane by lane:
@@ -29,31 +30,43 @@ constexpr int kRowPairs = kQ1TileRows / 2;
 constexpr int kSignBytes = kQ1BlockSize / 8; // 16 per row and block
 // Token pairs per pass over a tile: their accumulators stay on the stack.
 constexpr int kMaxPairs = 32;
+// Steps of fewer tokens take the table kernel. Per block of a tile
+// (llvm-mca, Neoverse V1; docs/arm64.md): the sign expansion ~310 cycles
+// once, then ~103 cycles per token against ~193 for the lookups, so the
+// SMMLA path pays from about 4 tokens on.
+constexpr int kMinPairedTokens = 4;
 
 // One block's rows expanded: a[m][k] = rows 2m and 2m + 1, sign byte k
-// (inputs 8k..8k+7), as [row 2m's 8 weights | row 2m + 1's], +1 or -1.
+// (inputs 8k..8k+7), as [row 2m's 8 weights | row 2m + 1's], negated: -1
+// for a set bit, +1 for a clear one (one OR on the bit test's mask). The
+// scales are negated to match, so every product is the same float.
 struct PairRows {
   int8x16_t a[kRowPairs][kSignBytes];
 };
 
-// Line k holds sign byte k of rows 0..31 at positions 0..31: a lookup
-// repeats the bytes of two rows 8 times each, and a test against the 8 bit
-// masks turns each copy into its row's weight.
+// Line k holds sign byte k of rows 0..31 at positions 0..31: zips of the
+// line with itself repeat every byte 2, 4 and then 8 times (a pair of rows
+// per register, no constant tables), and a test against the 8 bit masks
+// turns each copy into its row's (negated) weight.
 BONSAI_TARGET_I8MM void expand_rows(const uint8_t *lines, PairRows &out) {
   static constexpr uint8_t kBits[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
   const uint8x16_t bits = vld1q_u8(kBits);
-  const int8x16_t plus = vdupq_n_s8(1), minus = vdupq_n_s8(-1);
-  uint8x16_t pick[8]; // pick[p] = {2p x 8, 2p + 1 x 8}
-  for (int p = 0; p < 8; ++p)
-    pick[p] = vcombine_u8(vdup_n_u8(static_cast<uint8_t>(2 * p)),
-                          vdup_n_u8(static_cast<uint8_t>(2 * p + 1)));
+  const uint8x16_t one = vdupq_n_u8(1);
+  const auto weights = [&](uint32x4_t pair) {
+    return vreinterpretq_s8_u8(vorrq_u8(vtstq_u8(vreinterpretq_u8_u32(pair), bits), one));
+  };
   for (int k = 0; k < kSignBytes; ++k)
-#pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
       const uint8x16_t line = vld1q_u8(lines + 32 * k + 16 * half);
-#pragma GCC unroll 8
-      for (int p = 0; p < 8; ++p)
-        out.a[8 * half + p][k] = vbslq_s8(vtstq_u8(vqtbl1q_u8(line, pick[p]), bits), plus, minus);
+      const uint8x16_t twice[2] = {vzip1q_u8(line, line), vzip2q_u8(line, line)};
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) { // rows 4q..4q+3 of the half, each 4 times
+        const uint16x8_t pairs = vreinterpretq_u16_u8(twice[q / 2]);
+        const uint32x4_t four =
+            vreinterpretq_u32_u16(q % 2 == 0 ? vzip1q_u16(pairs, pairs) : vzip2q_u16(pairs, pairs));
+        out.a[8 * half + 2 * q][k] = weights(vzip1q_u32(four, four));
+        out.a[8 * half + 2 * q + 1][k] = weights(vzip2q_u32(four, four));
+      }
     }
 }
 
@@ -78,10 +91,14 @@ BONSAI_TARGET_I8MM void block_pair(const PairRows &w, const float32x4_t dw[kRowP
   for (int k = 0; k < kSignBytes; ++k)
     x[k] = vcombine_s8(vld1_s8(v0 + 8 * k), vld1_s8(v1 + 8 * k));
   const float *d0 = q.d_block(t, b), *d1 = q.d_block(t + 1, b);
-  float32x4_t d[kSubsPerBlock]; // {d0[s], d1[s], d0[s], d1[s]}
+  // {-d0[s], -d1[s], -d0[s], -d1[s]}: negated as the weights are, so that
+  // float(-S) * -d is float(S) * d exactly.
+  float32x4_t d[kSubsPerBlock];
   for (int h = 0; h < 2; ++h) {
-    const float32x4_t low = vzip1q_f32(vld1q_f32(d0 + 4 * h), vld1q_f32(d1 + 4 * h));
-    const float32x4_t high = vzip2q_f32(vld1q_f32(d0 + 4 * h), vld1q_f32(d1 + 4 * h));
+    const float32x4_t first = vnegq_f32(vld1q_f32(d0 + 4 * h));
+    const float32x4_t second = vnegq_f32(vld1q_f32(d1 + 4 * h));
+    const float32x4_t low = vzip1q_f32(first, second);
+    const float32x4_t high = vzip2q_f32(first, second);
     d[4 * h] = vcombine_f32(vget_low_f32(low), vget_low_f32(low));
     d[4 * h + 1] = vcombine_f32(vget_high_f32(low), vget_high_f32(low));
     d[4 * h + 2] = vcombine_f32(vget_low_f32(high), vget_low_f32(high));
@@ -132,6 +149,10 @@ BONSAI_TARGET_I8MM void tile_pairs(const uint8_t *tile, int64_t n_blocks, const 
 
 void i8mm_rows_q1_tiles(const RowJob &job) {
   const int64_t n_blocks = job.cols / kActBlock;
+  if (job.n_tokens < kMinPairedTokens) {
+    neon_rows_q1_tables(job);
+    return;
+  }
   const int pairs = job.n_tokens / 2;
   for_each_q1_tile(job.w, job.w_row_bytes, job.n_rows, [&](const uint8_t *tile, int64_t r) {
     for (int p = 0; p < pairs; p += kMaxPairs)

@@ -111,6 +111,14 @@ struct KernelSet {
   float (*softmax_weights)(float *scores, int64_t n) = softmax_weights_scalar;
   // f32 -> IEEE half, round to nearest even (keys and values into the cache).
   void (*to_f16)(const float *x, uint16_t *out, int64_t n) = to_f16_scalar;
+
+  // Sets the row kernel of `kind`, whether it reads quantized activations,
+  // and in which layout.
+  void use_rows(WeightKind kind, RowKernel kernel, bool quantized, QuantLayout act_layout) {
+    rows[static_cast<int>(kind)] = kernel;
+    quantized_input[static_cast<int>(kind)] = quantized;
+    layout[static_cast<int>(kind)] = act_layout;
+  }
 };
 
 const KernelSet &reference_kernel_set();

@@ -11,6 +11,7 @@
 #include "kernels/arm_helpers.hpp"
 #include "kernels/arm_kernels.hpp"
 #include "kernels/exp_polynomial.hpp"
+#include "kernels/template_dispatch.hpp"
 
 namespace bonsai::cpu {
 namespace {
@@ -84,17 +85,7 @@ inline float32x4_t exp_nonpositive(float32x4_t x) {
 } // namespace
 
 void neon_rows_float(const RowJob &job) {
-  switch (job.type) {
-  case GgmlType::F16:
-    float_rows<GgmlType::F16>(job);
-    break;
-  case GgmlType::BF16:
-    float_rows<GgmlType::BF16>(job);
-    break;
-  default:
-    float_rows<GgmlType::F32>(job);
-    break;
-  }
+  with_float_type(job.type, [&]<GgmlType T>() { float_rows<T>(job); });
 }
 
 float neon_dot(const float *a, const float *b, int64_t n) {

@@ -74,6 +74,12 @@ inline void add_scaled(const int16x8_t rows[4], float scale, float32x4_t part[8]
   }
 }
 
+// The nibble indices of a block's eight sub-blocks.
+inline void block_indices(const uint8_t *block, SubBlockIndices ix[kSubsPerBlock]) {
+  for (int s = 0; s < kSubsPerBlock; ++s)
+    nibble_indices(block + kQ1TileScaleBytes, s, ix[s]);
+}
+
 // One block of one token: part = sum over sub-blocks of the scaled sums.
 inline void block_part(const SubBlockIndices ix[kSubsPerBlock], const QuantizedActs &q, int t,
                        int64_t b, float32x4_t part[8]) {
@@ -98,8 +104,7 @@ void tile_one_token(const uint8_t *tile, int64_t n_blocks, const QuantizedActs &
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t *block = tile + static_cast<size_t>(b) * kQ1TileBlockBytes;
     SubBlockIndices ix[kSubsPerBlock];
-    for (int s = 0; s < kSubsPerBlock; ++s)
-      nibble_indices(block + kQ1TileScaleBytes, s, ix[s]);
+    block_indices(block, ix);
     float32x4_t part[8];
     block_part(ix, q, t, b, part);
 #pragma GCC unroll 8
@@ -121,8 +126,7 @@ void tile_tokens(const uint8_t *tile, int64_t n_blocks, const QuantizedActs &q, 
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t *block = tile + static_cast<size_t>(b) * kQ1TileBlockBytes;
     SubBlockIndices ix[kSubsPerBlock];
-    for (int s = 0; s < kSubsPerBlock; ++s)
-      nibble_indices(block + kQ1TileScaleBytes, s, ix[s]);
+    block_indices(block, ix);
     float32x4_t dw[8];
     for (int j = 0; j < 8; ++j)
       dw[j] = load4_f16(block + 8 * j);

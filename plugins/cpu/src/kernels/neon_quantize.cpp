@@ -177,27 +177,7 @@ void build_q1_tables(const int8_t values[kActBlock], int8_t *tables) {
 
 void neon_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
                            const QuantTarget &out) {
-  const int64_t n_blocks = cols / kActBlock;
-  if (layout_has_tables(layout)) {
-    alignas(16) int8_t values[kActBlock];
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      quantize_block(x + b * kActBlock, QuantLayout::Natural, values,
-                     out.d + b * out.stride * kSubsPerBlock, out.dsum + b * out.stride);
-      int8_t *q = out.q + b * out.stride * q_block_bytes(layout);
-      build_q1_tables(values, q);
-      if (layout == QuantLayout::Q1TablesAndValues)
-        std::memcpy(q + kQ1TableBlockBytes, values, kActBlock);
-    }
-    return;
-  }
-  if (layout != QuantLayout::Natural && layout != QuantLayout::Q1Lanes &&
-      layout != QuantLayout::Q2Lanes) {
-    quantize_act_row(x, cols, layout, out);
-    return;
-  }
-  for (int64_t b = 0; b < n_blocks; ++b)
-    quantize_block(x + b * kActBlock, layout, out.q + b * out.stride * kActBlock,
-                   out.d + b * out.stride * kSubsPerBlock, out.dsum + b * out.stride);
+  quantize_row_by_blocks(x, cols, layout, out, quantize_block, build_q1_tables);
 }
 
 } // namespace bonsai::cpu

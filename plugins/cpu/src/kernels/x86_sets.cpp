@@ -11,18 +11,13 @@ KernelSet make_avx2_set() {
   KernelSet set;
   set.name = "avx2";
   set.exact = false;
-  const auto use = [&set](WeightKind kind, RowKernel kernel, bool quantized, QuantLayout layout) {
-    set.rows[static_cast<int>(kind)] = kernel;
-    set.quantized_input[static_cast<int>(kind)] = quantized;
-    set.layout[static_cast<int>(kind)] = layout;
-  };
-  use(WeightKind::F32, avx2_rows_float, false, QuantLayout::Natural);
-  use(WeightKind::F16, avx2_rows_float, false, QuantLayout::Natural);
-  use(WeightKind::BF16, avx2_rows_float, false, QuantLayout::Natural);
-  use(WeightKind::Q8_0, avx2_rows_q8, true, QuantLayout::Natural);
-  use(WeightKind::Q1_0, avx2_rows_q1, true, QuantLayout::Q1Lanes);
-  use(WeightKind::Q2_0, avx2_rows_q2, true, QuantLayout::Q2Lanes);
-  use(WeightKind::Q2_0_G64, avx2_rows_q2_g64, true, QuantLayout::Q2Lanes);
+  set.use_rows(WeightKind::F32, avx2_rows_float, false, QuantLayout::Natural);
+  set.use_rows(WeightKind::F16, avx2_rows_float, false, QuantLayout::Natural);
+  set.use_rows(WeightKind::BF16, avx2_rows_float, false, QuantLayout::Natural);
+  set.use_rows(WeightKind::Q8_0, avx2_rows_q8, true, QuantLayout::Natural);
+  set.use_rows(WeightKind::Q1_0, avx2_rows_q1, true, QuantLayout::Q1Lanes);
+  set.use_rows(WeightKind::Q2_0, avx2_rows_q2, true, QuantLayout::Q2Lanes);
+  set.use_rows(WeightKind::Q2_0_G64, avx2_rows_q2_g64, true, QuantLayout::Q2Lanes);
   set.dot = avx2_dot;
   set.axpy = avx2_axpy;
   set.key_scores = avx2_key_scores;
