@@ -2,7 +2,7 @@
 //   neon    ARMv8.0 Advanced SIMD (every AArch64 CPU): int8 products by
 //           SMULL/SMLAL, Q1_0 through TBL lookups in 32-row tiles.
 //   dotprod neon with the Q1_0 (rows), Q2_0 and Q8_0 products on SDOT.
-//   i8mm    dotprod with the Q1_0 tiles of steps of two or more tokens on
+//   i8mm    dotprod with the Q1_0 tiles of steps of four or more tokens on
 //           SMMLA (pairs of tokens times pairs of rows).
 // The three give bit-identical results: their kernels form the same exact
 // int32 sums and apply the same float operations to them.
