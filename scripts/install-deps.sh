@@ -5,6 +5,9 @@
 #   scripts/install-deps.sh program  only what the bonsai program, its plugins
 #                                    and bonsai-gguf need (the demo)
 #   scripts/install-deps.sh fuzz     also clang and its libFuzzer runtime
+#   scripts/install-deps.sh arm64    the aarch64 cross compiler, the arm64
+#                                    libraries (Debian multiarch) and
+#                                    qemu-user-static (scripts/test-arm64.sh)
 set -euo pipefail
 # The program, the plugins and bonsai-gguf.
 program_packages=(
@@ -21,6 +24,16 @@ test_packages=(
   python3 libgtest-dev libgmock-dev libbenchmark-dev libcpp-httplib-dev zlib1g-dev
   chromium python3-venv python3-pytest python3-setuptools python3-wheel
 )
+# The cross build for 64-bit ARM (scripts/test-arm64.sh): the arm64 builds of
+# the libraries the program and the tests link, and the emulator the tests
+# run under. nlohmann-json and the host's build tools come from the program's list.
+arm64_packages=(
+  g++-aarch64-linux-gnu qemu-user-static
+  libboost-dev:arm64 libboost-program-options-dev:arm64 libboost-filesystem-dev:arm64
+  libspdlog-dev:arm64 libfmt-dev:arm64 libtbb-dev:arm64 libpcre2-dev:arm64
+  libutf8proc-dev:arm64 libedit-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+  libcpp-httplib-dev:arm64
+)
 packages=("${program_packages[@]}")
 groups=("$@")
 [ ${#groups[@]} -eq 0 ] && groups=(tests)
@@ -36,8 +49,9 @@ for group in "${groups[@]}"; do
     fi
     ;;
   fuzz) packages+=("${test_packages[@]}" clang libclang-rt-14-dev) ;;
+  arm64) packages+=("${arm64_packages[@]}") ;;
   *)
-    echo "install-deps: unknown package group '$group' (known: program, tests, fuzz)" >&2
+    echo "install-deps: unknown package group '$group' (known: program, tests, fuzz, arm64)" >&2
     exit 2
     ;;
   esac
@@ -53,5 +67,10 @@ echo "install-deps: installing ${missing[*]}" >&2
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+# arm64 packages need the architecture known to dpkg before the update.
+if printf '%s\n' "${missing[@]}" | grep -q ':arm64$' &&
+  ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  $sudo dpkg --add-architecture arm64
+fi
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

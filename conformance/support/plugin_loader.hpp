@@ -28,14 +28,15 @@ inline std::string plugin_path_from_env() {
 // Context option strings to run a suite with: $BONSAI_PLUGIN_OPTIONS alone
 // when set; for another plugin ($BONSAI_PLUGIN) its exact and default
 // kernels; for this build's CPU plugin every kernel set by name, so the AVX2
-// set is checked on AVX-512 machines too (a set this CPU lacks is skipped:
-// see unsupported_option_reason).
+// set is checked on AVX-512 machines too (a set this CPU lacks, or one built
+// for the other architecture, is skipped: see unsupported_option_reason).
 inline std::vector<std::string> plugin_option_sets_from_env() {
   if (const char *env = std::getenv("BONSAI_PLUGIN_OPTIONS"); env != nullptr)
     return {env};
   if (const char *env = std::getenv("BONSAI_PLUGIN"); env != nullptr && *env != '\0')
     return {"kernels=reference", ""};
-  return {"kernels=reference", "kernels=avx2", "kernels=avxvnni", "kernels=avx512"};
+  return {"kernels=reference", "kernels=avx2",    "kernels=avxvnni", "kernels=avx512",
+          "kernels=neon",      "kernels=dotprod", "kernels=i8mm"};
 }
 
 // A short test-name-safe label for an option string.

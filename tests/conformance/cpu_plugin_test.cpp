@@ -5,6 +5,11 @@
 
 #include <cstdlib>
 #include <mutex>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 #include <string>
 #include <vector>
 
@@ -69,10 +74,36 @@ protected:
   std::unique_ptr<PluginLibrary> library_;
 };
 
+// This CPU's features, read here independently of the plugin: CPUID on
+// x86-64, the kernel's HWCAP bits on AArch64.
 bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
+// The set `auto` must pick here (kernels/select.cpp's order).
+std::string expected_default_set() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool avxvnni =
+      avx2 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) != 0 && (eax & (1u << 4)) != 0;
+  return cpu_has_avx512_vnni() ? "avx512" : avxvnni ? "avxvnni" : avx2 ? "avx2" : "reference";
+#elif defined(__aarch64__)
+  const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+  const bool asimd = hwcap & (1ul << 1), dotprod = asimd && (hwcap & (1ul << 20)),
+             i8mm = dotprod && (hwcap2 & (1ul << 13));
+  return i8mm ? "i8mm" : dotprod ? "dotprod" : asimd ? "neon" : "reference";
+#else
+  return "reference";
+#endif
 }
 
 TEST_F(CpuPlugin, NamesItselfCpu) {
@@ -88,13 +119,45 @@ TEST_F(CpuPlugin, ReferenceOptionSelectsReferenceKernelsInTheDebugLog) {
 TEST_F(CpuPlugin, DefaultPicksTheBestSimdSetForThisCpu) {
   LogCapture log;
   ASSERT_EQ(create("", log), BONSAI_OK);
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
-  const char *expected = cpu_has_avx512_vnni() ? "kernel set 'avx512'"
-                         : avx2                ? "kernel set 'avx2'"
-                                               : "kernel set 'reference'";
+  const std::string expected = "kernel set '" + expected_default_set() + "'";
   EXPECT_TRUE(log.contains(BONSAI_LOG_DEBUG, expected)) << "expected a line with " << expected;
+}
+
+// Every set of the other architecture is refused as such, naming what this
+// build has; every set of this one is named in the log or refused for the
+// features it needs.
+TEST_F(CpuPlugin, KernelSetsOfTheOtherArchitectureAreRefusedByName) {
+#if defined(__aarch64__)
+  const std::vector<std::string> foreign = {"avx2", "avxvnni", "avx512"};
+  const std::vector<std::string> own = {"neon", "dotprod", "i8mm"};
+  const std::string foreign_arch = "x86-64", own_arch = "aarch64";
+#elif defined(__x86_64__)
+  const std::vector<std::string> foreign = {"neon", "dotprod", "i8mm"};
+  const std::vector<std::string> own = {"avx2", "avxvnni", "avx512"};
+  const std::string foreign_arch = "AArch64", own_arch = "x86-64";
+#else
+  GTEST_SKIP() << "neither x86-64 nor AArch64";
+  const std::vector<std::string> foreign, own;
+  const std::string foreign_arch, own_arch;
+#endif
+  for (const std::string &name : foreign) {
+    LogCapture log;
+    std::string error;
+    EXPECT_EQ(create("kernels=" + name, log, &error), BONSAI_ERR_UNSUPPORTED) << name;
+    EXPECT_NE(error.find("kernels=" + name + " is an " + foreign_arch + " kernel set"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find("built for " + own_arch), std::string::npos) << error;
+  }
+  for (const std::string &name : own) {
+    LogCapture log;
+    std::string error;
+    const bonsai_status status = create("kernels=" + name, log, &error);
+    if (status == BONSAI_OK)
+      EXPECT_TRUE(log.contains(BONSAI_LOG_DEBUG, "kernel set '" + name + "'")) << name;
+    else
+      EXPECT_NE(error.find("requested but this CPU lacks"), std::string::npos) << error;
+  }
 }
 
 TEST_F(CpuPlugin, EnvironmentForcesReferenceWhenOptionsNameNoSet) {
@@ -185,7 +248,8 @@ bonsai_status bind_with(const bonsai_backend_api &api, const std::string &option
 }
 
 TEST_F(CpuPlugin, KvCacheIsF32UnlessF16IsAskedFor) {
-  for (const char *kernels : {"kernels=reference", "kernels=avx2", "kernels=avx512"}) {
+  for (const char *kernels : {"kernels=reference", "kernels=avx2", "kernels=avx512", "kernels=neon",
+                              "kernels=dotprod", "kernels=i8mm"}) {
     if (!unsupported_option_reason(library_->api(), kernels).empty())
       continue; // a set this CPU lacks
     LogCapture plain, half;
@@ -201,7 +265,7 @@ TEST_F(CpuPlugin, KvCacheIsF32UnlessF16IsAskedFor) {
 
 TEST_F(CpuPlugin, F16KvCacheTheFastKernelsCannotReadIsRefusedAtBind) {
   // head_dim 24: the fast sets' whole-head kernels need a multiple of 16.
-  for (const char *kernels : {"kernels=avx2", "kernels=avx512"}) {
+  for (const char *kernels : {"kernels=avx2", "kernels=avx512", "kernels=neon"}) {
     if (!unsupported_option_reason(library_->api(), kernels).empty())
       continue;
     LogCapture log;

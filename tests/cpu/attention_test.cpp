@@ -1,8 +1,8 @@
-// The SIMD attention kernels of the CPU plugin (AVX-512 and AVX2 multi-query,
-// AVX2 single-query, on f32 and f16 caches, the vectorised softmax and the f16
-// store) against float64 math, and the property the plugin relies on: a
-// query's scores and weighted sums do not depend on how many queries share
-// the call (prefill and decode give a token bit-identical attention).
+// The SIMD attention kernels of the CPU plugin (AVX-512, AVX2 and AArch64
+// multi-query, AVX2 and AArch64 single-query, on f32 and f16 caches, the
+// vectorised softmaxes and the f16 stores) against float64 math, and the property the plugin relies
+// on: a query's scores and weighted sums do not depend on how many queries share the call (prefill
+// and decode give a token bit-identical attention).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 
 #include "bonsai/core/formats.hpp"
 #include "cpu_features.hpp"
+#include "kernels/arm_kernels.hpp"
 #include "kernels/simd_kernels.hpp"
 
 namespace bonsai::cpu {
@@ -232,6 +233,72 @@ TEST_P(MultiQueryAttention, F16CachesMatchFloat64OfTheirHalfValues) {
     }
 }
 
+// A set's single-query kernels: scores and weighted sums against float64 on
+// f32 and f16 caches, and each key's score the same in any group of keys.
+using KeyScoresFn = void (*)(const float *, const HeadSpan &, float, float *);
+using WeightedValuesFn = void (*)(const float *, const HeadSpan &, float *);
+void expect_single_query_matches_float64(KeyScoresFn key_scores, WeightedValuesFn weighted_values) {
+  const std::vector<float> q = random_values(kDim, 11);
+  const std::vector<float> key_values = random_values(13 * 2 * kDim, 12);
+  const std::vector<float> value_values = random_values(13 * 2 * kDim, 13);
+  const HalfCache half_keys(key_values), half_values(value_values);
+  std::vector<float> p = random_values(16, 14);
+  for (float &w : p)
+    w = std::fabs(w);
+  for (const bool f16 : {false, true}) {
+    const std::vector<float> &k = f16 ? half_keys.values : key_values;
+    const std::vector<float> &v = f16 ? half_values.values : value_values;
+    const auto spans = [&](int64_t n_keys) {
+      HeadSpan keys = half_keys.span(n_keys), values = half_values.span(n_keys);
+      if (!f16) {
+        keys.base = key_values.data() + kDim;
+        keys.type = KvType::F32;
+        values.base = value_values.data() + kDim;
+        values.type = KvType::F32;
+      }
+      return std::pair{keys, values};
+    };
+    std::vector<float> all_keys(16);
+    key_scores(q.data(), spans(13).first, 0.125f, all_keys.data());
+    for (int64_t n_keys : {1, 3, 4, 7, 13}) {
+      const auto [keys, values] = spans(n_keys);
+      std::vector<float> scores(16, -1.0f), out(kDim);
+      key_scores(q.data(), keys, 0.125f, scores.data());
+      weighted_values(p.data(), values, out.data());
+      for (int64_t j = 0; j < n_keys; ++j) {
+        const auto [dot, l1] = exact_score(q.data(), k, j);
+        ASSERT_NEAR(scores[j], dot * 0.125, 1e-6 * l1 * 0.125 + 1e-7) << "f16 " << f16;
+      }
+      EXPECT_EQ(scores[n_keys], -1.0f) << "wrote past the keys";
+      for (int64_t j = 0; j < n_keys; ++j) // a key scores the same in any group of keys
+        ASSERT_EQ(scores[j], all_keys[j]) << "f16 " << f16 << " keys " << n_keys << " key " << j;
+      for (int c = 0; c < kDim; ++c) {
+        double sum = 0.0, l1 = 0.0;
+        for (int64_t j = 0; j < n_keys; ++j) {
+          sum += double(p[j]) * v[j * 2 * kDim + kDim + c];
+          l1 += std::fabs(double(p[j]) * v[j * 2 * kDim + kDim + c]);
+        }
+        ASSERT_NEAR(out[c], sum, 1e-6 * l1 + 1e-7) << "f16 " << f16 << " dim " << c;
+      }
+    }
+  }
+}
+
+// An f16 store against the scalar conversion, value by value.
+void expect_f16_store_matches_scalar(void (*to_f16)(const float *, uint16_t *, int64_t)) {
+  std::vector<float> x = {
+      0.0f,     -0.0f,       1.0f,           -2.5f,           65504.0f, 65519.0f,
+      65520.0f, 1e9f,        -1e9f,          6.0e-8f,         3.0e-8f,  2.9e-8f,
+      1.0e-5f,  -6.1035e-5f, 1.00048828125f, 1.000732421875f, INFINITY, -INFINITY};
+  const std::vector<float> more = random_values(29, 30); // and a tail of odd length
+  x.insert(x.end(), more.begin(), more.end());
+  std::vector<uint16_t> out(x.size());
+  to_f16(x.data(), out.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(out[i], f32_to_fp16(x[i])) << "value " << x[i];
+}
+
+#if defined(__x86_64__) || defined(__i386__)
 INSTANTIATE_TEST_SUITE_P(
     Sets, MultiQueryAttention,
     ::testing::Values(MultiQueryKernels{"avx512", [] { return cpu_features().has_avx512_set(); },
@@ -256,50 +323,7 @@ protected:
 };
 
 TEST_F(Avx2Attention, ScoresAndWeightedSumsMatchFloat64OnF32AndF16Caches) {
-  const std::vector<float> q = random_values(kDim, 11);
-  const std::vector<float> key_values = random_values(13 * 2 * kDim, 12);
-  const std::vector<float> value_values = random_values(13 * 2 * kDim, 13);
-  const HalfCache half_keys(key_values), half_values(value_values);
-  std::vector<float> p = random_values(16, 14);
-  for (float &w : p)
-    w = std::fabs(w);
-  for (const bool f16 : {false, true}) {
-    const std::vector<float> &k = f16 ? half_keys.values : key_values;
-    const std::vector<float> &v = f16 ? half_values.values : value_values;
-    const auto spans = [&](int64_t n_keys) {
-      HeadSpan keys = half_keys.span(n_keys), values = half_values.span(n_keys);
-      if (!f16) {
-        keys.base = key_values.data() + kDim;
-        keys.type = KvType::F32;
-        values.base = value_values.data() + kDim;
-        values.type = KvType::F32;
-      }
-      return std::pair{keys, values};
-    };
-    std::vector<float> all_keys(16);
-    avx2_key_scores(q.data(), spans(13).first, 0.125f, all_keys.data());
-    for (int64_t n_keys : {1, 3, 4, 7, 13}) {
-      const auto [keys, values] = spans(n_keys);
-      std::vector<float> scores(16, -1.0f), out(kDim);
-      avx2_key_scores(q.data(), keys, 0.125f, scores.data());
-      avx2_weighted_values(p.data(), values, out.data());
-      for (int64_t j = 0; j < n_keys; ++j) {
-        const auto [dot, l1] = exact_score(q.data(), k, j);
-        ASSERT_NEAR(scores[j], dot * 0.125, 1e-6 * l1 * 0.125 + 1e-7) << "f16 " << f16;
-      }
-      EXPECT_EQ(scores[n_keys], -1.0f) << "wrote past the keys";
-      for (int64_t j = 0; j < n_keys; ++j) // a key scores the same in any group of keys
-        ASSERT_EQ(scores[j], all_keys[j]) << "f16 " << f16 << " keys " << n_keys << " key " << j;
-      for (int c = 0; c < kDim; ++c) {
-        double sum = 0.0, l1 = 0.0;
-        for (int64_t j = 0; j < n_keys; ++j) {
-          sum += double(p[j]) * v[j * 2 * kDim + kDim + c];
-          l1 += std::fabs(double(p[j]) * v[j * 2 * kDim + kDim + c]);
-        }
-        ASSERT_NEAR(out[c], sum, 1e-6 * l1 + 1e-7) << "f16 " << f16 << " dim " << c;
-      }
-    }
-  }
+  expect_single_query_matches_float64(avx2_key_scores, avx2_weighted_values);
 }
 
 TEST_F(Avx2Attention, SoftmaxWeightsMatchDoubleExp) {
@@ -308,17 +332,57 @@ TEST_F(Avx2Attention, SoftmaxWeightsMatchDoubleExp) {
 }
 
 TEST_F(Avx2Attention, F16StoreRoundsExactlyLikeTheScalarConversion) {
-  std::vector<float> x = {
-      0.0f,     -0.0f,       1.0f,           -2.5f,           65504.0f, 65519.0f,
-      65520.0f, 1e9f,        -1e9f,          6.0e-8f,         3.0e-8f,  2.9e-8f,
-      1.0e-5f,  -6.1035e-5f, 1.00048828125f, 1.000732421875f, INFINITY, -INFINITY};
-  const std::vector<float> more = random_values(29, 30); // and a tail of odd length
-  x.insert(x.end(), more.begin(), more.end());
-  std::vector<uint16_t> out(x.size());
-  avx2_to_f16(x.data(), out.data(), static_cast<int64_t>(x.size()));
-  for (size_t i = 0; i < x.size(); ++i)
-    ASSERT_EQ(out[i], f32_to_fp16(x[i])) << "value " << x[i];
+  expect_f16_store_matches_scalar(avx2_to_f16);
 }
+#endif
+
+#if defined(__aarch64__)
+INSTANTIATE_TEST_SUITE_P(Sets, MultiQueryAttention,
+                         ::testing::Values(MultiQueryKernels{
+                             "neon", [] { return cpu_features().has_neon_set(); },
+                             neon_key_scores_multi, neon_weighted_values_multi}),
+                         [](const auto &info) { return std::string(info.param.name); });
+
+class NeonAttention : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (!cpu_features().has_neon_set())
+      GTEST_SKIP() << "skipped: this CPU lacks Advanced SIMD (" << cpu_features().describe() << ")";
+  }
+};
+
+TEST_F(NeonAttention, ScoresAndWeightedSumsMatchFloat64OnF32AndF16Caches) {
+  expect_single_query_matches_float64(neon_key_scores, neon_weighted_values);
+}
+
+// One query alone scores and sums exactly as the same query in a group of one.
+TEST_F(NeonAttention, SingleQueryKernelsEqualTheGroupOfOne) {
+  const std::vector<float> q = random_values(kDim, 40);
+  const HalfCache keys(random_values(9 * 2 * kDim, 41));
+  std::vector<float> p = random_values(16, 42);
+  std::vector<float> single(16), grouped(16), out_single(kDim), out_grouped(kDim);
+  neon_key_scores(q.data(), keys.span(9), 0.125f, single.data());
+  QueryGroup group;
+  group.n = 1;
+  group.q[0] = q.data();
+  group.out[0] = out_grouped.data();
+  neon_key_scores_multi(group, keys.span(9), 0.125f, grouped.data(), 16);
+  for (int j = 0; j < 9; ++j)
+    ASSERT_EQ(single[j], grouped[j]) << "key " << j;
+  neon_weighted_values(p.data(), keys.span(9), out_single.data());
+  neon_weighted_values_multi(p.data(), 16, group, keys.span(9));
+  EXPECT_EQ(out_single, out_grouped);
+}
+
+TEST_F(NeonAttention, SoftmaxWeightsMatchDoubleExp) {
+  // Its exp clamps at -87 as the AVX2 one does.
+  expect_softmax_matches_double_exp(neon_softmax_weights, {1, 3, 4, 5, 100}, 20, 2e-38);
+}
+
+TEST_F(NeonAttention, F16StoreRoundsExactlyLikeTheScalarConversion) {
+  expect_f16_store_matches_scalar(neon_to_f16);
+}
+#endif
 
 } // namespace
 } // namespace bonsai::cpu

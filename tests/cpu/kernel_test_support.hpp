@@ -113,11 +113,16 @@ std::vector<const KernelSet *> runnable_sets(std::initializer_list<CandidateSet>
   return sets;
 }
 
-// The kernel sets with a tiled kernel for `kind` that this CPU can run.
+// The kernel sets with a tiled kernel for `kind` that this CPU can run
+// (a set built for another architecture is not a candidate).
 inline std::vector<const KernelSet *> tiled_sets(WeightKind kind) {
   const CpuFeatures &cpu = cpu_features();
   return runnable_sets(
-      {{avx2_kernel_set(), cpu.has_avx2_set()}, {avx512_kernel_set(), cpu.has_avx512_set()}},
+      {{avx2_kernel_set(), cpu.has_avx2_set()},
+       {avx512_kernel_set(), cpu.has_avx512_set()},
+       {neon_kernel_set(), cpu.has_neon_set()},
+       {dotprod_kernel_set(), cpu.has_dotprod_set()},
+       {i8mm_kernel_set(), cpu.has_i8mm_set()}},
       [kind](const KernelSet &set) { return set.tiled[static_cast<int>(kind)].rows != nullptr; });
 }
 

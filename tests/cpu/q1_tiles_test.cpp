@@ -1,8 +1,9 @@
 // Q1_0 in 32-row tiles (plugins/cpu/src/q1_tiles.hpp) and the kernels that
-// read them (the AVX2 table kernel on sign lines, the AVX-512 mask kernel on
-// nibble masks): both layouts by hand, tiling and untiling as exact
-// inverses, each kernel against a float64 dot of the quantized inputs, and
-// each token's result independent of the other tokens of its step.
+// read them (the AVX2 table kernel on sign lines, the AArch64 one on
+// row-order lines, the AVX-512 mask kernel on nibble masks): the layouts by
+// hand, tiling and untiling as exact inverses, each kernel against a
+// float64 dot of the quantized inputs, and each token's result independent
+// of the other tokens of its step.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,7 +49,14 @@ std::vector<uint8_t> tiled(TileFormat format, const std::vector<uint8_t> &rows, 
 }
 
 const char *format_name(TileFormat format) {
-  return format == TileFormat::Q1SignLines ? "sign lines" : "nibble masks";
+  switch (format) {
+  case TileFormat::Q1SignLines:
+    return "sign lines";
+  case TileFormat::Q1RowLines:
+    return "row lines";
+  default:
+    return "nibble masks";
+  }
 }
 
 // Block b of a tile by hand: scales at 2r, then line k at 64 + 32k holding
@@ -77,6 +85,23 @@ TEST(Q1Tiles, SignLinesByHand) {
     }
 }
 
+// Row-order lines by hand: scales at 2r, then line k at 64 + 32k holding
+// row r's sign byte k at position r.
+TEST(Q1Tiles, RowLinesByHand) {
+  const int64_t blocks = 3;
+  const std::vector<uint8_t> rows = random_q1_rows(kQ1TileRows, blocks, 8);
+  const std::vector<uint8_t> tile = tiled(TileFormat::Q1RowLines, rows, kQ1TileRows, blocks);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int r = 0; r < kQ1TileRows; ++r) {
+      const uint8_t *src = &rows[(static_cast<size_t>(r) * blocks + b) * kBlock];
+      const uint8_t *blk = &tile[static_cast<size_t>(b) * 576];
+      EXPECT_EQ(0, std::memcmp(blk + 2 * r, src, 2)) << "scale of row " << r;
+      for (int k = 0; k < 16; ++k)
+        ASSERT_EQ(blk[64 + 32 * k + r], src[2 + k])
+            << "block " << b << " row " << r << " byte " << k;
+    }
+}
+
 // Block b of a tile by hand: scales at 2r, then for half h = r / 16 and
 // group n the 64-bit word at 64 + 256h + 8n with row r's sign bits 4n..4n+3
 // at bits 4 (r % 16)..4 (r % 16) + 3.
@@ -100,7 +125,8 @@ TEST(Q1Tiles, NibbleMasksByHand) {
 }
 
 TEST(Q1Tiles, UntilingGivesBackEveryRow) {
-  for (const TileFormat format : {TileFormat::Q1SignLines, TileFormat::Q1NibbleMasks})
+  for (const TileFormat format :
+       {TileFormat::Q1SignLines, TileFormat::Q1RowLines, TileFormat::Q1NibbleMasks})
     for (const int64_t blocks : {int64_t{1}, int64_t{16}, int64_t{256}}) {
       SCOPED_TRACE(std::string(format_name(format)) + ", " + std::to_string(blocks) + " blocks");
       const int64_t n_rows = 2 * kQ1TileRows;

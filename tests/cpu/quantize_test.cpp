@@ -1,8 +1,10 @@
 // Activation quantization of the CPU plugin (plugins/cpu/src/activations.*):
-// the scalar quantizer on hand-computed blocks, and the AVX2 and AVX-512
-// quantizers byte for byte against the scalar one (their specification).
+// the scalar quantizer on hand-computed blocks, and the AVX2, AVX-512 and
+// AArch64 quantizers byte for byte against the scalar one (their
+// specification).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +13,7 @@
 
 #include "activations.hpp"
 #include "cpu_features.hpp"
+#include "kernels/arm_kernels.hpp"
 #include "kernels/simd_kernels.hpp"
 
 namespace bonsai::cpu {
@@ -135,15 +138,6 @@ std::vector<float> awkward_row(int64_t cols, std::mt19937 &rng) {
   return x;
 }
 
-class QuantizeAvx512 : public ::testing::TestWithParam<QuantLayout> {
-protected:
-  void SetUp() override {
-    if (!cpu_features().has_avx512_set())
-      GTEST_SKIP() << "skipped: this CPU lacks AVX-512 F/BW/VNNI (" << cpu_features().describe()
-                   << ")";
-  }
-};
-
 // A SIMD quantizer against the scalar one on awkward rows of several widths:
 // the same bytes, metadata and dsum (left untouched by both for the layouts
 // without one), bit for bit.
@@ -163,30 +157,30 @@ void expect_same_as_scalar(QuantizeRowFn fn, QuantLayout layout, unsigned seed) 
   }
 }
 
-TEST_P(QuantizeAvx512, BytesAndMetaEqualTheScalarQuantizer) {
-  expect_same_as_scalar(avx512_quantize_act_row, GetParam(), 11);
-}
-
-class QuantizeAvx2 : public ::testing::TestWithParam<QuantLayout> {
-protected:
-  void SetUp() override {
-    if (!cpu_features().has_avx2_set())
-      GTEST_SKIP() << "skipped: this CPU lacks AVX2/FMA/F16C (" << cpu_features().describe() << ")";
+std::string layout_name(const ::testing::TestParamInfo<QuantLayout> &info) {
+  switch (info.param) {
+  case QuantLayout::Q1Lanes:
+    return "Q1Lanes";
+  case QuantLayout::Q2Lanes:
+    return "Q2Lanes";
+  case QuantLayout::Natural:
+    return "Natural";
+  case QuantLayout::Q1Mask512:
+    return "Q1Mask512";
+  case QuantLayout::Q1Tables:
+    return "Q1Tables";
+  case QuantLayout::Q1TablesAndValues:
+    return "Q1TablesAndValues";
+  default:
+    return "Q2Lanes512";
   }
-};
-
-TEST_P(QuantizeAvx2, BytesScalesAndDsumEqualTheScalarQuantizer) {
-  expect_same_as_scalar(avx2_quantize_act_row, GetParam(), 5);
 }
 
 // The layouts by hand (activations.hpp): value e = 8i + m goes to Q1Lanes
 // position 32(m / 2) + 16(m % 2) + i and e = 4b + k to Q2Lanes 32k + b. Each
 // scale group gets one value of 127, so every scale is 1 and the integers
 // quantize to themselves; dsum is then the sum of all values.
-class QuantizeAvx2ByHand : public QuantizeAvx2 {};
-
-TEST_P(QuantizeAvx2ByHand, EveryValueLandsAtItsLayoutPosition) {
-  const QuantLayout layout = GetParam();
+void expect_values_at_layout_positions(QuantizeRowFn fn, QuantLayout layout) {
   std::vector<float> x(kActBlock);
   for (int e = 0; e < kActBlock; ++e)
     x[static_cast<size_t>(e)] = static_cast<float>((e * 37) % 201 - 100);
@@ -196,7 +190,7 @@ TEST_P(QuantizeAvx2ByHand, EveryValueLandsAtItsLayoutPosition) {
     const int e = layout == QuantLayout::Q1Lanes ? 32 * (g % 4) + g / 4 : 16 * g;
     x[static_cast<size_t>(e)] = 127.0f;
   }
-  const Quantized got = quantize_with(avx2_quantize_act_row, x, layout);
+  const Quantized got = quantize_with(fn, x, layout);
   float total = 0.0f;
   for (int e = 0; e < kActBlock; ++e) {
     int position = e;
@@ -213,33 +207,18 @@ TEST_P(QuantizeAvx2ByHand, EveryValueLandsAtItsLayoutPosition) {
   EXPECT_EQ(got.dsum[0], total);
 }
 
-std::string layout_name(const ::testing::TestParamInfo<QuantLayout> &info) {
-  switch (info.param) {
-  case QuantLayout::Q1Lanes:
-    return "Q1Lanes";
-  case QuantLayout::Q2Lanes:
-    return "Q2Lanes";
-  case QuantLayout::Natural:
-    return "Natural";
-  case QuantLayout::Q1Mask512:
-    return "Q1Mask512";
-  case QuantLayout::Q1Tables:
-    return "Q1Tables";
-  default:
-    return "Q2Lanes512";
-  }
+// The scalar quantizer and every SIMD one this machine runs.
+std::vector<QuantizeRowFn> simd_quantizers_with_scalar() {
+  std::vector<QuantizeRowFn> fns = {quantize_act_row};
+#if defined(__x86_64__) || defined(__i386__)
+  if (cpu_features().has_avx2_set())
+    fns.push_back(avx2_quantize_act_row);
+#elif defined(__aarch64__)
+  if (cpu_features().has_neon_set())
+    fns.push_back(neon_quantize_act_row);
+#endif
+  return fns;
 }
-
-INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2ByHand,
-                         ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
-                                           QuantLayout::Natural),
-                         layout_name);
-
-INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2,
-                         ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
-                                           QuantLayout::Natural, QuantLayout::Q1Tables,
-                                           QuantLayout::Q1Mask512),
-                         layout_name);
 
 // Q1Tables by hand: every sub-block's max is 127, so the scale is 1 and the
 // tables hold sums of the values themselves, low bytes then high bytes.
@@ -253,9 +232,7 @@ TEST(QuantizeScalar, Q1TablesHoldTheSignedSumsOfEachGroupOfFour) {
   x[7] = 4.0f;
   for (int s = 1; s < 8; ++s)
     x[static_cast<size_t>(16 * s)] = -127.0f; // first value of groups 4, 8, ..., 28
-  for (QuantizeRowFn fn : {QuantizeRowFn{quantize_act_row}, QuantizeRowFn{avx2_quantize_act_row}}) {
-    if (fn == avx2_quantize_act_row && !cpu_features().has_avx2_set())
-      continue;
+  for (const QuantizeRowFn fn : simd_quantizers_with_scalar()) {
     const Quantized r = quantize_with(fn, x, QuantLayout::Q1Tables);
     const auto entry = [&](int group, int v) {
       const uint8_t lo = static_cast<uint8_t>(r.q[static_cast<size_t>(32 * group + v)]);
@@ -277,6 +254,73 @@ TEST(QuantizeScalar, Q1TablesHoldTheSignedSumsOfEachGroupOfFour) {
   }
 }
 
+// Q1TablesAndValues: the Q1Tables bytes, then the Natural bytes, with
+// their scales and dsum, from the scalar quantizer and every SIMD one.
+TEST(QuantizeScalar, Q1TablesAndValuesAreTheTablesThenTheNaturalBytes) {
+  std::mt19937 rng(3);
+  const std::vector<float> x = awkward_row(3 * kActBlock, rng);
+  const Quantized tables = quantize_with(quantize_act_row, x, QuantLayout::Q1Tables);
+  const Quantized natural = quantize_with(quantize_act_row, x, QuantLayout::Natural);
+  for (const QuantizeRowFn fn : simd_quantizers_with_scalar()) {
+    const Quantized both = quantize_with(fn, x, QuantLayout::Q1TablesAndValues);
+    ASSERT_EQ(both.q.size(), 3u * (1024 + 128));
+    for (size_t b = 0; b < 3; ++b) {
+      EXPECT_TRUE(std::equal(tables.q.begin() + 1024 * b, tables.q.begin() + 1024 * (b + 1),
+                             both.q.begin() + 1152 * b))
+          << "block " << b;
+      EXPECT_TRUE(std::equal(natural.q.begin() + 128 * b, natural.q.begin() + 128 * (b + 1),
+                             both.q.begin() + 1152 * b + 1024))
+          << "block " << b;
+    }
+    EXPECT_EQ(0, std::memcmp(both.meta.data(), natural.meta.data(), natural.meta.size() * 4));
+    EXPECT_EQ(0, std::memcmp(both.dsum.data(), natural.dsum.data(), natural.dsum.size() * 4));
+  }
+}
+
+// The x86-64 quantizers (their kernels are built only there).
+#if defined(__x86_64__) || defined(__i386__)
+class QuantizeAvx512 : public ::testing::TestWithParam<QuantLayout> {
+protected:
+  void SetUp() override {
+    if (!cpu_features().has_avx512_set())
+      GTEST_SKIP() << "skipped: this CPU lacks AVX-512 F/BW/VNNI (" << cpu_features().describe()
+                   << ")";
+  }
+};
+
+TEST_P(QuantizeAvx512, BytesAndMetaEqualTheScalarQuantizer) {
+  expect_same_as_scalar(avx512_quantize_act_row, GetParam(), 11);
+}
+
+class QuantizeAvx2 : public ::testing::TestWithParam<QuantLayout> {
+protected:
+  void SetUp() override {
+    if (!cpu_features().has_avx2_set())
+      GTEST_SKIP() << "skipped: this CPU lacks AVX2/FMA/F16C (" << cpu_features().describe() << ")";
+  }
+};
+
+TEST_P(QuantizeAvx2, BytesScalesAndDsumEqualTheScalarQuantizer) {
+  expect_same_as_scalar(avx2_quantize_act_row, GetParam(), 5);
+}
+
+class QuantizeAvx2ByHand : public QuantizeAvx2 {};
+
+TEST_P(QuantizeAvx2ByHand, EveryValueLandsAtItsLayoutPosition) {
+  expect_values_at_layout_positions(avx2_quantize_act_row, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2ByHand,
+                         ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
+                                           QuantLayout::Natural),
+                         layout_name);
+
+INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx2,
+                         ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
+                                           QuantLayout::Natural, QuantLayout::Q1Tables,
+                                           QuantLayout::Q1Mask512),
+                         layout_name);
+
 INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx512,
                          ::testing::Values(QuantLayout::Q1Mask512, QuantLayout::Q2Lanes512,
                                            QuantLayout::Q1Lanes, QuantLayout::Natural),
@@ -292,6 +336,38 @@ INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeAvx512,
                              return std::string("Natural");
                            }
                          });
+
+#endif
+
+// The AArch64 quantizer (built only there).
+#if defined(__aarch64__)
+class QuantizeNeon : public ::testing::TestWithParam<QuantLayout> {
+protected:
+  void SetUp() override {
+    if (!cpu_features().has_neon_set())
+      GTEST_SKIP() << "skipped: this CPU lacks Advanced SIMD (" << cpu_features().describe() << ")";
+  }
+};
+
+TEST_P(QuantizeNeon, BytesScalesAndDsumEqualTheScalarQuantizer) {
+  expect_same_as_scalar(neon_quantize_act_row, GetParam(), 17);
+}
+
+// The value layouts by hand, as for AVX2.
+TEST_P(QuantizeNeon, EveryValueLandsAtItsLayoutPosition) {
+  const QuantLayout layout = GetParam();
+  if (layout_has_tables(layout) || layout == QuantLayout::Q1Mask512)
+    GTEST_SKIP() << "no value layout";
+  expect_values_at_layout_positions(neon_quantize_act_row, layout);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, QuantizeNeon,
+                         ::testing::Values(QuantLayout::Q1Lanes, QuantLayout::Q2Lanes,
+                                           QuantLayout::Natural, QuantLayout::Q1Tables,
+                                           QuantLayout::Q1TablesAndValues, QuantLayout::Q1Mask512),
+                         layout_name);
+
+#endif
 
 } // namespace
 } // namespace bonsai::cpu

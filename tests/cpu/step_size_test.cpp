@@ -30,7 +30,10 @@ std::vector<const KernelSet *> fast_sets() {
   const CpuFeatures &cpu = cpu_features();
   return runnable_sets({{avx2_kernel_set(), cpu.has_avx2_set()},
                         {avxvnni_kernel_set(), cpu.has_avxvnni_set()},
-                        {avx512_kernel_set(), cpu.has_avx512_set()}},
+                        {avx512_kernel_set(), cpu.has_avx512_set()},
+                        {neon_kernel_set(), cpu.has_neon_set()},
+                        {dotprod_kernel_set(), cpu.has_dotprod_set()},
+                        {i8mm_kernel_set(), cpu.has_i8mm_set()}},
                        [](const KernelSet &) { return true; });
 }
 
@@ -48,7 +51,8 @@ TEST(StepSize, EveryTokenGetsItsSingleTokenRowsInStepsOfAnySize) {
   for (const KernelSet *set : fast_sets())
     for (const Type t : {Type{GgmlType::Q1_0, WeightKind::Q1_0, 18, 1},
                          Type{GgmlType::Q2_0, WeightKind::Q2_0, 34, 1},
-                         Type{GgmlType::Q2_0_G64, WeightKind::Q2_0_G64, 18, 2}}) {
+                         Type{GgmlType::Q2_0_G64, WeightKind::Q2_0_G64, 18, 2},
+                         Type{GgmlType::Q8_0, WeightKind::Q8_0, 34, 4}}) {
       if (set->rows[static_cast<int>(t.kind)] == nullptr ||
           !set->quantized_input[static_cast<int>(t.kind)])
         continue;

@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(TinyModels, KvCacheF16,
                          ::testing::Combine(::testing::Values("tiny-q1", "tiny-q2", "tiny-ptq1",
                                                               "tiny-tq2-mixed", "tiny-q1-yarn"),
                                             ::testing::Values("kernels=reference", "kernels=avx2",
-                                                              "kernels=avx512")),
+                                                              "kernels=avx512", "kernels=neon")),
                          [](const auto &info) {
                            std::string name =
                                std::get<0>(info.param) + "_" + std::get<1>(info.param).substr(8);

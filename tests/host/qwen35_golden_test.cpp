@@ -145,7 +145,9 @@ TEST_P(Qwen35Golden, TruncateRestoresTheRecurrentState) {
 INSTANTIATE_TEST_SUITE_P(TinyQwen35, Qwen35Golden,
                          ::testing::Combine(::testing::Values("tiny-q35-q1", "tiny-q35-q2g64"),
                                             ::testing::Values("kernels=reference", "kernels=avx2",
-                                                              "kernels=avxvnni", "kernels=avx512")),
+                                                              "kernels=avxvnni", "kernels=avx512",
+                                                              "kernels=neon", "kernels=dotprod",
+                                                              "kernels=i8mm")),
                          [](const auto &info) {
                            std::string name =
                                std::get<0>(info.param) + "_" + std::get<1>(info.param).substr(8);

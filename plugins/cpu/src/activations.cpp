@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 
 namespace bonsai::cpu {
 
@@ -11,6 +12,7 @@ int layout_position(QuantLayout layout, int e) {
   case QuantLayout::Natural:
   case QuantLayout::Q1Mask512:
   case QuantLayout::Q1Tables: // quantized as Natural before the tables are built
+  case QuantLayout::Q1TablesAndValues:
     break;
   case QuantLayout::Q1Lanes:
     return (e % 8 / 2) * 32 + e / 8 + (e % 2) * 16;
@@ -108,8 +110,9 @@ void build_q1_tables(const int8_t *values, int8_t *tables) {
 }
 
 void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const QuantTarget &out) {
-  if (layout == QuantLayout::Q1Tables) {
-    // Natural bytes of one block at a time, then its tables in place.
+  if (layout_has_tables(layout)) {
+    // Natural bytes of one block at a time, then its tables in place (and
+    // the bytes after them).
     int8_t values[kActBlock];
     QuantTarget block = out;
     block.q = values;
@@ -117,7 +120,10 @@ void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const Qu
       block.d = out.d + b * out.stride * kSubsPerBlock;
       block.dsum = out.dsum + b * out.stride;
       quantize_act_row(x + b * kActBlock, kActBlock, QuantLayout::Natural, block);
-      build_q1_tables(values, out.q + b * out.stride * q_block_bytes(layout));
+      int8_t *q = out.q + b * out.stride * q_block_bytes(layout);
+      build_q1_tables(values, q);
+      if (layout == QuantLayout::Q1TablesAndValues)
+        std::memcpy(q + kQ1TableBlockBytes, values, kActBlock);
     }
     return;
   }

@@ -55,14 +55,30 @@ enum class QuantLayout {
   // 32 bytes at 32n: the 16 low bytes t & 0xff, then the 16 high bytes
   // t >> 8. A 1-bit weight nibble is then an index into its group's table.
   Q1Tables,
+  // Q1Tables' 1,024 bytes of tables followed by the block's 128 Natural
+  // values, for the AArch64 i8mm Q1_0 tile kernel: a lone token goes
+  // through the tables, pairs of tokens through the values (SMMLA).
+  Q1TablesAndValues,
 };
-inline constexpr int kQuantLayouts = 6;
+inline constexpr int kQuantLayouts = 7;
 // Bytes a block of one token takes in the q buffer: 128 for the value
-// layouts, 32 tables of 32 bytes for Q1Tables.
+// layouts, 32 tables of 32 bytes for Q1Tables, and 128 more for
+// Q1TablesAndValues (the values at kQ1TableBlockBytes).
 inline constexpr int64_t kQ1TableBytes = 32;
 inline constexpr int64_t kQ1TablesPerBlock = 32;
+inline constexpr int64_t kQ1TableBlockBytes = kQ1TablesPerBlock * kQ1TableBytes;
+inline bool layout_has_tables(QuantLayout layout) {
+  return layout == QuantLayout::Q1Tables || layout == QuantLayout::Q1TablesAndValues;
+}
 inline int64_t q_block_bytes(QuantLayout layout) {
-  return layout == QuantLayout::Q1Tables ? kQ1TablesPerBlock * kQ1TableBytes : 128;
+  switch (layout) {
+  case QuantLayout::Q1Tables:
+    return kQ1TableBlockBytes;
+  case QuantLayout::Q1TablesAndValues:
+    return kQ1TableBlockBytes + 128;
+  default:
+    return 128;
+  }
 }
 
 int layout_position(QuantLayout layout, int e);
@@ -130,6 +146,45 @@ struct QuantTarget {
 void quantize_act_row(const float *x, int64_t cols, QuantLayout layout, const QuantTarget &out);
 using QuantizeRowFn = void (*)(const float *x, int64_t cols, QuantLayout layout,
                                const QuantTarget &out);
+
+// A SIMD quantize_act_row from a kernel that quantizes one block of 128
+// values in the Natural, Q1Lanes or Q2Lanes layout,
+//   quantize_block(xb, layout, q, d, dsum),
+// and one that builds a block's Q1Tables from its Natural bytes,
+//   build_tables(values, tables):
+// the table layouts go through Natural bytes (Q1TablesAndValues keeps them
+// after the tables), other layouts to the scalar quantizer.
+template <class QuantizeBlock, class BuildTables>
+void quantize_row_by_blocks(const float *x, int64_t cols, QuantLayout layout,
+                            const QuantTarget &out, QuantizeBlock &&quantize_block,
+                            BuildTables &&build_tables) {
+  const int64_t n_blocks = cols / kActBlock;
+  const auto target = [&](int64_t b, int64_t block_bytes) {
+    return QuantTarget{out.q + b * out.stride * block_bytes, out.d + b * out.stride * kSubsPerBlock,
+                       out.dsum + b * out.stride, out.stride};
+  };
+  if (layout_has_tables(layout)) {
+    alignas(32) int8_t values[kActBlock];
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const QuantTarget at = target(b, q_block_bytes(layout));
+      quantize_block(x + b * kActBlock, QuantLayout::Natural, values, at.d, at.dsum);
+      build_tables(values, at.q);
+      if (layout == QuantLayout::Q1TablesAndValues)
+        for (int e = 0; e < kActBlock; ++e)
+          at.q[kQ1TableBlockBytes + e] = values[e];
+    }
+    return;
+  }
+  if (layout != QuantLayout::Natural && layout != QuantLayout::Q1Lanes &&
+      layout != QuantLayout::Q2Lanes) {
+    quantize_act_row(x, cols, layout, out);
+    return;
+  }
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const QuantTarget at = target(b, kActBlock);
+    quantize_block(x + b * kActBlock, layout, at.q, at.d, at.dsum);
+  }
+}
 
 // Storage for quantized activations of up to n_tokens x cols values; grows
 // on demand. Pages are only touched when used.

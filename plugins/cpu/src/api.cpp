@@ -112,11 +112,19 @@ const bonsai_sequences_extension kSequences = Entry::sequences(&kHiddenStates.he
 #define BONSAI_CPU_PLUGIN_VERSION "0.0.0"
 #endif
 
+// `bonsai backends` shows it: name the kernel sets this build has.
+#if defined(__aarch64__)
+#define BONSAI_CPU_PLUGIN_SETS                                                                     \
+  "AArch64 CPU: 1-bit/ternary GEMV/GEMM (reference, NEON, dotprod, i8mm)"
+#else
+#define BONSAI_CPU_PLUGIN_SETS                                                                     \
+  "x86-64 CPU: 1-bit/ternary GEMV/GEMM (reference, AVX2, AVX-VNNI, AVX-512 VNNI)"
+#endif
+
 const bonsai_backend_api kApi = Entry::table({
     .name = "cpu",
     .version = BONSAI_CPU_PLUGIN_VERSION,
-    .description = "x86-64 CPU: 1-bit/ternary GEMV/GEMM (reference, AVX2, AVX-VNNI, AVX-512 VNNI), "
-                   "qwen3 and qwen35 layers, oneTBB threads",
+    .description = BONSAI_CPU_PLUGIN_SETS ", qwen3 and qwen35 layers, oneTBB threads",
     .probe = api_probe,
     .destroy_context = api_destroy_context,
     .supports_type = api_supports_type,

@@ -107,13 +107,13 @@ void allocate_model(BoundModel &m, const BindLimits &limits) {
   const int64_t widest =
       std::max({int64_t{d.n_embd}, d.q_dim(), int64_t{d.n_ff}, int64_t{g.value_dim()}});
   // Tables (8 bytes per input) only where some weight is tiled in sign
-  // lines, the format the table kernel reads.
+  // lines, the formats the table kernels (AVX2, AArch64) read.
   const bool tables = std::any_of(m.used.begin(), m.used.end(), [](const Weight *w) {
-    return w->tiled == TileFormat::Q1SignLines;
+    return w->tiled == TileFormat::Q1SignLines || w->tiled == TileFormat::Q1RowLines;
   });
   for (int i = 0; i < kQuantLayouts; ++i) {
     const auto layout = static_cast<QuantLayout>(i);
-    if (layout == QuantLayout::Q1Tables && !tables)
+    if (layout_has_tables(layout) && !tables)
       continue;
     b.acts.buffers[i].reserve(padded_token_stride(limits.max_batch), widest, q_block_bytes(layout),
                               meta_per_block(layout));

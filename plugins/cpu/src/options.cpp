@@ -26,8 +26,14 @@ KernelChoice parse_kernels(std::string_view value, const char *source) {
     return KernelChoice::Avx512;
   if (value == "avxvnni")
     return KernelChoice::AvxVnni;
-  fail_invalid(strformat("%s: unknown kernel set '%.*s' (expected auto, reference, avx2, avxvnni "
-                         "or avx512)",
+  if (value == "neon")
+    return KernelChoice::Neon;
+  if (value == "dotprod")
+    return KernelChoice::DotProd;
+  if (value == "i8mm")
+    return KernelChoice::I8mm;
+  fail_invalid(strformat("%s: unknown kernel set '%.*s' (expected auto, reference, avx2, avxvnni, "
+                         "avx512, neon, dotprod or i8mm)",
                          source, static_cast<int>(value.size()), value.data()));
 }
 
@@ -64,6 +70,12 @@ const char *kernel_choice_name(KernelChoice choice) {
     return "avx512";
   case KernelChoice::AvxVnni:
     return "avxvnni";
+  case KernelChoice::Neon:
+    return "neon";
+  case KernelChoice::DotProd:
+    return "dotprod";
+  case KernelChoice::I8mm:
+    return "i8mm";
   }
   return "auto";
 }

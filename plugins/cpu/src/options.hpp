@@ -12,6 +12,9 @@ enum class KernelChoice {
   Avx2,      // AVX2 even where AVX-512 is available
   Avx512,    // AVX-512 BW+VNNI; an error where the CPU lacks it
   AvxVnni,   // AVX2 with AVX-VNNI dot products; an error where the CPU lacks it
+  Neon,      // AArch64 Advanced SIMD (ARMv8.0); an error on other architectures
+  DotProd,   // NEON with SDOT (ARMv8.2 dotprod); an error where the CPU lacks it
+  I8mm,      // dotprod with SMMLA (i8mm); an error where the CPU lacks it
 };
 
 // The KV cache's element type (option kv=...).

@@ -7,23 +7,32 @@ namespace bonsai::cpu {
 
 namespace {
 
-void tile_lines(const uint8_t *const rows[kQ1TileRows], uint8_t *lines) {
-#if defined(__SSE2__)
+// The row at position p of a line, and the position of row r.
+int line_row(TileFormat format, int p) {
+  return format == TileFormat::Q1SignLines ? q1_tile_row(p) : p;
+}
+int line_position(TileFormat format, int r) {
+  return format == TileFormat::Q1SignLines ? q1_tile_position(r) : r;
+}
+
+// Sign lines (Q1SignLines, Q1RowLines): line k holds byte k of every row.
+void tile_lines(TileFormat format, const uint8_t *const rows[kQ1TileRows], uint8_t *lines) {
   // Positions 16h..16h+15 of every line from 16 rows.
   for (int h = 0; h < 2; ++h) {
     const uint8_t *rows16[16];
     for (int j = 0; j < 16; ++j)
-      rows16[j] = rows[q1_tile_row(16 * h + j)];
+      rows16[j] = rows[line_row(format, 16 * h + j)];
+#if defined(__SSE2__)
     __m128i by_byte[16];
     transpose_16x16(rows16, by_byte);
     for (int k = 0; k < 16; ++k)
       _mm_storeu_si128(reinterpret_cast<__m128i *>(lines + 32 * k + 16 * h), by_byte[k]);
-  }
 #else
-  for (int p = 0; p < kQ1TileRows; ++p)
-    for (int k = 0; k < 16; ++k)
-      lines[32 * k + p] = rows[q1_tile_row(p)][k];
+    for (int j = 0; j < 16; ++j)
+      for (int k = 0; k < 16; ++k)
+        lines[32 * k + 16 * h + j] = rows16[j][k];
 #endif
+  }
 }
 
 void tile_masks(const uint8_t *const rows[kQ1TileRows], uint8_t *masks) {
@@ -51,8 +60,8 @@ void tile_masks(const uint8_t *const rows[kQ1TileRows], uint8_t *masks) {
 
 // Sign byte k of row r from a block's 512 sign bytes.
 uint8_t untiled_byte(TileFormat format, const uint8_t *signs, int r, int k) {
-  if (format == TileFormat::Q1SignLines)
-    return signs[32 * k + q1_tile_position(r)];
+  if (format != TileFormat::Q1NibbleMasks)
+    return signs[32 * k + line_position(format, r)];
   const uint8_t *half = signs + 256 * (r / 16);
   const auto nibble = [&](int n) {
     uint64_t mask;
@@ -74,8 +83,8 @@ void tile_q1_rows(const Q1Tile &shape, const uint8_t *rows, uint8_t *tile) {
       std::memcpy(out + 2 * r, block, 2);
       signs[r] = block + 2;
     }
-    if (shape.format == TileFormat::Q1SignLines)
-      tile_lines(signs, out + kQ1TileScaleBytes);
+    if (shape.format != TileFormat::Q1NibbleMasks)
+      tile_lines(shape.format, signs, out + kQ1TileScaleBytes);
     else
       tile_masks(signs, out + kQ1TileScaleBytes);
   }

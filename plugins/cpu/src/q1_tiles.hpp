@@ -11,6 +11,8 @@
 //   Q1SignLines (the AVX2 table kernel, kernels/avx2_q1_tables.cpp): 16 lines
 //     of 32 bytes, line k at 64 + 32k holding sign byte k of every row, row
 //     q1_tile_row(p) at position p;
+//   Q1RowLines (the AArch64 table kernel, kernels/neon_q1_tables.cpp): the
+//     same 16 lines of 32 bytes with row p at position p;
 //   Q1NibbleMasks (the AVX-512 kernel, kernels/avx512_q1_tiles.cpp): for each
 //     half h (rows 16h..16h+15) and group n of 4 inputs (n < 32), the 64-bit
 //     word at 64 + 256h + 8n holds at bits 4r..4r+3 the sign bits 4n..4n+3 of
@@ -60,7 +62,7 @@ inline bool q1_tileable(int64_t rows, int64_t cols) {
 
 // Where one tile is and what it holds.
 struct Q1Tile {
-  TileFormat format = TileFormat::Q1SignLines; // Q1SignLines or Q1NibbleMasks
+  TileFormat format = TileFormat::Q1SignLines; // Q1SignLines, Q1RowLines or Q1NibbleMasks
   int64_t n_blocks = 0;                        // per row
   size_t row_bytes = 0;                        // of a GGUF row: n_blocks * 18
 };

@@ -11,6 +11,7 @@ enum class TileFormat : uint8_t {
   None,          // GGUF rows
   Q1SignLines,   // Q1_0 for the AVX2 table kernel
   Q1NibbleMasks, // Q1_0 for the AVX-512 mask kernel
+  Q1RowLines,    // Q1_0 for the AArch64 table kernel
 };
 
 inline constexpr int64_t kTileRows = 32;

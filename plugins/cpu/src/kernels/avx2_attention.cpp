@@ -10,8 +10,8 @@
 
 #include <immintrin.h>
 
-#include "kernels/query_count.hpp"
 #include "kernels/simd_kernels.hpp"
+#include "kernels/template_dispatch.hpp"
 #include "kernels/x86_helpers.hpp"
 
 namespace bonsai::cpu {
@@ -187,21 +187,15 @@ void avx2_weighted_values(const float *p, const HeadSpan &values, float *out) {
 
 void avx2_key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale, float *out,
                            int64_t out_stride) {
-  with_query_count(queries.n, [&]<int NQ>() {
-    if (keys.type == KvType::F16)
-      scores_for<NQ, KvType::F16>(queries, keys, scale, out, out_stride);
-    else
-      scores_for<NQ, KvType::F32>(queries, keys, scale, out, out_stride);
+  with_query_count_and_kv(queries.n, keys.type, [&]<int NQ, KvType T>() {
+    scores_for<NQ, T>(queries, keys, scale, out, out_stride);
   });
 }
 
 void avx2_weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
                                 const HeadSpan &values) {
-  with_query_count(queries.n, [&]<int NQ>() {
-    if (values.type == KvType::F16)
-      values_for<NQ, KvType::F16>(p, p_stride, queries, values);
-    else
-      values_for<NQ, KvType::F32>(p, p_stride, queries, values);
+  with_query_count_and_kv(queries.n, values.type, [&]<int NQ, KvType T>() {
+    values_for<NQ, T>(p, p_stride, queries, values);
   });
 }
 

@@ -12,6 +12,7 @@
 
 #include "kernels/exp_polynomial.hpp"
 #include "kernels/simd_kernels.hpp"
+#include "kernels/template_dispatch.hpp"
 #include "kernels/x86_helpers.hpp"
 
 namespace bonsai::cpu {
@@ -72,17 +73,7 @@ template <GgmlType T> BONSAI_TARGET_AVX2 void float_rows(const RowJob &job) {
 } // namespace
 
 void avx2_rows_float(const RowJob &job) {
-  switch (job.type) {
-  case GgmlType::F16:
-    float_rows<GgmlType::F16>(job);
-    break;
-  case GgmlType::BF16:
-    float_rows<GgmlType::BF16>(job);
-    break;
-  default:
-    float_rows<GgmlType::F32>(job);
-    break;
-  }
+  with_float_type(job.type, [&]<GgmlType T>() { float_rows<T>(job); });
 }
 
 BONSAI_TARGET_AVX2 float avx2_dot(const float *a, const float *b, int64_t n) {

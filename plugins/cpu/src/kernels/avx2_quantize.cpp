@@ -217,24 +217,7 @@ BONSAI_TARGET_AVX2 void quantize_block(const float *xb, QuantLayout layout, int8
 
 void avx2_quantize_act_row(const float *x, int64_t cols, QuantLayout layout,
                            const QuantTarget &out) {
-  const int64_t n_blocks = cols / kActBlock;
-  if (layout == QuantLayout::Q1Tables) {
-    alignas(32) int8_t values[kActBlock];
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      quantize_block(x + b * kActBlock, QuantLayout::Natural, values,
-                     out.d + b * out.stride * kSubsPerBlock, out.dsum + b * out.stride);
-      build_q1_tables(values, out.q + b * out.stride * q_block_bytes(layout));
-    }
-    return;
-  }
-  if (layout != QuantLayout::Natural && layout != QuantLayout::Q1Lanes &&
-      layout != QuantLayout::Q2Lanes) {
-    quantize_act_row(x, cols, layout, out);
-    return;
-  }
-  for (int64_t b = 0; b < n_blocks; ++b)
-    quantize_block(x + b * kActBlock, layout, out.q + b * out.stride * kActBlock,
-                   out.d + b * out.stride * kSubsPerBlock, out.dsum + b * out.stride);
+  quantize_row_by_blocks(x, cols, layout, out, quantize_block, build_q1_tables);
 }
 
 } // namespace bonsai::cpu

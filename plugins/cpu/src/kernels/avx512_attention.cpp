@@ -6,7 +6,7 @@
 
 #include "kernels/avx512_intrinsics.hpp"
 #include "kernels/exp_polynomial.hpp"
-#include "kernels/query_count.hpp"
+#include "kernels/template_dispatch.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -138,21 +138,15 @@ BONSAI_TARGET_AVX512 inline __m512 exp_nonpositive(__m512 x) {
 
 void avx512_key_scores_multi(const QueryGroup &queries, const HeadSpan &keys, float scale,
                              float *out, int64_t out_stride) {
-  with_query_count(queries.n, [&]<int NQ>() {
-    if (keys.type == KvType::F16)
-      scores_for<NQ, KvType::F16>(queries, keys, scale, out, out_stride);
-    else
-      scores_for<NQ, KvType::F32>(queries, keys, scale, out, out_stride);
+  with_query_count_and_kv(queries.n, keys.type, [&]<int NQ, KvType T>() {
+    scores_for<NQ, T>(queries, keys, scale, out, out_stride);
   });
 }
 
 void avx512_weighted_values_multi(const float *p, int64_t p_stride, const QueryGroup &queries,
                                   const HeadSpan &values) {
-  with_query_count(queries.n, [&]<int NQ>() {
-    if (values.type == KvType::F16)
-      values_for<NQ, KvType::F16>(p, p_stride, queries, values);
-    else
-      values_for<NQ, KvType::F32>(p, p_stride, queries, values);
+  with_query_count_and_kv(queries.n, values.type, [&]<int NQ, KvType T>() {
+    values_for<NQ, T>(p, p_stride, queries, values);
   });
 }
 

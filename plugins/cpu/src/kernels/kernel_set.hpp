@@ -1,6 +1,7 @@
 #pragma once
 // A kernel set: one row kernel per weight type plus the f32 vector helpers
-// attention uses. Chosen once per context (reference, AVX2, AVX-VNNI or AVX-512).
+// attention uses. Chosen once per context (reference; AVX2, AVX-VNNI or
+// AVX-512 on x86-64; NEON, dotprod or i8mm on AArch64).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -110,18 +111,30 @@ struct KernelSet {
   float (*softmax_weights)(float *scores, int64_t n) = softmax_weights_scalar;
   // f32 -> IEEE half, round to nearest even (keys and values into the cache).
   void (*to_f16)(const float *x, uint16_t *out, int64_t n) = to_f16_scalar;
+
+  // Sets the row kernel of `kind`, whether it reads quantized activations,
+  // and in which layout.
+  void use_rows(WeightKind kind, RowKernel kernel, bool quantized, QuantLayout act_layout) {
+    rows[static_cast<int>(kind)] = kernel;
+    quantized_input[static_cast<int>(kind)] = quantized;
+    layout[static_cast<int>(kind)] = act_layout;
+  }
 };
 
 const KernelSet &reference_kernel_set();
 const KernelSet *avx2_kernel_set();    // nullptr when not built for x86-64
 const KernelSet *avx512_kernel_set();  // nullptr when not built for x86-64
 const KernelSet *avxvnni_kernel_set(); // nullptr when not built for x86-64
+const KernelSet *neon_kernel_set();    // nullptr when not built for AArch64
+const KernelSet *dotprod_kernel_set(); // nullptr when not built for AArch64
+const KernelSet *i8mm_kernel_set();    // nullptr when not built for AArch64
 
 struct KernelSelection {
   const KernelSet *set = nullptr;
   std::string reason; // for the debug log
 };
-// Throws PluginError(UNSUPPORTED) when a forced set needs missing features.
+// Throws PluginError(UNSUPPORTED) when a forced set needs missing features
+// or is built only for another architecture.
 KernelSelection select_kernel_set(KernelChoice choice, const CpuFeatures &cpu);
 
 } // namespace bonsai::cpu

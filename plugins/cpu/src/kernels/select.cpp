@@ -1,139 +1,84 @@
-// Builds the SIMD kernel sets and picks one for a context from CPUID and the
-// user's choice.
+// Picks a context's kernel set from the CPU's features and the user's
+// choice (the sets themselves: x86_sets.cpp, arm_sets.cpp).
+#include <string>
+#include <vector>
+
 #include "kernels/kernel_set.hpp"
-#include "kernels/simd_kernels.hpp"
 #include "plugin_error.hpp"
 
 namespace bonsai::cpu {
 namespace {
 
 #if defined(__x86_64__) || defined(__i386__)
-constexpr bool kHaveX86Kernels = true;
-
-KernelSet make_avx2_set() {
-  KernelSet set;
-  set.name = "avx2";
-  set.exact = false;
-  const auto use = [&set](WeightKind kind, RowKernel kernel, bool quantized, QuantLayout layout) {
-    set.rows[static_cast<int>(kind)] = kernel;
-    set.quantized_input[static_cast<int>(kind)] = quantized;
-    set.layout[static_cast<int>(kind)] = layout;
-  };
-  use(WeightKind::F32, avx2_rows_float, false, QuantLayout::Natural);
-  use(WeightKind::F16, avx2_rows_float, false, QuantLayout::Natural);
-  use(WeightKind::BF16, avx2_rows_float, false, QuantLayout::Natural);
-  use(WeightKind::Q8_0, avx2_rows_q8, true, QuantLayout::Natural);
-  use(WeightKind::Q1_0, avx2_rows_q1, true, QuantLayout::Q1Lanes);
-  use(WeightKind::Q2_0, avx2_rows_q2, true, QuantLayout::Q2Lanes);
-  use(WeightKind::Q2_0_G64, avx2_rows_q2_g64, true, QuantLayout::Q2Lanes);
-  set.dot = avx2_dot;
-  set.axpy = avx2_axpy;
-  set.key_scores = avx2_key_scores;
-  set.weighted_values = avx2_weighted_values;
-  set.key_scores_multi = avx2_key_scores_multi;
-  set.weighted_values_multi = avx2_weighted_values_multi;
-  set.softmax_weights = avx2_softmax_weights;
-  set.to_f16 = avx2_to_f16;
-  set.quantize = avx2_quantize_act_row;
-  set.tiled[static_cast<int>(WeightKind::Q1_0)] = {avx2_rows_q1_tables, TileFormat::Q1SignLines,
-                                                   QuantLayout::Q1Tables};
-  return set;
-}
-
-KernelSet make_avx512_set() {
-  KernelSet set = make_avx2_set(); // float types and Q8_0 stay on AVX2
-  set.name = "avx512";
-  set.tiled[static_cast<int>(WeightKind::Q1_0)] = {avx512_rows_q1_tiles, TileFormat::Q1NibbleMasks,
-                                                   QuantLayout::Natural};
-  // Q1_0 matrices that cannot be tiled: the sign bits are the byte masks.
-  set.rows[static_cast<int>(WeightKind::Q1_0)] = avx512_rows_q1;
-  set.layout[static_cast<int>(WeightKind::Q1_0)] = QuantLayout::Q1Mask512;
-  set.rows[static_cast<int>(WeightKind::Q2_0)] = avx512_rows_q2;
-  set.layout[static_cast<int>(WeightKind::Q2_0)] = QuantLayout::Q2Lanes512;
-  set.rows[static_cast<int>(WeightKind::Q2_0_G64)] = avx512_rows_q2_g64;
-  set.layout[static_cast<int>(WeightKind::Q2_0_G64)] = QuantLayout::Q2Lanes512;
-  set.quantize = avx512_quantize_act_row;
-  set.key_scores_multi = avx512_key_scores_multi;
-  set.weighted_values_multi = avx512_weighted_values_multi;
-  set.softmax_weights = avx512_softmax_weights;
-  return set;
-}
-// AVX2 with the Q1_0 and Q2_0 dot products on AVX-VNNI (bit-identical).
-KernelSet make_avxvnni_set() {
-  KernelSet set = make_avx2_set();
-  set.name = "avxvnni";
-  set.rows[static_cast<int>(WeightKind::Q1_0)] = avxvnni_rows_q1;
-  set.rows[static_cast<int>(WeightKind::Q2_0)] = avxvnni_rows_q2;
-  set.rows[static_cast<int>(WeightKind::Q2_0_G64)] = avxvnni_rows_q2_g64;
-  return set;
-}
+constexpr const char *kBuildArch = "x86-64";
+constexpr const char *kBuildSets = "reference, avx2, avxvnni, avx512";
+#elif defined(__aarch64__)
+constexpr const char *kBuildArch = "aarch64";
+constexpr const char *kBuildSets = "reference, neon, dotprod, i8mm";
 #else
-constexpr bool kHaveX86Kernels = false;
+constexpr const char *kBuildArch = "this architecture";
+constexpr const char *kBuildSets = "reference";
 #endif
+
+// A SIMD set by name: the set (nullptr when this build is for another
+// architecture), whether this CPU runs it, what it needs, and why auto
+// picks it. Listed best first: auto takes the first this CPU runs.
+struct Candidate {
+  KernelChoice choice;
+  const KernelSet *set;
+  bool runs;
+  const char *arch;  // the architecture the set is for
+  const char *needs; // the features, as the refusal names them
+  const char *why;   // the debug log's reason when auto picks it
+};
+
+std::vector<Candidate> candidates(const CpuFeatures &cpu) {
+  return {
+      {KernelChoice::Avx512, avx512_kernel_set(), cpu.has_avx512_set(), "x86-64",
+       "AVX-512 F/BW/VNNI", "CPU has AVX-512 BW+VNNI"},
+      {KernelChoice::AvxVnni, avxvnni_kernel_set(), cpu.has_avxvnni_set(), "x86-64",
+       "AVX2/FMA/F16C with AVX-VNNI", "CPU has AVX2 with AVX-VNNI, no AVX-512 VNNI"},
+      {KernelChoice::Avx2, avx2_kernel_set(), cpu.has_avx2_set(), "x86-64", "AVX2/FMA/F16C",
+       "CPU has AVX2+FMA+F16C, no AVX-512 VNNI"},
+      {KernelChoice::I8mm, i8mm_kernel_set(), cpu.has_i8mm_set(), "AArch64",
+       "Advanced SIMD with the dot product (SDOT) and int8 matrix multiply (SMMLA) extensions",
+       "CPU has Advanced SIMD with SDOT and SMMLA"},
+      {KernelChoice::DotProd, dotprod_kernel_set(), cpu.has_dotprod_set(), "AArch64",
+       "Advanced SIMD with the dot product extension (SDOT)",
+       "CPU has Advanced SIMD with SDOT, no SMMLA"},
+      {KernelChoice::Neon, neon_kernel_set(), cpu.has_neon_set(), "AArch64", "Advanced SIMD",
+       "CPU has Advanced SIMD, no SDOT"},
+  };
+}
 
 } // namespace
 
-const KernelSet *avx2_kernel_set() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const KernelSet set = make_avx2_set();
-  return &set;
-#else
-  return nullptr;
-#endif
-}
-
-const KernelSet *avx512_kernel_set() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const KernelSet set = make_avx512_set();
-  return &set;
-#else
-  return nullptr;
-#endif
-}
-
-const KernelSet *avxvnni_kernel_set() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const KernelSet set = make_avxvnni_set();
-  return &set;
-#else
-  return nullptr;
-#endif
-}
-
 KernelSelection select_kernel_set(KernelChoice choice, const CpuFeatures &cpu) {
-  const bool avx2 = kHaveX86Kernels && cpu.has_avx2_set();
-  const bool avx512 = kHaveX86Kernels && cpu.has_avx512_set();
-  const bool avxvnni = kHaveX86Kernels && cpu.has_avxvnni_set();
-  switch (choice) {
-  case KernelChoice::Reference:
+  if (choice == KernelChoice::Reference)
     return {&reference_kernel_set(), "reference kernels requested"};
-  case KernelChoice::Avx2:
-    if (!avx2)
-      fail(BONSAI_ERR_UNSUPPORTED,
-           "kernels=avx2 requested but this CPU lacks AVX2/FMA/F16C (has: " + cpu.describe() + ")");
-    return {avx2_kernel_set(), "avx2 kernels requested"};
-  case KernelChoice::Avx512:
-    if (!avx512)
-      fail(BONSAI_ERR_UNSUPPORTED,
-           "kernels=avx512 requested but this CPU lacks AVX-512 F/BW/VNNI (has: " + cpu.describe() +
-               ")");
-    return {avx512_kernel_set(), "avx512 kernels requested"};
-  case KernelChoice::AvxVnni:
-    if (!avxvnni)
-      fail(BONSAI_ERR_UNSUPPORTED,
-           "kernels=avxvnni requested but this CPU lacks AVX2/FMA/F16C with AVX-VNNI (has: " +
-               cpu.describe() + ")");
-    return {avxvnni_kernel_set(), "avxvnni kernels requested"};
-  case KernelChoice::Auto:
-    break;
+  for (const Candidate &c : candidates(cpu)) {
+    if (choice == KernelChoice::Auto) {
+      if (c.set != nullptr && c.runs)
+        return {c.set, c.why};
+      continue;
+    }
+    if (c.choice != choice)
+      continue;
+    const std::string name = kernel_choice_name(choice);
+    if (c.set == nullptr)
+      fail(BONSAI_ERR_UNSUPPORTED, "kernels=" + name + " is an " + c.arch + " kernel set (" +
+                                       c.needs + "), and this CPU plugin is built for " +
+                                       kBuildArch + " (its kernel sets: " + kBuildSets + ")");
+    if (!c.runs)
+      fail(BONSAI_ERR_UNSUPPORTED, "kernels=" + name + " requested but this CPU lacks " + c.needs +
+                                       " (has: " + cpu.describe() + ")");
+    return {c.set, name + " kernels requested"};
   }
-  if (avx512)
-    return {avx512_kernel_set(), "CPU has AVX-512 BW+VNNI"};
-  if (avxvnni)
-    return {avxvnni_kernel_set(), "CPU has AVX2 with AVX-VNNI, no AVX-512 VNNI"};
-  if (avx2)
-    return {avx2_kernel_set(), "CPU has AVX2+FMA+F16C, no AVX-512 VNNI"};
-  return {&reference_kernel_set(), "CPU lacks AVX2; falling back to the reference kernels"};
+  if (choice != KernelChoice::Auto) // every named set is a candidate
+    fail(BONSAI_ERR_INTERNAL, std::string("no kernel set named ") + kernel_choice_name(choice));
+  return {&reference_kernel_set(), std::string("CPU has none of the SIMD features of the ") +
+                                       kBuildArch + " kernel sets; falling back to the " +
+                                       "reference kernels"};
 }
 
 } // namespace bonsai::cpu
