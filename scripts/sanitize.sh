@@ -42,6 +42,9 @@ for step in "${steps[@]}"; do
     # client's 40 constrained replies took three minutes here, and the schema
     # corpus sends 144 (the server's structured output runs under ASan in
     # process, StructuredOutput.*, and the compiler in test_constrain); the
+    # Responses, Anthropic and Ollama clients' suites run their endpoints'
+    # code, which test_server's ServerResponses, ServerMessages, ServerOllama
+    # and ServerApiHardening run under ASan in process; the
     # NVRTC compiles of every program for four architectures spend their
     # time in NVRTC and ptxas, which are not instrumented (52 s for
     # compute_90 alone); ServerLoad's load runs alone, 72 s, and runs under
@@ -49,7 +52,7 @@ for step in "${steps[@]}"; do
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
       ctest --test-dir "$build" --output-on-failure -j "$jobs" \
-      -E '^(server\.(webui|openai_client_structured|schema_corpus)|test_cuda\.(Arch/)?KernelPrograms\..*|test_server\.ServerLoad\..*|sdk\.install_build_and_run_examples)$'
+      -E '^(server\.(webui|openai_client_structured|schema_corpus|responses_client|anthropic_client|ollama_client|ollama_client_tools)|test_cuda\.(Arch/)?KernelPrograms\..*|test_server\.ServerLoad\..*|sdk\.install_build_and_run_examples)$'
     ;;
   tsan)
     build="${BONSAI_TSAN_BUILD_DIR:-$root/build-tsan}"
