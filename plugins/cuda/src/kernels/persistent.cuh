@@ -284,7 +284,7 @@ inline int pk_arrive(int *p,
   return old;
 }
 inline void pk_fetch_codes_16(unsigned char *dst, const u8 *src) {
-  ++emu::weight_loads; // the tests count how often each chunk is read
+  ++emu::weight_loads;         // the tests count how often each chunk is read
   emu::note_weight_fetch(src); // and whether a prefetch asked for it first
   cp_async_16(dst, src);
 }
