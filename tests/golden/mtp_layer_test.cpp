@@ -158,7 +158,10 @@ public:
       EXPECT_GE(s.min_cosine, 0.99999) << what << " [" << options_ << "]";
     } else {
       EXPECT_GE(s.min_cosine, 0.996) << what << " [" << options_ << "]";
-      if (s.ranked) {
+      // A top-1 rate needs rows: over the 3 chained ones a single near tie
+      // of random weights moves it by a third (2/3 under the ASan build's
+      // -O1 rounding, 3/3 at -O2), so those are gated by cosine alone.
+      if (s.ranked && s.rows >= 16) {
         EXPECT_GE(static_cast<double>(s.top1) / s.rows, 0.85) << what << " [" << options_ << "]";
       }
     }
