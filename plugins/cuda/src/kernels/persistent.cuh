@@ -709,20 +709,36 @@ __device__ PkPieces pk_pieces(const PersistentArgs &a, const PkInstr &ins, const
 // weight buffer (one cp.async group per thread). Weights never change, so
 // this runs before the instruction's wait: the copy overlaps the wait for
 // the stage before it.
+// Where matrix m of a piece keeps the codes and the scales of its rows in
+// the planar layout: what pk_fetch_weights copies and pk_prefetch_weights
+// asks L2 for.
+struct PkWeightSpan {
+  const u8 *codes, *scales;
+  unsigned code_bytes, scale_bytes;
+};
+template <class T> __device__ __forceinline__ PkWeightSpan pk_weight_span(const PkPiece &p, int m) {
+  const int n_blocks = p.cols / 128, rows = p.row_end - p.row_begin;
+  const size_t row_codes = (size_t)n_blocks * T::PAYLOAD;
+  PkWeightSpan span;
+  span.codes = p.w[m] + (size_t)p.row_begin * row_codes;
+  span.scales = p.w[m] + (size_t)p.rows * row_codes + (size_t)p.row_begin * n_blocks * 2;
+  span.code_bytes = (unsigned)(rows * row_codes);
+  span.scale_bytes = (unsigned)(rows * n_blocks * 2);
+  return span;
+}
+
 template <class T> __device__ void pk_fetch_weights(const PkPieces &ps, unsigned char *buffer) {
   for (int i = 0; i < ps.n; ++i) {
     const PkPiece &p = ps.p[i];
-    const int n_blocks = p.cols / 128, rows = p.row_end - p.row_begin;
-    const size_t row_codes = (size_t)n_blocks * T::PAYLOAD;
-    const int code_chunks = (int)(rows * row_codes / 16), scale_chunks = rows * n_blocks * 2 / 16;
     for (int m = 0; m < p.n_mats; ++m) {
-      const u8 *codes = p.w[m] + (size_t)p.row_begin * row_codes;
-      const u8 *scales = p.w[m] + (size_t)p.rows * row_codes + (size_t)p.row_begin * n_blocks * 2;
+      const PkWeightSpan span = pk_weight_span<T>(p, m);
+      const int code_chunks = (int)(span.code_bytes / 16),
+                scale_chunks = (int)(span.scale_bytes / 16);
       unsigned char *const dst = buffer + p.shared[m];
       for (int c = threadIdx.x; c < code_chunks; c += PK_THREADS)
-        pk_fetch_codes_16(dst + 16 * (size_t)c, codes + 16 * (size_t)c);
+        pk_fetch_codes_16(dst + 16 * (size_t)c, span.codes + 16 * (size_t)c);
       for (int c = threadIdx.x; c < scale_chunks; c += PK_THREADS)
-        cp_async_16(dst + 16 * ((size_t)code_chunks + c), scales + 16 * (size_t)c);
+        cp_async_16(dst + 16 * ((size_t)code_chunks + c), span.scales + 16 * (size_t)c);
     }
   }
   cp_async_commit();
@@ -743,16 +759,12 @@ __device__ __forceinline__ void pk_prefetch_range(const u8 *begin, size_t bytes)
     pk_prefetch_l2((const u8 *)((first + l) * PK_LINE_BYTES));
 }
 template <class T> __device__ void pk_prefetch_weights(const PkPieces &ps) {
-  for (int i = 0; i < ps.n; ++i) {
-    const PkPiece &p = ps.p[i];
-    const int n_blocks = p.cols / 128, rows = p.row_end - p.row_begin;
-    const size_t row_codes = (size_t)n_blocks * T::PAYLOAD;
-    for (int m = 0; m < p.n_mats; ++m) {
-      pk_prefetch_range(p.w[m] + (size_t)p.row_begin * row_codes, (size_t)rows * row_codes);
-      pk_prefetch_range(p.w[m] + (size_t)p.rows * row_codes + (size_t)p.row_begin * n_blocks * 2,
-                        (size_t)rows * n_blocks * 2);
+  for (int i = 0; i < ps.n; ++i)
+    for (int m = 0; m < ps.p[i].n_mats; ++m) {
+      const PkWeightSpan span = pk_weight_span<T>(ps.p[i], m);
+      pk_prefetch_range(span.codes, span.code_bytes);
+      pk_prefetch_range(span.scales, span.scale_bytes);
     }
-  }
 }
 
 // One piece's rows from the weight buffer, 16 rows (DP4A_ROWS_PER_WARP per
