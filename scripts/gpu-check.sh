@@ -272,8 +272,9 @@ targets_section() {
   python3 "$root/scripts/gpu-targets.py" "$logs" --note "$note" >"$table" 2>&1 || rc=$?
   tee -a "$summary" <"$table"
   # A table that could not be made fails the check; with --fake, whose
-  # every step runs, so does a target without a figure.
-  if [ "$rc" -ne 0 ] || { [ "$mode" = fake ] && grep -q 'no figure' "$table"; }; then
+  # every step runs, so does a target without a figure, but for the ratio to
+  # llama.cpp, which never runs on the fake driver.
+  if [ "$rc" -ne 0 ] || { [ "$mode" = fake ] && grep 'no figure' "$table" | grep -vq "llama.cpp's"; }; then
     echo "targets_table                FAIL(rc=$rc or a target without a figure)" | tee -a "$summary"
   fi
 }
@@ -361,33 +362,40 @@ if [ "$mode" = fake ]; then
   # Three sequences in one multi-sequence step (the plugin's KV slots).
   step bench_tiny_parallel 300 "$bin/bonsai" bench -m "$tiny" --backend cuda -p 0 -n 4 -np 3 -r 1
   grep '^|' "$logs/bench_tiny_parallel.log" 2>/dev/null | tee -a "$summary"
-  step conformance 600 "$bin/test_conformance"
+  # The emulated suites each keep one core busy: conformance and the qwen35
+  # gates run beside the golden gates and the targets (CI runs the fuzzers
+  # beside this check, on the other core, for their first minutes).
+  step conformance 600 "$bin/test_conformance" &
+  beside=$!
   # The golden gates on the fast kernels (tensor-core prefill, int8 decode
-  # through the graph) for the 1-bit and ternary models; the full suite
-  # (reference kernels on a 151,936-row head) takes too long emulated. The
-  # other encodings (converted by the host to Q2_0 or Q8_0) run their
-  # one-step prefill: about 30 s for the six of them.
-  step golden 600 "$bin/test_golden" --gtest_filter='*tiny_q1_default*:*tiny_q2_default*:*PrefillInOneStep*/tiny_q2g64_default:*PrefillInOneStep*/tiny_pq2_default:*PrefillInOneStep*/tiny_ptq1_default:*PrefillInOneStep*/tiny_tq1_default:*PrefillInOneStep*/tiny_tq2_default:*PrefillInOneStep*/tiny_tq2_mixed_default'
+  # through the graph): the 1-bit and ternary models' token-by-token logits
+  # and every encoding's one-step prefill (the host converts the others to
+  # Q2_0 or Q8_0); the full suite (reference kernels on a 151,936-row head)
+  # takes too long emulated, and the greedy continuations run on the fake
+  # driver in test_cuda (tiny-q1's reference tokens, every decode path).
+  step golden 600 "$bin/test_golden" --gtest_filter='*TokenByToken*/tiny_q1_default:*TokenByToken*/tiny_q2_default:*PrefillInOneStep*/tiny_q1_default:*PrefillInOneStep*/tiny_q2_default:*PrefillInOneStep*/tiny_q2g64_default:*PrefillInOneStep*/tiny_pq2_default:*PrefillInOneStep*/tiny_ptq1_default:*PrefillInOneStep*/tiny_tq1_default:*PrefillInOneStep*/tiny_tq2_default:*PrefillInOneStep*/tiny_tq2_mixed_default'
   grep -h '^\[ golden' "$logs/golden.log" >>"$summary" 2>/dev/null
-  # decode=persistent: every layer of a step in one launch, its blocks alive
-  # at once in the emulator.
-  step golden_persistent 600 env BONSAI_PLUGIN_OPTIONS=decode=persistent "$bin/test_golden" \
-    --gtest_filter='*/tiny_q1_decode_persistent:*/tiny_q2_decode_persistent'
-  grep -h '^\[ golden' "$logs/golden_persistent.log" >>"$summary" 2>/dev/null
-  # The defaults (producer-quantized inputs, steps of several tokens on the
-  # int8 MMA) above. The other ways (persistent_quantize=consumer,
-  # persistent_matmul=dp4a) run on the fake driver in test_cuda
-  # (CudaPersistentDecode: the reference's tokens and logits), so CI does not
-  # spend three more minutes on them here; the GPU sections run them.
+  # decode=persistent (every layer of a step in one launch, its blocks alive
+  # at once in the emulator), as is and each other way
+  # (persistent_quantize=consumer, persistent_matmul=dp4a), runs on the fake
+  # driver in test_cuda (CudaPersistentDecode: tiny-q1's reference tokens
+  # and logits) and in test_cuda_persistent's emulator (Q1_0 and Q2_0 models
+  # against float64), so CI does not spend two more minutes on its golden
+  # gates here; the GPU sections run them.
+  wait "$beside"
   # qwen35 through the plugin's own layers (ABI 1.2 layer kinds): the golden
-  # logits of both tiny qwen35 models.
-  step golden_qwen35 600 "$bin/test_golden" --gtest_filter='*LayerKinds.PromptLogits*'
-  # The MTP draft's inputs: the trunk's hidden states (ABI 1.3) and the MTP
-  # layer through the plugin's matmul against float64, default kernels.
-  step golden_qwen35_mtp 600 env BONSAI_PLUGIN_OPTIONS= "$bin/test_golden" \
-    --gtest_filter='*MtpLayerGolden.HiddenStates*/tiny_q35_q1'
-  grep -h '^\[ golden' "$logs/golden_qwen35_mtp.log" >>"$summary" 2>/dev/null
+  # logits of both tiny qwen35 models; and the MTP draft's inputs: the
+  # trunk's hidden states (ABI 1.3) and the MTP layer through the plugin's
+  # matmul against float64, default kernels.
+  {
+    step golden_qwen35 600 "$bin/test_golden" --gtest_filter='*LayerKinds.PromptLogits*'
+    step golden_qwen35_mtp 600 env BONSAI_PLUGIN_OPTIONS= "$bin/test_golden" \
+      --gtest_filter='*MtpLayerGolden.HiddenStates*/tiny_q35_q1'
+  } &
+  beside=$!
   targets_section
+  wait "$beside"
+  grep -h '^\[ golden' "$logs/golden_qwen35_mtp.log" >>"$summary" 2>/dev/null
   echo "## summary ($summary)"
   cat "$summary"
   ! grep -q 'FAIL\|TIMEOUT' "$summary"
