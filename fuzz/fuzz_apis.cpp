@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "anthropic_request.hpp"
-#include "api_errors.hpp"
+#include "api/anthropic/anthropic_request.hpp"
+#include "api/ollama/ollama_request.hpp"
+#include "api/responses/responses_request.hpp"
+#include "base/api_errors.hpp"
 #include "fuzz_support.hpp"
-#include "ollama_request.hpp"
-#include "reply_blocks.hpp"
-#include "responses_request.hpp"
+#include "reply/reply_blocks.hpp"
 
 using bonsai::fuzz::require;
 using namespace bonsai::server;

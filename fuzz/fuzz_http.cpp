@@ -30,9 +30,9 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <nlohmann/json.hpp>
 
-#include "connection_limits.hpp"
 #include "fuzz_support.hpp"
-#include "request_reader.hpp"
+#include "http/connection_limits.hpp"
+#include "http/request_reader.hpp"
 
 using bonsai::fuzz::require;
 using namespace bonsai::server;

@@ -10,12 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api_error.hpp"
+#include "api/openai/openai_request.hpp"
+#include "api/openai/openai_response.hpp"
+#include "base/api_error.hpp"
+#include "base/api_errors.hpp"
 #include "fuzz_support.hpp"
-#include "openai_request.hpp"
-#include "openai_response.hpp"
-#include "reasoning_split.hpp"
-#include "tool_calls.hpp"
+#include "reply/reasoning_split.hpp"
+#include "reply/tool_calls.hpp"
 
 using bonsai::fuzz::require;
 

@@ -9,11 +9,11 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "base/server_log.hpp"
 #include "bonsai/generation.hpp"
-#include "error_response.hpp"
-#include "reply_writer.hpp"
+#include "http/error_response.hpp"
+#include "reply/reply_writer.hpp"
 #include "server_impl.hpp"
-#include "server_log.hpp"
 
 namespace bonsai::server {
 namespace {

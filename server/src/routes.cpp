@@ -6,16 +6,16 @@
 
 #include <fmt/format.h>
 
-#include "anthropic_api.hpp"
-#include "chat_completion_writer.hpp"
-#include "error_response.hpp"
-#include "ollama_api.hpp"
-#include "ollama_models.hpp"
-#include "openai_response.hpp"
-#include "responses_api.hpp"
+#include "api/anthropic/anthropic_api.hpp"
+#include "api/llama/utility_endpoints.hpp"
+#include "api/ollama/ollama_api.hpp"
+#include "api/ollama/ollama_models.hpp"
+#include "api/openai/chat_completion_writer.hpp"
+#include "api/openai/openai_response.hpp"
+#include "api/responses/responses_api.hpp"
+#include "base/server_log.hpp"
+#include "http/error_response.hpp"
 #include "server_impl.hpp"
-#include "server_log.hpp"
-#include "utility_endpoints.hpp"
 #include "web_assets.hpp"
 
 namespace bonsai::server {

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "base/server_log.hpp"
 #include "bonsai/batch.hpp"
 #include "server_impl.hpp"
-#include "server_log.hpp"
 
 namespace bonsai::server {
 namespace {

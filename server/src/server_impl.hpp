@@ -11,14 +11,14 @@
 
 #include <boost/asio/thread_pool.hpp>
 
-#include "api_error.hpp"
+#include "api/openai/openai_request.hpp"
+#include "base/api_error.hpp"
+#include "base/metrics.hpp"
 #include "bonsai/server.hpp"
-#include "http_server.hpp"
-#include "metrics.hpp"
-#include "openai_request.hpp"
-#include "reply_writer.hpp"
-#include "request_policy.hpp"
-#include "scheduler.hpp"
+#include "http/http_server.hpp"
+#include "http/request_policy.hpp"
+#include "reply/reply_writer.hpp"
+#include "schedule/scheduler.hpp"
 
 namespace bonsai::server {
 

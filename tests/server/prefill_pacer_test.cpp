@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "prefill_pacer.hpp"
+#include "schedule/prefill_pacer.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The reasoning split of chat replies (server/src/reasoning_split.hpp): a
+// The reasoning split of chat replies (server/src/reply/reasoning_split.hpp): a
 // think block at the start becomes reasoning, whatever pieces the text
 // arrives in; expectations written out by hand.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "reasoning_split.hpp"
+#include "reply/reasoning_split.hpp"
 
 namespace {
 

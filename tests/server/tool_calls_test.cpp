@@ -1,10 +1,10 @@
-// Tool calls found in a streamed reply (server/src/tool_calls.hpp): every cut
+// Tool calls found in a streamed reply (server/src/reply/tool_calls.hpp): every cut
 // of the text gives the same calls and content; expectations by hand.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "tool_calls.hpp"
+#include "reply/tool_calls.hpp"
 
 namespace {
 
