@@ -30,6 +30,7 @@ struct ServeArgs {
   std::string cache_isolation = "key";
   std::string reasoning_format = "reasoning_content";
   int64_t reasoning_budget = -1;
+  int64_t n_predict = -1;
   std::string alias; // --alias, llama-server's --model-id
   bool no_webui = false;
   int64_t max_body_kib = 1024;
@@ -85,6 +86,8 @@ void check(const ServeArgs &a) {
           "--reasoning-format must be reasoning_content, reasoning or none");
   require(a.reasoning_budget >= -1 && a.reasoning_budget <= 1'000'000'000,
           "--reasoning-budget must be -1 (no limit) or 0..1000000000 tokens");
+  require(a.n_predict >= -1 && a.n_predict <= 1'000'000'000 && a.n_predict != 0,
+          "-n/--n-predict must be -1 (no limit) or 1..1000000000 tokens");
   for (const std::string &key : a.api_keys)
     require(!key.empty() && key.find_first_of(" \t\r\n") == std::string::npos,
             "an --api-key is empty or holds white space");
@@ -161,6 +164,9 @@ int serve_command(const Args &args) {
       "reasoning-format", po::value(&a.reasoning_format)->value_name("FORMAT"),
       "where a chat reply's <think> block goes: reasoning_content (default), reasoning, or "
       "none (left in the content); a request may ask with \"reasoning_format\"")(
+      "n-predict,n", po::value(&a.n_predict)->value_name("N"),
+      "most tokens any reply may take, whatever a request asks (-1: no limit but the "
+      "context; default -1)")(
       "reasoning-budget", po::value(&a.reasoning_budget)->value_name("N"),
       "most tokens of a chat reply's <think> block before </think> is forced (default -1: no "
       "limit); a request may set \"reasoning_budget\"")(
@@ -218,6 +224,7 @@ int serve_command(const Args &args) {
       a.server.api_keys.push_back(key);
   a.server.cache_isolation = cache_isolation(a.cache_isolation);
   a.server.reasoning_budget = static_cast<int32_t>(a.reasoning_budget);
+  a.server.n_predict = static_cast<int32_t>(a.n_predict);
   a.server.reasoning_format = a.reasoning_format == "none" ? server::ReasoningFormat::none
                               : a.reasoning_format == "reasoning"
                                   ? server::ReasoningFormat::reasoning

@@ -18,6 +18,7 @@
 #include "base/api_errors.hpp"
 #include "fuzz_support.hpp"
 #include "reply/reply_blocks.hpp"
+#include "request/field_notes.hpp"
 
 using bonsai::fuzz::require;
 using namespace bonsai::server;
@@ -46,11 +47,26 @@ void check_spec(const CompletionSpec &spec) {
   require(g.tools.size() <= 128, "at most 128 tools");
   require((g.format.kind == bonsai::ReplyFormat::Kind::text) == spec.format_param.empty(),
           "a reply format names the field its errors belong to");
-  require(g.format.kind != bonsai::ReplyFormat::Kind::tool_calls || spec.parse_tool_calls,
+  require((g.format.kind != bonsai::ReplyFormat::Kind::tool_calls &&
+           g.format.kind != bonsai::ReplyFormat::Kind::tool_calls_or_json) ||
+              spec.parse_tool_calls,
           "required calls are parsed as calls");
   require(g.format.kind == bonsai::ReplyFormat::Kind::text || g.stop_strings.empty(),
           "no stop string cuts a formatted reply");
   require(spec.n == 1 && spec.n_ctx >= 0, "one choice, a context of its own or the slot's");
+}
+
+// The compatibility notes a body left: a bounded number of headers, each
+// value printable and bounded, whatever names the body held.
+void check_notes(const FieldNotes &notes) {
+  const auto headers = notes.headers();
+  require(headers.size() <= 1 + FieldNotes::kMaxEntries, "a bounded number of note headers");
+  for (const auto &[name, value] : headers) {
+    require(name == "Bonsai-Ignored-Fields" || name == "Bonsai-Warning", "only the notes' headers");
+    require(value.size() <= 2200, "a note header is bounded");
+    for (const char c : value)
+      require(c >= 0x20 && c < 0x7f, "a note header is printable ASCII");
+  }
 }
 
 // The bytes as a model's reply, in pieces of `step` bytes.
@@ -116,7 +132,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   context.max_stop_string_bytes = 16;
   const int api = data[0] % 5;
   CompletionSpec spec;
+  FieldNotes notes;
   try {
+    const FieldNotesScope scope(notes);
     switch (api) {
     case 0:
       spec = read_responses_request(body, context).spec;
@@ -135,6 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     }
     check_spec(spec);
+    check_notes(notes);
   } catch (const ApiError &error) {
     require(error.status == 400, "a refused request is 400");
     for (const ErrorShape shape : {ErrorShape::openai, ErrorShape::anthropic, ErrorShape::ollama})

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "base/api_errors.hpp"
 #include "base/server_log.hpp"
 #include "bonsai/generation.hpp"
 #include "http/error_response.hpp"
@@ -22,23 +23,36 @@ namespace {
 // A larger max_tokens than the context has left is not an error: the reply
 // ends at the context's end with finish_reason "length" (clients that
 // always ask for many tokens work, as with llama-server).
-void check_context(const CompletionSpec &spec, const Generation &generation, int32_t n_ctx) {
+// Anthropic's clients (Claude Code among them) read the overflow from the
+// message's own words, "prompt is too long: N tokens > M maximum", to know
+// to compact the conversation: that API gets them.
+void check_context(const CompletionSpec &spec, const Generation &generation, int32_t n_ctx,
+                   ErrorShape shape) {
   const auto prompt = static_cast<int64_t>(generation.prompt().size());
-  if (prompt + 1 > n_ctx)
-    throw bad_request(fmt::format("This model's context window is {} tokens per request; the "
-                                  "prompt holds {}, which leaves no room to generate",
-                                  n_ctx, prompt),
+  if (prompt + 1 <= n_ctx)
+    return;
+  if (shape == ErrorShape::anthropic)
+    throw bad_request(fmt::format("prompt is too long: {} tokens > {} maximum", prompt, n_ctx - 1),
                       spec.prompt_param, "context_length_exceeded");
+  throw bad_request(fmt::format("This model's context window is {} tokens per request; the "
+                                "prompt holds {}, which leaves no room to generate",
+                                n_ctx, prompt),
+                    spec.prompt_param, "context_length_exceeded");
 }
 
 // Tokenizes the request's prompt (worker thread): one job per choice (`n`),
 // the k-th with seed + k when a seed is given.
-JobList make_jobs(const Server::Impl &impl, const CompletionSpec &spec, uint64_t tenant) {
+JobList make_jobs(const Server::Impl &impl, const CompletionSpec &spec, uint64_t tenant,
+                  ErrorShape shape) {
   const int32_t slot_ctx = impl.scheduler->n_ctx();
   const int32_t n_ctx = spec.n_ctx > 0 ? std::min(spec.n_ctx, slot_ctx) : slot_ctx;
   JobList jobs;
   for (int32_t k = 0; k < spec.n; ++k) {
     CompletionSpec choice = spec;
+    if (const int32_t cap = impl.request_context.n_predict; cap >= 0) {
+      int32_t &n_predict = choice.generate.n_predict;
+      n_predict = n_predict < 0 ? cap : std::min(n_predict, cap);
+    }
     if (choice.generate.sampling.seed)
       *choice.generate.sampling.seed += static_cast<uint64_t>(k);
     std::optional<Generation> generation;
@@ -49,7 +63,7 @@ JobList make_jobs(const Server::Impl &impl, const CompletionSpec &spec, uint64_t
     } catch (const InvalidArgument &error) {
       throw bad_request(error.what(), choice.prompt_param);
     }
-    check_context(choice, *generation, n_ctx);
+    check_context(choice, *generation, n_ctx, shape);
     // A constrained reply is finished within the context's room.
     generation->set_token_room(n_ctx - static_cast<int32_t>(generation->prompt().size()));
     if (choice.endpoint == Endpoint::chat && choice.reasoning_format != ReasoningFormat::none)
@@ -70,9 +84,9 @@ ApiError job_error(const JobEvent &event) {
 class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
 public:
   CompletionRun(const std::shared_ptr<Exchange> &exchange, JobList jobs,
-                std::shared_ptr<ReplyWriter> writer)
+                std::shared_ptr<ReplyWriter> writer, NoteHeaders notes)
       : exchange_(exchange), path_(exchange->request().path), jobs_(std::move(jobs)),
-        writer_(std::move(writer)) {}
+        writer_(std::move(writer)), notes_(std::move(notes)) {}
   ~CompletionRun() { cancel_all(); }
 
   void start(Exchange &exchange) {
@@ -82,8 +96,9 @@ public:
         job->cancelled.store(true);
     });
     if (stream()) {
-      exchange.begin_stream(
-          HttpResponse(200, "", writer_->stream_type()).header("Cache-Control", "no-cache"));
+      exchange.begin_stream(with_notes(
+          HttpResponse(200, "", writer_->stream_type()).header("Cache-Control", "no-cache"),
+          notes_));
       if (std::string opening = writer_->stream_start(); !opening.empty())
         exchange.write(std::move(opening));
     }
@@ -158,7 +173,7 @@ private:
     writer_->collect(k, event);
     if (!event.finish || !last_of_all(k, event))
       return true;
-    exchange.respond(HttpResponse(200, writer_->reply(usage_)));
+    exchange.respond(with_notes(HttpResponse(200, writer_->reply(usage_)), notes_));
     return false;
   }
 
@@ -166,13 +181,14 @@ private:
   const std::string path_; // of the request: the shape of its errors
   const JobList jobs_;
   const std::shared_ptr<ReplyWriter> writer_;
-  size_t finished_ = 0; // choices whose last event is in
-  JobUsage usage_;      // the prompt once, the completions summed
+  const NoteHeaders notes_; // the compatibility notes of the request's reading
+  size_t finished_ = 0;     // choices whose last event is in
+  JobUsage usage_;          // the prompt once, the completions summed
 };
 
 // Back on the I/O thread with the parsed jobs: all are queued, or none.
 void queue_jobs(Server::Impl &impl, Exchange &exchange, JobList jobs,
-                std::shared_ptr<ReplyWriter> writer) {
+                std::shared_ptr<ReplyWriter> writer, NoteHeaders notes) {
   if (exchange.over())
     return; // the client left while its request was parsed
   const std::string &path = exchange.request().path;
@@ -188,7 +204,8 @@ void queue_jobs(Server::Impl &impl, Exchange &exchange, JobList jobs,
   }
   switch (submitted) {
   case Scheduler::Submitted::queued:
-    std::make_shared<CompletionRun>(exchange.shared_from_this(), std::move(jobs), std::move(writer))
+    std::make_shared<CompletionRun>(exchange.shared_from_this(), std::move(jobs), std::move(writer),
+                                    std::move(notes))
         ->start(exchange);
     return;
   case Scheduler::Submitted::queue_full:
@@ -246,17 +263,45 @@ void start_generation(Server::Impl &impl, const std::shared_ptr<Exchange> &excha
     return exchange->respond(std::move(*refusal));
   run_on_worker(impl, exchange, [&impl, exchange, parse, tenant] {
     // The scheduler was seen ready; once set it lives as long as the server.
-    ParsedRequest request = parse(exchange->request().message.body(), impl.request_context);
-    if (request.answer)
-      return std::function<void()>([exchange, body = std::move(*request.answer)]() mutable {
-        exchange->respond(HttpResponse(200, std::move(body)));
-      });
-    JobList jobs = make_jobs(impl, request.spec, tenant);
-    std::shared_ptr<ReplyWriter> writer = request.writer(jobs);
-    return std::function<void()>([&impl, exchange, jobs, writer]() mutable {
-      queue_jobs(impl, *exchange, std::move(jobs), std::move(writer));
+    const std::string &path = exchange->request().path;
+    FieldNotes notes;
+    ParsedRequest request = read_with_notes(notes, path, [&] {
+      return parse(exchange->request().message.body(), impl.request_context);
     });
+    NoteHeaders headers = notes.headers();
+    if (request.answer)
+      return std::function<void()>(
+          [exchange, body = std::move(*request.answer), headers = std::move(headers)]() mutable {
+            exchange->respond(with_notes(HttpResponse(200, std::move(body)), headers));
+          });
+    JobList jobs = make_jobs(impl, request.spec, tenant, error_shape_of(path));
+    std::shared_ptr<ReplyWriter> writer = request.writer(jobs);
+    return std::function<void()>(
+        [&impl, exchange, jobs, writer, headers = std::move(headers)]() mutable {
+          queue_jobs(impl, *exchange, std::move(jobs), std::move(writer), std::move(headers));
+        });
   });
+}
+
+HttpResponse with_notes(HttpResponse response, const NoteHeaders &notes) {
+  for (const auto &[name, value] : notes)
+    response.header(name, value);
+  return response;
+}
+
+void log_field_notes(const FieldNotes &notes, const std::string &path) {
+  if (notes.empty())
+    return;
+  const auto joined = [](const std::vector<std::string> &items) {
+    std::string text;
+    for (const std::string &item : items)
+      text.append(text.empty() ? "" : "; ").append(item);
+    return text;
+  };
+  if (!notes.ignored().empty())
+    log_at(LogLevel::debug, "{}: ignored fields: {}", path, joined(notes.ignored()));
+  if (!notes.warnings().empty())
+    log_at(LogLevel::debug, "{}: left out: {}", path, joined(notes.warnings()));
 }
 
 } // namespace bonsai::server

@@ -236,7 +236,10 @@ void answer_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &excha
   if (auto refusal = not_serving(impl, exchange->request().path))
     return exchange->respond(std::move(*refusal));
   run_on_worker(impl, exchange, [exchange, answer = std::move(answer)] {
-    HttpResponse response(200, answer(exchange->request().message.body()));
+    FieldNotes notes;
+    std::string body = read_with_notes(notes, exchange->request().path,
+                                       [&] { return answer(exchange->request().message.body()); });
+    HttpResponse response = with_notes(HttpResponse(200, std::move(body)), notes.headers());
     return std::function<void()>(
         [exchange, response]() mutable { exchange->respond(std::move(response)); });
   });

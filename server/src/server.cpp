@@ -103,6 +103,7 @@ RequestContext request_context(const ServerOptions &o, const std::string &model_
   context.max_stop_string_bytes = o.max_stop_string_bytes;
   context.reasoning_format = o.reasoning_format;
   context.reasoning_budget = o.reasoning_budget;
+  context.n_predict = o.n_predict;
   context.draft = o.draft;
   context.draft.model = nullptr;
   return context;

@@ -18,6 +18,7 @@
 #include "http/http_server.hpp"
 #include "http/request_policy.hpp"
 #include "reply/reply_writer.hpp"
+#include "request/field_notes.hpp"
 #include "schedule/scheduler.hpp"
 
 namespace bonsai::server {
@@ -78,6 +79,24 @@ void run_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange
 
 // The 503 for a request that needs the model while it is not ready.
 std::optional<HttpResponse> not_serving(const Server::Impl &impl, const std::string &path);
+
+// The compatibility notes of reading a request (field_notes.hpp) as the
+// headers its answer carries.
+using NoteHeaders = std::vector<std::pair<std::string, std::string>>;
+HttpResponse with_notes(HttpResponse response, const NoteHeaders &notes);
+// Names the ignored fields and what was left out in the debug log, once per
+// request.
+void log_field_notes(const FieldNotes &notes, const std::string &path);
+// Runs `read` (a request reader) with `notes` bound to this thread, then
+// logs them.
+template <class Read> auto read_with_notes(FieldNotes &notes, const std::string &path, Read read) {
+  auto result = [&] {
+    FieldNotesScope scope(notes);
+    return read();
+  }();
+  log_field_notes(notes, path);
+  return result;
+}
 
 // Starts answering a request that generates, read by `parse` (one API's
 // shape), for prompt-cache tenant `tenant`.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "bonsai/engine.hpp"
@@ -109,6 +110,39 @@ TEST_F(EngineCpu, LogprobsAreTheReferenceDistributionsLogSoftmax) {
     const double expected = -std::log(sum); // log_softmax at the maximum
     EXPECT_NEAR(result.logprobs[0], expected, 1e-3) << "after " << k << " tokens";
   }
+}
+
+// min_tokens masks the stop tokens until the reply holds that many: with
+// the greedy first token as the only stop token, a plain request ends at
+// once, and one with min_tokens takes the reference's second best instead.
+TEST_F(EngineCpu, MinTokensHoldsTheStopTokensBack) {
+  const std::vector<int32_t> tokens = load_prompt("tiny-q1.prompt.json");
+  const std::vector<float> reference = load_f32("tiny-q1.ref.logits.f32");
+  const size_t n_vocab = 2048;
+  const float *row = reference.data() + (golden_.prompt.size() - 1) * n_vocab;
+  ASSERT_TRUE(std::equal(golden_.prompt.begin(), golden_.prompt.end(), tokens.begin()));
+  std::vector<size_t> order(n_vocab);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::partial_sort(order.begin(), order.begin() + 2, order.end(),
+                    [&](size_t a, size_t b) { return row[a] > row[b]; });
+  ASSERT_EQ(static_cast<int32_t>(order[0]), golden_.greedy[0]);
+  auto request = greedy_request(golden_);
+  request.n_predict = 5;
+  request.stop_tokens = std::vector<int32_t>{golden_.greedy[0]};
+  auto session = engine_->create_session();
+  EXPECT_TRUE(session.generate(request).tokens.empty());
+  request.min_tokens = 3;
+  auto held = engine_->create_session();
+  const auto result = held.generate(request);
+  ASSERT_GE(result.tokens.size(), 3u);
+  EXPECT_EQ(result.tokens[0], static_cast<int32_t>(order[1]));
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_NE(result.tokens[i], golden_.greedy[0]) << i;
+  request.min_tokens = -1;
+  EXPECT_THROW(held.generate(request), bonsai::InvalidArgument);
+  request.min_tokens = 2;
+  request.draft.ngram = 2;
+  EXPECT_THROW(held.generate(request), bonsai::InvalidArgument);
 }
 
 TEST_F(EngineCpu, GreedyWithLogprobsKeepsTheGoldenTokens) {

@@ -182,16 +182,17 @@ TEST(ServerResponses, bad_requests_name_the_field) {
   expect_param(no_input, "input");
   expect_param(ask({{"max_output_tokens", 0}}), "max_output_tokens");
   expect_param(ask({{"temperature", 3}}), "temperature");
-  expect_param(ask({{"tools", {{{"type", "web_search"}}}}}), "tools[0].type");
+  expect_param(ask({{"tools", {{{"name", "no_type"}}}}}), "tools[0].type");
   expect_param(ask({{"tool_choice", "required"}}), "tool_choice");
   expect_param(
       ask({{"tools", {kWeatherTool}}, {"tool_choice", {{"type", "function"}, {"name", "x"}}}}),
       "tool_choice");
   expect_param(ask({{"text", {{"format", {{"type", "yaml"}}}}}}), "text.format.type");
-  expect_param(ask({{"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}}}}}}}}),
+  expect_param(ask({{"input", {{{"role", "user"}, {"content", {{{"text", "no type"}}}}}}}}),
                "input[0].content[0]");
+  expect_param(ask({{"input", {{{"role", "critic"}, {"content", "x"}}}}}), "input[0].role");
   expect_param(ask({{"reasoning", {{"effort", "extreme"}}}}), "reasoning.effort");
-  expect_param(ask({{"frequency_penalty", 1}}), "frequency_penalty");
+  expect_param(ask({{"tools", {{{"type", "namespace"}, {"name", "group"}}}}}), "tools[0].tools");
   // A schema outside the supported subset names the keyword.
   const auto r = responses(
       s.server->port(), ask({{"text",

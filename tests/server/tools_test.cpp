@@ -158,7 +158,7 @@ TEST(ServerTools, BadToolFieldsAreRefusedByName) {
   };
   const Case cases[] = {
       {{{"tools", "get_weather"}}, "tools"},
-      {{{"tools", {{{"type", "retrieval"}}}}}, "tools[0].type"},
+      {{{"tools", {{{"function", {{"name", "f"}}}}}}}, "tools[0].type"},
       {{{"tools", {{{"type", "function"}, {"function", {{"description", "x"}}}}}}},
        "tools[0].function.name"},
       {{{"tools", {{{"type", "function"}, {"function", {{"name", "bad name!"}}}}}}},

@@ -117,8 +117,11 @@ TEST(UtilityEndpoints, bad_bodies_get_a_400_naming_the_field) {
   const RunningServer server;
   EXPECT_EQ(bad_request_error(server, "/tokenize", "{}")["param"], "content");
   EXPECT_EQ(bad_request_error(server, "/tokenize", R"({"content": 5})")["param"], "content");
-  EXPECT_EQ(bad_request_error(server, "/tokenize", R"({"content": "a", "pieces": true})")["param"],
-            "pieces");
+  // An unknown field is ignored and named (docs/server.md, "Compatibility").
+  const httplib::Response ignored =
+      post(server, "/tokenize", R"({"content": "a", "pieces": true})");
+  EXPECT_EQ(ignored.status, 200) << ignored.body;
+  EXPECT_EQ(ignored.get_header_value("Bonsai-Ignored-Fields"), "pieces");
   EXPECT_EQ(
       bad_request_error(server, "/tokenize", R"({"content": "a", "with_pieces": 1})")["param"],
       "with_pieces");

@@ -200,17 +200,15 @@ Grammar Grammar::json_object() {
   return Grammar(std::move(data));
 }
 
-Grammar Grammar::tool_calls(std::span<const ToolSchema> tools, bool parallel,
-                            const GrammarLimits &limits) {
+namespace {
+
+// The calls of `tools` (one, or up to kMaxParallelCalls when `parallel`),
+// added to the compiler's grammar; `docs` keeps the parsed schemas alive.
+int32_t add_tool_calls(SchemaCompiler &compiler, std::vector<ojson> &docs,
+                       std::span<const ToolSchema> tools, bool parallel) {
   if (tools.empty())
     throw Error("tool calls: no tool to call");
-  auto data = std::make_shared<GrammarData>();
-  SchemaCompiler compiler(*data, limits);
   std::vector<int32_t> calls;
-  // The compiler keeps pointers into each document (its $ref targets), so
-  // they live as long as it does.
-  std::vector<ojson> docs;
-  docs.reserve(tools.size());
   for (const ToolSchema &tool : tools) {
     for (const char c : tool.name)
       if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20)
@@ -240,8 +238,42 @@ Grammar Grammar::tool_calls(std::span<const ToolSchema> tools, bool parallel,
   rep.kids = {compiler.alt(std::move(calls)), compiler.literal("\n")};
   rep.min = 1;
   rep.max = parallel ? kMaxParallelCalls : 1;
-  data->root = compiler.add(std::move(rep));
+  return compiler.add(std::move(rep));
+}
+
+} // namespace
+
+Grammar Grammar::tool_calls(std::span<const ToolSchema> tools, bool parallel,
+                            const GrammarLimits &limits) {
+  auto data = std::make_shared<GrammarData>();
+  SchemaCompiler compiler(*data, limits);
+  // The compiler keeps pointers into each document (its $ref targets), so
+  // they live as long as it does.
+  std::vector<ojson> docs;
+  docs.reserve(tools.size());
+  data->root = add_tool_calls(compiler, docs, tools, parallel);
   data->compute_min_bytes();
+  return Grammar(std::move(data));
+}
+
+Grammar Grammar::tool_calls_or_value(std::span<const ToolSchema> tools, bool parallel,
+                                     std::string_view schema, const GrammarLimits &limits) {
+  auto data = std::make_shared<GrammarData>();
+  SchemaCompiler compiler(*data, limits);
+  std::vector<ojson> docs;
+  docs.reserve(tools.size() + 1);
+  const int32_t calls = add_tool_calls(compiler, docs, tools, parallel);
+  int32_t value;
+  if (schema.empty()) {
+    value = compiler.any_object();
+  } else {
+    const ojson &doc = docs.emplace_back(parse_schema(schema, "json_schema"));
+    value = compiler.value(doc, doc, "#");
+  }
+  data->root = compiler.alt({calls, value});
+  data->compute_min_bytes();
+  if (data->min_bytes[static_cast<size_t>(value)] >= kUnreachable)
+    throw Error("json_schema: no finite JSON value matches the schema");
   return Grammar(std::move(data));
 }
 

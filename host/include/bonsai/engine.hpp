@@ -330,6 +330,9 @@ struct ReplyFormat {
     json_object, // any JSON object
     json_schema, // a JSON value valid under `schema`
     tool_calls,  // one or more calls (one unless parallel_tool_calls) of `tools`
+    // Either tool_calls or one JSON value valid under `schema` (empty: any
+    // object): an agent with tools that must answer in a format.
+    tool_calls_or_json,
   };
   struct Tool {
     std::string name;
@@ -412,6 +415,10 @@ struct GenerateRequest {
   // Tokens that end generation (not part of the output). nullopt: the model's
   // default_stop_tokens(); empty vector: none.
   std::optional<std::vector<int32_t>> stop_tokens;
+  // The stop tokens cannot end the reply before it holds this many tokens
+  // (their logits are masked until then; vLLM's min_tokens). Not with a
+  // draft (InvalidArgument).
+  int32_t min_tokens = 0;
   // Speculative decoding; none by default. Not with `format` or `logprobs`
   // yet (InvalidArgument).
   DraftOptions draft;

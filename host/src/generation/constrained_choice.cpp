@@ -27,6 +27,12 @@ Grammar compile(const ReplyFormat &format) {
       tools.push_back({tool.name, tool.parameters});
     return Grammar::tool_calls(tools, format.parallel_tool_calls);
   }
+  case ReplyFormat::Kind::tool_calls_or_json: {
+    std::vector<ToolSchema> tools;
+    for (const auto &tool : format.tools)
+      tools.push_back({tool.name, tool.parameters});
+    return Grammar::tool_calls_or_value(tools, format.parallel_tool_calls, format.schema);
+  }
   case ReplyFormat::Kind::text:
     break;
   }

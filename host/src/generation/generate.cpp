@@ -78,7 +78,8 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
   // Greedy steps take the argmax on the device (no logits copied back);
   // with a draft, its plain steps too: only a verify step needs rows.
   const bool device_greedy = request.sampling.is_greedy() && !request.logprobs &&
-                             request.format.kind == ReplyFormat::Kind::text;
+                             request.format.kind == ReplyFormat::Kind::text &&
+                             request.min_tokens == 0;
   const SamplerParams chosen_sampling = host::sampler_params(request.sampling);
   const std::vector<int32_t> stop_tokens =
       request.stop_tokens ? *request.stop_tokens : engine.tokenizer.stop_ids();
@@ -218,7 +219,8 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
     } else {
       if (!device_greedy) // the device took the argmax already
         next = picker.choose(s.scratch_logits, &*sampler,
-                             reply_budget(static_cast<int64_t>(s.history.size())));
+                             reply_budget(static_cast<int64_t>(s.history.size())),
+                             static_cast<int32_t>(result.tokens.size()));
       next = picker.take(next);
       if ((stop = emit(next, s.scratch_logits)))
         break;
@@ -298,7 +300,8 @@ GenerateResult Session::generate(const GenerateRequest &request, const TextCallb
       // rule: kept with the probability the draw gives it.
       const bool plain_draw = !proposed || constrained.active();
       const int32_t budget = reply_budget(before + 1 + static_cast<int64_t>(i));
-      int32_t token = plain_draw           ? picker.choose(row, &*sampler, budget)
+      int32_t token = plain_draw           ? picker.choose(row, &*sampler, budget,
+                                                           static_cast<int32_t>(result.tokens.size()))
                       : proposal.q.empty() ? sampler->sample_against(row, draft[i])
                                            : sampler->sample_against(row, draft[i], proposal.q[i]);
       token = picker.take(token);

@@ -65,6 +65,13 @@ void check_generation_limits(const GenerateRequest &request) {
   if (!request.stop_strings.empty() && request.format.kind != ReplyFormat::Kind::text)
     throw InvalidArgument("generate: stop strings cannot be used with a reply format: one could "
                           "cut the value before it is complete");
+  if (request.min_tokens < 0)
+    throw InvalidArgument(
+        fmt::format("generate: min_tokens must be >= 0, got {}", request.min_tokens));
+  const DraftOptions &draft = request.draft;
+  if (request.min_tokens > 0 && (draft.ngram > 0 || draft.model != nullptr || draft.mtp))
+    throw InvalidArgument("generate: min_tokens cannot be used with a draft yet (a proposal could "
+                          "end the reply early)");
   if (request.top_logprobs < 0 || request.top_logprobs > 20)
     throw InvalidArgument(
         fmt::format("generate: top_logprobs must be 0..20, got {}", request.top_logprobs));

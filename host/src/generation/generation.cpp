@@ -55,7 +55,7 @@ struct Generation::Impl {
   // A plain step's choice from `logits`: the format's, else the sampler's
   // (argmax without one).
   int32_t draw(std::span<const float> logits) {
-    return picker.choose(logits, sampler ? &*sampler : nullptr, budget());
+    return picker.choose(logits, sampler ? &*sampler : nullptr, budget(), generated);
   }
 
   // Tokens the reply may still take, this step's included (-1: no limit).

@@ -72,6 +72,10 @@ struct ServerOptions {
   // (GenerateRequest::reasoning_budget); -1: no limit. A request may set its
   // own with "reasoning_budget".
   int32_t reasoning_budget = -1;
+  // Most tokens any reply may take, whatever its request asks (llama-server's
+  // -n); such a reply ends with the API's "length". -1: no limit but the
+  // context's.
+  int32_t n_predict = -1;
 
   bool web_ui = true; // the chat page at / (and /chat.js, /chat.css)
 

@@ -80,9 +80,20 @@ std::vector<FunctionTool> function_tools(const json &body, ToolReader read) {
     const std::string where = fmt::format("tools[{}]", i);
     if (!(*tools)[i].is_object())
       throw bad_request(fmt::format("'{}' must be an object", where), where);
-    out.push_back(read((*tools)[i], where));
+    read((*tools)[i], where, fmt::format("/tools/{}", i), out);
   }
+  if (out.size() > kMaxTools)
+    throw bad_request(
+        fmt::format("'tools' holds {} tools in all; at most {}", out.size(), kMaxTools), "tools");
   return out;
+}
+
+const nlohmann::ordered_json *ordered_schema(const nlohmann::ordered_json &ordered,
+                                             const FunctionTool &tool, const char *schema) {
+  const nlohmann::ordered_json &object =
+      ordered.at(nlohmann::ordered_json::json_pointer(tool.pointer));
+  const auto found = object.find(schema);
+  return found != object.end() && !found->is_null() ? &*found : nullptr;
 }
 
 FunctionTool function_tool(const json &object, const std::string &where, const char *schema,
@@ -101,7 +112,7 @@ FunctionTool function_tool(const json &object, const std::string &where, const c
   if (parameters != nullptr && !parameters->is_object())
     throw bad_request(fmt::format("'{}.{}' must be a JSON Schema object", where, schema),
                       where + "." + schema);
-  return {name->get<std::string>(), description, parameters};
+  return {name->get<std::string>(), description, parameters, {}};
 }
 
 std::string rendered_tool(const FunctionTool &tool) {

@@ -32,19 +32,29 @@ void check_prompt_bytes(const GenerateRequest &request, const RequestContext &co
                         const std::string &param);
 
 // A function tool as an API describes it: its name (already checked with
-// check_function_name), description and arguments' JSON Schema (either may
-// be null).
+// check_function_name), description and arguments' schema (either may be
+// null), and where it stands in the body as a JSON pointer ("/tools/3", or
+// "/tools/3/tools/0" inside a group), where the schema is read again in the
+// client's key order.
 struct FunctionTool {
   std::string name;
   const nlohmann::json *description = nullptr;
   const nlohmann::json *parameters = nullptr;
+  std::string pointer;
 };
 
-// Reads one entry of "tools" (an object; `where` names it, "tools[i]").
-using ToolReader = FunctionTool (*)(const nlohmann::json &tool, const std::string &where);
+// Reads one entry of "tools" (an object; `where` names it, "tools[i]",
+// `pointer` is "/tools/i") into `out`: no tool when it is left out (a hosted
+// tool, with a warning), several for a group.
+using ToolReader = void (*)(const nlohmann::json &tool, const std::string &where,
+                            const std::string &pointer, std::vector<FunctionTool> &out);
 // The "tools" list (absent: none): at most kMaxTools objects, each read by
 // `read`.
 std::vector<FunctionTool> function_tools(const nlohmann::json &body, ToolReader read);
+// The schema of `tool` in `ordered` (the body with its keys in the client's
+// order) under the field `schema`; nullptr when it has none.
+const nlohmann::ordered_json *ordered_schema(const nlohmann::ordered_json &ordered,
+                                             const FunctionTool &tool, const char *schema);
 // The name (required), description and arguments' schema (the field
 // `schema`, an object) of a function described by `object`.
 FunctionTool function_tool(const nlohmann::json &object, const std::string &where,

@@ -47,6 +47,7 @@ struct RequestContext {
   size_t max_stop_string_bytes = 1024;
   ReasoningFormat reasoning_format = ReasoningFormat::reasoning_content; // the server's default
   int32_t reasoning_budget = -1;                                         // the server's default
+  int32_t n_predict = -1; // the server's cap on every reply's tokens; -1: none
   // Speculative decoding as the server runs it (ngram, max, min, adaptive;
   // `model` unused): requests may lower max.
   DraftOptions draft;

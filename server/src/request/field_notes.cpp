@@ -52,10 +52,12 @@ std::vector<std::pair<std::string, std::string>> FieldNotes::headers() const {
     for (const std::string &path : ignored_) {
       if (value.size() + path.size() + 2 > kMaxHeaderBytes)
         break;
-      value += (value.empty() ? "" : ", ") + path;
+      if (!value.empty())
+        value.append(", ");
+      value.append(path);
     }
     if (ignored_dropped_ > 0)
-      value += ", (" + std::to_string(ignored_dropped_) + " more)";
+      value.append(", (").append(std::to_string(ignored_dropped_)).append(" more)");
     out.emplace_back("Bonsai-Ignored-Fields", std::move(value));
   }
   for (const std::string &warning : warnings_)
@@ -85,8 +87,34 @@ void note_warning(std::string_view text) {
     bound_notes->warn(text);
 }
 
+std::string_view media_kind(std::string_view type) {
+  if (type == "image_url" || type == "input_image" || type == "image")
+    return "an image";
+  if (type == "input_audio" || type == "audio")
+    return "audio";
+  if (type == "file" || type == "input_file")
+    return "a file";
+  if (type == "document")
+    return "a document";
+  if (type == "video_url" || type == "video")
+    return "a video";
+  return {};
+}
+
+std::string left_out_note(std::string_view what, const std::string &where) {
+  std::string warning = where;
+  warning.append(": ").append(what).append(" was left out (the model reads text only)");
+  note_warning(warning);
+  std::string note = "[";
+  note.append(what).append(" was here; it was left out because this model reads text only]");
+  return note;
+}
+
 std::string field_path(const std::string &where, std::string_view name) {
-  return where.empty() ? std::string(name) : where + "." + std::string(name);
+  std::string path = where;
+  if (!path.empty())
+    path.append(".");
+  return path.append(name);
 }
 
 void ignore_unknown_fields(const nlohmann::json &object,

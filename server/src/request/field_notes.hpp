@@ -73,6 +73,15 @@ void note_warning(std::string_view text);
 void ignore_unknown_fields(const nlohmann::json &object,
                            std::initializer_list<std::string_view> known, const std::string &where);
 
+// What a content part or block of type `type` carries when it is not text
+// ("an image" for image_url, input_image or image; audio; "a file" for
+// file, input_file; "a document"; "a video"), or "" for another type.
+std::string_view media_kind(std::string_view type);
+// The text that stands in the prompt for such a part at `where` (this model
+// reads text), with a warning naming it: a session that once read an image
+// keeps working, and the model knows something was there.
+std::string left_out_note(std::string_view what, const std::string &where);
+
 // `where.name`, or `name` at the top level.
 std::string field_path(const std::string &where, std::string_view name);
 

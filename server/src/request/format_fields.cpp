@@ -29,9 +29,10 @@ std::string format_type(const json &body) {
                                   "\"json_object\" or \"json_schema\"",
                                   name.substr(0, 32)),
                       "response_format.type");
-  for (const auto &[key, value] : format->items())
-    if (key != "type" && !(key == "json_schema" && name == "json_schema"))
-      throw bad_request(fmt::format("'response_format.{}' is not known", key.substr(0, 32)),
+  ignore_unknown_fields(*format,
+                        name == "json_schema"
+                            ? std::initializer_list<std::string_view>{"type", "json_schema"}
+                            : std::initializer_list<std::string_view>{"type"},
                         "response_format");
   return name;
 }
@@ -77,6 +78,23 @@ ReplyFormat::Tool tool_schema(const ojson &tool) {
   return out;
 }
 
+// The function tools of `ordered` (hosted and other types are left out, as
+// tool_fields.cpp tells the model) that `choice` allows.
+std::vector<ReplyFormat::Tool> allowed_tools(const ojson &ordered, const ToolChoice &choice) {
+  std::vector<ReplyFormat::Tool> out;
+  const auto tools = ordered.find("tools");
+  if (tools == ordered.end() || !tools->is_array())
+    return out;
+  for (const ojson &tool : *tools) {
+    if (!tool.is_object() || tool.value("type", "") != "function")
+      continue;
+    ReplyFormat::Tool schema = tool_schema(tool);
+    if (choice.mode != "named" || schema.name == choice.function)
+      out.push_back(std::move(schema));
+  }
+  return out;
+}
+
 } // namespace
 
 bool wants_format(const json &body) {
@@ -90,18 +108,28 @@ FormatRequest format_request(const json &body, const ojson *ordered, bool parall
   FormatRequest out;
   const std::string type = format_type(body);
   const ToolChoice choice = tool_choice(body);
-  const json *tools = field(body, "tools");
-  const bool has_tools = tools != nullptr && tools->is_array() && !tools->empty();
-  if (type != "text") {
-    if (has_tools && choice.mode != "none")
-      throw bad_request("'response_format' together with 'tools' is not supported: the reply "
-                        "is either a JSON value or tool calls (set 'tool_choice' to \"none\")",
-                        "response_format");
-    out.param = "response_format";
-    if (type == "json_object") {
-      out.format.kind = ReplyFormat::Kind::json_object;
-      return out;
-    }
+  const bool forced = choice.mode == "required" || choice.mode == "named";
+  if (type == "text" && !forced)
+    return out;
+  const std::vector<ReplyFormat::Tool> tools =
+      choice.mode == "none" ? std::vector<ReplyFormat::Tool>{} : allowed_tools(*ordered, choice);
+  out.format.parallel_tool_calls = parallel_tool_calls;
+  if (forced) {
+    // A call is required: the format applies to a later answer.
+    if (tools.empty())
+      throw bad_request(
+          choice.mode == "named"
+              ? fmt::format("'tool_choice' names the function '{}', which is not in 'tools'",
+                            choice.function.substr(0, 64))
+              : std::string("'tool_choice' \"required\" needs 'tools'"),
+          "tool_choice");
+    out.format.kind = ReplyFormat::Kind::tool_calls;
+    out.format.tools = tools;
+    out.param = "tools";
+    return out;
+  }
+  out.param = "response_format";
+  if (type == "json_schema") {
     const ojson &spec = ordered->at("response_format");
     const auto schema_spec = spec.find("json_schema");
     if (schema_spec == spec.end() || !schema_spec->is_object())
@@ -117,39 +145,24 @@ FormatRequest format_request(const json &body, const ojson *ordered, bool parall
           throw bad_request("'response_format.json_schema.strict' must be a boolean",
                             "response_format.json_schema.strict");
       } else if (key != "schema") {
-        throw bad_request(
-            fmt::format("'response_format.json_schema.{}' is not known", key.substr(0, 32)),
-            "response_format.json_schema");
+        note_ignored_field("response_format.json_schema." + key);
       }
     }
     const auto schema = schema_spec->find("schema");
     if (schema == schema_spec->end() || !(schema->is_object() || schema->is_boolean()))
       throw bad_request("'response_format.json_schema.schema' must be a JSON Schema object",
                         "response_format.json_schema.schema");
-    out.format.kind = ReplyFormat::Kind::json_schema;
     out.format.schema = schema->dump();
     out.param = "response_format.json_schema.schema";
+  }
+  if (!tools.empty()) {
+    // Tools and a format: tool calls, or the answer in the format.
+    out.format.kind = ReplyFormat::Kind::tool_calls_or_json;
+    out.format.tools = tools;
     return out;
   }
-  if (choice.mode != "required" && choice.mode != "named")
-    return out;
-  if (!has_tools)
-    throw bad_request(
-        fmt::format("'tool_choice' \"{}\" needs 'tools'",
-                    choice.mode == "named" ? choice.function.substr(0, 64) : choice.mode),
-        "tool_choice");
-  out.format.kind = ReplyFormat::Kind::tool_calls;
-  out.format.parallel_tool_calls = parallel_tool_calls;
-  out.param = "tools";
-  for (const ojson &tool : ordered->at("tools")) {
-    ReplyFormat::Tool schema = tool_schema(tool);
-    if (choice.mode == "required" || schema.name == choice.function)
-      out.format.tools.push_back(std::move(schema));
-  }
-  if (out.format.tools.empty())
-    throw bad_request(fmt::format("'tool_choice' names the function '{}', which is not in 'tools'",
-                                  choice.function.substr(0, 64)),
-                      "tool_choice");
+  out.format.kind =
+      type == "json_object" ? ReplyFormat::Kind::json_object : ReplyFormat::Kind::json_schema;
   return out;
 }
 

@@ -77,19 +77,6 @@ std::string string_field(const json &body, const char *name) {
   return value->get<std::string>();
 }
 
-void check_known_fields(const json &object, std::initializer_list<std::string_view> known,
-                        const std::string &where) {
-  for (const auto &[key, value] : object.items()) {
-    if (std::find(known.begin(), known.end(), key) != known.end())
-      continue;
-    constexpr size_t kShown = 64; // of an unknown name, echoed back
-    const std::string name = key.size() > kShown ? key.substr(0, kShown) + "..." : key;
-    throw bad_request(where.empty() ? fmt::format("Unknown field '{}'", name)
-                                    : fmt::format("'{}' has an unknown field '{}'", where, name),
-                      where.empty() ? name : where);
-  }
-}
-
 const json &nonempty_list(const json &body, const char *name) {
   const json *list = field(body, name);
   if (list == nullptr)
@@ -116,26 +103,36 @@ std::string message_content(const json &message, size_t index) {
   if (it->is_string())
     return it->get<std::string>();
   if (!it->is_array())
-    throw bad_request(fmt::format("'{}' must be a string or a list of text parts", where), where);
+    throw bad_request(fmt::format("'{}' must be a string or a list of parts", where), where);
   std::string text;
-  for (const auto &part : *it) {
+  for (size_t k = 0; k < it->size(); ++k) {
+    const json &part = (*it)[k];
+    const std::string at = fmt::format("{}[{}]", where, k);
     const json *type = part.is_object() ? field(part, "type") : nullptr;
-    const json *part_text = part.is_object() ? field(part, "text") : nullptr;
-    if (type == nullptr || *type != "text" || part_text == nullptr || !part_text->is_string())
-      throw bad_request(
-          fmt::format("'{}' holds a part that is not {{\"type\": \"text\", \"text\": ...}}; "
-                      "bonsai serves text only",
-                      where),
-          where);
-    text += part_text->get_ref<const std::string &>();
+    if (type == nullptr || !type->is_string())
+      throw bad_request(fmt::format("'{}' must be a part such as {{\"type\": \"text\", "
+                                    "\"text\": ...}}",
+                                    at),
+                        at);
+    const std::string &kind = type->get_ref<const std::string &>();
+    if (kind == "text") {
+      const json *part_text = field(part, "text");
+      if (part_text == nullptr || !part_text->is_string())
+        throw bad_request(fmt::format("'{}.text' must be a string", at), at + ".text");
+      text += part_text->get_ref<const std::string &>();
+    } else if (const std::string_view what = media_kind(kind); !what.empty()) {
+      text += left_out_note(what, at);
+    } else {
+      note_ignored_field(at + " (type " + kind.substr(0, 32) + ")");
+    }
   }
   return text;
 }
 
 // The fields a message may have: OpenAI's, and what SDKs keep on an assistant
 // reply they send back (refusal, parsed, annotations, audio, function_call:
-// ignored; reasoning_content / reasoning: used).
-const std::set<std::string> kMessageFields = {
+// ignored without a note; reasoning_content / reasoning: used).
+const std::initializer_list<std::string_view> kMessageFields = {
     "role",      "content", "name",   "tool_calls",  "tool_call_id", "reasoning_content",
     "reasoning", "refusal", "parsed", "annotations", "audio",        "function_call"};
 
@@ -180,9 +177,7 @@ std::vector<ChatMessage> chat_messages(const json &body) {
     const std::string where = fmt::format("messages[{}]", i);
     if (!m.is_object())
       throw bad_request(fmt::format("'{}' must be an object", where), where);
-    for (const auto &[key, value] : m.items())
-      if (!kMessageFields.contains(key))
-        throw bad_request(fmt::format("'{}' has an unknown field '{}'", where, key), where);
+    ignore_unknown_fields(m, kMessageFields, where);
     const auto role = m.find("role");
     if (role == m.end() || !role->is_string())
       throw bad_request(fmt::format("'{}.role' must be a string", where), where + ".role");
@@ -225,11 +220,7 @@ bool thinking(const json &body) {
   if (const json *kwargs = field(body, "chat_template_kwargs"); kwargs != nullptr) {
     if (!kwargs->is_object())
       throw bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs");
-    for (const auto &[key, value] : kwargs->items())
-      if (key != "enable_thinking")
-        throw bad_request(
-            fmt::format("'chat_template_kwargs.{}' is not known; only enable_thinking is", key),
-            "chat_template_kwargs");
+    ignore_unknown_fields(*kwargs, {"enable_thinking"}, "chat_template_kwargs");
     enable = bool_field(*kwargs, "enable_thinking", enable);
   }
   return enable;

@@ -12,6 +12,7 @@
 
 #include "bonsai/engine.hpp"
 #include "bonsai/server.hpp"
+#include "request/field_notes.hpp"
 
 namespace bonsai::server {
 
@@ -29,15 +30,13 @@ bool bool_field(const nlohmann::json &body, const char *name, bool fallback);
 std::string string_field(const nlohmann::json &body, const char *name);
 // body[name], which must be a non-empty list.
 const nlohmann::json &nonempty_list(const nlohmann::json &body, const char *name);
-// Refuses a field of `object` that is not in `known`; `where` names the
-// object in the message ("" for the body itself).
-void check_known_fields(const nlohmann::json &object, std::initializer_list<std::string_view> known,
-                        const std::string &where);
 // The body as a JSON object, parsed within the limits.
 nlohmann::json object_body(std::string_view text, const JsonLimits &limits);
 // "messages": a non-empty list of {role, content, name?}; roles system
 // (or developer), user, assistant (with tool_calls?), tool (tool_call_id?);
-// content a string, text parts or null.
+// content a string, parts or null. Text parts are read; an image, audio or
+// file part becomes a short note that it was left out; other fields and
+// part types are ignored (field_notes.hpp). An unknown role is refused.
 std::vector<ChatMessage> chat_messages(const nlohmann::json &body);
 // An assistant message's "tool_calls": [{id?, type?, function: {name,
 // arguments}}], arguments a JSON text (as OpenAI sends them) or an object

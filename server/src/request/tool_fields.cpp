@@ -41,23 +41,25 @@ void append_python(const json &value, std::string &out) {
 }
 
 // One entry of `tools`: {"type": "function", "function": {"name", "description"?,
-// "parameters"?, "strict"?}}.
-void check_tool(const json &tool, size_t index) {
+// "parameters"?, "strict"?}}. Another type (a hosted tool, a custom grammar
+// tool) is left out with a warning: false.
+bool check_tool(const json &tool, size_t index) {
   const std::string where = fmt::format("tools[{}]", index);
   if (!tool.is_object())
     throw bad_request(fmt::format("'{}' must be an object", where), where);
-  for (const auto &[key, value] : tool.items())
-    if (key != "type" && key != "function")
-      throw bad_request(fmt::format("'{}' has an unknown field '{}'", where, key), where);
   const json *type = field(tool, "type");
-  if (type == nullptr || *type != "function")
+  if (type == nullptr || !type->is_string())
     throw bad_request(fmt::format("'{}.type' must be \"function\"", where), where + ".type");
+  if (*type != "function") {
+    note_warning(fmt::format("{}: the '{}' tool was left out (bonsai serves function tools)", where,
+                             type->get_ref<const std::string &>().substr(0, 32)));
+    return false;
+  }
+  ignore_unknown_fields(tool, {"type", "function"}, where);
   const json *function = field(tool, "function");
   if (function == nullptr || !function->is_object())
     throw bad_request(fmt::format("'{}.function' must be an object", where), where + ".function");
-  for (const auto &[key, value] : function->items())
-    if (key != "name" && key != "description" && key != "parameters" && key != "strict")
-      throw bad_request(fmt::format("'{}.function' has an unknown field '{}'", where, key),
+  ignore_unknown_fields(*function, {"name", "description", "parameters", "strict"},
                         where + ".function");
   const json *name = field(*function, "name");
   if (name == nullptr)
@@ -72,6 +74,7 @@ void check_tool(const json &tool, size_t index) {
       parameters != nullptr && !parameters->is_object())
     throw bad_request(fmt::format("'{}.function.parameters' must be a JSON Schema object", where),
                       where + ".function.parameters");
+  return true;
 }
 
 } // namespace
@@ -110,10 +113,16 @@ ToolsRequest tools_request(const json &body) {
   ToolsRequest request;
   request.parallel = bool_field(body, "parallel_tool_calls", true);
   if (const json *tools = tool_list(body); tools != nullptr) {
-    for (size_t i = 0; i < tools->size(); ++i) {
-      check_tool((*tools)[i], i);
-      request.rendered.push_back(python_json((*tools)[i]));
-    }
+    for (size_t i = 0; i < tools->size(); ++i)
+      if (check_tool((*tools)[i], i)) {
+        // As the template lists it: the fields it knows, in the client's order.
+        const json &function = (*tools)[i].at("function");
+        json listed = {{"type", "function"}, {"function", json::object()}};
+        for (const char *key : {"name", "description", "parameters", "strict"})
+          if (const auto it = function.find(key); it != function.end())
+            listed["function"][key] = *it;
+        request.rendered.push_back(python_json(listed));
+      }
   }
   // "none": the model is not told about the tools, and nothing is parsed.
   // (format_fields.cpp checks the field and enforces "required" and a named

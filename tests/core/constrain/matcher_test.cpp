@@ -178,6 +178,32 @@ TEST(GrammarMatcher, ToolCallsInQwenForm) {
   EXPECT_TRUE(matches(many, call + "\n" + call));
 }
 
+// An agent with tools and an output format: its reply is calls, or one
+// value of the format, never prose and never both.
+TEST(GrammarMatcher, ToolCallsOrAValueOfTheFormat) {
+  const ToolSchema tools[] = {
+      {"get_weather", R"({"type":"object","properties":{"city":{"type":"string"}}})"}};
+  const Grammar g = Grammar::tool_calls_or_value(
+      tools, true,
+      R"({"type":"object","properties":{"t":{"type":"number"}},"required":["t"],"additionalProperties":false})");
+  const std::string call =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+  EXPECT_TRUE(matches(g, call));
+  EXPECT_TRUE(matches(g, call + "\n" + call));
+  EXPECT_TRUE(matches(g, R"({"t": 18})"));
+  EXPECT_FALSE(matches(g, R"({"t": "warm"})"));
+  EXPECT_FALSE(matches(g, R"({})"));
+  EXPECT_FALSE(prefix_ok(g, "It is"));
+  EXPECT_FALSE(prefix_ok(g, R"({"t": 1})" + call));
+  // An empty schema text: any object.
+  const Grammar any = Grammar::tool_calls_or_value(tools, false, "");
+  EXPECT_TRUE(matches(any, R"({"anything": [1]})"));
+  EXPECT_FALSE(matches(any, "[1]"));
+  EXPECT_THROW((void)Grammar::tool_calls_or_value(
+                   tools, false, R"({"type":"object","required":["a"],"properties":{"a":false}})"),
+               Error);
+}
+
 // A tool's arguments are a JSON object whatever its parameters schema
 // allows: a schema that says nothing means any object, a type list is
 // narrowed to object, and a schema without a type is one of an object.

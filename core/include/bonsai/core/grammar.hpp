@@ -52,6 +52,12 @@ public:
   static Grammar tool_calls(std::span<const ToolSchema> tools, bool parallel,
                             const GrammarLimits &limits = {});
 
+  // Either the calls of tool_calls() or one JSON value valid under `schema`
+  // (JSON text; empty: any JSON object): what an agent that has tools and
+  // must answer in a format may reply. Throws bonsai::Error.
+  static Grammar tool_calls_or_value(std::span<const ToolSchema> tools, bool parallel,
+                                     std::string_view schema, const GrammarLimits &limits = {});
+
   // This grammar preceded by a reasoning block: when `opened` the reply is
   // already inside it (the prompt ended with <think>), else the block
   // "<think>...</think>" is optional. Whitespace may follow the block.

@@ -15,18 +15,33 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-// The fields of a create request. metadata, service_tier, betas and
-// context_management are what Anthropic's clients (Claude Code among them)
-// send and what changes nothing here; they are checked for their type.
+// The fields of a create request. metadata, service_tier, betas,
+// context_management and container are what Anthropic's clients (Claude
+// Code among them) send and what changes nothing here; they are checked for
+// their type. Any other field is ignored and named in the answer's
+// Bonsai-Ignored-Fields header (field_notes.hpp).
 const std::initializer_list<std::string_view> kCreateFields = {
-    "model",          "max_tokens",   "messages",    "system",
-    "stop_sequences", "stream",       "temperature", "top_p",
-    "top_k",          "metadata",     "tools",       "tool_choice",
-    "thinking",       "service_tier", "betas",       "context_management",
-    "mcp_servers"};
+    "model",          "max_tokens",    "messages",    "system",
+    "stop_sequences", "stream",        "temperature", "top_p",
+    "top_k",          "metadata",      "tools",       "tool_choice",
+    "thinking",       "service_tier",  "betas",       "context_management",
+    "mcp_servers",    "output_config", "container"};
 const std::initializer_list<std::string_view> kCountFields = {
-    "model", "messages",           "system",     "tools", "tool_choice", "thinking",
-    "betas", "context_management", "mcp_servers"};
+    "model", "messages",           "system",      "tools",        "tool_choice", "thinking",
+    "betas", "context_management", "mcp_servers", "output_config"};
+
+// Claude Code's first system block: "x-anthropic-billing-header: cc_version=...;
+// cc_entrypoint=...;", which changes between releases and sessions. It is
+// metadata for Anthropic's billing, not an instruction, and at the very start
+// of the prompt it would defeat the prompt cache: it is left out.
+constexpr std::string_view kBillingHeader = "x-anthropic-billing-header:";
+
+// What reading the messages learns besides the turns: the tools that a
+// tool_reference block loaded (a deferred tool is shown once referenced).
+struct MessagesReading {
+  std::vector<ChatMessage> turns;
+  std::vector<std::string> referenced_tools;
+};
 
 const json *typed_field(const json &object, const char *name, bool (json::*is)() const,
                         const char *what, const std::string &where) {
@@ -52,18 +67,20 @@ std::string block_type(const json &block, const std::string &where) {
 // A text block's text ({"type": "text", "text", "cache_control"?,
 // "citations"?}: prompt caching is automatic here, citations unused).
 std::string text_of(const json &block, const std::string &where) {
-  check_known_fields(block, {"type", "text", "cache_control", "citations"}, where);
+  ignore_unknown_fields(block, {"type", "text", "cache_control", "citations"}, where);
   return required_string(block, "text", where);
 }
 
-[[noreturn]] void refuse_block(const std::string &type, const std::string &where) {
-  throw bad_request(fmt::format("'{}' is a '{}' block; bonsai serves text, tool_use, "
-                                "tool_result and thinking blocks only",
-                                where, type.substr(0, 32)),
-                    where);
+// A block that is not text where text is read: an image or a document
+// becomes a note that it was left out; another type is ignored.
+std::string other_block(const std::string &type, const std::string &where) {
+  if (const std::string_view what = media_kind(type); !what.empty())
+    return left_out_note(what, where);
+  note_ignored_field(where + " (type " + type.substr(0, 32) + ")");
+  return {};
 }
 
-// "system": a string or a list of text blocks.
+// "system": a string or a list of text blocks (the billing header left out).
 std::string system_text(const json &body) {
   const json *system = field(body, "system");
   if (system == nullptr)
@@ -75,18 +92,24 @@ std::string system_text(const json &body) {
   std::string text;
   for (size_t i = 0; i < system->size(); ++i) {
     const std::string where = fmt::format("system[{}]", i);
-    if (const std::string type = block_type((*system)[i], where); type != "text")
-      refuse_block(type, where);
+    const std::string type = block_type((*system)[i], where);
+    const std::string piece =
+        type == "text" ? text_of((*system)[i], where) : other_block(type, where);
+    if (piece.empty() || (type == "text" && piece.starts_with(kBillingHeader)))
+      continue;
     if (!text.empty())
       text += "\n\n";
-    text += text_of((*system)[i], where);
+    text += piece;
   }
   return text;
 }
 
-// A tool_result's content: a string or text blocks.
-std::string tool_result_text(const json &block, const std::string &where) {
-  check_known_fields(block, {"type", "tool_use_id", "content", "is_error", "cache_control"}, where);
+// A tool_result's content: a string or blocks (text; an image or document
+// becomes a note; a tool_reference loads the tool it names).
+std::string tool_result_text(const json &block, const std::string &where,
+                             MessagesReading &reading) {
+  ignore_unknown_fields(block, {"type", "tool_use_id", "content", "is_error", "cache_control"},
+                        where);
   required_string(block, "tool_use_id", where);
   const json *error = typed_field(block, "is_error", &json::is_boolean, "a boolean", where);
   std::string text;
@@ -96,12 +119,20 @@ std::string tool_result_text(const json &block, const std::string &where) {
   } else if (content->is_array()) {
     for (size_t i = 0; i < content->size(); ++i) {
       const std::string at = fmt::format("{}.content[{}]", where, i);
-      if (const std::string type = block_type((*content)[i], at); type != "text")
-        refuse_block(type, at);
-      text += text_of((*content)[i], at);
+      const std::string type = block_type((*content)[i], at);
+      if (type == "text") {
+        text += text_of((*content)[i], at);
+      } else if (type == "tool_reference") {
+        ignore_unknown_fields((*content)[i], {"type", "tool_name", "cache_control"}, at);
+        const std::string name = required_string((*content)[i], "tool_name", at);
+        reading.referenced_tools.push_back(name);
+        text += (text.empty() ? "" : "\n") + ("Tool loaded: " + name);
+      } else {
+        text += other_block(type, at);
+      }
     }
   } else {
-    throw bad_request(fmt::format("'{}.content' must be a string or a list of text blocks", where),
+    throw bad_request(fmt::format("'{}.content' must be a string or a list of blocks", where),
                       where + ".content");
   }
   // The model learns that the call failed, as Anthropic's is_error says.
@@ -109,7 +140,7 @@ std::string tool_result_text(const json &block, const std::string &where) {
 }
 
 ToolCall tool_use_call(const json &block, const std::string &where) {
-  check_known_fields(block, {"type", "id", "name", "input", "cache_control"}, where);
+  ignore_unknown_fields(block, {"type", "id", "name", "input", "cache_control", "caller"}, where);
   required_string(block, "id", where);
   const json *name = field(block, "name");
   if (name == nullptr)
@@ -121,16 +152,20 @@ ToolCall tool_use_call(const json &block, const std::string &where) {
 
 // One message of "messages" as the chat turns it stands for: a user
 // message's tool_result blocks become tool turns (in order, before its
-// text), an assistant message's thinking goes back in its think block.
-void add_message(const json &message, size_t index, std::vector<ChatMessage> &out) {
+// text), an assistant message's thinking goes back in its think block, a
+// system message (Claude Code sends its environment as one, anywhere in the
+// list) is a system turn where it stands.
+void add_message(const json &message, size_t index, MessagesReading &reading) {
+  std::vector<ChatMessage> &out = reading.turns;
   const std::string where = fmt::format("messages[{}]", index);
   if (!message.is_object())
     throw bad_request(fmt::format("'{}' must be an object", where), where);
-  check_known_fields(message, {"role", "content"}, where);
+  ignore_unknown_fields(message, {"role", "content", "output_config"}, where);
   const std::string role = required_string(message, "role", where);
-  if (role != "user" && role != "assistant")
-    throw bad_request(fmt::format("'{}.role' must be \"user\" or \"assistant\", not \"{}\"", where,
-                                  role.substr(0, 32)),
+  if (role != "user" && role != "assistant" && role != "system")
+    throw bad_request(fmt::format("'{}.role' must be \"user\", \"assistant\" or \"system\", "
+                                  "not \"{}\"",
+                                  where, role.substr(0, 32)),
                       where + ".role");
   const json *content = field(message, "content");
   if (content == nullptr)
@@ -145,23 +180,26 @@ void add_message(const json &message, size_t index, std::vector<ChatMessage> &ou
         where + ".content");
   ChatMessage turn{role, {}};
   std::string thinking;
+  const auto add_text = [&](const std::string &text) {
+    if (!text.empty()) // separate blocks stay separate paragraphs
+      turn.content += (turn.content.empty() ? "" : "\n\n") + text;
+  };
   for (size_t i = 0; i < content->size(); ++i) {
     const json &block = (*content)[i];
     const std::string at = fmt::format("{}.content[{}]", where, i);
     const std::string type = block_type(block, at);
     if (type == "text") {
-      // Separate blocks stay separate paragraphs.
-      turn.content += (turn.content.empty() ? "" : "\n\n") + text_of(block, at);
+      add_text(text_of(block, at));
     } else if (type == "tool_result" && role == "user") {
       if (!turn.content.empty()) { // text before a result keeps its place
         out.push_back(std::move(turn));
         turn = {role, {}};
       }
-      out.push_back({"tool", tool_result_text(block, at)});
+      out.push_back({"tool", tool_result_text(block, at, reading)});
     } else if (type == "tool_use" && role == "assistant") {
       turn.tool_calls.push_back(tool_use_call(block, at));
     } else if (type == "thinking" && role == "assistant") {
-      check_known_fields(block, {"type", "thinking", "signature"}, at);
+      ignore_unknown_fields(block, {"type", "thinking", "signature"}, at);
       thinking += required_string(block, "thinking", at);
     } else if (type == "redacted_thinking" && role == "assistant") {
       // Another model's encrypted reasoning: nothing this one can read.
@@ -170,7 +208,7 @@ void add_message(const json &message, size_t index, std::vector<ChatMessage> &ou
                                     type == "tool_result" ? "user" : "assistant"),
                         at);
     } else {
-      refuse_block(type, at);
+      add_text(other_block(type, at));
     }
   }
   if (!thinking.empty())
@@ -179,19 +217,24 @@ void add_message(const json &message, size_t index, std::vector<ChatMessage> &ou
     out.push_back(std::move(turn));
 }
 
-std::vector<ChatMessage> chat_turns(const json &body) {
+MessagesReading chat_turns(const json &body) {
   const json &messages = nonempty_list(body, "messages");
-  std::vector<ChatMessage> out;
+  MessagesReading reading;
   const std::string system = system_text(body);
   if (!system.empty())
-    out.push_back({"system", system});
+    reading.turns.push_back({"system", system});
   for (size_t i = 0; i < messages.size(); ++i)
-    add_message(messages[i], i, out);
-  if (messages.back().value("role", "") != "user")
+    add_message(messages[i], i, reading);
+  // The conversation ends with the user's turn (system turns may follow it).
+  std::string last_role;
+  for (const json &message : messages)
+    if (message.is_object() && message.value("role", "") != "system")
+      last_role = message.value("role", "");
+  if (last_role != "user")
     throw bad_request("The last message must be a user message: bonsai does not continue an "
                       "assistant message given as a prefill",
                       "messages");
-  return out;
+  return reading;
 }
 
 // "tool_choice": {"type": "auto" | "any" | "tool" | "none", "name"?,
@@ -210,7 +253,7 @@ ToolChoice tool_choice(const json &body) {
   if (!value->is_object())
     throw bad_request("'tool_choice' must be an object such as {\"type\": \"auto\"}",
                       "tool_choice");
-  check_known_fields(*value, {"type", "name", "disable_parallel_tool_use"}, "tool_choice");
+  ignore_unknown_fields(*value, {"type", "name", "disable_parallel_tool_use"}, "tool_choice");
   choice.type = required_string(*value, "type", "tool_choice");
   if (choice.type != "auto" && choice.type != "any" && choice.type != "tool" &&
       choice.type != "none")
@@ -225,22 +268,46 @@ ToolChoice tool_choice(const json &body) {
 }
 
 // One of "tools": a custom tool {"name", "description"?, "input_schema",
-// "type"?: "custom", "cache_control"?}. Anthropic's own tool types (bash,
-// text_editor, web_search, ...) run on Anthropic's side or need its schemas.
-FunctionTool custom_tool(const json &tool, const std::string &where) {
-  if (const json *type = field(tool, "type"); type != nullptr && *type != "custom")
-    throw bad_request(fmt::format("'{}' is Anthropic's '{}' tool; bonsai serves custom tools "
-                                  "(name, description, input_schema) only",
-                                  where, type->is_string() ? type->get<std::string>() : "?"),
-                      where + ".type");
-  check_known_fields(tool, {"type", "name", "description", "input_schema", "cache_control"}, where);
-  return function_tool(tool, where, "input_schema", true);
+// "type"?: "custom", "cache_control"?, "defer_loading"?}. Anthropic's own
+// tool types (web_search, code_execution, bash, text_editor, ...) run on
+// Anthropic's side or need its schemas: left out with a warning.
+void custom_tool(const json &tool, const std::string &where, const std::string &pointer,
+                 std::vector<FunctionTool> &out) {
+  if (const json *type = field(tool, "type"); type != nullptr && *type != "custom") {
+    note_warning(
+        fmt::format("{}: Anthropic's '{}' tool was left out (bonsai serves custom tools)", where,
+                    type->is_string() ? type->get<std::string>().substr(0, 32) : std::string("?")));
+    return;
+  }
+  ignore_unknown_fields(tool,
+                        {"type", "name", "description", "input_schema", "cache_control",
+                         "defer_loading", "strict", "input_examples", "eager_input_streaming"},
+                        where);
+  bool_field(tool, "defer_loading", false);
+  FunctionTool function = function_tool(tool, where, "input_schema", true);
+  function.pointer = pointer;
+  out.push_back(std::move(function));
+}
+
+// The tools the model is shown: all but the deferred ones (defer_loading:
+// true), which stay hidden until a tool_reference block has loaded them, as
+// Anthropic's tool search does.
+std::vector<FunctionTool> shown_tools(const json &body,
+                                      const std::vector<std::string> &referenced) {
+  std::vector<FunctionTool> shown;
+  for (FunctionTool &tool : function_tools(body, custom_tool)) {
+    const json &object = body.at(json::json_pointer(tool.pointer));
+    const bool deferred = object.value("defer_loading", false);
+    if (!deferred || std::find(referenced.begin(), referenced.end(), tool.name) != referenced.end())
+      shown.push_back(std::move(tool));
+  }
+  return shown;
 }
 
 // The tools, told to the model and, for "any" and "tool", enforced.
 void apply_tools(const json &body, std::string_view text, const RequestContext &context,
-                 CompletionSpec &spec) {
-  const std::vector<FunctionTool> tools = function_tools(body, custom_tool);
+                 const std::vector<std::string> &referenced, CompletionSpec &spec) {
+  const std::vector<FunctionTool> tools = shown_tools(body, referenced);
   const ToolChoice choice = tool_choice(body);
   if (choice.type != "auto" && choice.type != "none" && tools.empty())
     throw bad_request(fmt::format("'tool_choice' \"{}\" needs 'tools'", choice.type),
@@ -258,10 +325,9 @@ void apply_tools(const json &body, std::string_view text, const RequestContext &
   format.parallel_tool_calls = choice.parallel;
   // The schemas in the client's key order, which the reply follows.
   const ojson ordered = parse_ordered_json_within(text, context.json);
-  const ojson &listed = ordered.at("tools");
-  for (size_t i = 0; i < tools.size(); ++i)
-    if (choice.type == "any" || tools[i].name == choice.name)
-      format.tools.push_back(format_tool(tools[i].name, &listed[i].at("input_schema")));
+  for (const FunctionTool &tool : tools)
+    if (choice.type == "any" || tool.name == choice.name)
+      format.tools.push_back(format_tool(tool.name, ordered_schema(ordered, tool, "input_schema")));
   if (format.tools.empty())
     throw bad_request(fmt::format("'tool_choice' names the tool '{}', which is not in 'tools'",
                                   choice.name.substr(0, 64)),
@@ -269,31 +335,82 @@ void apply_tools(const json &body, std::string_view text, const RequestContext &
   spec.format_param = "tools";
 }
 
-// "thinking": {"type": "enabled", "budget_tokens"} (a budget on the think
-// block), {"type": "adaptive"} or {"type": "disabled"}.
-bool apply_thinking(const json &body, GenerateRequest &request) {
+// How much the model may think (docs/server.md, "Anthropic Messages API"):
+// "thinking" turns the think block on ({"type": "enabled",
+// "budget_tokens"}, {"type": "adaptive"}) or off ({"type": "disabled"},
+// absent); "output_config": {"effort"} sets its budget when no
+// budget_tokens does: low 1,024 tokens, medium 4,096, high 16,384, max none.
+// "display": "omitted" keeps the thinking but leaves it out of the reply.
+struct Thinking {
+  bool on = false;
+  bool shown = false;
+  int32_t budget = -1;
+};
+
+int32_t effort_budget(const json &config, const std::string &where) {
+  if (!config.is_object())
+    throw bad_request(fmt::format("'{}' must be an object", where), where);
+  ignore_unknown_fields(config, {"effort", "format", "task_budget"}, where);
+  const std::string effort = string_field(config, "effort");
+  if (effort.empty())
+    return -1;
+  if (effort == "low")
+    return 1024;
+  if (effort == "medium")
+    return 4096;
+  if (effort == "high")
+    return 16384;
+  if (effort == "max" || effort == "xhigh")
+    return -1;
+  throw bad_request(fmt::format("'{}.effort' must be \"low\", \"medium\", \"high\", \"xhigh\" or "
+                                "\"max\"",
+                                where),
+                    where + ".effort");
+}
+
+Thinking thinking_of(const json &body) {
+  Thinking out;
+  // The effort: the body's output_config, else the last message's (Claude
+  // Code's per-turn setting).
+  if (const json *config = field(body, "output_config"); config != nullptr) {
+    out.budget = effort_budget(*config, "output_config");
+  } else if (const json *messages = field(body, "messages"); messages != nullptr) {
+    for (size_t i = messages->size(); i-- > 0;)
+      if (const json *own =
+              (*messages)[i].is_object() ? field((*messages)[i], "output_config") : nullptr;
+          own != nullptr) {
+        out.budget = effort_budget(*own, fmt::format("messages[{}].output_config", i));
+        break;
+      }
+  }
   const json *thinking = field(body, "thinking");
   if (thinking == nullptr)
-    return false;
+    return out;
   if (!thinking->is_object())
     throw bad_request("'thinking' must be an object such as {\"type\": \"enabled\", "
                       "\"budget_tokens\": 1024}",
                       "thinking");
-  check_known_fields(*thinking, {"type", "budget_tokens", "display"}, "thinking");
+  ignore_unknown_fields(*thinking, {"type", "budget_tokens", "display"}, "thinking");
   const std::string type = required_string(*thinking, "type", "thinking");
   if (type == "disabled")
-    return false;
+    return out;
   if (type != "enabled" && type != "adaptive")
     throw bad_request("'thinking.type' must be \"enabled\", \"adaptive\" or \"disabled\"",
                       "thinking.type");
+  const std::string display = string_field(*thinking, "display");
+  if (!display.empty() && display != "summarized" && display != "omitted" && display != "full")
+    throw bad_request("'thinking.display' must be \"summarized\", \"full\" or \"omitted\"",
+                      "thinking.display");
+  out.on = true;
+  out.shown = display != "omitted";
   if (type == "enabled") {
     if (field(*thinking, "budget_tokens") == nullptr)
       throw bad_request("'thinking.budget_tokens' is required with \"enabled\"",
                         "thinking.budget_tokens");
-    request.reasoning_budget =
+    out.budget =
         static_cast<int32_t>(integer_field(*thinking, "budget_tokens", 0, 1'000'000'000, -1));
   }
-  return true;
+  return out;
 }
 
 // Fields that change nothing here, checked for their type.
@@ -301,7 +418,7 @@ void check_inert_fields(const json &body) {
   if (const json *metadata = field(body, "metadata"); metadata != nullptr) {
     if (!metadata->is_object())
       throw bad_request("'metadata' must be an object", "metadata");
-    check_known_fields(*metadata, {"user_id"}, "metadata");
+    ignore_unknown_fields(*metadata, {"user_id"}, "metadata");
     string_field(*metadata, "user_id");
   }
   string_field(body, "service_tier");
@@ -322,18 +439,24 @@ MessagesRequest read_messages_request(std::string_view text, const RequestContex
                                       MessagesEndpoint endpoint) {
   const json body = object_body(text, context.json);
   const bool create = endpoint == MessagesEndpoint::create;
-  check_known_fields(body, create ? kCreateFields : kCountFields, "");
+  ignore_unknown_fields(body, create ? kCreateFields : kCountFields, "");
   check_inert_fields(body);
   MessagesRequest out{chat_spec(body, context.model_id, "messages", context), false};
   CompletionSpec &spec = out.spec;
   GenerateRequest &g = spec.generate;
-  g.messages = chat_turns(body);
-  out.show_thinking = apply_thinking(body, g); // budget_tokens may set the budget
-  g.enable_thinking = out.show_thinking;
-  apply_tools(body, text, context, spec);
+  MessagesReading reading = chat_turns(body);
+  g.messages = std::move(reading.turns);
+  const Thinking thinking = thinking_of(body);
+  out.show_thinking = thinking.on && thinking.shown;
+  g.enable_thinking = thinking.on;
+  if (thinking.on && thinking.budget >= 0)
+    g.reasoning_budget = thinking.budget;
+  apply_tools(body, text, context, reading.referenced_tools, spec);
   if (create) {
     if (field(body, "max_tokens") == nullptr)
       throw bad_request("'max_tokens' is required", "max_tokens");
+    // A max_tokens past the context (Claude Code asks for 128,000) is not an
+    // error: the reply ends at the context's end with "max_tokens".
     g.n_predict = static_cast<int32_t>(integer_field(body, "max_tokens", 1, 1'000'000'000, 1));
     spec.stream = bool_field(body, "stream", false);
     SamplingParams &s = g.sampling;

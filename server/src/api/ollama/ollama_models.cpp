@@ -125,7 +125,7 @@ std::string ollama_version_body() {
 std::string ollama_show_body(const OllamaModel &model, const RequestContext &context,
                              std::string_view text) {
   const json body = object_body(text, context.json);
-  check_known_fields(body, {"model", "name", "verbose", "system", "template", "options"}, "");
+  ignore_unknown_fields(body, {"model", "name", "verbose", "system", "template", "options"}, "");
   string_field(body, "model");
   string_field(body, "name");
   bool_field(body, "verbose", false);

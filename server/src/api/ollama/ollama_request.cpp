@@ -34,7 +34,8 @@ bool is_load_option(std::string_view name) {
 
 // "options": the sampling and length settings bonsai honours; load-time
 // options are accepted and change nothing; samplers bonsai does not have are
-// refused unless they ask for their default (off).
+// refused unless they ask for their default (off); any other key is ignored
+// with a log line, as Ollama does (field_notes.hpp).
 void apply_options(const json &body, CompletionSpec &spec, const RequestContext &context) {
   const json *options = field(body, "options");
   if (options == nullptr)
@@ -70,7 +71,7 @@ void apply_options(const json &body, CompletionSpec &spec, const RequestContext 
                                     "temperature, top_k, top_p, min_p and the penalties)",
                                     name),
                         name);
-    throw bad_request(fmt::format("'{}' is not an option bonsai serve knows", name), name);
+    note_ignored_field(name);
   }
   GenerateRequest &g = spec.generate;
   SamplingParams &s = g.sampling;
@@ -98,37 +99,53 @@ void apply_options(const json &body, CompletionSpec &spec, const RequestContext 
   spec.n_ctx = static_cast<int32_t>(integer_field(*options, "num_ctx", 1, INT32_MAX, 0));
 }
 
-// "format": "json" (any JSON object) or a JSON Schema; "" for none.
+FunctionTool ollama_tool_of(const json &tool, const std::string &where);
+void ollama_tool(const json &tool, const std::string &where, const std::string &pointer,
+                 std::vector<FunctionTool> &out);
+
+// "format": "json" (any JSON object) or a JSON Schema; "" for none. With
+// tools, the reply is either calls or the value (one grammar for both).
 void apply_format(const json &body, std::string_view text, const RequestContext &context,
                   CompletionSpec &spec) {
   const json *format = field(body, "format");
   if (format == nullptr || (format->is_string() && format->get_ref<const std::string &>().empty()))
     return;
   ReplyFormat &reply = spec.generate.format;
+  const ojson ordered = parse_ordered_json_within(text, context.json);
   if (format->is_string() && *format == "json") {
     reply.kind = ReplyFormat::Kind::json_object;
   } else if (format->is_object()) {
     reply.kind = ReplyFormat::Kind::json_schema;
-    reply.schema = parse_ordered_json_within(text, context.json).at("format").dump();
+    reply.schema = ordered.at("format").dump();
   } else {
     throw bad_request("'format' must be \"json\" or a JSON Schema object", "format");
   }
   spec.format_param = "format";
-  if (spec.parse_tool_calls)
-    throw bad_request("'format' together with 'tools' is not supported: the reply is either a "
-                      "JSON value or tool calls",
-                      "format");
+  if (spec.parse_tool_calls) {
+    reply.kind = ReplyFormat::Kind::tool_calls_or_json;
+    for (const FunctionTool &tool : function_tools(body, ollama_tool))
+      reply.tools.push_back(format_tool(tool.name, ordered_schema(ordered, tool, "parameters")));
+  }
   if (!spec.generate.stop_strings.empty())
     throw bad_request("'options.stop' cannot be used with 'format': a stop string could cut the "
                       "value before it is complete",
                       "options.stop");
 }
 
-void refuse_images(const json &object, const std::string &where) {
-  if (const json *images = field(object, "images");
-      images != nullptr && !(images->is_array() && images->empty()))
-    throw bad_request(fmt::format("'{}' is not supported: bonsai serves text-only models", where),
-                      where);
+// "images": each becomes a note that it was left out (the model reads text).
+std::string image_notes(const json &object, const std::string &where) {
+  const json *images = field(object, "images");
+  if (images == nullptr)
+    return {};
+  if (!images->is_array())
+    throw bad_request(fmt::format("'{}' must be a list", where), where);
+  std::string notes;
+  for (size_t i = 0; i < images->size(); ++i) {
+    if (!notes.empty())
+      notes.append("\n");
+    notes.append(left_out_note("an image", fmt::format("{}[{}]", where, i)));
+  }
+  return notes;
 }
 
 std::vector<ChatMessage> chat_messages_of(const json &body) {
@@ -143,17 +160,18 @@ std::vector<ChatMessage> chat_messages_of(const json &body) {
     const std::string where = fmt::format("messages[{}]", i);
     if (!m.is_object())
       throw bad_request(fmt::format("'{}' must be an object", where), where);
-    check_known_fields(
+    ignore_unknown_fields(
         m, {"role", "content", "images", "tool_calls", "thinking", "tool_name", "tool_call_id"},
         where);
     const std::string role = string_field(m, "role");
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
       throw bad_request(fmt::format("'{}.role' must be system, user, assistant or tool", where),
                         where + ".role");
-    refuse_images(m, where + ".images");
     string_field(m, "tool_name");
     string_field(m, "tool_call_id");
     ChatMessage message{role, string_field(m, "content")};
+    if (const std::string notes = image_notes(m, where + ".images"); !notes.empty())
+      message.content.append(message.content.empty() ? "" : "\n\n").append(notes);
     if (const json *calls = field(m, "tool_calls"); calls != nullptr) {
       if (role != "assistant")
         throw bad_request(fmt::format("'{}.tool_calls' belongs to assistant messages", where),
@@ -171,7 +189,7 @@ std::vector<ChatMessage> chat_messages_of(const json &body) {
 
 // One of "tools": OpenAI's function shape, {"type": "function", "function":
 // {"name", "description"?, "parameters"?}}.
-FunctionTool ollama_tool(const json &tool, const std::string &where) {
+FunctionTool ollama_tool_of(const json &tool, const std::string &where) {
   const json *function = field(tool, "function");
   const json *type = field(tool, "type");
   if (function == nullptr || !function->is_object() || type == nullptr || *type != "function")
@@ -179,9 +197,16 @@ FunctionTool ollama_tool(const json &tool, const std::string &where) {
                                   "{{\"name\", \"description\", \"parameters\"}}}}",
                                   where),
                       where);
-  check_known_fields(tool, {"type", "function"}, where);
-  check_known_fields(*function, {"name", "description", "parameters"}, where + ".function");
+  ignore_unknown_fields(tool, {"type", "function"}, where);
+  ignore_unknown_fields(*function, {"name", "description", "parameters"}, where + ".function");
   return function_tool(*function, where + ".function", "parameters", false);
+}
+
+void ollama_tool(const json &tool, const std::string &where, const std::string &pointer,
+                 std::vector<FunctionTool> &out) {
+  FunctionTool function = ollama_tool_of(tool, where);
+  function.pointer = pointer + "/function";
+  out.push_back(std::move(function));
 }
 
 void apply_tools(const json &body, CompletionSpec &spec) {
@@ -222,8 +247,9 @@ void apply_generate_prompt(const json &body, CompletionSpec &spec, OllamaRequest
   if (const json *context = field(body, "context");
       context != nullptr && !(context->is_array() && context->empty()))
     throw bad_request("'context' is not supported: send the conversation to /api/chat", "context");
-  refuse_images(body, "images");
-  const std::string prompt = string_field(body, "prompt");
+  std::string prompt = string_field(body, "prompt");
+  if (std::string notes = image_notes(body, "images"); !notes.empty())
+    prompt = notes.append("\n\n").append(prompt);
   const std::string system = string_field(body, "system");
   out.load_only = prompt.empty();
   if (bool_field(body, "raw", false)) {
@@ -249,7 +275,7 @@ OllamaRequest read_ollama_request(std::string_view text, const RequestContext &c
                                   OllamaEndpoint endpoint) {
   const json body = object_body(text, context.json);
   const bool chat = endpoint == OllamaEndpoint::chat;
-  check_known_fields(body, chat ? kChatFields : kGenerateFields, "");
+  ignore_unknown_fields(body, chat ? kChatFields : kGenerateFields, "");
   check_inert_fields(body);
   OllamaRequest out{
       chat_spec(body, ollama_model_name(context.model_id), chat ? "messages" : "prompt", context),

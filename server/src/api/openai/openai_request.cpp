@@ -18,8 +18,11 @@ namespace {
 
 using json = nlohmann::json;
 
-// The fields each endpoint knows. Unknown ones are refused, as OpenAI does,
-// so a misspelt option never goes unnoticed.
+// The fields each endpoint knows. Any other is ignored and named in the
+// answer's Bonsai-Ignored-Fields header (field_notes.hpp): clients add
+// fields with every release. Besides OpenAI's own, the extensions of
+// llama-server and vLLM that bonsai honours (ignore_eos, min_tokens,
+// repetition_penalty, cache_prompt: always on here, n_probs) are known.
 const std::set<std::string> kCommonFields = {"model",
                                              "max_tokens",
                                              "temperature",
@@ -38,7 +41,16 @@ const std::set<std::string> kCommonFields = {"model",
                                              "logprobs",
                                              "logit_bias",
                                              "speculative.n_max",
-                                             "speculative.n_min"};
+                                             "speculative.n_min",
+                                             "ignore_eos",
+                                             "min_tokens",
+                                             "repetition_penalty",
+                                             "cache_prompt",
+                                             "metadata",
+                                             "store",
+                                             "service_tier",
+                                             "prompt_cache_key",
+                                             "safety_identifier"};
 const std::set<std::string> kChatFields = {"messages",
                                            "max_completion_tokens",
                                            "chat_template_kwargs",
@@ -49,7 +61,9 @@ const std::set<std::string> kChatFields = {"messages",
                                            "response_format",
                                            "reasoning_format",
                                            "parallel_tool_calls",
-                                           "reasoning_budget"};
+                                           "reasoning_budget",
+                                           "reasoning_effort",
+                                           "modalities"};
 // parse_special is bonsai's own: whether control-token text in the prompt
 // becomes control tokens (default true, as llama.cpp's /completion does).
 const std::set<std::string> kCompletionFields = {"prompt",  "echo",          "suffix",
@@ -71,11 +85,11 @@ void refuse_unsupported(const json &body) {
     throw bad_request("'logit_bias' is not supported by bonsai serve", "logit_bias");
 }
 
-void check_known_fields(const json &body, Endpoint endpoint) {
+void note_unknown_fields(const json &body, Endpoint endpoint) {
   const auto &own = endpoint == Endpoint::chat ? kChatFields : kCompletionFields;
   for (const auto &[key, value] : body.items())
     if (!kCommonFields.contains(key) && !own.contains(key))
-      throw bad_request(fmt::format("Unrecognized request argument supplied: {}", key), key);
+      note_ignored_field(key);
 }
 
 // Speculative decoding: the server's draft settings, of which a request may
@@ -99,8 +113,10 @@ SamplingParams sampling(const json &body) {
       static_cast<float>(number_field(body, "presence_penalty", -2.0, 2.0, s.presence_penalty));
   s.frequency_penalty =
       static_cast<float>(number_field(body, "frequency_penalty", -2.0, 2.0, s.frequency_penalty));
-  s.repeat_penalty =
-      static_cast<float>(number_field(body, "repeat_penalty", 0.01, 10.0, s.repeat_penalty));
+  // vLLM spells llama-server's repeat_penalty repetition_penalty.
+  s.repeat_penalty = static_cast<float>(
+      number_field(body, "repeat_penalty", 0.01, 10.0,
+                   number_field(body, "repetition_penalty", 0.01, 10.0, s.repeat_penalty)));
   if (field(body, "seed") != nullptr)
     s.seed = static_cast<uint64_t>(
         integer_field(body, "seed", INT64_MIN, INT64_MAX, 0)); // any 64-bit value, as OpenAI
@@ -153,7 +169,7 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
   const json body = parse_json_within(body_text, context.json);
   if (!body.is_object())
     throw bad_request("The request body must be a JSON object");
-  check_known_fields(body, endpoint);
+  note_unknown_fields(body, endpoint);
   refuse_unsupported(body);
 
   CompletionSpec spec;
@@ -174,9 +190,7 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
   if (const json *options = field(body, "stream_options"); options != nullptr) {
     if (!options->is_object())
       throw bad_request("'stream_options' must be an object", "stream_options");
-    for (const auto &[key, value] : options->items())
-      if (key != "include_usage")
-        throw bad_request(fmt::format("'stream_options.{}' is not known", key), "stream_options");
+    ignore_unknown_fields(*options, {"include_usage", "continuous_usage_stats"}, "stream_options");
     if (!spec.stream)
       throw bad_request("'stream_options' is only allowed with 'stream': true", "stream_options");
     spec.include_usage = bool_field(*options, "include_usage", false);
@@ -186,6 +200,10 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
   if (endpoint == Endpoint::chat) {
     g.messages = chat_messages(body);
     g.enable_thinking = thinking(body);
+    // OpenAI's reasoning_effort: "none" and "minimal" turn thinking off.
+    if (const std::string effort = string_field(body, "reasoning_effort");
+        effort == "none" || effort == "minimal")
+      g.enable_thinking = false;
     ToolsRequest tools = tools_request(body);
     g.tools = std::move(tools.rendered);
     spec.parse_tool_calls = tools.parse_calls;
@@ -232,6 +250,17 @@ CompletionSpec parse_completion_request(Endpoint endpoint, std::string_view body
                     spec.format_param == "tools" ? "a required tool call" : "'response_format'"),
         "stop");
   g.draft = draft_options(body, context.draft);
+  // ignore_eos: the reply runs to max_tokens (or the context's end), as
+  // benchmarks ask; min_tokens: the end-of-turn tokens are held back until
+  // that many tokens are out.
+  if (bool_field(body, "ignore_eos", false))
+    g.stop_tokens = std::vector<int32_t>{};
+  g.min_tokens = static_cast<int32_t>(integer_field(body, "min_tokens", 0, kMaxTokens, 0));
+  if (g.min_tokens > 0) { // a proposal could end the reply early: no drafts for it
+    g.draft.ngram = 0;
+    g.draft.max = 0;
+  }
+  bool_field(body, "cache_prompt", true); // checked for its type: the cache is always on
   check_prompt_bytes(g, context, spec.prompt_param);
   return spec;
 }

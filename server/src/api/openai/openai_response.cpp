@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "reply/token_logprobs.hpp"
 #include "reply/token_text.hpp"
 
 namespace bonsai::server {
@@ -81,28 +82,8 @@ std::string models_body(const ModelFacts &model) {
 }
 
 json logprobs_json(Endpoint endpoint, const std::vector<StepLogprobs> &entries, size_t &offset) {
-  // A token's bytes may be part of a UTF-8 character: `token` is its text
-  // with U+FFFD for such bytes (dump's replace), `bytes` the exact bytes.
-  const auto bytes = [](const std::string &text) {
-    json list = json::array();
-    for (const unsigned char c : text)
-      list.push_back(c);
-    return list;
-  };
-  if (endpoint == Endpoint::chat) {
-    json content = json::array();
-    for (const StepLogprobs &e : entries) {
-      json top = json::array();
-      for (const TokenLogprob &alt : e.top)
-        top.push_back(
-            {{"token", alt.bytes}, {"logprob", alt.logprob}, {"bytes", bytes(alt.bytes)}});
-      content.push_back({{"token", e.chosen.bytes},
-                         {"logprob", e.chosen.logprob},
-                         {"bytes", bytes(e.chosen.bytes)},
-                         {"top_logprobs", std::move(top)}});
-    }
-    return {{"content", std::move(content)}, {"refusal", nullptr}};
-  }
+  if (endpoint == Endpoint::chat)
+    return {{"content", token_logprob_list(entries)}, {"refusal", nullptr}};
   json tokens = json::array(), token_logprobs = json::array(), tops = json::array(),
        offsets = json::array();
   bool any_top = false;

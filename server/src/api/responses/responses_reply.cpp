@@ -9,6 +9,7 @@
 #include "base/api_errors.hpp"
 #include "reply/reply_blocks.hpp"
 #include "reply/response_ids.hpp"
+#include "reply/token_logprobs.hpp"
 
 namespace bonsai::server {
 namespace {
@@ -25,21 +26,24 @@ int64_t unix_now() {
       .count();
 }
 
-// The part a reasoning or message item holds.
-json part_json(const ReplyBlock &block, const std::string &text) {
+// The part a reasoning or message item holds (a reasoning item's as a
+// summary part when `summary`).
+json part_json(const ReplyBlock &block, const std::string &text, bool summary,
+               json logprobs = json::array()) {
   if (block.kind == ReplyBlock::Kind::reasoning)
-    return {{"type", "reasoning_text"}, {"text", text}};
+    return {{"type", summary ? "summary_text" : "reasoning_text"}, {"text", text}};
   return {{"type", "output_text"},
           {"text", text},
           {"annotations", json::array()},
-          {"logprobs", json::array()}};
+          {"logprobs", std::move(logprobs)}};
 }
 
 class ResponsesWriter : public ReplyWriter {
 public:
-  ResponsesWriter(const Job &job, json echo)
+  ResponsesWriter(const Job &job, const ResponsesRequest &request)
       : id_(new_response_id("resp_")), created_(unix_now()), model_(job.spec.model),
-        echo_(std::move(echo)), split_(job.spec), blocks_(true) {}
+        echo_(request.echo), summary_(request.reasoning_summary), namespaced_(request.namespaced),
+        split_(job.spec), blocks_(true) {}
 
   std::string stream_start() override {
     const json response = response_json("in_progress", nullptr);
@@ -50,8 +54,10 @@ public:
   std::string stream(size_t, JobEvent &event) override {
     if (event.finish)
       finish_ = *event.finish;
+    const ReplyPiece piece = split_.next(event);
+    take_logprobs(event, piece);
     std::string out;
-    for (const BlockEvent &step : blocks_.feed(split_.next(event), event.finish.has_value()))
+    for (const BlockEvent &step : blocks_.feed(piece, event.finish.has_value()))
       out += item_events(step);
     return out;
   }
@@ -68,13 +74,33 @@ public:
   void collect(size_t, JobEvent &event) override {
     if (event.finish)
       finish_ = *event.finish;
-    blocks_.feed(split_.next(event), event.finish.has_value());
+    const ReplyPiece piece = split_.next(event);
+    take_logprobs(event, piece);
+    blocks_.feed(piece, event.finish.has_value());
   }
   std::string reply(const JobUsage &usage) override {
     return dump(response_json(status(), &usage));
   }
 
 private:
+  // With top_logprobs: the tokens of an event that wrote the answer's text
+  // belong to it (the think block's tokens are not output_text's).
+  void take_logprobs(JobEvent &event, const ReplyPiece &piece) {
+    if (piece.parts.content.empty())
+      return;
+    for (StepLogprobs &entry : event.logprobs)
+      pending_logprobs_.push_back(std::move(entry));
+  }
+  // The logprobs of the text written since the last call, moved into the
+  // message's list too.
+  json flush_logprobs() {
+    json list = token_logprob_list(pending_logprobs_);
+    for (const json &entry : list)
+      message_logprobs_.push_back(entry);
+    pending_logprobs_.clear();
+    return list;
+  }
+
   const char *status() const { return finish_ == Finish::length ? "incomplete" : "completed"; }
 
   // One typed event: "event: TYPE" and its data with type and sequence_number.
@@ -95,26 +121,37 @@ private:
       std::string text = block.text;
       if (done)
         trim_reasoning(text);
+      const json parts = done ? json::array({part_json(block, text, summary_)}) : json::array();
       return {{"type", "reasoning"},
               {"id", id},
-              {"summary", json::array()},
-              {"content", done ? json::array({part_json(block, text)}) : json::array()}};
+              {"summary", summary_ ? parts : json::array()},
+              {"content", summary_ ? json::array() : parts}};
     }
     case ReplyBlock::Kind::text:
-      return {{"type", "message"},
-              {"id", id},
-              {"status", status},
-              {"role", "assistant"},
-              {"content", done ? json::array({part_json(block, block.text)}) : json::array()}};
+      if (done && !pending_logprobs_.empty())
+        flush_logprobs();
+      return {
+          {"type", "message"},
+          {"id", id},
+          {"status", status},
+          {"role", "assistant"},
+          {"content", done ? json::array({part_json(block, block.text, false, message_logprobs_)})
+                           : json::array()}};
     case ReplyBlock::Kind::tool_call:
       break;
     }
-    return {{"type", "function_call"},
-            {"id", id},
-            {"call_id", block.call.id},
-            {"name", block.call.name},
-            {"arguments", done ? block.call.arguments : ""},
-            {"status", status}};
+    json call = {{"type", "function_call"},
+                 {"id", id},
+                 {"call_id", block.call.id},
+                 {"name", block.call.name},
+                 {"arguments", done ? block.call.arguments : ""},
+                 {"status", status}};
+    // A namespace's function: its name and namespace apart, as offered.
+    if (const auto found = namespaced_.find(block.call.name); found != namespaced_.end()) {
+      call["namespace"] = found->second.first;
+      call["name"] = found->second.second;
+    }
+    return call;
   }
 
   // The events of one block step: an item and its part opened, a delta, or
@@ -130,24 +167,34 @@ private:
       base.update(more);
       return base;
     };
+    // A reasoning item given as a summary streams its summary part.
+    const bool summary = reasoning && summary_;
+    json summary_where = where;
+    summary_where["summary_index"] = 0;
     switch (step.what) {
     case BlockEvent::What::open: {
       std::string out =
           event("response.output_item.added",
                 {{"output_index", step.index}, {"item", item_json(step.index, false)}});
-      if (!call)
+      if (summary)
+        out += event("response.reasoning_summary_part.added",
+                     with(summary_where, {{"part", part_json(block, "", true)}}));
+      else if (!call)
         out += event("response.content_part.added",
-                     with(part_where, {{"part", part_json(block, "")}}));
+                     with(part_where, {{"part", part_json(block, "", false)}}));
       return out;
     }
     case BlockEvent::What::delta:
       if (call)
         return event("response.function_call_arguments.delta",
                      with(where, {{"delta", step.delta}}));
-      return event(
-          reasoning ? "response.reasoning_text.delta" : "response.output_text.delta",
-          with(part_where, reasoning ? json{{"delta", step.delta}}
-                                     : json{{"delta", step.delta}, {"logprobs", json::array()}}));
+      if (summary)
+        return event("response.reasoning_summary_text.delta",
+                     with(summary_where, {{"delta", step.delta}}));
+      if (reasoning)
+        return event("response.reasoning_text.delta", with(part_where, {{"delta", step.delta}}));
+      return event("response.output_text.delta",
+                   with(part_where, {{"delta", step.delta}, {"logprobs", flush_logprobs()}}));
     case BlockEvent::What::close:
       break;
     }
@@ -155,13 +202,18 @@ private:
     std::string out;
     if (call) {
       out += event("response.function_call_arguments.done",
-                   with(where, {{"name", block.call.name}, {"arguments", block.call.arguments}}));
+                   with(where, {{"name", item.at("name")}, {"arguments", block.call.arguments}}));
+    } else if (summary) {
+      const json part = item.at("summary").at(0);
+      out += event("response.reasoning_summary_text.done",
+                   with(summary_where, {{"text", part.at("text")}}));
+      out += event("response.reasoning_summary_part.done", with(summary_where, {{"part", part}}));
     } else {
       const json part = item.at("content").at(0);
       out += event(reasoning ? "response.reasoning_text.done" : "response.output_text.done",
-                   with(part_where,
-                        reasoning ? json{{"text", part.at("text")}}
-                                  : json{{"text", part.at("text")}, {"logprobs", json::array()}}));
+                   with(part_where, reasoning ? json{{"text", part.at("text")}}
+                                              : json{{"text", part.at("text")},
+                                                     {"logprobs", part.at("logprobs")}}));
       out += event("response.content_part.done", with(part_where, {{"part", part}}));
     }
     return out + event("response.output_item.done", {{"output_index", step.index}, {"item", item}});
@@ -216,9 +268,13 @@ private:
   const int64_t created_;
   const std::string model_;
   const json echo_;
+  const bool summary_;               // reasoning as summary parts
+  const NamespacedNames namespaced_; // flat name -> (namespace, name)
   ReplySplit split_;
   ReplyBlocks blocks_;
-  std::vector<std::string> item_ids_; // one per block
+  std::vector<std::string> item_ids_;          // one per block
+  std::vector<StepLogprobs> pending_logprobs_; // the text's tokens not yet sent
+  json message_logprobs_ = json::array();      // every token of the answer's text
   int64_t sequence_ = 0;
   Finish finish_ = Finish::stop;
 };
@@ -227,9 +283,10 @@ private:
 
 ParsedRequest parse_responses_request(std::string_view body, const RequestContext &context) {
   ResponsesRequest request = read_responses_request(body, context);
-  return {std::move(request.spec),
-          [echo = std::move(request.echo)](const JobList &jobs) {
-            return std::make_unique<ResponsesWriter>(*jobs[0], echo);
+  CompletionSpec spec = std::move(request.spec);
+  return {std::move(spec),
+          [request = std::move(request)](const JobList &jobs) {
+            return std::make_unique<ResponsesWriter>(*jobs[0], request);
           },
           std::nullopt};
 }
