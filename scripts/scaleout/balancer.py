@@ -1,51 +1,26 @@
-"""HAProxy in front of the pods, as docs/deploy.md's recipe has it (least
-connections, maxconn = --parallel per replica so that the balancer holds
-the queue, /health checks, retries on 503 and on refused connections), and
-its runtime API (drain, ready, state and sessions per server)."""
+"""HAProxy in front of the pods, configured by deploy/haproxy.cfg (the
+recipe of docs/deploy.md), and its runtime API (drain, ready, state and
+sessions per server)."""
 import os
+import re
 import socket
 import subprocess
 import time
 
-CONFIG = """global
-    maxconn 2000
-    stats socket {socket} mode 600 level admin
-    log stdout format raw local0 info
+RECIPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy",
+                      "haproxy.cfg")
 
-defaults
-    mode http
-    log global
-    option httplog
-    option dontlog-normal
-    timeout connect 1s
-    timeout client 60s
-    timeout server 60s
-    timeout queue 30s
-    # A request the replica refused (503 while stopping) or never answered
-    # (the connection refused or dropped) goes to another replica, if one has
-    # room; a stream that has started is never replayed.
-    retries 3
-    option redispatch 1
-    # Retries replay the request: HAProxy must hold all of it first.
-    option http-buffer-request
-    retry-on conn-failure empty-response junk-response 503
 
-frontend bonsai_in
-    bind 127.0.0.1:{port}
-    default_backend bonsai
-
-backend bonsai
-    balance leastconn
-    option httpchk
-    http-check send meth GET uri /health ver HTTP/1.1 hdr Host localhost
-    http-check expect status 200
-    # Which replica answered, for the test's bookkeeping.
-    http-response set-header X-Served-By %s
-    # A 503 or a dropped connection takes a replica out at once, before its
-    # next health check.
-    default-server inter 200ms fall 2 rise 2 maxconn {parallel} observe layer7 error-limit 1 on-error mark-down
-{servers}
-"""
+def config_from_recipe(recipe, socket_path, port, parallel, servers):
+    """deploy/haproxy.cfg with this run's socket, port, maxconn and replicas,
+    and a header naming the replica that answered (the test's bookkeeping)."""
+    text = re.sub(r"stats socket \S+", f"stats socket {socket_path}", recipe)
+    text = re.sub(r"\n    bind \S+", f"\n    bind 127.0.0.1:{port}", text)
+    text = re.sub(r"(default-server .*) maxconn \d+", rf"\1 maxconn {parallel}", text)
+    text = re.sub(r"\n    server .*", "", text)
+    text = text.replace("    balance leastconn\n",
+                        "    balance leastconn\n    http-response set-header X-Served-By %s\n")
+    return text.rstrip("\n") + "\n" + servers + "\n"
 
 
 class Balancer:
@@ -55,9 +30,10 @@ class Balancer:
         self.config_path = os.path.join(work_dir, "haproxy.cfg")
         self.log_path = os.path.join(work_dir, "haproxy.log")
         servers = "\n".join(f"    server {pod.name} {pod.address}:{pod.port} check" for pod in pods)
+        with open(RECIPE) as recipe:
+            text = config_from_recipe(recipe.read(), self.socket_path, port, parallel, servers)
         with open(self.config_path, "w") as out:
-            out.write(CONFIG.format(socket=self.socket_path, port=port, parallel=parallel,
-                                    servers=servers))
+            out.write(text)
         self.process = None
 
     def start(self):
