@@ -177,6 +177,9 @@ int serve_command(const Args &args) {
       "a Host name to answer besides IP addresses and localhost (.example.com for a domain, * "
       "for any); repeatable")("no-webui", po::bool_switch(&a.no_webui),
                               "serve no chat page at / (the API only)")(
+      "vllm-metrics", po::bool_switch(&a.server.vllm_metrics),
+      "/metrics also writes the load under vLLM's names (vllm:num_requests_waiting, "
+      "vllm:num_requests_running, vllm:kv_cache_usage_perc, vllm:cache_config_info)")(
       "cors-origin", po::value(&a.server.cors_origins)->value_name("ORIGIN")->composing(),
       "an origin (http://host:port) whose web pages may call the API, * for any; repeatable")(
       "model-id", po::value(&a.server.model_id)->value_name("NAME"),

@@ -8,6 +8,8 @@
 #   scripts/install-deps.sh arm64    the aarch64 cross compiler, the arm64
 #                                    libraries (Debian multiarch) and
 #                                    qemu-user-static (scripts/test-arm64.sh)
+#   scripts/install-deps.sh scaleout HAProxy, Prometheus (with promtool) and
+#                                    iproute2 (scripts/test-scaleout.sh)
 set -euo pipefail
 # The program, the plugins and bonsai-gguf.
 program_packages=(
@@ -50,8 +52,9 @@ for group in "${groups[@]}"; do
     ;;
   fuzz) packages+=("${test_packages[@]}" clang libclang-rt-14-dev) ;;
   arm64) packages+=("${arm64_packages[@]}") ;;
+  scaleout) packages+=(haproxy prometheus iproute2 python3) ;;
   *)
-    echo "install-deps: unknown package group '$group' (known: program, tests, fuzz, arm64)" >&2
+    echo "install-deps: unknown package group '$group' (known: program, tests, fuzz, arm64, scaleout)" >&2
     exit 2
     ;;
   esac

@@ -165,8 +165,10 @@ private:
   bool collect(Exchange &exchange, size_t k, JobEvent &event) {
     if (event.finish == Finish::cancelled || event.finish == Finish::error) {
       cancel_all();
+      // Cancelled here means stopped by a shutdown: another replica can run it.
       exchange.respond(event.finish == Finish::cancelled
                            ? error_response(503, "server_error", "The request was cancelled", path_)
+                                 .header("Retry-After", "1")
                            : error_response(job_error(event), path_));
       return false;
     }
@@ -217,8 +219,9 @@ void queue_jobs(Server::Impl &impl, Exchange &exchange, JobList jobs,
                        path)
             .header("Retry-After", "1"));
   case Scheduler::Submitted::stopping:
-    return exchange.respond(
-        error_response(503, "server_error", "The server is shutting down", path));
+    // Another replica can take it: a balancer retries a 503 that says when.
+    return exchange.respond(error_response(503, "server_error", "The server is shutting down", path)
+                                .header("Retry-After", "1"));
   }
 }
 
@@ -254,7 +257,8 @@ std::optional<HttpResponse> not_serving(const Server::Impl &impl, const std::str
   return error_response(503, "server_error",
                         impl.state.load() == ServerState::loading ? "The model is still loading"
                                                                   : "The server is not serving",
-                        path);
+                        path)
+      .header("Retry-After", "1");
 }
 
 void start_generation(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange,

@@ -313,8 +313,7 @@ void Server::Impl::serve(const std::shared_ptr<Exchange> &exchange) {
   if (path == "/health")
     return exchange->respond(health(*this));
   if (path == "/metrics")
-    return exchange->respond(
-        HttpResponse(200, metrics.render(), "text/plain; version=0.0.4; charset=utf-8"));
+    return exchange->respond(metrics_answer(*this));
   if (path == "/v1/models")
     return exchange->respond(models(*this));
   if (path == "/props")

@@ -175,6 +175,7 @@ OriginPolicyOptions origin_options(const ServerOptions &o) {
 
 Server::Impl::Impl(ServerOptions server_options)
     : options(std::move(server_options)), origin_policy(origin_options(options), options.host),
+      metrics(options.vllm_metrics),
       workers(options.http_threads > 0 ? static_cast<size_t>(options.http_threads) : 2) {}
 
 Server::Server(ServerOptions options, EngineLoader load) {

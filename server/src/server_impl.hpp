@@ -77,6 +77,9 @@ struct Server::Impl : HttpApplication {
 using WorkerTask = std::function<std::function<void()>()>;
 void run_on_worker(Server::Impl &impl, const std::shared_ptr<Exchange> &exchange, WorkerTask work);
 
+// GET /metrics: the counters, and the scheduler's load at this moment.
+HttpResponse metrics_answer(const Server::Impl &impl);
+
 // The 503 for a request that needs the model while it is not ready.
 std::optional<HttpResponse> not_serving(const Server::Impl &impl, const std::string &path);
 

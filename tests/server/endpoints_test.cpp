@@ -298,7 +298,7 @@ TEST(ServerEndpoints, metrics_count_requests_tokens_and_latencies) {
       << page;
   EXPECT_EQ(metric(page, "bonsai_generated_tokens_total"), 5);
   EXPECT_EQ(metric(page, "bonsai_prompt_tokens_total"), static_cast<double>(golden.prompt.size()));
-  EXPECT_EQ(metric(page, "bonsai_slots_total"), 2);
+  EXPECT_EQ(metric(page, "bonsai_slots"), 2);
   EXPECT_EQ(metric(page, "bonsai_slots_busy"), 0);
   EXPECT_EQ(metric(page, "bonsai_ready"), 1);
   EXPECT_EQ(metric(page, "bonsai_time_to_first_token_seconds_count"), 1);

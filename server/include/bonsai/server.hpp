@@ -78,6 +78,9 @@ struct ServerOptions {
   int32_t n_predict = -1;
 
   bool web_ui = true; // the chat page at / (and /chat.js, /chat.css)
+  // /metrics also writes the load under vLLM's names (vllm:num_requests_waiting,
+  // ...), for routers and dashboards made for vLLM.
+  bool vllm_metrics = false;
 
   // Speculative decoding (docs/speculative.md): each running reply drafts
   // tokens by prompt lookup (draft.ngram > 0), with `draft_model` or with

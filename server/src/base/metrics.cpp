@@ -1,5 +1,7 @@
 #include "base/metrics.hpp"
 
+#include "base/router_metrics.hpp"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -24,9 +26,10 @@ void Histogram::write(std::string &out, const std::string &name) const {
   out += fmt::format("{}_sum {}\n{}_count {}\n", name, sum_, name, count_);
 }
 
-Metrics::Metrics()
+Metrics::Metrics(bool vllm_names)
     : ttft_({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}),
-      itl_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}) {}
+      itl_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}),
+      vllm_names_(vllm_names) {}
 
 void Metrics::request_finished(const std::string &endpoint, int status) {
   std::lock_guard lock(mutex_);
@@ -63,17 +66,12 @@ void Metrics::inter_token_latency(double seconds) {
   itl_.observe(seconds);
 }
 
-void Metrics::set_gauges(const SlotGauges &gauges) {
-  std::lock_guard lock(mutex_);
-  gauges_ = gauges;
-}
-
 void Metrics::set_ready(bool ready) {
   std::lock_guard lock(mutex_);
   ready_ = ready;
 }
 
-std::string Metrics::render() const {
+std::string Metrics::render(const std::optional<LoadGauges> &load, const std::string &model) const {
   std::lock_guard lock(mutex_);
   std::string out;
   auto header = [&](const char *name, const char *type, const char *help) {
@@ -105,17 +103,7 @@ std::string Metrics::render() const {
   header("bonsai_draft_accepted_tokens_total", "counter",
          "Drafted tokens the model kept (each a step saved).");
   out += fmt::format("bonsai_draft_accepted_tokens_total {}\n", draft_accepted_);
-  header("bonsai_queue_depth", "gauge", "Requests waiting for a slot.");
-  out += fmt::format("bonsai_queue_depth {}\n", gauges_.queue_depth);
-  header("bonsai_slots_busy", "gauge", "Slots generating a reply.");
-  out += fmt::format("bonsai_slots_busy {}\n", gauges_.busy_slots);
-  header("bonsai_slots_total", "gauge", "Slots (sequences generated at once).");
-  out += fmt::format("bonsai_slots_total {}\n", gauges_.total_slots);
-  header("bonsai_kv_used_positions", "gauge",
-         "KV cache positions held by all slots, cached prompt prefixes included.");
-  out += fmt::format("bonsai_kv_used_positions {}\n", gauges_.kv_used);
-  header("bonsai_kv_capacity_positions", "gauge", "KV cache positions of all slots.");
-  out += fmt::format("bonsai_kv_capacity_positions {}\n", gauges_.kv_capacity);
+  write_load(out, load.value_or(LoadGauges{}), model, vllm_names_);
   header("bonsai_ready", "gauge", "1 once the model is loaded.");
   out += fmt::format("bonsai_ready {}\n", ready_ ? 1 : 0);
   header("bonsai_time_to_first_token_seconds", "histogram",

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,17 +27,22 @@ private:
   double sum_ = 0;
 };
 
-struct SlotGauges {
-  int32_t queue_depth = 0; // requests waiting for a slot
-  int32_t busy_slots = 0;  // slots generating
-  int32_t total_slots = 0;
-  int64_t kv_used = 0;     // KV positions held, over all slots (cached prefixes included)
-  int64_t kv_capacity = 0; // total_slots x n_ctx
+// The scheduler's load at one moment (Scheduler::load), read when /metrics
+// is rendered: a router that scrapes every 50 ms must not see a figure older
+// than its scrape.
+struct LoadGauges {
+  int32_t waiting = 0;        // requests waiting for a slot
+  int32_t running = 0;        // slots generating a reply
+  int32_t slots = 0;          // --parallel
+  int32_t slot_positions = 0; // KV positions of one slot (n_ctx)
+  int64_t kv_running = 0;     // KV positions held by running requests
+  int64_t kv_cached = 0;      // KV positions held by all slots, idle slots' prompts included
 };
 
 class Metrics {
 public:
-  Metrics();
+  // `vllm_names`: also write the load under vLLM's names (router_metrics.hpp).
+  explicit Metrics(bool vllm_names = false);
   void request_finished(const std::string &endpoint, int status);
   void tokens(int64_t prompt, int64_t cached, int64_t generated);
   // Constrained decoding of one finished request (Generation::constraint_stats).
@@ -45,9 +51,10 @@ public:
   void drafted(int64_t verified, int64_t kept);
   void time_to_first_token(double seconds);
   void inter_token_latency(double seconds);
-  void set_gauges(const SlotGauges &gauges);
   void set_ready(bool ready);
-  std::string render() const;
+  // `load`: the scheduler's load now, or nothing before the model is loaded
+  // (every load gauge is then 0). `model`: the served model's name.
+  std::string render(const std::optional<LoadGauges> &load, const std::string &model) const;
 
 private:
   mutable std::mutex mutex_;
@@ -57,8 +64,8 @@ private:
   uint64_t constrained_tokens_ = 0, constraint_masks_ = 0;
   double constraint_seconds_ = 0;
   Histogram ttft_, itl_;
-  SlotGauges gauges_;
   bool ready_ = false;
+  const bool vllm_names_;
 };
 
 } // namespace bonsai::server

@@ -42,7 +42,7 @@ Scheduler::Scheduler(Batch batch, SchedulerOptions options, Metrics &metrics,
       sequences.push_back(slot.sequence);
     draft_ = std::make_unique<MtpDrafter>(batch_, std::move(sequences), options.mtp_p_min);
   }
-  publish_gauges();
+  publish_load(-1);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -124,9 +124,9 @@ void Scheduler::loop() {
       arrivals.clear();
       arrivals_out_ = 0;
     }
-    publish_gauges();
+    publish_load(-1);
   }
-  publish_gauges();
+  publish_load(-1);
 }
 
 void Scheduler::run_once(std::deque<std::shared_ptr<Job>> &arrivals) {
@@ -141,6 +141,7 @@ void Scheduler::run_once(std::deque<std::shared_ptr<Job>> &arrivals) {
     return true;
   });
   admit(arrivals);
+  publish_load(static_cast<int32_t>(arrivals.size()));
   step();
 }
 
@@ -444,6 +445,9 @@ void Scheduler::finish(Slot &slot, Finish how, std::string text, std::string err
   slot.prompt_left.clear();
   slot.prompt_done = 0;
   slot.next_token = -1;
+  // The slot is free for the next request, and its positions are no longer
+  // held: routers see it at once, not after the step.
+  publish_load(-1);
 }
 
 void Scheduler::end_queued(const std::shared_ptr<Job> &job, Finish how) {
@@ -459,23 +463,36 @@ int32_t Scheduler::context_of(const Job &job) const {
   return asked > 0 ? std::min(asked, n_ctx_) : n_ctx_;
 }
 
-void Scheduler::publish_gauges() {
-  SlotGauges gauges;
-  {
-    std::lock_guard lock(mutex_);
-    gauges.queue_depth = static_cast<int32_t>(queue_.size());
-  }
-  gauges.total_slots = static_cast<int32_t>(slots_.size());
+LoadGauges Scheduler::load() const {
+  LoadGauges load;
+  load.slots = static_cast<int32_t>(slots_.size());
+  load.slot_positions = n_ctx_;
+  std::lock_guard lock(mutex_);
+  load.waiting = static_cast<int32_t>(queue_.size()) + arrivals_out_;
+  load.running = running_;
+  load.kv_running = kv_running_;
+  load.kv_cached = kv_cached_;
+  return load;
+}
+
+void Scheduler::publish_load(int32_t waiting) {
+  int32_t running = 0;
+  int64_t kv_running = 0, kv_cached = 0;
   for (const Slot &slot : slots_) {
-    gauges.busy_slots += slot.job ? 1 : 0;
-    gauges.kv_used += batch_.position(slot.sequence);
+    const int64_t positions = batch_.position(slot.sequence);
+    kv_cached += positions;
+    if (slot.job) {
+      ++running;
+      kv_running += positions;
+    }
   }
-  {
-    std::lock_guard lock(mutex_);
-    free_slots_ = gauges.total_slots - gauges.busy_slots;
-  }
-  gauges.kv_capacity = static_cast<int64_t>(n_ctx_) * gauges.total_slots;
-  metrics_.set_gauges(gauges);
+  std::lock_guard lock(mutex_);
+  running_ = running;
+  kv_running_ = kv_running;
+  kv_cached_ = kv_cached;
+  free_slots_ = static_cast<int32_t>(slots_.size()) - running;
+  if (waiting >= 0)
+    arrivals_out_ = waiting;
 }
 
 } // namespace bonsai::server

@@ -52,6 +52,10 @@ public:
   void drain(std::chrono::milliseconds grace);
 
   int32_t n_ctx() const { return n_ctx_; }
+  // Requests waiting and running and the KV positions held, now (any
+  // thread): what /metrics shows. Waiting and running change as requests
+  // arrive, start and end; KV positions as of the last step or end.
+  LoadGauges load() const;
 
 private:
   struct Slot {
@@ -100,7 +104,9 @@ private:
   // when its request asks (CompletionSpec::n_ctx).
   int32_t context_of(const Job &job) const;
   void end_queued(const std::shared_ptr<Job> &job, Finish how);
-  void publish_gauges();
+  // Publishes the slots' state for load() and submit(): `waiting` arrivals
+  // are still out of the queue, waiting for a slot.
+  void publish_load(int32_t waiting);
 
   Batch batch_;
   std::unique_ptr<Drafter> draft_;
@@ -112,11 +118,14 @@ private:
   uint64_t clock_ = 0;      // admissions and uses, for ordering
   PrefillPacer pacer_;      // scheduler thread only
 
-  std::mutex mutex_; // guards what follows
+  mutable std::mutex mutex_; // guards what follows
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
-  int32_t arrivals_out_ = 0; // jobs taken from queue_ for admission, not yet back
-  int32_t free_slots_ = 0;   // as of the last step
+  int32_t arrivals_out_ = 0; // jobs taken from queue_ that have no slot yet
+  int32_t free_slots_ = 0;   // as of the last admission or end
+  int32_t running_ = 0;      // likewise; with the KV positions, what load() reads
+  int64_t kv_running_ = 0;
+  int64_t kv_cached_ = 0;
   bool draining_ = false;
   Clock::time_point deadline_;
 
