@@ -5,6 +5,8 @@
 #   scripts/install-deps.sh program  only what the bonsai program, its plugins
 #                                    and bonsai-gguf need (the demo)
 #   scripts/install-deps.sh fuzz     also clang and its libFuzzer runtime
+#   scripts/install-deps.sh container  podman, runc and debootstrap
+#                                    (scripts/test-container.sh)
 #   scripts/install-deps.sh arm64    the aarch64 cross compiler, the arm64
 #                                    libraries (Debian multiarch) and
 #                                    qemu-user-static (scripts/test-arm64.sh)
@@ -52,9 +54,10 @@ for group in "${groups[@]}"; do
     ;;
   fuzz) packages+=("${test_packages[@]}" clang libclang-rt-14-dev) ;;
   arm64) packages+=("${arm64_packages[@]}") ;;
+  container) packages+=(podman runc debootstrap python3) ;;
   scaleout) packages+=(haproxy prometheus iproute2 python3) ;;
   *)
-    echo "install-deps: unknown package group '$group' (known: program, tests, fuzz, arm64, scaleout)" >&2
+    echo "install-deps: unknown package group '$group' (known: program, tests, fuzz, arm64, container, scaleout)" >&2
     exit 2
     ;;
   esac

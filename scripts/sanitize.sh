@@ -68,6 +68,10 @@ for step in "${steps[@]}"; do
       # ServerMessages, ServerOllama, ServerApiHardening), and the schema
       # compiler in test_constrain;
       'server\.(openai_client_structured|schema_corpus|responses_client|anthropic_client|ollama_client|ollama_client_tools)'
+      # the agent programs (tests/clients) and the manifests' validators: the
+      # server code they reach runs under ASan in test_server
+      # (Compatibility, ClaudeCodeShapes, AgentFormats, RouterMetrics);
+      'clients\..*' 'deploy\.manifests'
       # the NVRTC compiles of every program for four architectures spend
       # their time in NVRTC and ptxas, which are not instrumented;
       'test_cuda\.(Arch/)?KernelPrograms\..*'
