@@ -129,6 +129,8 @@ host_and_origin_refusal(const Server::Impl &impl, const HttpMessage &message,
   case OriginPolicy::OriginVerdict::allowed:
     cors.emplace_back("Access-Control-Allow-Origin", std::string(origin));
     cors.emplace_back("Vary", "Origin");
+    // A page may read what the compatibility policy noted (field_notes.hpp).
+    cors.emplace_back("Access-Control-Expose-Headers", "Bonsai-Ignored-Fields, Bonsai-Warning");
     return std::nullopt;
   case OriginPolicy::OriginVerdict::refused:
     break;

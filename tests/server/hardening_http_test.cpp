@@ -488,6 +488,9 @@ TEST(ServerHardening, cross_site_requests_are_refused_and_configured_cors_is_ans
                                 "Origin: http://app.example:3000\r\nAuthorization: Bearer k\r\n"));
   EXPECT_EQ(actual->status, 200);
   EXPECT_EQ(actual->header("access-control-allow-origin"), "http://app.example:3000");
+  // The compatibility notes are readable by the page (docs/server.md, "Compatibility").
+  EXPECT_EQ(actual->header("access-control-expose-headers"),
+            "Bonsai-Ignored-Fields, Bonsai-Warning");
   // An error to an allowed origin is readable by its page too.
   const auto refused =
       raw_request(cors.port(), post_request(cors.port(), "/v1/completions", body,
