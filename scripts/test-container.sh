@@ -130,7 +130,7 @@ reader = threading.Thread(target=read)
 reader.start()
 time.sleep(0.5)
 signal_at = time.time()
-stopper = subprocess.Popen(command)
+stopper = subprocess.Popen(command, stdout=subprocess.DEVNULL)
 health_503 = None
 while time.time() - signal_at < 5:
     try:
