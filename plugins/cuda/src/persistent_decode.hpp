@@ -16,13 +16,13 @@
 
 namespace bonsai::cuda {
 
-// PkStatus of persistent.cuh.
+// PkStatus of kernels/persistent_args.cuh.
 struct PersistentStatus {
   int32_t abort = 0; // 1: a wait passed the deadline
   int32_t block = 0, instr = 0, counter = 0, observed = 0, target = 0;
   int32_t reserved[2] = {};
 };
-static_assert(sizeof(PersistentStatus) == 32, "must match PkStatus in kernels/persistent.cuh");
+static_assert(sizeof(PersistentStatus) == 32, "must match PkStatus in kernels/persistent_args.cuh");
 
 // Page-locked host memory for one PersistentStatus, so that its copy from
 // the device can be queued behind the kernel without a wait.

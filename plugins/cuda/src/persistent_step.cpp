@@ -33,17 +33,17 @@ namespace {
 
 constexpr int kBlockThreads = 256; // PK_THREADS
 
-// Host images of persistent.cuh's structs.
+// Host images of the structs of kernels/persistent_args.cuh.
 struct LayerArg {
   CUdeviceptr wq, wk, wv, wo, wg, wu, wd;
   CUdeviceptr attn_norm, q_norm, k_norm, ffn_norm;
 };
-static_assert(sizeof(LayerArg) == 88, "must match PkLayer in kernels/persistent.cuh");
+static_assert(sizeof(LayerArg) == 88, "must match PkLayer in kernels/persistent_args.cuh");
 struct SequenceArg {
   int32_t kv_length, n_tokens, first_token, reserved;
   CUdeviceptr cache;
 };
-static_assert(sizeof(SequenceArg) == 24, "must match PkSequence in kernels/persistent.cuh");
+static_assert(sizeof(SequenceArg) == 24, "must match PkSequence in kernels/persistent_args.cuh");
 struct DimsArg {
   int32_t n_embd, n_head, n_head_kv, head_dim, n_ff, max_ctx;
   float eps, rope_magnitude;
@@ -65,7 +65,8 @@ struct PersistentArgs {
   CUdeviceptr head, output_norm, logits, head_best, argmax;
   int32_t n_vocab, prefetch;
 };
-static_assert(sizeof(PersistentArgs) == 528, "must match PersistentArgs in kernels/persistent.cuh");
+static_assert(sizeof(PersistentArgs) == 528,
+              "must match PersistentArgs in kernels/persistent_args.cuh");
 
 // Dynamic shared bytes before the weight buffer in a step of n_tokens
 // tokens (persistent_work_bytes), for inputs up to max_cols wide.

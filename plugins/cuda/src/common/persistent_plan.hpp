@@ -9,7 +9,7 @@
 namespace bonsai::cuda {
 
 // The stages of a layer, in order; each has one counter per layer
-// (PK_QKV ... PK_FFN_DOWN of persistent.cuh).
+// (PK_QKV ... PK_FFN_DOWN of kernels/persistent_args.cuh).
 enum class PersistentStage : int32_t {
   qkv = 0,       // RMSNorm + Q, K, V rows
   attention = 1, // one (sequence, KV head[, key range]): QK-norm, RoPE, KV append, attention
@@ -31,7 +31,7 @@ inline constexpr int kPersistentMaxGroup = 4;
 inline constexpr int kPersistentMaxSplits = 32;    // PK_MAX_SPLITS
 inline constexpr int kPersistentMaxQ8Groups = 128; // PK_MAX_Q8_GROUPS
 
-// PkInstr of persistent.cuh, byte for byte.
+// PkInstr of kernels/persistent_args.cuh, byte for byte.
 struct PersistentInstr {
   int32_t op = 0; // a PersistentStage
   int32_t layer = 0;
@@ -42,7 +42,7 @@ struct PersistentInstr {
   int32_t signal_counter = 0;
   int32_t part = 0; // attention: its key range (of attention_splits); LM head: its range's number
 };
-static_assert(sizeof(PersistentInstr) == 32, "must match PkInstr in kernels/persistent.cuh");
+static_assert(sizeof(PersistentInstr) == 32, "must match PkInstr in kernels/persistent_args.cuh");
 
 struct PersistentShape {
   int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
