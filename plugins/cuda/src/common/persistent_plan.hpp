@@ -62,7 +62,22 @@ struct PersistentShape {
   // greedy argmax (its input is n_embd wide, as Q/K/V's); 0: none, the LM
   // head runs apart.
   int n_vocab = 0;
+  // persistent_shares=balanced: each matmul stage's rows are counted in
+  // units of unit_rows (persistent_balanced_unit_rows) and spread over the
+  // blocks so that no block gets more than one unit a round above another;
+  // else in 16-row tiles, ranges of as many as the blocks' even share
+  // rounded up, which leaves a block up to a tile above the mean (4B's
+  // output projection: 160 tiles on 132 blocks, 2 a block at most against
+  // 1.21 on average).
+  bool balanced = false;
+  int unit_rows = kPersistentTileRows; // PersistentInstr::begin, end count these
 };
+
+// The rows of a balanced plan's unit: the fewest, dividing 16, for which
+// every matrix's copy of a unit's rows keeps its scales in whole 16-byte
+// chunks (rows x blocks of 128 of every input a multiple of 8): one for
+// 1.7B and 8B, two for 4B (2,560 wide: 20 blocks).
+int persistent_balanced_unit_rows(const PersistentShape &shape);
 
 // The key ranges that give each block about one attention instruction:
 // blocks / (sequences x KV heads), between 1 and kPersistentMaxSplits.
@@ -87,6 +102,8 @@ int persistent_stage_input_width(const PersistentShape &shape, PersistentStage s
 
 // Bytes of one tile's weights in a matmul stage (gate/up: of both matrices).
 int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage);
+// Bytes of one unit's (shape.unit_rows rows).
+int persistent_unit_bytes(const PersistentShape &shape, PersistentStage stage);
 // The largest of those: the least weight buffer the plan can be cut for.
 int persistent_largest_tile_bytes(const PersistentShape &shape);
 
@@ -124,9 +141,9 @@ inline bool persistent_known_stage(int op) {
 
 // The list, in dependency order: every instruction waits for the whole
 // stage before it (the previous layer's down projection for a layer's
-// Q/K/V), and each stage's matmul tiles are split into contiguous ranges,
-// `blocks` of them, or more where a range's weights would not fit
-// weight_buffer_bytes. With n_vocab > 0 the LM head's tiles follow as one
+// Q/K/V), and each stage's matmul units (tiles, or balanced units) are
+// split into contiguous ranges, `blocks` of them, or more where a range's
+// weights would not fit weight_buffer_bytes. With n_vocab > 0 the LM head's tiles follow as one
 // more such stage (each range numbered in `part`), then one argmax
 // instruction that waits for them all. Block b of the grid runs entries b,
 // b + blocks, ...

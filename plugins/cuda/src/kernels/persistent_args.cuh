@@ -30,7 +30,7 @@
 struct PkInstr {
   int op;    // PK_QKV ... PK_FFN_DOWN
   int layer; // decoder layer
-  // Matmuls: tiles [begin, end) of PK_TILE_ROWS rows (QKV: of Q, K and V
+  // Matmuls: units [begin, end) of unit_rows rows (QKV: of Q, K and V
   // rows one after another). Attention: begin = sequence, end = KV head.
   int begin, end;
   int wait_counter; // counters[wait_counter] must reach wait_target first
@@ -89,7 +89,11 @@ struct PersistentArgs {
   // each launch): the last one merges them.
   float *partials;
   int *arrivals; // [layer][PK_MAX_SEQUENCES][n_head_kv]
-  int attention_splits, reserved2;
+  int attention_splits;
+  // Rows of a matmul instruction's unit (PkInstr::begin, end): PK_TILE_ROWS,
+  // or fewer in a plan of balanced shares (persistent_shares=balanced); 0
+  // is PK_TILE_ROWS.
+  int unit_rows;
   // PK_MARKS times per instruction (n_instrs of them), or null: no trace.
   unsigned long long *trace;
   // Option persistent_quantize=producer (quantize != 0): whoever completes
@@ -127,8 +131,15 @@ struct PersistentArgs {
   // will run, so that their copy into shared memory after this one reads
   // L2, not HBM.
   int prefetch;
+  // Option persistent_stream=N (stream_slots = N > 1): the weight buffer is
+  // N slots of slot_bytes, and before it waits for an instruction's inputs a
+  // block has the weights of its next N - 1 instructions on their way into
+  // the other slots (cp.async, a group an instruction), so that they stream
+  // while it waits and computes. 1 (or 0): one buffer, filled before each
+  // wait for that instruction alone.
+  int stream_slots, slot_bytes;
 };
-static_assert(sizeof(PersistentArgs) == 528, "persistent_step.cpp's image must match");
+static_assert(sizeof(PersistentArgs) == 536, "persistent_step.cpp's image must match");
 
 // The times a traced instruction notes, in this order.
 #define PK_MARK_START 0  // its block took it up (before the weights' copy starts)

@@ -7,6 +7,7 @@
 // verdict. False: the launch is aborting (a wait somewhere timed out).
 __device__ bool pk_wait(const PersistentArgs &a, const PkInstr &ins, int index, PkControl *ctl) {
   if (threadIdx.x == 0) {
+    pk_note_in_flight();
     int go = 1;
     if (ins.wait_target > 0) {
       const int *counter = a.counters + ins.wait_counter;

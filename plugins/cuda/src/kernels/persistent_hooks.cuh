@@ -66,6 +66,8 @@ __device__ __forceinline__ void pk_fetch_codes_16(unsigned char *dst, const u8 *
 __device__ __forceinline__ void pk_prefetch_l2(const u8 *p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
+// The emulator's count of the cp.async groups in flight at a wait.
+__device__ __forceinline__ void pk_note_in_flight() {}
 #else
 inline int pk_load_acquire(const int *p) {
   return *p;
@@ -116,5 +118,8 @@ inline void pk_fetch_codes_16(unsigned char *dst, const u8 *src) {
 }
 inline void pk_prefetch_l2(const u8 *p) {
   emu::note_prefetch(p);
+}
+inline void pk_note_in_flight() { // how far ahead the weights stream (persistent_stream)
+  emu::note_groups_in_flight();
 }
 #endif

@@ -68,16 +68,25 @@ __device__ void pk_stage_inputs(const float *x, const float *norm, float eps, in
 // persistent_quantize=producer, the reading side: copies every token's
 // staged row of stage `op` (written by the instructions before the wait)
 // into `staged` and sets ctl->scales[t] from the rows' sums of squares where
-// the stage has a norm. The caller waits for the copies.
+// the stage has a norm. The caller waits for the copies (cp.async, unless
+// the weights stream: then plain loads, landed at once).
 __device__ void pk_copy_inputs(const PersistentArgs &a, int op, const float *norm, int cols,
                                unsigned char *staged, PkControl *ctl) {
   __syncthreads(); // the previous instruction's staged rows are no longer read
   const int row_chunks = Q8_ROW_STRIDE(cols), chunks = a.n_tokens * row_chunks;
-  for (int c = threadIdx.x; c < chunks; c += PK_THREADS) // rows apart in memory, padded here
-    cp_async_16(staged + (size_t)(c / row_chunks) * PK_STAGED_TOKEN_BYTES(cols) +
-                    16 * (size_t)(c % row_chunks),
-                a.q8[op] + 16 * (size_t)c);
-  cp_async_commit();
+  // Streaming weights (persistent_stream), the cp.async groups are the
+  // weight slots' alone: the rows come through registers instead.
+  const bool streaming = a.stream_slots > 1;
+  for (int c = threadIdx.x; c < chunks; c += PK_THREADS) { // rows apart in memory, padded here
+    unsigned char *const dst = staged + (size_t)(c / row_chunks) * PK_STAGED_TOKEN_BYTES(cols) +
+                               16 * (size_t)(c % row_chunks);
+    if (streaming)
+      *(U32x4 *)dst = *(const U32x4 *)(a.q8[op] + 16 * (size_t)c);
+    else
+      cp_async_16(dst, a.q8[op] + 16 * (size_t)c);
+  }
+  if (!streaming)
+    cp_async_commit();
   static_assert(PK_MAX_TOKENS <= PK_WARPS, "a warp per token");
   // Warp t adds token t's group sums, a lane's loads all in flight at once
   // (one thread adding them in a loop waited on L2 batch after batch: the

@@ -16,21 +16,36 @@ __device__ void decode_persistent(const PersistentArgs &a) {
   // path (ncu, 2026-11-28: at one token, stack stores waiting on such loads
   // took about a fifth of the stall samples; with this, an 8B layer at one
   // token took 56.1 us instead of 61.8 on an H200).
+  //
+  // persistent_stream (slots > 1): the block's j-th instruction has its
+  // weights in slot j % slots; those of the next slots - 1 are on their way
+  // before it waits (the first ones from before the loop), and each
+  // iteration starts the copy of the one slots - 1 ahead into the slot the
+  // last instruction freed.
+  const int slots = a.stream_slots > 1 ? a.stream_slots : 1;
+  float *const reduce = (float *)(weights - PK_REDUCE_BYTES);
+  for (int j = 0; j + 1 < slots; ++j)
+    pk_fetch_ahead<T>(a, blockIdx.x + j * gridDim.x, weights + (size_t)j * a.slot_bytes);
   PkInstr next = (int)blockIdx.x < a.n_instrs ? a.instrs[blockIdx.x] : PkInstr{};
-  for (int index = blockIdx.x; index < a.n_instrs; index += gridDim.x) {
+  for (int index = blockIdx.x, j = 0; index < a.n_instrs; index += gridDim.x, ++j) {
     const PkInstr ins = next;
     if (index + (int)gridDim.x < a.n_instrs)
       next = a.instrs[index + gridDim.x];
     const PkLayer &L = a.layers[ins.layer];
+    unsigned char *const buffer = weights + (size_t)(j % slots) * a.slot_bytes;
     pk_mark(a, index, PK_MARK_START);
     PkPieces ps;
     ps.n = 0;
     if (ins.op != PK_ATTENTION) {
       ps = pk_pieces<T>(a, ins, L);
-      pk_fetch_weights<T>(ps, weights);
+      if (slots == 1)
+        pk_fetch_weights<T>(ps, weights);
     } else {
       pk_attention_constants(a, ins, (PkAttention *)work);
     }
+    if (slots > 1)
+      pk_fetch_ahead<T>(a, index + (slots - 1) * (int)gridDim.x,
+                        weights + (size_t)((j + slots - 1) % slots) * a.slot_bytes);
     // The next instruction's weights, toward L2 while this one waits.
     if (a.prefetch != 0 && index + (int)gridDim.x < a.n_instrs && next.op != PK_ATTENTION &&
         next.op != PK_ARGMAX)
@@ -46,10 +61,11 @@ __device__ void decode_persistent(const PersistentArgs &a) {
       pk_mark(a, index, PK_MARK_READY);
       pk_argmax(a, ins);
     } else {
-      pk_matmul<T, D, M, HELD>(a, ins, index, L, ps, work, weights, ctl);
+      pk_matmul<T, D, M, HELD>(a, ins, index, L, ps, work, buffer, reduce, ctl);
     }
     pk_done(a, ins, index);
   }
+  cp_async_wait<0>(); // the groups committed for instructions past the list are empty
 }
 
 // PREFIX##SUFFIX for an f32 KV cache, PREFIX##SUFFIX##_f16 for an f16 one.

@@ -41,18 +41,20 @@ template <class T> __device__ __forceinline__ unsigned pk_piece_bytes(int rows, 
   return (unsigned)rows * (unsigned)(cols / 128) * (T::PAYLOAD + 2);
 }
 
-// The pieces of a matmul instruction: its tiles [begin, end) counted over
-// the stage's matrices one after another (Q, K, V for the first stage).
+// The pieces of a matmul instruction: its units [begin, end) counted over
+// the stage's matrices one after another (Q, K, V for the first stage). A
+// unit is a 16-row tile, or with balanced shares fewer rows (unit_rows).
 template <class T>
 __device__ PkPieces pk_pieces(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L) {
   const PkDims &d = a.dims;
+  const int unit = a.unit_rows > 0 ? a.unit_rows : PK_TILE_ROWS;
   PkPieces ps;
   ps.n = 0;
   unsigned at = 0;
-  const auto add = [&](const u8 *w0, const u8 *w1, int rows, int cols, int first_tile, float *out) {
-    const int n_tiles = (rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
-    const int begin = ins.begin > first_tile ? ins.begin : first_tile;
-    const int end = min(ins.end, first_tile + n_tiles);
+  const auto add = [&](const u8 *w0, const u8 *w1, int rows, int cols, int first_unit, float *out) {
+    const int n_units = (rows + unit - 1) / unit;
+    const int begin = ins.begin > first_unit ? ins.begin : first_unit;
+    const int end = min(ins.end, first_unit + n_units);
     if (begin >= end)
       return;
     PkPiece &p = ps.p[ps.n++];
@@ -61,8 +63,8 @@ __device__ PkPieces pk_pieces(const PersistentArgs &a, const PkInstr &ins, const
     p.n_mats = w1 != 0 ? 2 : 1;
     p.rows = rows;
     p.cols = cols;
-    p.row_begin = (begin - first_tile) * PK_TILE_ROWS;
-    p.row_end = min(rows, (end - first_tile) * PK_TILE_ROWS);
+    p.row_begin = (begin - first_unit) * unit;
+    p.row_end = min(rows, (end - first_unit) * unit);
     p.out = out;
     for (int m = 0; m < p.n_mats; ++m) {
       p.shared[m] = at;
@@ -71,11 +73,11 @@ __device__ PkPieces pk_pieces(const PersistentArgs &a, const PkInstr &ins, const
   };
   const int q_rows = d.n_head * d.head_dim, kv_rows = d.n_head_kv * d.head_dim;
   if (ins.op == PK_QKV) {
-    const int q_tiles = (q_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
-    const int kv_tiles = (kv_rows + PK_TILE_ROWS - 1) / PK_TILE_ROWS;
+    const int q_units = (q_rows + unit - 1) / unit;
+    const int kv_units = (kv_rows + unit - 1) / unit;
     add(L.wq, 0, q_rows, d.n_embd, 0, a.q);
-    add(L.wk, 0, kv_rows, d.n_embd, q_tiles, a.k);
-    add(L.wv, 0, kv_rows, d.n_embd, q_tiles + kv_tiles, a.v);
+    add(L.wk, 0, kv_rows, d.n_embd, q_units, a.k);
+    add(L.wv, 0, kv_rows, d.n_embd, q_units + kv_units, a.v);
   } else if (ins.op == PK_OUTPUT) {
     add(L.wo, 0, d.n_embd, q_rows, 0, a.x);
   } else if (ins.op == PK_FFN_UP) {
@@ -122,6 +124,22 @@ template <class T> __device__ void pk_fetch_weights(const PkPieces &ps, unsigned
         pk_fetch_codes_16(dst + 16 * (size_t)c, span.codes + 16 * (size_t)c);
       for (int c = threadIdx.x; c < scale_chunks; c += PK_THREADS)
         cp_async_16(dst + 16 * ((size_t)code_chunks + c), span.scales + 16 * (size_t)c);
+    }
+  }
+  cp_async_commit();
+}
+
+// persistent_stream: starts copying the weights of instruction `index`
+// (when it is in the list and has weights) into `slot`, and commits the
+// group either way, so that every instruction of the block owns one group
+// and cp.async.wait_group counts instructions.
+template <class T>
+__device__ void pk_fetch_ahead(const PersistentArgs &a, int index, unsigned char *slot) {
+  if (index < a.n_instrs) {
+    const PkInstr ins = a.instrs[index];
+    if (ins.op != PK_ATTENTION && ins.op != PK_ARGMAX) {
+      pk_fetch_weights<T>(pk_pieces<T>(a, ins, a.layers[ins.layer]), slot);
+      return;
     }
   }
   cp_async_commit();
