@@ -1,6 +1,7 @@
 // The persistent decode kernel's instruction list (common/persistent_plan):
 // checked against the rules the kernel relies on, with the counts worked
 // out by hand for small shapes.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -296,6 +297,51 @@ TEST(PersistentPlan, BalancedUnitsAreTheFewestRowsWithWholeChunksOfScales) {
   EXPECT_EQ(persistent_balanced_unit_rows(odd), 8);
   odd.unit_rows = 3; // not a divisor of a tile
   EXPECT_THROW(build_persistent_plan(odd), bonsai::plugin::PluginError);
+}
+
+// persistent_qkv=fused: a layer's Q/K/V and attention are one stage of one
+// instruction per (sequence, KV head, key range), each waiting for the
+// previous layer's down projection and signalling the attention counter,
+// which the output projection waits for in full. Only where every one of
+// a layer's instructions has a block of its own (they wait for each other
+// through their head's ready count) and a share's weights fit the buffer.
+TEST(PersistentPlan, FusedQkvAndAttentionAreOneStageWhoseSharesAllHaveABlock) {
+  PersistentShape shape = tiny(8, 1); // 4 KV heads x 2 key ranges = 8 shares on 8 blocks
+  shape.attention_splits = 2;
+  shape.fused_qkv_attention = true;
+  ASSERT_TRUE(bonsai::cuda::persistent_fused_applies(shape));
+  const std::vector<PersistentInstr> plan = build_persistent_plan(shape);
+  for (const PersistentInstr &instr : plan) {
+    EXPECT_NE(instr.op, op(PersistentStage::qkv));
+    EXPECT_NE(instr.op, op(PersistentStage::attention));
+  }
+  int fused = 0;
+  for (const PersistentInstr &instr : plan) {
+    if (instr.op == op(PersistentStage::output)) {
+      EXPECT_EQ(instr.wait_target, 8) << describe_persistent_instr(instr);
+    }
+    if (instr.op != op(PersistentStage::qkv_attention) || instr.layer != 1)
+      continue;
+    ++fused;
+    EXPECT_EQ(instr.signal_counter, persistent_counter(1, PersistentStage::attention));
+    EXPECT_EQ(instr.wait_counter, persistent_counter(0, PersistentStage::ffn_down));
+    EXPECT_THAT(describe_persistent_instr(instr),
+                ::testing::StartsWith("layer 1 Q/K/V and attention (sequence 0, KV head "));
+  }
+  EXPECT_EQ(fused, 8);
+  EXPECT_TRUE(bonsai::cuda::persistent_known_stage(op(PersistentStage::qkv_attention)));
+  // One share more than blocks, or a share past the weight buffer: refused.
+  shape.blocks = 7;
+  EXPECT_FALSE(bonsai::cuda::persistent_fused_applies(shape));
+  EXPECT_THROW(build_persistent_plan(shape), bonsai::plugin::PluginError);
+  shape.blocks = 8;
+  shape.block_bytes = 18;
+  // A head's rows: (2 query heads + K + V) x 64 = 256 rows, 16 tiles; 8
+  // shares of 2 tiles of 16 rows x 512 / 128 blocks x 18 bytes: 2,304 bytes.
+  shape.weight_buffer_bytes = 2304 - 16;
+  EXPECT_FALSE(bonsai::cuda::persistent_fused_applies(shape));
+  shape.weight_buffer_bytes = 2304;
+  EXPECT_TRUE(bonsai::cuda::persistent_fused_applies(shape));
 }
 
 // Long contexts: each (sequence, KV head)'s attention is cut into key

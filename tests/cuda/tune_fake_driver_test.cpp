@@ -149,15 +149,15 @@ TEST(CudaTune, TheChoiceFollowsTheMeasuredTimes) {
 
   // A slow persistent kernel, tuned afresh (tune=fresh, whatever the cache
   // says): the graph path wins, and the single tokens after the tuned one
-  // take it: the only persistent launches are the five persistent
+  // take it: the only persistent launches are the six persistent
   // candidates' checks (as is, head after the launch, prefetching, balanced
-  // shares, weights streamed ahead).
+  // shares, weights streamed ahead, Q/K/V fused with attention).
   const EnvGuard slow("BONSAI_FAKE_CUDA_TIMES", std::string("persistent=500;=3"));
   const int before = fake_launches("bonsai_decode_persistent");
   const EngineRun fresh = run(std::string(kOptions) + ";tune=fresh");
   EXPECT_THAT(fresh.log, HasSubstr("decode tune: * decode=graph"));
   EXPECT_THAT(fresh.log, Not(HasSubstr("cached in")));
-  EXPECT_EQ(fake_launches("bonsai_decode_persistent") - before, 5);
+  EXPECT_EQ(fake_launches("bonsai_decode_persistent") - before, 6);
   files = tune_files(tuning.dir.path());
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(file_line(files.at(1), "choice"), "decode=graph");

@@ -39,9 +39,11 @@ TEST(CudaTuneOptions, TuneIsOnWithABudgetOfThreeSecondsUnlessSaidOtherwise) {
   EXPECT_EQ(defaults.tuning.stream_slots, 1);
   EXPECT_EQ(parse_options("persistent_stream=3").tuning.stream_slots, 3);
   EXPECT_EQ(parse_options("persistent_stream=off").tuning.stream_slots, 1);
+  EXPECT_FALSE(defaults.tuning.fused_qkv_attention);
+  EXPECT_TRUE(parse_options("persistent_qkv=fused").tuning.fused_qkv_attention);
   for (const char *bad : {"tune=yes", "tune_budget_ms=0", "tune_budget_ms=-5", "tune_budget_ms=1.5",
                           "tune_budget_ms=600001", "persistent_shares=even", "persistent_stream=5",
-                          "persistent_stream=1"}) {
+                          "persistent_stream=1", "persistent_qkv=together"}) {
     try {
       parse_options(bad);
       ADD_FAILURE() << bad << " was accepted";
@@ -68,6 +70,10 @@ TEST(CudaTuneChoice, EveryChoiceIsNamedByTheOptionsThatSelectItAndBack) {
             "balanced");
   EXPECT_EQ(choice_options(persistent(true, false, false, 3)),
             "decode=persistent;persistent_stream=3");
+  DecodeChoice fused = persistent(true, false);
+  fused.variant.fused = true;
+  EXPECT_EQ(choice_options(fused), "decode=persistent;persistent_qkv=fused");
+  EXPECT_EQ(choice_from_options("decode=persistent;persistent_qkv=fused"), fused);
   for (const DecodeChoice &c : {DecodeChoice{}, persistent(true, false), persistent(false, true),
                                 persistent(true, false, true), persistent(true, true, true, 4)})
     EXPECT_EQ(choice_from_options(choice_options(c)), c) << choice_options(c);
@@ -110,6 +116,10 @@ TEST(CudaTuneCandidates, TheFixedChoiceComesFirstAndEachCandidateOnce) {
   EXPECT_THAT(names(decode_candidates({true, true, true}, persistent(true, false))),
               ::testing::Contains("decode=persistent;persistent_stream=3"));
   EXPECT_EQ(decode_candidates({true, true, true}, persistent(true, false)).size(), 6u);
+  // Q/K/V fused with attention where the step's shares all have a block.
+  EXPECT_THAT(names(decode_candidates({true, true, true, true}, persistent(true, false))),
+              ::testing::Contains("decode=persistent;persistent_qkv=fused"));
+  EXPECT_EQ(decode_candidates({true, true, true, true}, persistent(true, false)).size(), 7u);
   // Without the persistent kernel only the graph path is left.
   EXPECT_THAT(names(decode_candidates({false, false}, persistent(true, true))),
               ::testing::ElementsAre("decode=graph"));

@@ -136,6 +136,7 @@ struct Launch {
   bool prefetch = false; // persistent_prefetch=next
   bool balanced = false; // persistent_shares=balanced
   int stream = 1;        // persistent_stream: weight slots
+  bool fused = false;    // persistent_qkv=fused
 };
 
 // The int8 MMA operands of a weight type.
@@ -179,13 +180,21 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   shape.balanced = how.balanced;
   shape.unit_rows =
       how.balanced ? bonsai::cuda::persistent_balanced_unit_rows(shape) : PK_TILE_ROWS;
+  shape.fused_qkv_attention = how.fused;
+  // Fused, an instruction holds a share of a KV head's rows (half of the
+  // small shape's 256 with 2 shares: 8 tiles of Q/K/V).
+  if (how.fused)
+    shape.weight_buffer_bytes =
+        std::max(shape.weight_buffer_bytes, 8 * bonsai::cuda::persistent_largest_tile_bytes(shape));
   std::vector<PersistentInstr> plan = bonsai::cuda::build_persistent_plan(shape);
   for (PersistentInstr &instr : plan)
     if (fault == Fault::no_wait)
       instr.wait_target = 0;
     else if (fault == Fault::early)
       instr.wait_target = std::max(0, instr.wait_target - 1);
-  std::vector<int> counters(static_cast<size_t>(bonsai::cuda::persistent_counter_count(s.n_layer)));
+  // The stage counters, then (persistent_qkv=fused) each layer's KV heads' ready counts.
+  const int stage_counters = bonsai::cuda::persistent_counter_count(s.n_layer);
+  std::vector<int> counters(static_cast<size_t>(stage_counters + s.n_layer * s.n_head_kv));
   std::vector<float> logits(how.head ? size_t(n_tokens) * s.n_vocab : 0);
   std::vector<unsigned long long> head_best(size_t(s.n_vocab / PK_TILE_ROWS + 2 * kBlocks) *
                                             PK_MAX_TOKENS);
@@ -226,6 +235,7 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   a.unit_rows = shape.unit_rows;
   a.stream_slots = slots;
   a.slot_bytes = slots > 1 ? shape.weight_buffer_bytes : 0;
+  a.head_ready_base = how.fused ? stage_counters : 0;
   a.trace = traced ? marks.data() : nullptr;
   a.n_layer = s.n_layer;
   if (how.head) {
@@ -387,7 +397,8 @@ std::string mode(const Launch &how) {
          (how.head ? ", LM head in the launch" : "") +
          (how.prefetch ? ", next weights prefetched" : "") +
          (how.balanced ? ", balanced shares" : "") +
-         (how.stream > 1 ? ", weights " + std::to_string(how.stream - 1) + " ahead" : "");
+         (how.stream > 1 ? ", weights " + std::to_string(how.stream - 1) + " ahead" : "") +
+         (how.fused ? ", Q/K/V and attention in one stage" : "");
 }
 
 // Attention whole, and cut into 3 and 5 key ranges: with up to 6 cached
@@ -862,6 +873,73 @@ TEST(PersistentKernel, WeightsStreamedAheadMatchTheReferenceAndBrokenSynchroniza
                   static_cast<int>(fault), seed, mode(kStreamed[1]).c_str(), worst);
       EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
     }
+}
+
+// persistent_qkv=fused: each layer's Q/K/V and attention one stage, whose
+// instructions compute a share of a KV head's Q/K/V rows, wait on that
+// head's ready count for the others, and run its attention. The small
+// shape's 2 KV heads on 4 blocks: 1 or 2 key ranges (4 shares a layer at
+// most, all resident), and two sequences of one range each. The decode
+// matches float64 in every way it multiplies, with balanced shares and
+// streamed weights too; every broken synchronization rule fails the gate,
+// and a lost update of a head's ready count stalls the launch with a report.
+TEST(PersistentKernel, QkvFusedWithAttentionMatchesTheReferenceAndBrokenSynchronizationFailsIt) {
+  // (Each sets its key ranges: the default 3 would make 6 shares a layer on
+  // 4 blocks, which the plan refuses to fuse.)
+  constexpr Launch kFused[] = {
+      {.splits = 2, .fused = true},
+      {.splits = 2, .producer = true, .mma = true, .head = true, .fused = true},
+      {.splits = 2, .producer = true, .mma = true, .held = true, .head = true, .fused = true},
+      {.splits = 2,
+       .producer = true,
+       .head = true,
+       .prefetch = true,
+       .balanced = true,
+       .stream = 3,
+       .fused = true}};
+  for (Launch how : kFused)
+    for (unsigned seed : {6u, 61u}) {
+      how.splits = seed == 6u ? 1 : 2;
+      const double worst =
+          decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, Fault::none, seed, how);
+      std::printf("[ persistent ] q1_0, %d key ranges, seed %u, %s: min cosine %.8f\n", how.splits,
+                  seed, mode(how).c_str(), worst);
+      EXPECT_GE(worst, kGoldenCosine);
+    }
+  // Two sequences in one step: a head's shares span both.
+  Rng rng(78);
+  const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
+  const bonsai::test::RefModel ref = host.reference();
+  DeviceModel dev(host);
+  const Launch two{.splits = 1, .producer = true, .mma = true, .head = true, .fused = true};
+  bonsai::test::RefForward ref_a(ref), ref_b(ref);
+  Sequence<float> a(host.shape), b(host.shape);
+  run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&b, {5, 6, 7}}}, Fault::none, 3, two);
+  for (int32_t token : {5, 6, 7})
+    ref_b.step(token);
+  const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(
+      host, dev, ref, {{&a, {11, 12}}, {&b, {13}}}, Fault::none, 4, two);
+  EXPECT_EQ(std::count_if(r.plan.begin(), r.plan.end(),
+                          [](const PersistentInstr &i) {
+                            return i.op == static_cast<int>(PersistentStage::qkv_attention);
+                          }),
+            2 * 2 * host.shape.n_layer); // 2 sequences x 2 KV heads a layer, no Q/K/V stage
+  EXPECT_GE(cosine(step_logits(r, 0, ref), ref_a.step(11)), kGoldenCosine);
+  EXPECT_GE(cosine(step_logits(r, 1, ref), ref_a.step(12)), kGoldenCosine);
+  EXPECT_GE(cosine(step_logits(r, 2, ref), ref_b.step(13)), kGoldenCosine);
+  for (Fault fault : {Fault::no_wait, Fault::early, Fault::no_fence})
+    for (unsigned seed : {1u, 2u}) {
+      const double worst =
+          decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, fault, seed, kFused[1]);
+      std::printf("[ persistent ] fault %d, seed %u, %s: min cosine %.8f\n",
+                  static_cast<int>(fault), seed, mode(kFused[1]).c_str(), worst);
+      EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
+    }
+  Sequence<float> stalled(host.shape);
+  const StepResult lost = run_step<TypeQ1_0, Dp4aQ1_0, float>(
+      host, dev, ref, {{&stalled, {1}}}, Fault::lost_signal, 1, Launch{.splits = 1, .fused = true});
+  EXPECT_EQ(lost.status.abort, 1);
+  EXPECT_LT(lost.status.observed, lost.status.target);
 }
 
 // A lost counter update: the waiting blocks give up at the deadline, the

@@ -57,6 +57,7 @@ struct PersistentPlanBuffer {
   // persistent_stream: the slots the weight buffer is cut into (1: none)
   // and each one's bytes, which the matmul ranges were cut for.
   int stream_slots = 1, slot_bytes = 0;
+  bool fused = false; // Q/K/V and attention in one stage (persistent_qkv=fused applied)
 };
 
 // What a step's plan depends on.
@@ -65,6 +66,7 @@ struct PersistentPlanKey {
   bool head = false;                         // the LM head and argmax as its last stages
   bool balanced = false;                     // persistent_shares=balanced
   int stream = 1;                            // persistent_stream: weight slots
+  bool fused = false;                        // persistent_qkv=fused (where it applies)
   auto operator<=>(const PersistentPlanKey &) const = default;
 };
 
@@ -103,6 +105,9 @@ struct PersistentDecode {
   DeviceBuffer staged;
   size_t staged_offsets[kPersistentStages] = {}, sums_offsets[kPersistentStages] = {};
   size_t group_rows_offset = 0;
+  // persistent_qkv=fused: each layer's KV heads' ready counters in
+  // `control`, after the group row counts.
+  size_t head_ready_offset = 0;
   PinnedStatus status; // the last launch's status, once the step has synchronized
   // persistent_keys_per_range (0: the ranges that give every block one
   // attention instruction, whatever the context).

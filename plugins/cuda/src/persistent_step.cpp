@@ -65,8 +65,9 @@ struct PersistentArgs {
   CUdeviceptr head, output_norm, logits, head_best, argmax;
   int32_t n_vocab, prefetch;
   int32_t stream_slots, slot_bytes;
+  int32_t head_ready_base, reserved3;
 };
-static_assert(sizeof(PersistentArgs) == 536,
+static_assert(sizeof(PersistentArgs) == 544,
               "must match PersistentArgs in kernels/persistent_args.cuh");
 
 // Dynamic shared bytes before the weight buffer in a step of n_tokens
@@ -257,7 +258,15 @@ const PersistentPlanBuffer &plan_for(const Context &ctx, const BoundModel &m,
   }
   if (slots > 1)
     shape.weight_buffer_bytes = shape.weight_buffer_bytes / slots / 16 * 16;
+  // persistent_qkv=fused, where every share of a layer fits the grid at once.
+  shape.fused_qkv_attention = key.fused && persistent_fused_applies(shape);
+  if (key.fused && !shape.fused_qkv_attention)
+    ctx.log.info(strformat("persistent_qkv=fused does not apply to steps of %d sequence(s), %d "
+                           "token(s) and %d key range(s) (more shares than blocks, or a share "
+                           "past the weight buffer): Q/K/V apart",
+                           key.sequences, key.tokens, key.splits));
   PersistentPlanBuffer plan;
+  plan.fused = shape.fused_qkv_attention;
   plan.stream_slots = slots;
   plan.slot_bytes = slots > 1 ? shape.weight_buffer_bytes : 0;
   plan.host = build_persistent_plan(shape);
@@ -266,9 +275,10 @@ const PersistentPlanBuffer &plan_for(const Context &ctx, const BoundModel &m,
   const std::string balanced =
       key.balanced ? strformat(", balanced shares of %d-row units", shape.unit_rows) : "";
   const std::string streamed =
-      slots > 1 ? strformat(" in %d slots, the next %d instructions' weights streamed ahead", slots,
-                            slots - 1)
-                : "";
+      (slots > 1 ? strformat(" in %d slots, the next %d instructions' weights streamed ahead",
+                             slots, slots - 1)
+                 : std::string()) +
+      (plan.fused ? ", Q/K/V and attention in one stage" : "");
   ctx.log.debug(strformat("decode=persistent: a plan for %d sequence(s), %d token(s) and %d key "
                           "range(s) a step%s%s: %zu instructions, a %d-byte weight buffer%s",
                           key.sequences, key.tokens, key.splits,
@@ -344,7 +354,10 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   }
   const size_t group_rows =
       p->producer_quantize ? size_t{kPersistentStages} * d.n_layer * p->q8_groups : 0;
-  p->counter_bytes = (p->group_rows_offset + group_rows * sizeof(int32_t) + 15) / 16 * 16;
+  // persistent_qkv=fused: a ready count per layer and KV head, after them.
+  p->head_ready_offset = p->group_rows_offset + group_rows * sizeof(int32_t);
+  p->counter_bytes =
+      (p->head_ready_offset + size_t(d.n_layer) * d.n_head_kv * sizeof(int32_t) + 15) / 16 * 16;
   // The split attention's states: the most rows a step has, each query
   // head, as many key ranges as one sequence gets (the most), m, l and sums.
   const int most_splits = persistent_attention_splits(p->shape.blocks, 1, d.n_head_kv);
@@ -390,7 +403,7 @@ DecodeChoice fixed_decode_choice(const Context &ctx, const BoundModel &m, const 
   if (choice.persistent)
     choice.variant = {ctx.options.persistent_head && m.persistent->head_available,
                       ctx.options.persistent_prefetch, ctx.options.tuning.balanced_shares,
-                      ctx.options.tuning.stream_slots};
+                      ctx.options.tuning.stream_slots, ctx.options.tuning.fused_qkv_attention};
   return choice;
 }
 
@@ -408,6 +421,16 @@ bool stream_fits(const Context &ctx, const BoundModel &m, int n_tokens, int slot
          persistent_largest_tile_bytes(p.shape);
 }
 
+bool fused_fits(const Context &ctx, const BoundModel &m, const StepState &step) {
+  const PersistentDecode &p = *m.persistent;
+  PersistentShape shape = p.shape;
+  shape.n_sequences = static_cast<int>(step.sequences.size());
+  shape.attention_splits = step_attention_splits(p, step);
+  shape.weight_buffer_bytes =
+      weight_buffer(*ctx.kernels, p.kernel, widest_input(m.dims), step.n_tokens, p.mma);
+  return persistent_fused_applies(shape);
+}
+
 bool head_in_launch(const PersistentDecode &p, const PersistentVariant &variant) {
   return p.head_available && variant.head;
 }
@@ -422,7 +445,8 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
                               splits,
                               head_in_launch(p, step.variant),
                               step.variant.balanced,
-                              std::max(1, step.variant.stream)};
+                              std::max(1, step.variant.stream),
+                              step.variant.fused};
   const PersistentPlanBuffer &plan = plan_for(ctx, m, key);
   p.last_plan = key;
   const ModelDims &d = m.dims;
@@ -446,6 +470,8 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   args.unit_rows = plan.unit_rows;
   args.stream_slots = plan.stream_slots;
   args.slot_bytes = plan.slot_bytes;
+  args.head_ready_base =
+      plan.fused ? static_cast<int32_t>(p.head_ready_offset / sizeof(int32_t)) : 0;
   args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens, p.mma));
   args.mma = p.mma ? 1 : 0;
   args.prefetch = step.variant.prefetch ? 1 : 0;

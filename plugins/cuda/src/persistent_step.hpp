@@ -32,6 +32,11 @@ DecodeChoice step_decode_choice(const Context &ctx, const BoundModel &m, const S
 // slots (persistent_stream), still holds the largest tile in each.
 bool stream_fits(const Context &ctx, const BoundModel &m, int n_tokens, int slots);
 
+// Whether the open step's plan can fuse Q/K/V with attention
+// (persistent_qkv=fused): its instructions all resident at once, a share's
+// weights within the buffer.
+bool fused_fits(const Context &ctx, const BoundModel &m, const StepState &step);
+
 // Whether a launch of `variant` computes the LM head and argmax itself.
 bool head_in_launch(const PersistentDecode &p, const PersistentVariant &variant);
 

@@ -184,8 +184,10 @@ void tune_step_width(Context &ctx, BoundModel &m, const StepState &step) {
   PersistentDecode &p = *m.persistent;
   const int width = step.n_tokens;
   const DecodeChoice fixed = fixed_decode_choice(ctx, m, step);
-  const std::vector<DecodeCandidate> candidates = decode_candidates(
-      {true, p.head_available, stream_fits(ctx, m, width, kTunedStreamSlots)}, fixed);
+  const std::vector<DecodeCandidate> candidates =
+      decode_candidates({true, p.head_available, stream_fits(ctx, m, width, kTunedStreamSlots),
+                         fused_fits(ctx, m, step)},
+                        fixed);
   const TuneKey key = tune_key(ctx, m, width);
   if (ctx.options.tuning.tune == TuneMode::on && ctx.tuner.cache)
     if (const std::optional<DecodeChoice> cached = cached_choice(ctx, key, candidates)) {

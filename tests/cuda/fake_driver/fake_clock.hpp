@@ -9,7 +9,8 @@
 // PART matches every kernel) and whose FLAGs it all has; none: 0 us. The
 // persistent decode kernel's flags come from its arguments (fake_libcuda.cpp):
 // head (the LM head in the launch), prefetch, mma, quantize, balanced
-// (a plan of balanced shares), stream (weights streamed ahead). Example:
+// (a plan of balanced shares), stream (weights streamed ahead), fused (Q/K/V
+// and attention in one stage). Example:
 // "persistent+prefetch=50;persistent=80;=3": a persistent launch 50 us with
 // prefetching, 80 without, every other kernel 3.
 #include <string>

@@ -28,8 +28,8 @@
 // each wait one count short, "no_fence" makes fences publish nothing (the
 // stores then land at the kernel's end); "KIND@FLAG" breaks only the
 // launches that have FLAG (fake_clock.hpp's flags: head, prefetch, mma,
-// quantize, balanced, stream), so that one variant of the kernel fails
-// while the others run.
+// quantize, balanced, stream, fused), so that one variant of the kernel
+// fails while the others run.
 // BONSAI_FAKE_CUDA_SEED seeds the order in which the blocks are visited.
 //
 // Time: BONSAI_FAKE_CUDA_TIMES scripts how long each kernel run takes on a
@@ -210,6 +210,8 @@ std::vector<std::string> persistent_flags(const PersistentArgs &args) {
     flags.push_back("balanced");
   if (args.stream_slots > 1)
     flags.push_back("stream");
+  if (args.head_ready_base > 0)
+    flags.push_back("fused");
   return flags;
 }
 

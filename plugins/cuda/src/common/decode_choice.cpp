@@ -21,6 +21,8 @@ std::string choice_options(const DecodeChoice &choice) {
   if (choice.variant.stream != defaults.stream)
     text += choice.variant.stream > 1 ? strformat(";persistent_stream=%d", choice.variant.stream)
                                       : std::string(";persistent_stream=off");
+  if (choice.variant.fused != defaults.fused)
+    text += choice.variant.fused ? ";persistent_qkv=fused" : ";persistent_qkv=apart";
   return text;
 }
 
@@ -37,7 +39,8 @@ std::optional<DecodeChoice> choice_from_options(const std::string &text) {
   choice.persistent = parsed.decode == DecodeMode::persistent;
   if (choice.persistent)
     choice.variant = {parsed.persistent_head, parsed.persistent_prefetch,
-                      parsed.tuning.balanced_shares, parsed.tuning.stream_slots};
+                      parsed.tuning.balanced_shares, parsed.tuning.stream_slots,
+                      parsed.tuning.fused_qkv_attention};
   // Anything else in the text (another option, a repeat, another order)
   // makes it a name this build did not write.
   if (choice_options(choice) != text)

@@ -15,6 +15,7 @@ struct PersistentVariant {
   bool prefetch = false; // persistent_prefetch=next: the next instruction's weights to L2
   bool balanced = false; // persistent_shares=balanced: a plan of balanced shares
   int stream = 1;        // persistent_stream=N: N weight slots, N - 1 instructions ahead
+  bool fused = false;    // persistent_qkv=fused: Q/K/V and attention in one stage
   auto operator<=>(const PersistentVariant &) const = default;
 };
 

@@ -29,6 +29,8 @@ const char *persistent_stage_name(int op) {
     return "LM head";
   case PersistentStage::argmax:
     return "argmax";
+  case PersistentStage::qkv_attention:
+    return "Q/K/V and attention";
   }
   return "unknown";
 }
@@ -92,12 +94,17 @@ struct StageBuilder {
       list.push_back(make(stage, begin, std::min(n_units, begin + per_block)));
     return added;
   }
-  int attention(int n_sequences, int n_head_kv, int splits) {
+  // One instruction per (sequence, KV head, key range); fused, each also
+  // computes a share of its head's Q/K/V rows, and signals the attention
+  // counter all the same.
+  int attention(int n_sequences, int n_head_kv, int splits, bool fused = false) {
     for (int s = 0; s < n_sequences; ++s)
       for (int h = 0; h < n_head_kv; ++h)
         for (int part = 0; part < splits; ++part) {
           list.push_back(make(PersistentStage::attention, s, h));
           list.back().part = part;
+          if (fused)
+            list.back().op = static_cast<int32_t>(PersistentStage::qkv_attention);
         }
     return n_sequences * n_head_kv * splits;
   }
@@ -119,6 +126,19 @@ int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage) {
 
 int persistent_unit_bytes(const PersistentShape &shape, PersistentStage stage) {
   return persistent_tile_bytes(shape, stage) / kPersistentTileRows * shape.unit_rows;
+}
+
+bool persistent_fused_applies(const PersistentShape &shape) {
+  const int shares = shape.n_sequences * shape.n_head_kv * shape.attention_splits;
+  const int group = shape.n_head_kv > 0 ? shape.n_head / shape.n_head_kv : 0;
+  const int unit = shape.unit_rows;
+  if (shares > shape.blocks || shape.head_dim % unit != 0 || group < 1)
+    return false;
+  const int head_units = (group + 2) * shape.head_dim / unit;
+  const int share_units = (head_units + shares - 1) / shares;
+  return shape.weight_buffer_bytes <= 0 ||
+         share_units * persistent_unit_bytes(shape, PersistentStage::qkv) <=
+             shape.weight_buffer_bytes;
 }
 
 int persistent_balanced_unit_rows(const PersistentShape &shape) {
@@ -175,6 +195,8 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
                            "%d/%d heads, %d key ranges, %d LM head rows)",
                            shape.n_layer, shape.blocks, shape.n_sequences, shape.n_head,
                            shape.n_head_kv, shape.attention_splits, shape.n_vocab));
+  if (shape.fused_qkv_attention && !persistent_fused_applies(shape))
+    fail_invalid("persistent decode plan: Q/K/V cannot be fused with attention in this shape");
   if (shape.weight_buffer_bytes > 0 &&
       (shape.block_bytes < 1 || persistent_largest_tile_bytes(shape) > shape.weight_buffer_bytes))
     fail_invalid(strformat("persistent decode plan: a %d-byte weight buffer holds no tile of "
@@ -191,9 +213,14 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
       stage.wait_counter = persistent_counter(layer, done);
       stage.wait_count = count;
     };
-    next(PersistentStage::qkv, stage.matmul(PersistentStage::qkv, qkv_units, shape));
-    next(PersistentStage::attention,
-         stage.attention(shape.n_sequences, shape.n_head_kv, shape.attention_splits));
+    if (shape.fused_qkv_attention) {
+      next(PersistentStage::attention,
+           stage.attention(shape.n_sequences, shape.n_head_kv, shape.attention_splits, true));
+    } else {
+      next(PersistentStage::qkv, stage.matmul(PersistentStage::qkv, qkv_units, shape));
+      next(PersistentStage::attention,
+           stage.attention(shape.n_sequences, shape.n_head_kv, shape.attention_splits));
+    }
     next(PersistentStage::output,
          stage.matmul(PersistentStage::output, units(shape.n_embd, u), shape));
     next(PersistentStage::ffn_up,
@@ -241,6 +268,9 @@ std::string describe_persistent_instr(const PersistentInstr &instr) {
   if (instr.op == static_cast<int32_t>(PersistentStage::attention))
     return strformat("layer %d attention (sequence %d, KV head %d, key range %d)", instr.layer,
                      instr.begin, instr.end, instr.part);
+  if (instr.op == static_cast<int32_t>(PersistentStage::qkv_attention))
+    return strformat("layer %d Q/K/V and attention (sequence %d, KV head %d, key range %d)",
+                     instr.layer, instr.begin, instr.end, instr.part);
   return strformat("layer %d %s (tiles %d..%d)", instr.layer, persistent_stage_name(instr.op),
                    instr.begin, instr.end - 1);
 }

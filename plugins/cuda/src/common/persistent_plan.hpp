@@ -21,6 +21,11 @@ enum class PersistentStage : int32_t {
   // counters are the ones after the layers' (persistent_head_counter).
   head = 5,   // final RMSNorm + LM head rows: logits, and each range's best row per token
   argmax = 6, // one instruction: every token's best row over the head's ranges
+  // persistent_qkv=fused: a share of one KV head's Q, K and V rows, then,
+  // once every share of that head is written, the attention of one
+  // (sequence, KV head, key range); it signals the attention counter (the
+  // layer has no Q/K/V stage of its own).
+  qkv_attention = 7,
 };
 inline constexpr int kPersistentStages = 5;    // counters per layer (the stages qkv ... ffn_down)
 inline constexpr int kPersistentTileRows = 16; // PK_TILE_ROWS
@@ -71,7 +76,16 @@ struct PersistentShape {
   // 1.21 on average).
   bool balanced = false;
   int unit_rows = kPersistentTileRows; // PersistentInstr::begin, end count these
+  // persistent_qkv=fused, where it applies (persistent_fused_applies): each
+  // layer's Q/K/V and attention as one stage of qkv_attention instructions.
+  bool fused_qkv_attention = false;
 };
+
+// Whether Q/K/V can be fused with attention in `shape`'s plan: every one of
+// its (sequence, KV head, key range) instructions resident at once (no more
+// of them than blocks: a share waits for its head's other shares), a
+// head's rows whole units, and a share's weights within the buffer.
+bool persistent_fused_applies(const PersistentShape &shape);
 
 // The rows of a balanced plan's unit: the fewest, dividing 16, for which
 // every matrix's copy of a unit's rows keeps its scales in whole 16-byte
@@ -136,7 +150,8 @@ inline int persistent_counter_count(int n_layer) {
 }
 // Whether `op` is a stage the kernel knows.
 inline bool persistent_known_stage(int op) {
-  return op >= 0 && op <= static_cast<int>(PersistentStage::argmax);
+  return (op >= 0 && op <= static_cast<int>(PersistentStage::argmax)) ||
+         op == static_cast<int>(PersistentStage::qkv_attention);
 }
 
 // The list, in dependency order: every instruction waits for the whole

@@ -28,6 +28,11 @@ std::vector<DecodeCandidate> decode_candidates(const CandidateSpace &space,
       stream.variant.stream = kTunedStreamSlots;
       choices.push_back(stream);
     }
+    if (space.fused) {
+      DecodeChoice fused = base;
+      fused.variant.fused = true;
+      choices.push_back(fused);
+    }
   }
   std::vector<DecodeCandidate> candidates;
   for (const DecodeChoice &choice : choices) {

@@ -34,6 +34,12 @@ bool parse_tuning_option(const std::string &key, const std::string &value, Tunin
     out.stream_slots = value == "off" ? 1 : value[0] - '0';
     return true;
   }
+  if (key == "persistent_qkv") {
+    if (value != "apart" && value != "fused")
+      fail_invalid("option persistent_qkv=" + value + ": expected apart or fused");
+    out.fused_qkv_attention = value == "fused";
+    return true;
+  }
   return false;
 }
 

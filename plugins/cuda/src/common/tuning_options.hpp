@@ -35,6 +35,13 @@ struct TuningOptions {
   // default): one buffer, filled before each wait for that instruction. A
   // tuner candidate (3: two instructions ahead); not yet measured.
   int stream_slots = 1;
+  // persistent_qkv=apart|fused: each layer's Q/K/V a stage of its own, its
+  // attention the next (apart, the default), or one stage whose
+  // instructions each compute a share of a KV head's Q/K/V rows and then,
+  // once that head's shares are all written, its attention (fused: no
+  // stage-wide handoff between the two). Where every such instruction
+  // fits the grid at once; a tuner candidate; not yet measured.
+  bool fused_qkv_attention = false;
 };
 
 // Parses `key`=`value` into `out` when the key is one of the above: true.

@@ -59,6 +59,7 @@
 //   persistent_rows_mma.cuh   row dots on the int8 tensor cores (2-8 tokens)
 //   persistent_matmul.cuh     a matmul instruction after its wait
 //   persistent_attention.cuh  QK-norm, RoPE, KV append, attention and its merge
+//   persistent_fused.cuh      a KV head's Q/K/V share and its attention in one (persistent_qkv)
 //   persistent_kernel.cuh     the instruction loop and the entry points
 // clang-format off
 #include "persistent_args.cuh"
@@ -72,5 +73,6 @@
 #include "persistent_rows_mma.cuh"
 #include "persistent_matmul.cuh"
 #include "persistent_attention.cuh"
+#include "persistent_fused.cuh"
 #include "persistent_kernel.cuh"
 // clang-format on

@@ -26,6 +26,10 @@
 // After the last layer (their counters follow the layers', PK_STAGES * n_layer + 0 and + 1):
 #define PK_HEAD 5   // final RMSNorm + LM head rows: logits, and the range's best row per token
 #define PK_ARGMAX 6 // every token's best row over the LM head's ranges
+// persistent_qkv=fused, instead of PK_QKV and PK_ATTENTION: a share of one KV
+// head's Q/K/V rows, then that head's attention of one (sequence, key
+// range), signalling PK_ATTENTION's counter.
+#define PK_FUSED 7
 
 struct PkInstr {
   int op;    // PK_QKV ... PK_FFN_DOWN
@@ -138,8 +142,12 @@ struct PersistentArgs {
   // while it waits and computes. 1 (or 0): one buffer, filled before each
   // wait for that instruction alone.
   int stream_slots, slot_bytes;
+  // persistent_qkv=fused: counters[head_ready_base + layer * n_head_kv + h]
+  // counts the shares of KV head h's Q/K/V rows written in a layer (zeroed
+  // with the others); 0 in a plan without PK_FUSED.
+  int head_ready_base, reserved3;
 };
-static_assert(sizeof(PersistentArgs) == 536, "persistent_step.cpp's image must match");
+static_assert(sizeof(PersistentArgs) == 544, "persistent_step.cpp's image must match");
 
 // The times a traced instruction notes, in this order.
 #define PK_MARK_START 0  // its block took it up (before the weights' copy starts)

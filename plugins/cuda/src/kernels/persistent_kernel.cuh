@@ -55,13 +55,23 @@ __device__ void decode_persistent(const PersistentArgs &a) {
       return;
     }
     pk_mark(a, index, PK_MARK_GO);
-    if (ins.op == PK_ATTENTION) {
-      pk_attention<KV>(a, ins, index, (PkAttention *)work, ctl);
-    } else if (ins.op == PK_ARGMAX) {
+    // One call site each for the matmul and the attention, which PK_FUSED
+    // runs one after the other (a second inlined copy of either cost 20 %
+    // more code and, in the held-records kernels, 255 registers).
+    if (ins.op == PK_ARGMAX) {
       pk_mark(a, index, PK_MARK_READY);
       pk_argmax(a, ins);
     } else {
-      pk_matmul<T, D, M, HELD>(a, ins, index, L, ps, work, buffer, reduce, ctl);
+      if (ins.op != PK_ATTENTION) {
+        PkInstr rows = ins;
+        if (ins.op == PK_FUSED)
+          rows.op = PK_QKV; // its inputs, norm and outputs are Q/K/V's
+        pk_matmul<T, D, M, HELD>(a, rows, index, L, ps, work, buffer, reduce, ctl);
+        if (ins.op == PK_FUSED && !pk_fused_handoff(a, ins, index, work, ctl))
+          return; // the launch is aborting (its copies have landed)
+      }
+      if (ins.op == PK_ATTENTION || ins.op == PK_FUSED)
+        pk_attention<KV>(a, ins, index, (PkAttention *)work, ctl);
     }
     pk_done(a, ins, index);
   }

@@ -41,11 +41,54 @@ template <class T> __device__ __forceinline__ unsigned pk_piece_bytes(int rows, 
   return (unsigned)rows * (unsigned)(cols / 128) * (T::PAYLOAD + 2);
 }
 
+// PK_FUSED: instruction `ins`'s share of KV head ins.end's rows, the head's
+// Q rows (its group of query heads), then its K and V rows, counted in units
+// and cut evenly into one share per (sequence, key range).
+template <class T>
+__device__ PkPieces pk_fused_pieces(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L) {
+  const PkDims &d = a.dims;
+  const int unit = a.unit_rows > 0 ? a.unit_rows : PK_TILE_ROWS;
+  const int group = d.n_head / d.n_head_kv, head = ins.end;
+  const int q_units = group * d.head_dim / unit, kv_units = d.head_dim / unit;
+  const int shares = a.n_sequences * a.attention_splits;
+  const int share = ins.begin * a.attention_splits + ins.part;
+  const int total = q_units + 2 * kv_units;
+  const int begin = share * total / shares, end = (share + 1) * total / shares;
+  PkPieces ps;
+  ps.n = 0;
+  unsigned at = 0;
+  // Units [first, first + n) of this head's rows of one matrix, which start
+  // at `head_row` of its `rows`.
+  const auto add = [&](const u8 *w, int rows, int head_row, int first, int n, float *out) {
+    const int lo = begin > first ? begin : first, hi = min(end, first + n);
+    if (lo >= hi)
+      return;
+    PkPiece &p = ps.p[ps.n++];
+    p.w[0] = w;
+    p.w[1] = 0;
+    p.n_mats = 1;
+    p.rows = rows;
+    p.cols = d.n_embd;
+    p.row_begin = head_row + (lo - first) * unit;
+    p.row_end = head_row + (hi - first) * unit;
+    p.out = out;
+    p.shared[0] = at;
+    at += pk_piece_bytes<T>(p.row_end - p.row_begin, d.n_embd);
+  };
+  const int q_rows = d.n_head * d.head_dim, kv_rows = d.n_head_kv * d.head_dim;
+  add(L.wq, q_rows, head * group * d.head_dim, 0, q_units, a.q);
+  add(L.wk, kv_rows, head * d.head_dim, q_units, kv_units, a.k);
+  add(L.wv, kv_rows, head * d.head_dim, q_units + kv_units, kv_units, a.v);
+  return ps;
+}
+
 // The pieces of a matmul instruction: its units [begin, end) counted over
 // the stage's matrices one after another (Q, K, V for the first stage). A
 // unit is a 16-row tile, or with balanced shares fewer rows (unit_rows).
 template <class T>
 __device__ PkPieces pk_pieces(const PersistentArgs &a, const PkInstr &ins, const PkLayer &L) {
+  if (ins.op == PK_FUSED)
+    return pk_fused_pieces<T>(a, ins, L);
   const PkDims &d = a.dims;
   const int unit = a.unit_rows > 0 ? a.unit_rows : PK_TILE_ROWS;
   PkPieces ps;
