@@ -17,6 +17,8 @@
 // generated greedily from a one-token prompt through Session::generate,
 // without and with the draft, so the two differ by the draft alone; stderr
 // says how many proposals were kept.
+// With --tune (bench_tune.hpp) the CUDA plugin tunes its decode paths afresh
+// for every step width met, and each width's table goes to stderr.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,6 +34,7 @@
 #include "bench_progress.hpp"
 #include "bench_report.hpp"
 #include "bench_sizes.hpp"
+#include "bench_tune.hpp"
 #include "bonsai/engine.hpp"
 #include "commands.hpp"
 #include "engine_setup.hpp"
@@ -52,6 +55,7 @@ struct BenchArgs {
   int32_t repetitions = 5;                               // -r
   std::string output = "md";                             // -o md|csv|json|jsonl
   bool membw = false;                                    // --membw: measure read bandwidth
+  bool tune = false;        // --tune: the CUDA decode tuner afresh, its tables on stderr
   double bandwidth_gbs = 0; // --bandwidth: a given read bandwidth in GB/s (checked when given)
 };
 
@@ -305,9 +309,9 @@ std::optional<double> given_bandwidth(const BenchArgs &a, bool given) {
 
 int bench_command(const Args &argv) {
   BenchArgs a;
-  CommandLine command_line("bench",
-                           "bench -m FILE [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-np "
-                           "N,..] [-r N] [--membw | --bandwidth GB/s] [-o md|csv|json|jsonl]");
+  CommandLine command_line(
+      "bench", "bench -m FILE [-p N,..] [-n N,..] [-d N,..] [-t N,..] [-np "
+               "N,..] [-r N] [--membw | --bandwidth GB/s] [--tune] [-o md|csv|json|jsonl]");
   DraftArgs draft_args;
   command_line.engine(a.engine, true).draft(draft_args).logging();
   command_line.add_options()(
@@ -329,7 +333,10 @@ int bench_command(const Args &argv) {
       "share of the limit it sets (weight + KV bytes per token)")(
       "bandwidth", po::value(&a.bandwidth_gbs)->value_name("GB/s"),
       "state every tg row as a share of the limit this read bandwidth sets, instead of "
-      "measuring the host's: for a device whose memory bench cannot measure (a GPU)");
+      "measuring the host's: for a device whose memory bench cannot measure (a GPU)")(
+      "tune", po::bool_switch(&a.tune),
+      "CUDA: tune the decode paths afresh for every step width met (backend option "
+      "tune=fresh) and print each width's candidates and their times on stderr");
   if (!command_line.parse(argv))
     return kExitOk;
   parse_lists(a);
@@ -346,6 +353,9 @@ int bench_command(const Args &argv) {
   if (!command_line.given("batch-size"))
     a.engine.n_batch = sizes.n_batch;
 
+  std::optional<TuneTables> tune_tables;
+  if (a.tune)
+    tune_tables.emplace(a.engine.backend_options);
   const BenchFormat format = *parse_bench_format(a.output);
   BenchProgress progress(count_tests(a, draft_args.any()), a.engine.progress);
   bool any_row = false;

@@ -203,16 +203,22 @@ targets_section() {
   section "GPU decode targets (issue 67)"
   local pp=512 tg=128 depth=4096 par_n=64 np=8 reps_here="$reps" limit_s=120 gbs note name f
   local -A files
+  # The decode tuner's clock: the GPU's events, or on the fake driver a
+  # script (tests/cuda/fake_driver/fake_clock.hpp) under which prefetching
+  # wins, so that the tables have a choice to show.
+  local tune_env=(env)
   if [ "$mode" = fake ]; then
     pp=16 tg=4 depth=32 par_n=4 np=2 reps_here=1 gbs=1
     limit_s=300 # emulated kernels on one core
-    files=([1.7b_q1_0]="$tiny" [8b_q1_0]="$tiny" [8b_q2_0]="$data/tiny-q2.gguf")
-    note="fake driver: tiny-q1 and tiny-q2 stand in for every file, at a nominal 1 GB/s; not the targets' figures"
+    files=([1.7b_q1_0]="$tiny" [8b_q1_0]="$tiny" [8b_q2_0]="$data/tiny-q2.gguf"
+      [27b_q1_0]="$data/tiny-q35-q1.gguf")
+    note="fake driver: tiny-q1, tiny-q2 and tiny-q35-q1 stand in for every file, at a nominal 1 GB/s; not the targets' figures"
+    tune_env=(env "BONSAI_FAKE_CUDA_TIMES=persistent+prefetch=50;persistent+head=80;persistent=60;=3")
   else
     measure_bandwidth
     gbs="$copy_gbs"
-    # The background maker makes these three first.
-    for name in 1.7b_q1_0 8b_q1_0 8b_q2_0; do
+    # The background maker makes these first.
+    for name in 1.7b_q1_0 8b_q1_0 8b_q2_0 27b_q1_0; do
       files[$name]="$models/${name%_q*}-q${name#*_q}.gguf"
     done
     note="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); copy bandwidth $gbs GB/s"
@@ -240,6 +246,22 @@ targets_section() {
     fi
     if [ -x "$llama_build/bin/llama-bench" ]; then
       step "llama_targets_$name" 90 env LD_LIBRARY_PATH="${llama_libs:-}:$LD_LIBRARY_PATH" \
+        "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o jsonl
+    fi
+  done
+  # The decode tuner (docs/cuda.md, "The decode tuner") afresh on the 1.7B,
+  # 8B and 27B shapes: each width's candidates and their device time a step
+  # (single tokens; the 8B also 8 sequences), beside llama.cpp's tg on the
+  # same file. The 27B (qwen35) has one path: the log says so.
+  for name in 1.7b_q1_0 8b_q1_0 27b_q1_0; do
+    f="${files[$name]}"
+    [ -n "$f" ] && wait_for_model "$f" || continue
+    local tune_np=1
+    [ "$name" = 8b_q1_0 ] && tune_np="1,$np"
+    step "targets_tune_$name" "$limit_s" "${tune_env[@]}" "$bin/bonsai" bench -m "$f" --backend cuda \
+      --tune -r 1 -o jsonl -p 0 -n "$tg" -np "$tune_np"
+    if [ "$name" = 27b_q1_0 ] && [ -x "$llama_build/bin/llama-bench" ]; then
+      step "llama_targets_$name" 150 env LD_LIBRARY_PATH="${llama_libs:-}:$LD_LIBRARY_PATH" \
         "$llama_build/bin/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 3 -o jsonl
     fi
   done
@@ -277,6 +299,13 @@ targets_section() {
   if [ "$rc" -ne 0 ] || { [ "$mode" = fake ] && grep 'no figure' "$table" | grep -vq "llama.cpp's"; }; then
     echo "targets_table                FAIL(rc=$rc or a target without a figure)" | tee -a "$summary"
   fi
+  # The tuner's table must have a choice for the 1.7B and 8B files (a row
+  # marked *); on the fake driver, whose clock is scripted, always.
+  for name in 1.7b_q1_0 8b_q1_0; do
+    if [ "$mode" = fake ] && ! grep -Eq "^$name +[0-9]+ +\* " "$table"; then
+      echo "targets_tune_table           FAIL(no tuned choice for $name)" | tee -a "$summary"
+    fi
+  done
 }
 
 # The speculative pair (docs/speculative.md): a draft of shape $1 and a
@@ -409,7 +438,7 @@ shapes="${GPU_CHECK_SHAPES:-1.7b 4b 8b}"
 types="${GPU_CHECK_TYPES:-q1_0 q2_0}"
 # The targets section's files first when it runs (it waits for each).
 wanted_models=()
-wanted targets && wanted_models+=(1.7b:q1_0 8b:q1_0 8b:q2_0)
+wanted targets && wanted_models+=(1.7b:q1_0 8b:q1_0 8b:q2_0 27b:q1_0)
 for s in $shapes; do
   for t in $types; do
     wanted_models+=("$s:$t")

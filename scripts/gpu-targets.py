@@ -17,7 +17,12 @@ The section's steps (each a log in LOGS_DIR, `bonsai bench -o jsonl` or
                             with the draft
   targets_load              "warm run to its first token: S s"
   llama_targets_<file>      llama-bench's pp and tg rows
-for the files 1.7b_q1_0, 8b_q1_0 and 8b_q2_0. A missing log or row gives
+  targets_tune_<file>       `bonsai bench --tune`: the CUDA decode tuner's tables
+                            ("decode tune: ..." lines), one per step width
+for the files 1.7b_q1_0, 8b_q1_0 and 8b_q2_0 (the tuner's also 27b_q1_0,
+whose llama-bench rows are llama_targets_27b_q1_0). After the verdicts comes
+the tuner's table: each candidate decode path's time a step beside
+llama.cpp's tg rate on the same file. A missing log or row gives
 "no figure", never an error: a call that ran out of time still reports
 what it measured. The verdicts are "met", "not met" and "no figure" (the
 summary of gpu-check.sh marks a failed step by the word FAIL, which these
@@ -25,6 +30,7 @@ must not contain).
 """
 import json
 import os
+import re
 import sys
 
 # (label, file, kind, goal): kind "tg" / "pp" is a rate that must reach the
@@ -221,6 +227,72 @@ def evaluate(logs):
     return results
 
 
+# The files the tuner's table covers, in order.
+TUNED = ["1.7b_q1_0", "8b_q1_0", "27b_q1_0"]
+TUNE_TITLE = re.compile(r"decode tune: steps of (\d+) tokens? on (.*) \((.*)\): (\S+)$")
+TUNE_ROW = re.compile(r"decode tune: ([* ]) (\S+) +(-|[0-9.]+)  (passed|failed.*)$")
+
+
+def tune_tables(path):
+    """The tuner's tables in a log: a list of (width, rows, note) where rows
+    are (chosen, candidate, microseconds or None, check), and notes the
+    tuner's other "decode tune:" lines (why nothing was tuned)."""
+    tables, notes = [], []
+    if not os.path.exists(path):
+        return tables, notes
+    with open(path, encoding="utf-8", errors="replace") as log:
+        for line in log:
+            line = line.rstrip("\n")
+            at = line.find("decode tune:")
+            if at < 0:
+                continue
+            line = line[at:]
+            title, row = TUNE_TITLE.match(line), TUNE_ROW.match(line)
+            if title:
+                tables.append((int(title.group(1)), []))
+            elif row and tables:
+                us = None if row.group(3) == "-" else float(row.group(3))
+                tables[-1][1].append((row.group(1) == "*", row.group(2), us, row.group(4)))
+            elif "candidate" not in line:
+                notes.append(line)
+    return tables, notes
+
+
+def tune_lines(logs):
+    """The tuner's table over the TUNED files, or [] when none was tuned
+    (no targets_tune_* log)."""
+    header = ("file", "tokens/step", "candidate", "us/step", "t/s", "llama.cpp", "ratio", "check")
+    rows, notes, any_log = [], [], False
+    for name in TUNED:
+        path = os.path.join(logs, f"targets_tune_{name}.log")
+        any_log = any_log or os.path.exists(path)
+        tables, file_notes = tune_tables(path)
+        llama = llama_rate(json_rows(os.path.join(logs, f"llama_targets_{name}.log")), "tg")
+        for width, table_rows in tables:
+            for chosen, candidate, us, check in table_rows:
+                rate = width * 1e6 / us if us else None
+                # Per token against llama.cpp's one sequence: single tokens only.
+                ratio = f"{rate / llama:.2f}" if rate and llama and width == 1 else "-"
+                rows.append((name, str(width), ("* " if chosen else "  ") + candidate,
+                             f"{us:.1f}" if us is not None else "-",
+                             f"{rate:.1f}" if rate else "-",
+                             f"{llama:.1f}" if llama else "-", ratio, check))
+        if not tables and os.path.exists(path):
+            notes += [f"{name}: {n}" for n in file_notes] or [f"{name}: no table in its log"]
+        elif not os.path.exists(path):
+            notes.append(f"{name}: no figure (no targets_tune_{name} log)")
+    if not any_log:
+        return []
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(header)]
+    lines = ["decode paths as tuned (bonsai bench --tune: each candidate's device time a step, "
+             "CUDA events, median; * chosen; llama.cpp's tg beside)"]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines += notes
+    return lines
+
+
 def table(results):
     columns = [("target", "label"), ("test", "test"), ("bonsai", "figure"), ("goal", "goal"),
                ("llama.cpp", "llama"), ("ratio", "ratio"), ("verdict", "verdict")]
@@ -244,6 +316,8 @@ def main(argv):
     if len(argv) == 4:
         print(argv[3])
     print(table(results))
+    for line in tune_lines(argv[1]):
+        print(line)
     return 0
 
 

@@ -4,6 +4,7 @@
 // fibers). Each emulator defines emu::current (the running GPU thread's
 // indices and block) and emu::syncthreads / emu::shfl_xor before including
 // this header.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 namespace emu {
 
@@ -107,6 +109,32 @@ inline void require_aligned(const void *p, size_t alignment) {
 // queue per thread in the block).
 inline AsyncCopyQueue &async_copies() {
   return current->block->async[current->tid];
+}
+
+// The persistent kernel's waits (thread 0's): how many distinct cp.async
+// groups with copies in flight it had then, the most seen and at how many
+// waits, so that a test sees the weights of later instructions streaming
+// (persistent_stream) while a block waits.
+struct InFlightLog {
+  int most = 0;
+  long waits = 0, waits_at_most = 0;
+};
+inline InFlightLog &in_flight_log() {
+  static InFlightLog log;
+  return log;
+}
+inline void note_groups_in_flight() {
+  std::vector<int> groups;
+  for (const AsyncCopyQueue::Copy &c : async_copies().copies)
+    if (std::find(groups.begin(), groups.end(), c.group) == groups.end())
+      groups.push_back(c.group);
+  InFlightLog &log = in_flight_log();
+  const int n = static_cast<int>(groups.size());
+  ++log.waits;
+  if (n > log.most)
+    log.most = n, log.waits_at_most = 0;
+  if (n == log.most)
+    ++log.waits_at_most;
 }
 
 // Lane 0 of the running thread's warp: the emulated tensor-core fragments

@@ -134,6 +134,46 @@ TEST(CudaPersistentDecode, LogitsDoNotDependOnTheBlockOrderAndStayNextToTheGraph
   }
 }
 
+// persistent_shares=balanced: the plans share each matmul stage out in
+// units of 2 rows (tiny-q1's inputs are 4 and 12 blocks of 128 wide) spread
+// evenly over the blocks; the greedy tokens stay the reference's.
+TEST(CudaPersistentDecode, BalancedSharesKeepTheReferenceTokens) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const std::string log = log_of_greedy(std::string(kPersistent) + ";persistent_shares=balanced",
+                                        bonsai::LogLevel::debug);
+  EXPECT_THAT(log, HasSubstr("a plan for 1 sequence(s), 1 token(s) and 2 key range(s) a step with "
+                             "the LM head, balanced shares of 2-row units"));
+}
+
+// persistent_stream=3: the weight buffer cut into three slots, each block's
+// next two instructions' weights copying while it waits; the greedy tokens
+// stay the reference's.
+TEST(CudaPersistentDecode, WeightsStreamedAheadKeepTheReferenceTokens) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const std::string log =
+      log_of_greedy(std::string(kPersistent) + ";persistent_stream=3", bonsai::LogLevel::debug);
+  EXPECT_THAT(log, HasSubstr("a plan for 1 sequence(s), 1 token(s) and 2 key range(s) a step with "
+                             "the LM head: "));
+  EXPECT_THAT(log, HasSubstr(" in 3 slots, the next 2 instructions' weights streamed ahead"));
+  EXPECT_THAT(log, Not(HasSubstr("does not fit")));
+}
+
+// persistent_qkv=fused: each layer's Q/K/V and attention one stage, an
+// instruction per (KV head, key range): tiny-q1's 2 KV heads in 2 ranges on
+// the fake device's 4 blocks. The greedy tokens stay the reference's.
+TEST(CudaPersistentDecode, QkvFusedWithAttentionKeepsTheReferenceTokens) {
+  REQUIRE_FAKE_DRIVER_AND_NVRTC();
+  const EnvGuard driver("BONSAI_CUDA_DRIVER", std::string(kFakeDriver));
+  const std::string log =
+      log_of_greedy(std::string(kPersistent) + ";persistent_qkv=fused", bonsai::LogLevel::debug);
+  EXPECT_THAT(log, HasSubstr("a plan for 1 sequence(s), 1 token(s) and 2 key range(s) a step with "
+                             "the LM head: "));
+  EXPECT_THAT(log, HasSubstr(", Q/K/V and attention in one stage"));
+  EXPECT_THAT(log, Not(HasSubstr("persistent_qkv=fused does not apply")));
+}
+
 // persistent_records=registers: single tokens multiply with each lane's
 // input records in registers and one transposed reduction per 32 sums.
 // Tiny-q1's rows are at most 12 chunks (1,536 columns), one per lane either

@@ -1,6 +1,7 @@
 // The persistent decode kernel's instruction list (common/persistent_plan):
 // checked against the rules the kernel relies on, with the counts worked
 // out by hand for small shapes.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -188,6 +189,159 @@ TEST(PersistentPlan, FewerTokensLeaveALargerWeightBufferAndFewerCutStages) {
   };
   EXPECT_EQ(gate_up(persistent_weight_buffer_bytes(kOptin, kRow, 8, true)), 256);
   EXPECT_EQ(gate_up(persistent_weight_buffer_bytes(kOptin, kRow, 1, true)), 128);
+}
+
+// A real shape of Q1_0 (18 bytes a block of 128) on `blocks` SMs, one layer.
+PersistentShape real_shape(int n_embd, int n_head, int n_ff, int blocks) {
+  PersistentShape shape;
+  shape.n_layer = 1, shape.n_embd = n_embd, shape.n_head = n_head, shape.n_head_kv = 8;
+  shape.head_dim = 128, shape.n_ff = n_ff, shape.blocks = blocks, shape.block_bytes = 18;
+  shape.attention_splits = 1;
+  return shape;
+}
+
+// Rows each block computes in each matmul stage of layer 0 (block b runs
+// entries b, b + blocks, ... of the list), by stage; and every row of each
+// stage counted once (the units cover [0, n) without a gap or an overlap).
+std::map<int, std::vector<long>> rows_per_block(const PersistentShape &shape) {
+  const std::vector<PersistentInstr> plan = build_persistent_plan(shape);
+  std::map<int, std::vector<long>> rows;
+  std::map<int, int> next_unit;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const PersistentInstr &instr = plan[i];
+    if (instr.layer != 0 || instr.op == op(PersistentStage::attention) ||
+        instr.op == op(PersistentStage::argmax))
+      continue;
+    std::vector<long> &share = rows[instr.op];
+    share.resize(static_cast<size_t>(shape.blocks));
+    share[i % static_cast<size_t>(shape.blocks)] += long{instr.end - instr.begin} * shape.unit_rows;
+    EXPECT_EQ(instr.begin, next_unit[instr.op]) << describe_persistent_instr(instr);
+    next_unit[instr.op] = instr.end;
+  }
+  return rows;
+}
+
+double worst_over_mean(const std::vector<long> &share) {
+  long total = 0, most = 0;
+  for (long rows : share) {
+    total += rows;
+    most = std::max(most, rows);
+  }
+  return static_cast<double>(most) * static_cast<double>(share.size()) / static_cast<double>(total);
+}
+
+// persistent_shares=balanced: on the real shapes (1.7B, 4B, 8B) and the
+// SM counts of an H100/H200 (132), an RTX 4090 (128) and an L40S (142),
+// with the weight buffers of one token and of eight (H200: 174,528 and
+// 107,072 bytes), no block's rows in any stage pass about 1.1 times the
+// mean, and every row is computed once. A share is whole units, so the
+// bound is ceil(m) / m for m units a block: the worst here is 4B's output
+// projection on an L40S, 1,280 units of 2 rows on 142 blocks, 10 against
+// 9.01 (1.11x). Whole tiles do not come near: 4B's output projection is
+// 160 tiles on 132 blocks, 2 a block at most against 1.21 on average
+// (1.65x).
+TEST(PersistentPlan, BalancedSharesKeepEveryBlockWithinATenthOfTheMean) {
+  struct Shape {
+    const char *name;
+    int n_embd, n_head, n_ff;
+  };
+  for (const Shape s :
+       {Shape{"1.7B", 2048, 16, 6144}, Shape{"4B", 2560, 32, 9728}, Shape{"8B", 4096, 32, 12288}})
+    for (int blocks : {132, 128, 142})
+      for (int buffer : {174528, 107072}) {
+        PersistentShape shape = real_shape(s.n_embd, s.n_head, s.n_ff, blocks);
+        shape.weight_buffer_bytes = buffer;
+        shape.n_vocab = 151936;
+        shape.balanced = true;
+        shape.unit_rows = bonsai::cuda::persistent_balanced_unit_rows(shape);
+        const std::map<int, std::vector<long>> rows = rows_per_block(shape);
+        const long expected[] = {long{s.n_head + 16} * 128, 0, s.n_embd, s.n_ff, s.n_embd, 151936};
+        for (const auto &[stage, share] : rows) {
+          SCOPED_TRACE(std::string(s.name) + ", " + std::to_string(blocks) + " blocks, " +
+                       std::to_string(buffer) + " bytes, " +
+                       bonsai::cuda::persistent_stage_name(stage));
+          long total = 0;
+          for (long r : share)
+            total += r;
+          EXPECT_EQ(total, expected[stage]);
+          EXPECT_LE(worst_over_mean(share), 1.11);
+        }
+        EXPECT_EQ(rows.size(), 5u); // four stages and the LM head
+        // The LM head's ranges fit the plugin's buffer of their best rows
+        // (a range per tile, two rounds of blocks more), with a third of the
+        // buffer too (persistent_stream=3).
+        for (int slots : {1, 3}) {
+          shape.weight_buffer_bytes = buffer / slots / 16 * 16;
+          const std::vector<PersistentInstr> plan = build_persistent_plan(shape);
+          const auto ranges = std::count_if(plan.begin(), plan.end(), [](const PersistentInstr &i) {
+            return i.op == op(PersistentStage::head);
+          });
+          EXPECT_LE(ranges, 151936 / 16 + 2 * blocks) << slots << " slots";
+        }
+      }
+  PersistentShape tiles = real_shape(2560, 32, 9728, 132);
+  EXPECT_NEAR(worst_over_mean(rows_per_block(tiles).at(op(PersistentStage::output))), 1.65, 0.01);
+}
+
+// A balanced unit is the fewest rows, dividing 16, whose scales fill whole
+// 16-byte chunks in every matrix: rows x (input width / 128) a multiple of 8.
+TEST(PersistentPlan, BalancedUnitsAreTheFewestRowsWithWholeChunksOfScales) {
+  using bonsai::cuda::persistent_balanced_unit_rows;
+  EXPECT_EQ(persistent_balanced_unit_rows(real_shape(4096, 32, 12288, 132)), 1); // 32, 96 blocks
+  EXPECT_EQ(persistent_balanced_unit_rows(real_shape(2048, 16, 6144, 132)), 1);  // 16, 48
+  EXPECT_EQ(persistent_balanced_unit_rows(real_shape(2560, 32, 9728, 132)), 2);  // 20, 76
+  EXPECT_EQ(persistent_balanced_unit_rows(real_shape(768, 8, 2048, 132)), 4);    // 6 blocks
+  EXPECT_EQ(persistent_balanced_unit_rows(tiny(4, 1)), 2);                       // 4, 12 blocks
+  PersistentShape odd = tiny(4, 1);
+  odd.n_ff = 384; // 3 blocks of 128: 8 rows
+  EXPECT_EQ(persistent_balanced_unit_rows(odd), 8);
+  odd.unit_rows = 3; // not a divisor of a tile
+  EXPECT_THROW(build_persistent_plan(odd), bonsai::plugin::PluginError);
+}
+
+// persistent_qkv=fused: a layer's Q/K/V and attention are one stage of one
+// instruction per (sequence, KV head, key range), each waiting for the
+// previous layer's down projection and signalling the attention counter,
+// which the output projection waits for in full. Only where every one of
+// a layer's instructions has a block of its own (they wait for each other
+// through their head's ready count) and a share's weights fit the buffer.
+TEST(PersistentPlan, FusedQkvAndAttentionAreOneStageWhoseSharesAllHaveABlock) {
+  PersistentShape shape = tiny(8, 1); // 4 KV heads x 2 key ranges = 8 shares on 8 blocks
+  shape.attention_splits = 2;
+  shape.fused_qkv_attention = true;
+  ASSERT_TRUE(bonsai::cuda::persistent_fused_applies(shape));
+  const std::vector<PersistentInstr> plan = build_persistent_plan(shape);
+  for (const PersistentInstr &instr : plan) {
+    EXPECT_NE(instr.op, op(PersistentStage::qkv));
+    EXPECT_NE(instr.op, op(PersistentStage::attention));
+  }
+  int fused = 0;
+  for (const PersistentInstr &instr : plan) {
+    if (instr.op == op(PersistentStage::output)) {
+      EXPECT_EQ(instr.wait_target, 8) << describe_persistent_instr(instr);
+    }
+    if (instr.op != op(PersistentStage::qkv_attention) || instr.layer != 1)
+      continue;
+    ++fused;
+    EXPECT_EQ(instr.signal_counter, persistent_counter(1, PersistentStage::attention));
+    EXPECT_EQ(instr.wait_counter, persistent_counter(0, PersistentStage::ffn_down));
+    EXPECT_THAT(describe_persistent_instr(instr),
+                ::testing::StartsWith("layer 1 Q/K/V and attention (sequence 0, KV head "));
+  }
+  EXPECT_EQ(fused, 8);
+  EXPECT_TRUE(bonsai::cuda::persistent_known_stage(op(PersistentStage::qkv_attention)));
+  // One share more than blocks, or a share past the weight buffer: refused.
+  shape.blocks = 7;
+  EXPECT_FALSE(bonsai::cuda::persistent_fused_applies(shape));
+  EXPECT_THROW(build_persistent_plan(shape), bonsai::plugin::PluginError);
+  shape.blocks = 8;
+  shape.block_bytes = 18;
+  // A head's rows: (2 query heads + K + V) x 64 = 256 rows, 16 tiles; 8
+  // shares of 2 tiles of 16 rows x 512 / 128 blocks x 18 bytes: 2,304 bytes.
+  shape.weight_buffer_bytes = 2304 - 16;
+  EXPECT_FALSE(bonsai::cuda::persistent_fused_applies(shape));
+  shape.weight_buffer_bytes = 2304;
+  EXPECT_TRUE(bonsai::cuda::persistent_fused_applies(shape));
 }
 
 // Long contexts: each (sequence, KV head)'s attention is cut into key

@@ -134,6 +134,9 @@ struct Launch {
   bool held = false;
   bool head = false;
   bool prefetch = false; // persistent_prefetch=next
+  bool balanced = false; // persistent_shares=balanced
+  int stream = 1;        // persistent_stream: weight slots
+  bool fused = false;    // persistent_qkv=fused
 };
 
 // The int8 MMA operands of a weight type.
@@ -169,17 +172,32 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   // two of the matrices.
   shape.block_bytes = T::PAYLOAD + 2;
   shape.weight_buffer_bytes = bonsai::cuda::persistent_largest_tile_bytes(shape) * 3 / 2 / 16 * 16;
+  // persistent_stream: that much in each of `stream` slots (the plan is cut
+  // for one slot).
+  const int slots = std::max(1, how.stream);
   shape.attention_splits = splits;
   shape.n_vocab = how.head ? s.n_vocab : 0;
+  shape.balanced = how.balanced;
+  shape.unit_rows =
+      how.balanced ? bonsai::cuda::persistent_balanced_unit_rows(shape) : PK_TILE_ROWS;
+  shape.fused_qkv_attention = how.fused;
+  // Fused, an instruction holds a share of a KV head's rows (half of the
+  // small shape's 256 with 2 shares: 8 tiles of Q/K/V).
+  if (how.fused)
+    shape.weight_buffer_bytes =
+        std::max(shape.weight_buffer_bytes, 8 * bonsai::cuda::persistent_largest_tile_bytes(shape));
   std::vector<PersistentInstr> plan = bonsai::cuda::build_persistent_plan(shape);
   for (PersistentInstr &instr : plan)
     if (fault == Fault::no_wait)
       instr.wait_target = 0;
     else if (fault == Fault::early)
       instr.wait_target = std::max(0, instr.wait_target - 1);
-  std::vector<int> counters(static_cast<size_t>(bonsai::cuda::persistent_counter_count(s.n_layer)));
+  // The stage counters, then (persistent_qkv=fused) each layer's KV heads' ready counts.
+  const int stage_counters = bonsai::cuda::persistent_counter_count(s.n_layer);
+  std::vector<int> counters(static_cast<size_t>(stage_counters + s.n_layer * s.n_head_kv));
   std::vector<float> logits(how.head ? size_t(n_tokens) * s.n_vocab : 0);
-  std::vector<unsigned long long> head_best(size_t(s.n_vocab / PK_TILE_ROWS) * PK_MAX_TOKENS);
+  std::vector<unsigned long long> head_best(size_t(s.n_vocab / PK_TILE_ROWS + 2 * kBlocks) *
+                                            PK_MAX_TOKENS);
   std::vector<int> argmax(how.head ? size_t(n_tokens) : 0);
   std::vector<int> arrivals(static_cast<size_t>(s.n_layer * PK_MAX_SEQUENCES * s.n_head_kv));
   std::vector<float> partials(size_t(n_tokens) * s.n_head * splits * (s.head_dim + 2));
@@ -214,6 +232,10 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   a.partials = partials.data();
   a.arrivals = arrivals.data();
   a.attention_splits = splits;
+  a.unit_rows = shape.unit_rows;
+  a.stream_slots = slots;
+  a.slot_bytes = slots > 1 ? shape.weight_buffer_bytes : 0;
+  a.head_ready_base = how.fused ? stage_counters : 0;
   a.trace = traced ? marks.data() : nullptr;
   a.n_layer = s.n_layer;
   if (how.head) {
@@ -255,8 +277,8 @@ StepResult run_step(const HostModel &host, DeviceModel &dev, const bonsai::test:
   emu::ignore_fences = fault == Fault::no_fence;
   emu::lose_signal_at = fault == Fault::lost_signal ? 5 : 0;
   emu::schedule_seed = seed;
-  emu::launch_cooperative({kBlocks, 1, 1}, PK_THREADS, a.weights_offset + shape.weight_buffer_bytes,
-                          [&] {
+  emu::launch_cooperative({kBlocks, 1, 1}, PK_THREADS,
+                          a.weights_offset + slots * shape.weight_buffer_bytes, [&] {
                             if (how.held)
                               decode_persistent<T, D, mma_of<T>, KV, true>(a);
                             else
@@ -332,9 +354,10 @@ ModelShape small_shape() {
 // Decodes a 3-token prompt in one step, then 4 tokens one by one, beside
 // the float64 reference; returns the lowest cosine over every token.
 template <class T, class D, class KV>
-double decode_against_reference(uint32_t type, Fault fault, unsigned seed, Launch how = {}) {
+double decode_against_reference(uint32_t type, Fault fault, unsigned seed, Launch how = {},
+                                const ModelShape &shape = small_shape()) {
   Rng rng(1234);
-  const HostModel host = bonsai::conformance::random_model(small_shape(), type, rng);
+  const HostModel host = bonsai::conformance::random_model(shape, type, rng);
   const bonsai::test::RefModel ref = host.reference();
   DeviceModel dev(host);
   bonsai::test::RefForward reference(ref);
@@ -372,7 +395,10 @@ std::string mode(const Launch &how) {
   return std::string(how.producer ? "producer-quantized inputs" : "inputs staged by each block") +
          (how.mma ? ", int8 MMA" : ", dp4a") + (how.held ? ", records in registers" : "") +
          (how.head ? ", LM head in the launch" : "") +
-         (how.prefetch ? ", next weights prefetched" : "");
+         (how.prefetch ? ", next weights prefetched" : "") +
+         (how.balanced ? ", balanced shares" : "") +
+         (how.stream > 1 ? ", weights " + std::to_string(how.stream - 1) + " ahead" : "") +
+         (how.fused ? ", Q/K/V and attention in one stage" : "");
 }
 
 // Attention whole, and cut into 3 and 5 key ranges: with up to 6 cached
@@ -755,6 +781,165 @@ TEST(PersistentKernel, EveryBrokenSynchronizationRuleFailsTheGate) {
                     static_cast<int>(fault), seed, mode(how).c_str(), worst);
         EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
       }
+}
+
+// persistent_shares=balanced: each matmul stage's rows in units of a few
+// rows (8 for the small shape, whose 384-wide FFN input is 3 blocks of 128;
+// 1 for a 1,024-wide one) spread evenly over the blocks, ranges of any
+// length, some crossing from Q into K or K into V. The decode matches the float64 reference in
+// every way it multiplies (one token and several, dp4a and the MMA, records in registers, the LM
+// head in the launch) under random block orders, and every broken synchronization rule still fails
+// the gate.
+TEST(PersistentKernel, BalancedSharesMatchTheReferenceAndBrokenSynchronizationFailsThem) {
+  constexpr Launch kBalanced[] = {
+      {.balanced = true},
+      {.producer = true, .mma = true, .head = true, .balanced = true},
+      {.producer = true, .mma = true, .held = true, .head = true, .balanced = true},
+      {.producer = true, .head = true, .prefetch = true, .balanced = true}};
+  for (Launch how : kBalanced)
+    for (unsigned seed : {3u, 41u}) {
+      how.splits = seed == 3u ? 1 : 3;
+      const double worst =
+          decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, Fault::none, seed, how);
+      std::printf("[ persistent ] q1_0, %d key ranges, seed %u, %s: min cosine %.8f\n", how.splits,
+                  seed, mode(how).c_str(), worst);
+      EXPECT_GE(worst, kGoldenCosine);
+    }
+  // Inputs 1,024 wide (8 blocks of 128): units of one row, so ranges start
+  // and end on odd rows, a warp's second row beyond its range.
+  ModelShape wide;
+  wide.n_embd = 1024, wide.n_layer = 1, wide.n_head = 8, wide.n_head_kv = 2, wide.head_dim = 128;
+  wide.n_ff = 1024;
+  const double rows = decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, Fault::none, 5,
+                                                                          kBalanced[2], wide);
+  std::printf("[ persistent ] q1_0, 1-row units, %s: min cosine %.8f\n", mode(kBalanced[2]).c_str(),
+              rows);
+  EXPECT_GE(rows, kGoldenCosine);
+  const double q2 =
+      decode_against_reference<TypeQ2_0, Dp4aQ2_0, float>(kQ2_0, Fault::none, 8, kBalanced[1]);
+  std::printf("[ persistent ] q2_0, %s: min cosine %.8f\n", mode(kBalanced[1]).c_str(), q2);
+  EXPECT_GE(q2, kGoldenCosine);
+  for (Fault fault : {Fault::no_wait, Fault::early, Fault::no_fence})
+    for (unsigned seed : {1u, 2u}) {
+      const double worst =
+          decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, fault, seed, kBalanced[1]);
+      std::printf("[ persistent ] fault %d, seed %u, %s: min cosine %.8f\n",
+                  static_cast<int>(fault), seed, mode(kBalanced[1]).c_str(), worst);
+      EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
+    }
+}
+
+// persistent_stream=N: the weight buffer is N slots, and a block has the
+// weights of its next N - 1 instructions copying (cp.async, a group each)
+// before it waits for the current one's inputs; each instruction waits only
+// for its own group (cp.async.wait_group N - 1). The emulator lands a copy
+// only when its group is waited for, so a wrong count would compute from a
+// slot's old bytes. The decode matches float64 in every way it multiplies,
+// with balanced shares too; at the waits three groups (the instruction's
+// own and two ahead) are in flight where one is without it; and every
+// broken synchronization rule still fails the gate.
+TEST(PersistentKernel, WeightsStreamedAheadMatchTheReferenceAndBrokenSynchronizationFailsThem) {
+  constexpr Launch kStreamed[] = {
+      {.stream = 3},
+      {.producer = true, .mma = true, .head = true, .stream = 3},
+      {.producer = true, .mma = true, .held = true, .head = true, .stream = 2},
+      {.producer = true, .head = true, .prefetch = true, .balanced = true, .stream = 4}};
+  for (Launch how : kStreamed)
+    for (unsigned seed : {5u, 77u}) {
+      how.splits = seed == 5u ? 1 : 3;
+      emu::in_flight_log() = {};
+      const double worst =
+          decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, Fault::none, seed, how);
+      const emu::InFlightLog seen = emu::in_flight_log();
+      std::printf("[ persistent ] q1_0, %d key ranges, seed %u, %s: min cosine %.8f; at most %d "
+                  "groups in flight at a wait (%ld of %ld waits)\n",
+                  how.splits, seed, mode(how).c_str(), worst, seen.most, seen.waits_at_most,
+                  seen.waits);
+      EXPECT_GE(worst, kGoldenCosine);
+      EXPECT_EQ(seen.most, how.stream);
+    }
+  emu::in_flight_log() = {};
+  decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, Fault::none, 5, Launch{});
+  EXPECT_EQ(emu::in_flight_log().most, 1); // one buffer: the instruction's own weights
+  const double q2 =
+      decode_against_reference<TypeQ2_0, Dp4aQ2_0, float>(kQ2_0, Fault::none, 9, kStreamed[1]);
+  std::printf("[ persistent ] q2_0, %s: min cosine %.8f\n", mode(kStreamed[1]).c_str(), q2);
+  EXPECT_GE(q2, kGoldenCosine);
+  for (Fault fault : {Fault::no_wait, Fault::early, Fault::no_fence})
+    for (unsigned seed : {1u, 2u}) {
+      const double worst =
+          decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, fault, seed, kStreamed[1]);
+      std::printf("[ persistent ] fault %d, seed %u, %s: min cosine %.8f\n",
+                  static_cast<int>(fault), seed, mode(kStreamed[1]).c_str(), worst);
+      EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
+    }
+}
+
+// persistent_qkv=fused: each layer's Q/K/V and attention one stage, whose
+// instructions compute a share of a KV head's Q/K/V rows, wait on that
+// head's ready count for the others, and run its attention. The small
+// shape's 2 KV heads on 4 blocks: 1 or 2 key ranges (4 shares a layer at
+// most, all resident), and two sequences of one range each. The decode
+// matches float64 in every way it multiplies, with balanced shares and
+// streamed weights too; every broken synchronization rule fails the gate,
+// and a lost update of a head's ready count stalls the launch with a report.
+TEST(PersistentKernel, QkvFusedWithAttentionMatchesTheReferenceAndBrokenSynchronizationFailsIt) {
+  // (Each sets its key ranges: the default 3 would make 6 shares a layer on
+  // 4 blocks, which the plan refuses to fuse.)
+  constexpr Launch kFused[] = {
+      {.splits = 2, .fused = true},
+      {.splits = 2, .producer = true, .mma = true, .head = true, .fused = true},
+      {.splits = 2, .producer = true, .mma = true, .held = true, .head = true, .fused = true},
+      {.splits = 2,
+       .producer = true,
+       .head = true,
+       .prefetch = true,
+       .balanced = true,
+       .stream = 3,
+       .fused = true}};
+  for (Launch how : kFused)
+    for (unsigned seed : {6u, 61u}) {
+      how.splits = seed == 6u ? 1 : 2;
+      const double worst =
+          decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, Fault::none, seed, how);
+      std::printf("[ persistent ] q1_0, %d key ranges, seed %u, %s: min cosine %.8f\n", how.splits,
+                  seed, mode(how).c_str(), worst);
+      EXPECT_GE(worst, kGoldenCosine);
+    }
+  // Two sequences in one step: a head's shares span both.
+  Rng rng(78);
+  const HostModel host = bonsai::conformance::random_model(small_shape(), kQ1_0, rng);
+  const bonsai::test::RefModel ref = host.reference();
+  DeviceModel dev(host);
+  const Launch two{.splits = 1, .producer = true, .mma = true, .head = true, .fused = true};
+  bonsai::test::RefForward ref_a(ref), ref_b(ref);
+  Sequence<float> a(host.shape), b(host.shape);
+  run_step<TypeQ1_0, Dp4aQ1_0, float>(host, dev, ref, {{&b, {5, 6, 7}}}, Fault::none, 3, two);
+  for (int32_t token : {5, 6, 7})
+    ref_b.step(token);
+  const StepResult r = run_step<TypeQ1_0, Dp4aQ1_0, float>(
+      host, dev, ref, {{&a, {11, 12}}, {&b, {13}}}, Fault::none, 4, two);
+  EXPECT_EQ(std::count_if(r.plan.begin(), r.plan.end(),
+                          [](const PersistentInstr &i) {
+                            return i.op == static_cast<int>(PersistentStage::qkv_attention);
+                          }),
+            2 * 2 * host.shape.n_layer); // 2 sequences x 2 KV heads a layer, no Q/K/V stage
+  EXPECT_GE(cosine(step_logits(r, 0, ref), ref_a.step(11)), kGoldenCosine);
+  EXPECT_GE(cosine(step_logits(r, 1, ref), ref_a.step(12)), kGoldenCosine);
+  EXPECT_GE(cosine(step_logits(r, 2, ref), ref_b.step(13)), kGoldenCosine);
+  for (Fault fault : {Fault::no_wait, Fault::early, Fault::no_fence})
+    for (unsigned seed : {1u, 2u}) {
+      const double worst =
+          decode_against_reference<TypeQ1_0, Dp4aQ1_0, float>(kQ1_0, fault, seed, kFused[1]);
+      std::printf("[ persistent ] fault %d, seed %u, %s: min cosine %.8f\n",
+                  static_cast<int>(fault), seed, mode(kFused[1]).c_str(), worst);
+      EXPECT_LT(worst, kGoldenCosine) << "fault " << static_cast<int>(fault) << ", seed " << seed;
+    }
+  Sequence<float> stalled(host.shape);
+  const StepResult lost = run_step<TypeQ1_0, Dp4aQ1_0, float>(
+      host, dev, ref, {{&stalled, {1}}}, Fault::lost_signal, 1, Launch{.splits = 1, .fused = true});
+  EXPECT_EQ(lost.status.abort, 1);
+  EXPECT_LT(lost.status.observed, lost.status.target);
 }
 
 // A lost counter update: the waiting blocks give up at the deadline, the

@@ -171,6 +171,46 @@ class GpuTargets(unittest.TestCase):
         self.assertTrue(rows["tg, 8B Q1_0 (t/s)"].endswith("no figure"))
         self.assertTrue(rows["tg, 8B Q2_0 (t/s)"].endswith("met"))
 
+    def test_the_tuners_table_puts_each_candidates_rate_beside_llama(self):
+        # The plugin's lines as `bonsai bench --tune` prints them on stderr.
+        self.write("targets_tune_8b_q1_0",
+                   "[cuda] decode tune: steps of 1 token on NVIDIA H200, sm_90, 132 SMs "
+                   "(measured in 812 ms): decode=persistent;persistent_prefetch=next",
+                   "[cuda] decode tune:   candidate" + " " * 51 + "us a step  check",
+                   "[cuda] decode tune:   decode=persistent" + " " * 40 + "1000.0  passed",
+                   "[cuda] decode tune:   decode=graph" + " " * 45 + "2500.0  passed",
+                   "[cuda] decode tune:   decode=persistent;persistent_head=off" + " " * 23
+                   + "-  failed: token 0: cosine 0.100000 to the reference's logits",
+                   "[cuda] decode tune: * decode=persistent;persistent_prefetch=next" + " " * 14
+                   + "800.0  passed",
+                   "[cuda] decode tune: steps of 8 tokens on NVIDIA H200, sm_90, 132 SMs "
+                   "(cached in /c/x.tune): decode=persistent",
+                   "[cuda] decode tune: * decode=persistent" + " " * 40 + "2000.0  passed",
+                   bonsai("tg16", 900.0))
+        self.write("llama_targets_8b_q1_0", llama(0, 128, 400.0))
+        self.write("targets_tune_27b_q1_0", "[cuda] decode tune: nothing to tune for this "
+                   "model: its layers are qwen35's kinds")
+        lines = gpu_targets.tune_lines(self.logs)
+        rows = {tuple(line.split()[:3]): line.split() for line in lines[2:]}
+        # One token a step: 1e6 / 800 us = 1,250 t/s, 3.12x llama.cpp's 400.
+        self.assertEqual(rows[("8b_q1_0", "1", "*")][3:],
+                         ["decode=persistent;persistent_prefetch=next", "800.0", "1250.0",
+                          "400.0", "3.12", "passed"])
+        self.assertEqual(rows[("8b_q1_0", "1", "decode=graph")][3:7],
+                         ["2500.0", "400.0", "400.0", "1.00"])
+        failed = rows[("8b_q1_0", "1", "decode=persistent;persistent_head=off")]
+        self.assertEqual(failed[3:8], ["-", "-", "400.0", "-", "failed:"])
+        # Eight tokens a step: 8e6 / 2000 us = 4,000 t/s, no ratio (not one sequence).
+        self.assertEqual(rows[("8b_q1_0", "8", "*")][4:7], ["2000.0", "4000.0", "400.0"])
+        self.assertEqual(rows[("8b_q1_0", "8", "*")][7], "-")
+        self.assertIn("27b_q1_0: decode tune: nothing to tune for this model: its layers are "
+                      "qwen35's kinds", lines)
+        self.assertIn("1.7b_q1_0: no figure (no targets_tune_1.7b_q1_0 log)", lines)
+        # Without any tuner log there is no table.
+        for name in ("targets_tune_8b_q1_0", "targets_tune_27b_q1_0"):
+            os.remove(os.path.join(self.logs, name + ".log"))
+        self.assertEqual(gpu_targets.tune_lines(self.logs), [])
+
     def test_a_bad_call_is_one_clear_error(self):
         for argv in (["gpu-targets.py"], ["gpu-targets.py", os.path.join(self.logs, "none")],
                      ["gpu-targets.py", self.logs, "--title", "x"]):

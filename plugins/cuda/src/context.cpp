@@ -1,8 +1,12 @@
 #include "context.hpp"
 
+#include <cstdlib>
+
+#include "build_id.hpp"
 #include "driver_library.hpp"
 #include "plugin_error.hpp"
 #include "probe.hpp"
+#include "tune_timer.hpp"
 
 namespace bonsai::cuda {
 namespace {
@@ -15,9 +19,38 @@ double mib(size_t bytes) {
   return static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
 
+// The decode tuner's keys, stamp and cache folder, and whether the driver
+// times the stream (only probed when decode=auto would tune).
+void setup_tuner(Context &ctx, const DeviceFacts &facts, const CacheLocation &location) {
+  TuneSetup &t = ctx.tuner;
+  t.device = strformat("%s, sm_%d%d, %d SMs", facts.name.c_str(), facts.compute_major,
+                       facts.compute_minor, facts.multiprocessors);
+  ctx.device->check(ctx.device->api().cuDriverGetVersion(&t.driver_version), "cuDriverGetVersion");
+  t.build = plugin_build_id(BONSAI_CUDA_PLUGIN_VERSION);
+  if (const char *dir = std::getenv("BONSAI_CUDA_TUNE_DIR"); location.enabled && dir && *dir)
+    t.cache.emplace(dir);
+  else if (location.enabled)
+    t.cache.emplace(tune_cache_dir(location.dir));
+  if (ctx.options.decode != DecodeMode::automatic || ctx.options.tuning.tune == TuneMode::off)
+    return;
+  t.timing_error = stream_timing_error(*ctx.device);
+  if (!t.timing_error.empty())
+    ctx.log.info("decode=auto: the decode paths cannot be timed (" + t.timing_error +
+                 "): each step takes the fixed choice, without tuning");
+}
+
+// Whether to build the persistent kernel: where decode asks for it, and
+// under decode=auto wherever the tuner can time it against the graph path
+// (sm_70+; the fixed choice takes it on sm_90+ only).
+bool persistent_program_wanted(const Context &ctx, int compute_major) {
+  return persistent_decode_wanted(ctx.options.decode, compute_major) ||
+         (ctx.options.decode == DecodeMode::automatic && ctx.tuner.timing_error.empty());
+}
+
 void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &facts) {
   CurrentContext current(*ctx.device);
   const CacheLocation location = resolve_cache_location(!ctx.options.ptx_cache);
+  setup_tuner(ctx, facts, location);
   if (location.enabled) {
     ctx.cache = std::make_unique<PtxCache>(location.dir, ctx.log);
     ctx.log.debug(
@@ -36,7 +69,7 @@ void setup_device_objects(Context &ctx, int device_index, const DeviceFacts &fac
       ctx.options.tensor_cores,
       ctx.options.prefill_int8,
       ctx.options.int8_gemv,
-      persistent_decode_wanted(ctx.options.decode, facts.compute_major),
+      persistent_program_wanted(ctx, facts.compute_major),
       ctx.options.tensor_cores && ctx.options.attention_tc,
       facts.shared_per_block_optin};
   kernel_config.persistent_held = ctx.options.persistent_held_records;

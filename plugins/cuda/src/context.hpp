@@ -15,6 +15,7 @@
 #include "model.hpp"
 #include "options.hpp"
 #include "ptx_cache.hpp"
+#include "tune_setup.hpp"
 #include "weight.hpp"
 
 namespace bonsai::cuda {
@@ -35,6 +36,7 @@ struct StepState {
   bool failed = false;             // an encode failed: only begin_step may follow
   bool use_graph = false;          // this step replays the decode graph
   bool persistent = false;         // this step's layers are one persistent launch
+  PersistentVariant variant;       // ...run this way (decode_choice.hpp)
   bool head_in_launch = false;     // ...whose LM head and argmax gave every token's logits
   bool persistent_checked = false; // its stall status has been read
   int n_tokens = 0;                // of all sequences together
@@ -60,6 +62,7 @@ struct Context {
   std::unordered_map<const Weight *, std::unique_ptr<Weight>> weights;
   std::unique_ptr<BoundModel> model;
   StepState step;
+  TuneSetup tuner; // the decode tuner's keys, stamp, cache and clock (tuner.hpp)
   DeviceBuffer matmul_x, matmul_y, matmul_int8; // scratch for matmul(), grown on demand
   mutable std::string last_error;
 

@@ -161,7 +161,8 @@ struct BoundModel {
   // persistent_off once it was found not to apply or a launch stalled.
   std::unique_ptr<PersistentDecode> persistent;
   bool persistent_off = false;
-  bool layered = false; // bound with bind_layered_model (ABI 1.2 layer kinds)
+  bool tune_note_logged = false; // the tuner said once why it has nothing to tune
+  bool layered = false;          // bound with bind_layered_model (ABI 1.2 layer kinds)
   // Saved recurrent states (checkpoint_save), in device memory.
   plugin::CheckpointStore<DeviceBuffer> checkpoints;
 };

@@ -3,26 +3,29 @@
 // shape, the layer table and instruction lists on the device, the counters
 // and stall status the kernel writes, and a pinned copy of that status.
 // kernels/persistent.cuh is the kernel; common/persistent_plan.* the list.
+#include <array>
 #include <compare>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "decode_choice.hpp"
 #include "device.hpp"
 #include "persistent_plan.hpp"
 #include "persistent_trace.hpp"
 
 namespace bonsai::cuda {
 
-// PkStatus of persistent.cuh.
+// PkStatus of kernels/persistent_args.cuh.
 struct PersistentStatus {
   int32_t abort = 0; // 1: a wait passed the deadline
   int32_t block = 0, instr = 0, counter = 0, observed = 0, target = 0;
   int32_t reserved[2] = {};
 };
-static_assert(sizeof(PersistentStatus) == 32, "must match PkStatus in kernels/persistent.cuh");
+static_assert(sizeof(PersistentStatus) == 32, "must match PkStatus in kernels/persistent_args.cuh");
 
 // Page-locked host memory for one PersistentStatus, so that its copy from
 // the device can be queued behind the kernel without a wait.
@@ -41,7 +44,7 @@ private:
 };
 
 // One instruction list (per PersistentPlanKey: sequences, tokens and key
-// ranges of a step) on the device.
+// ranges of a step, and whether the LM head is in it) on the device.
 struct PersistentPlanBuffer {
   std::vector<PersistentInstr> host; // for stall reports
   DeviceBuffer device;
@@ -50,11 +53,20 @@ struct PersistentPlanBuffer {
   // more, so fewer ranges need cutting (one token of 8B: gate/up in one
   // range per block instead of 154 ranges on 132 blocks).
   int weight_buffer_bytes = 0;
+  int unit_rows = 0; // rows of its matmul units (16, or fewer with balanced shares)
+  // persistent_stream: the slots the weight buffer is cut into (1: none)
+  // and each one's bytes, which the matmul ranges were cut for.
+  int stream_slots = 1, slot_bytes = 0;
+  bool fused = false; // Q/K/V and attention in one stage (persistent_qkv=fused applied)
 };
 
 // What a step's plan depends on.
 struct PersistentPlanKey {
   int sequences = 0, tokens = 0, splits = 0; // splits: attention key ranges
+  bool head = false;                         // the LM head and argmax as its last stages
+  bool balanced = false;                     // persistent_shares=balanced
+  int stream = 1;                            // persistent_stream: weight slots
+  bool fused = false;                        // persistent_qkv=fused (where it applies)
   auto operator<=>(const PersistentPlanKey &) const = default;
 };
 
@@ -67,10 +79,14 @@ struct PersistentDecode {
   // default); shorter ones take the graph path.
   int single_from = 0;
   bool mma = false; // persistent_matmul=mma, where it applies
-  // persistent_head, where it applies: the LM head and argmax in the launch
-  // (shape.n_vocab set), each range's best rows in head_best.
-  bool head = false;
+  // Where the LM head and argmax can run in the launch (the head has the
+  // layers' type, whole tiles of rows): shape.n_vocab set, each range's best
+  // rows in head_best. A launch puts them there when its variant asks.
+  bool head_available = false;
   DeviceBuffer head_best;
+  // Under decode=auto, the tuner's choice for steps of each number of
+  // tokens (tuner.hpp), once made; until then the fixed choice.
+  std::array<std::optional<DecodeChoice>, kPersistentMaxTokens + 1> tuned;
   long long deadline_ns = 0;  // persistent_deadline_ms
   PersistentShape shape;      // blocks: one per SM; n_sequences, weight buffer set per plan
   DeviceBuffer layers;        // PkLayer per layer
@@ -89,6 +105,9 @@ struct PersistentDecode {
   DeviceBuffer staged;
   size_t staged_offsets[kPersistentStages] = {}, sums_offsets[kPersistentStages] = {};
   size_t group_rows_offset = 0;
+  // persistent_qkv=fused: each layer's KV heads' ready counters in
+  // `control`, after the group row counts.
+  size_t head_ready_offset = 0;
   PinnedStatus status; // the last launch's status, once the step has synchronized
   // persistent_keys_per_range (0: the ranges that give every block one
   // attention instruction, whatever the context).

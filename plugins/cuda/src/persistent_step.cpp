@@ -33,17 +33,17 @@ namespace {
 
 constexpr int kBlockThreads = 256; // PK_THREADS
 
-// Host images of persistent.cuh's structs.
+// Host images of the structs of kernels/persistent_args.cuh.
 struct LayerArg {
   CUdeviceptr wq, wk, wv, wo, wg, wu, wd;
   CUdeviceptr attn_norm, q_norm, k_norm, ffn_norm;
 };
-static_assert(sizeof(LayerArg) == 88, "must match PkLayer in kernels/persistent.cuh");
+static_assert(sizeof(LayerArg) == 88, "must match PkLayer in kernels/persistent_args.cuh");
 struct SequenceArg {
   int32_t kv_length, n_tokens, first_token, reserved;
   CUdeviceptr cache;
 };
-static_assert(sizeof(SequenceArg) == 24, "must match PkSequence in kernels/persistent.cuh");
+static_assert(sizeof(SequenceArg) == 24, "must match PkSequence in kernels/persistent_args.cuh");
 struct DimsArg {
   int32_t n_embd, n_head, n_head_kv, head_dim, n_ff, max_ctx;
   float eps, rope_magnitude;
@@ -58,14 +58,17 @@ struct PersistentArgs {
   DimsArg dims;
   SequenceArg sequences[kPersistentMaxSequences];
   CUdeviceptr partials, arrivals;
-  int32_t attention_splits, reserved;
+  int32_t attention_splits, unit_rows;
   CUdeviceptr trace; // PK_MARKS times per instruction, or 0
   CUdeviceptr q8[kPersistentStages], q8_sumsq[kPersistentStages], group_rows;
   int32_t quantize, q8_groups, n_layer, mma;
   CUdeviceptr head, output_norm, logits, head_best, argmax;
   int32_t n_vocab, prefetch;
+  int32_t stream_slots, slot_bytes;
+  int32_t head_ready_base, reserved3;
 };
-static_assert(sizeof(PersistentArgs) == 528, "must match PersistentArgs in kernels/persistent.cuh");
+static_assert(sizeof(PersistentArgs) == 544,
+              "must match PersistentArgs in kernels/persistent_args.cuh");
 
 // Dynamic shared bytes before the weight buffer in a step of n_tokens
 // tokens (persistent_work_bytes), for inputs up to max_cols wide.
@@ -228,27 +231,59 @@ int step_attention_splits(const PersistentDecode &p, const StepState &step) {
                                           p.shape.n_head_kv, longest, p.keys_per_range);
 }
 
-// The plan of steps of `n_sequences` sequences and `n_tokens` tokens with
-// `splits` key ranges, built on first use.
-const PersistentPlanBuffer &plan_for(const Context &ctx, const BoundModel &m, int n_sequences,
-                                     int n_tokens, int splits) {
+// The plan of steps as `key` says (sequences, tokens, key ranges, the LM
+// head in it or not), built on first use.
+const PersistentPlanBuffer &plan_for(const Context &ctx, const BoundModel &m,
+                                     const PersistentPlanKey &key) {
   PersistentDecode &p = *m.persistent;
-  const PersistentPlanKey key{n_sequences, n_tokens, splits};
   auto found = p.plans.find(key);
   if (found != p.plans.end())
     return found->second;
   PersistentShape shape = p.shape;
-  shape.n_sequences = n_sequences;
-  shape.attention_splits = splits;
+  shape.n_sequences = key.sequences;
+  shape.attention_splits = key.splits;
+  shape.n_vocab = key.head ? m.dims.n_vocab : 0;
+  shape.balanced = key.balanced;
+  shape.unit_rows = key.balanced ? persistent_balanced_unit_rows(shape) : kPersistentTileRows;
   shape.weight_buffer_bytes =
-      weight_buffer(*ctx.kernels, p.kernel, widest_input(m.dims), n_tokens, p.mma);
+      weight_buffer(*ctx.kernels, p.kernel, widest_input(m.dims), key.tokens, p.mma);
+  // persistent_stream: the ranges are cut for one slot of the buffer.
+  int slots = key.stream;
+  if (slots > 1 &&
+      shape.weight_buffer_bytes / slots / 16 * 16 < persistent_largest_tile_bytes(shape)) {
+    ctx.log.info(strformat("persistent_stream=%d does not fit steps of %d token(s) (a slot would "
+                           "hold no tile): one weight buffer",
+                           slots, key.tokens));
+    slots = 1;
+  }
+  if (slots > 1)
+    shape.weight_buffer_bytes = shape.weight_buffer_bytes / slots / 16 * 16;
+  // persistent_qkv=fused, where every share of a layer fits the grid at once.
+  shape.fused_qkv_attention = key.fused && persistent_fused_applies(shape);
+  if (key.fused && !shape.fused_qkv_attention)
+    ctx.log.info(strformat("persistent_qkv=fused does not apply to steps of %d sequence(s), %d "
+                           "token(s) and %d key range(s) (more shares than blocks, or a share "
+                           "past the weight buffer): Q/K/V apart",
+                           key.sequences, key.tokens, key.splits));
   PersistentPlanBuffer plan;
+  plan.fused = shape.fused_qkv_attention;
+  plan.stream_slots = slots;
+  plan.slot_bytes = slots > 1 ? shape.weight_buffer_bytes : 0;
   plan.host = build_persistent_plan(shape);
-  plan.weight_buffer_bytes = shape.weight_buffer_bytes;
+  plan.weight_buffer_bytes = shape.weight_buffer_bytes * slots;
+  plan.unit_rows = shape.unit_rows;
+  const std::string balanced =
+      key.balanced ? strformat(", balanced shares of %d-row units", shape.unit_rows) : "";
+  const std::string streamed =
+      (slots > 1 ? strformat(" in %d slots, the next %d instructions' weights streamed ahead",
+                             slots, slots - 1)
+                 : std::string()) +
+      (plan.fused ? ", Q/K/V and attention in one stage" : "");
   ctx.log.debug(strformat("decode=persistent: a plan for %d sequence(s), %d token(s) and %d key "
-                          "range(s) a step: %zu instructions, a %d-byte weight buffer",
-                          n_sequences, n_tokens, splits, plan.host.size(),
-                          plan.weight_buffer_bytes));
+                          "range(s) a step%s%s: %zu instructions, a %d-byte weight buffer%s",
+                          key.sequences, key.tokens, key.splits,
+                          key.head ? " with the LM head" : "", balanced.c_str(), plan.host.size(),
+                          plan.weight_buffer_bytes, streamed.c_str()));
   const Device &device = *ctx.device;
   const size_t bytes = plan.host.size() * sizeof(PersistentInstr);
   plan.device = DeviceBuffer(device, bytes, "the persistent decode instruction list");
@@ -283,19 +318,18 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
       ctx.log.info("persistent_matmul=mma does not apply (" + why + "): multiplying with dp4a");
   }
   p->max_tokens = most_tokens(*ctx.kernels, kernel, p->shape, widest_input(d), p->mma);
-  if (ctx.options.persistent_head) {
-    const std::string why = head_reason(m);
-    p->head = why.empty();
-    if (p->head) {
-      p->shape.n_vocab = d.n_vocab;
-      // A range holds a tile at least: at most one range per tile.
-      p->head_best = DeviceBuffer(
-          device, size_t(d.n_vocab / kPersistentTileRows) * kPersistentMaxTokens * sizeof(uint64_t),
-          "the persistent LM head's best rows");
-    } else {
-      ctx.log.info("persistent_head does not apply (" + why +
-                   "): the LM head runs after the launch");
-    }
+  // The head's buffers whenever it can be in the launch: the tuner tries it
+  // either way, whatever persistent_head says.
+  if (const std::string why = head_reason(m); why.empty()) {
+    p->head_available = true;
+    // A range holds a tile at least: at most one range per tile, and with
+    // balanced units (whole rounds of blocks) two rounds more.
+    p->head_best = DeviceBuffer(device,
+                                size_t(d.n_vocab / kPersistentTileRows + 2 * p->shape.blocks) *
+                                    kPersistentMaxTokens * sizeof(uint64_t),
+                                "the persistent LM head's best rows");
+  } else if (ctx.options.persistent_head) {
+    ctx.log.info("persistent_head does not apply (" + why + "): the LM head runs after the launch");
   }
   p->deadline_ns = static_cast<long long>(ctx.options.persistent_deadline_ms) * 1000000;
   p->keys_per_range = ctx.options.persistent_keys_per_range;
@@ -320,7 +354,10 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   }
   const size_t group_rows =
       p->producer_quantize ? size_t{kPersistentStages} * d.n_layer * p->q8_groups : 0;
-  p->counter_bytes = (p->group_rows_offset + group_rows * sizeof(int32_t) + 15) / 16 * 16;
+  // persistent_qkv=fused: a ready count per layer and KV head, after them.
+  p->head_ready_offset = p->group_rows_offset + group_rows * sizeof(int32_t);
+  p->counter_bytes =
+      (p->head_ready_offset + size_t(d.n_layer) * d.n_head_kv * sizeof(int32_t) + 15) / 16 * 16;
   // The split attention's states: the most rows a step has, each query
   // head, as many key ranges as one sequence gets (the most), m, l and sums.
   const int most_splits = persistent_attention_splits(p->shape.blocks, 1, d.n_head_kv);
@@ -330,30 +367,72 @@ void prepare_persistent_decode(Context &ctx, BoundModel &m) {
   p->control = DeviceBuffer(device, p->counter_bytes + sizeof(PersistentStatus),
                             "the persistent decode counters");
   device.synchronize(); // `layers` goes out of scope
-  ctx.log.info(
-      strformat("decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
-                "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
-                "(%d at one token; %u bytes of shared memory per block at most), "
-                "inputs quantized by their %s, steps of several tokens multiplied "
-                "with %s, single tokens with the input records in %s, the LM head %s, "
-                "%s, %d ms wait deadline",
-                kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
-                weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
-                weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
-                static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
-                p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
-                ctx.kernels->persistent_held() ? "registers" : "shared memory",
-                p->head ? "and argmax in the launch" : "after it",
-                ctx.options.persistent_prefetch ? "the next instruction's weights prefetched to L2"
-                                                : "no L2 prefetch",
-                ctx.options.persistent_deadline_ms));
+  ctx.log.info(strformat(
+      "decode=persistent: %s, %d blocks of %d threads, steps of up to %d "
+      "tokens, attention in up to %d key ranges, a weight buffer of %d bytes "
+      "(%d at one token; %u bytes of shared memory per block at most), "
+      "inputs quantized by their %s, steps of several tokens multiplied "
+      "with %s, single tokens with the input records in %s, the LM head %s, "
+      "%s, %d ms wait deadline",
+      kernel.c_str(), p->shape.blocks, kBlockThreads, p->max_tokens, most_splits,
+      weight_buffer(*ctx.kernels, kernel, widest_input(d), p->max_tokens, p->mma),
+      weight_buffer(*ctx.kernels, kernel, widest_input(d), 1, p->mma),
+      static_cast<unsigned>(ctx.kernels->dynamic_shared_limit(kernel)),
+      p->producer_quantize ? "producers" : "readers", p->mma ? "the int8 MMA" : "dp4a",
+      ctx.kernels->persistent_held() ? "registers" : "shared memory",
+      p->head_available && ctx.options.persistent_head ? "and argmax in the launch" : "after it",
+      ctx.options.persistent_prefetch ? "the next instruction's weights prefetched to L2"
+                                      : "no L2 prefetch",
+      ctx.options.persistent_deadline_ms));
   m.persistent = std::move(p);
 }
 
-bool persistent_step_applies(const BoundModel &m, const StepState &step) {
+bool persistent_step_fits(const BoundModel &m, const StepState &step) {
   return m.persistent != nullptr && step.n_tokens <= m.persistent->max_tokens &&
-         (step.n_tokens > 1 || step.sequences[0].slot->length >= m.persistent->single_from) &&
          static_cast<int>(step.sequences.size()) <= kPersistentMaxSequences;
+}
+
+DecodeChoice fixed_decode_choice(const Context &ctx, const BoundModel &m, const StepState &step) {
+  DecodeChoice choice;
+  if (!persistent_step_fits(m, step))
+    return choice;
+  const bool auto_takes =
+      ctx.options.decode == DecodeMode::automatic && ctx.kernels->compute_major() >= 9 &&
+      (step.n_tokens > 1 || step.sequences[0].slot->length >= m.persistent->single_from);
+  choice.persistent = ctx.options.decode == DecodeMode::persistent || auto_takes;
+  if (choice.persistent)
+    choice.variant = {ctx.options.persistent_head && m.persistent->head_available,
+                      ctx.options.persistent_prefetch, ctx.options.tuning.balanced_shares,
+                      ctx.options.tuning.stream_slots, ctx.options.tuning.fused_qkv_attention};
+  return choice;
+}
+
+DecodeChoice step_decode_choice(const Context &ctx, const BoundModel &m, const StepState &step) {
+  if (ctx.options.decode == DecodeMode::automatic && persistent_step_fits(m, step))
+    if (const auto &tuned = m.persistent->tuned[static_cast<size_t>(step.n_tokens)])
+      return *tuned;
+  return fixed_decode_choice(ctx, m, step);
+}
+
+bool stream_fits(const Context &ctx, const BoundModel &m, int n_tokens, int slots) {
+  const PersistentDecode &p = *m.persistent;
+  return weight_buffer(*ctx.kernels, p.kernel, widest_input(m.dims), n_tokens, p.mma) / slots / 16 *
+             16 >=
+         persistent_largest_tile_bytes(p.shape);
+}
+
+bool fused_fits(const Context &ctx, const BoundModel &m, const StepState &step) {
+  const PersistentDecode &p = *m.persistent;
+  PersistentShape shape = p.shape;
+  shape.n_sequences = static_cast<int>(step.sequences.size());
+  shape.attention_splits = step_attention_splits(p, step);
+  shape.weight_buffer_bytes =
+      weight_buffer(*ctx.kernels, p.kernel, widest_input(m.dims), step.n_tokens, p.mma);
+  return persistent_fused_applies(shape);
+}
+
+bool head_in_launch(const PersistentDecode &p, const PersistentVariant &variant) {
+  return p.head_available && variant.head;
 }
 
 void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) {
@@ -361,8 +440,15 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   PersistentDecode &p = *m.persistent;
   const int n_sequences = static_cast<int>(step.sequences.size());
   const int splits = step_attention_splits(p, step);
-  const PersistentPlanBuffer &plan = plan_for(ctx, m, n_sequences, step.n_tokens, splits);
-  p.last_plan = {n_sequences, step.n_tokens, splits};
+  const PersistentPlanKey key{n_sequences,
+                              step.n_tokens,
+                              splits,
+                              head_in_launch(p, step.variant),
+                              step.variant.balanced,
+                              std::max(1, step.variant.stream),
+                              step.variant.fused};
+  const PersistentPlanBuffer &plan = plan_for(ctx, m, key);
+  p.last_plan = key;
   const ModelDims &d = m.dims;
   const Activations &a = m.act;
   PersistentArgs args{};
@@ -381,9 +467,14 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
   args.partials = p.partials.get();
   args.arrivals = p.control.get() + p.arrivals_offset;
   args.attention_splits = splits;
+  args.unit_rows = plan.unit_rows;
+  args.stream_slots = plan.stream_slots;
+  args.slot_bytes = plan.slot_bytes;
+  args.head_ready_base =
+      plan.fused ? static_cast<int32_t>(p.head_ready_offset / sizeof(int32_t)) : 0;
   args.weights_offset = static_cast<int32_t>(work_bytes(widest_input(d), step.n_tokens, p.mma));
   args.mma = p.mma ? 1 : 0;
-  args.prefetch = ctx.options.persistent_prefetch ? 1 : 0;
+  args.prefetch = step.variant.prefetch ? 1 : 0;
   args.dims = {d.n_embd, d.n_head,      d.n_head_kv, d.head_dim,
                d.n_ff,   m.max_context, d.rms_eps,   d.rope_magnitude};
   for (int i = 0; i < n_sequences; ++i) {
@@ -404,7 +495,7 @@ void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step) 
     args.trace = p.trace.get();
   }
   args.n_layer = d.n_layer;
-  if (p.head) {
+  if (key.head) {
     args.head = m.lm_head->data.get();
     args.output_norm = m.output_norm;
     args.logits = a.logits.get();

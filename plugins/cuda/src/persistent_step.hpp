@@ -13,10 +13,35 @@ namespace bonsai::cuda {
 // the model suits it; otherwise logs why not (once) and leaves it off.
 void prepare_persistent_decode(Context &ctx, BoundModel &m);
 
-// Whether the open step (its sequences and tokens) runs on the persistent kernel.
-bool persistent_step_applies(const BoundModel &m, const StepState &step);
+// Whether the persistent kernel can run the open step: set up for the
+// model, and the step's tokens and sequences within its limits.
+bool persistent_step_fits(const BoundModel &m, const StepState &step);
 
-// Queues the step's layers as one launch, then the copy of its status.
+// What the open step runs on without a tuner's choice: decode=persistent
+// the persistent kernel as the options set it; decode=auto on sm_90+ the
+// same for steps of several tokens and for single tokens from
+// persistent_single_from on; else the graph path.
+DecodeChoice fixed_decode_choice(const Context &ctx, const BoundModel &m, const StepState &step);
+
+// What it runs on: under decode=auto the tuner's choice for its number of
+// tokens when there is one, else the fixed choice (the graph path where the
+// persistent kernel does not fit the step).
+DecodeChoice step_decode_choice(const Context &ctx, const BoundModel &m, const StepState &step);
+
+// Whether the weight buffer of steps of `n_tokens` tokens, cut into `slots`
+// slots (persistent_stream), still holds the largest tile in each.
+bool stream_fits(const Context &ctx, const BoundModel &m, int n_tokens, int slots);
+
+// Whether the open step's plan can fuse Q/K/V with attention
+// (persistent_qkv=fused): its instructions all resident at once, a share's
+// weights within the buffer.
+bool fused_fits(const Context &ctx, const BoundModel &m, const StepState &step);
+
+// Whether a launch of `variant` computes the LM head and argmax itself.
+bool head_in_launch(const PersistentDecode &p, const PersistentVariant &variant);
+
+// Queues the step's layers as one launch of step.variant, then the copy of
+// its status.
 void launch_persistent_step(Context &ctx, BoundModel &m, const StepState &step);
 
 // After the step has synchronized: the stall report of its persistent

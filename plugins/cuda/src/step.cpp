@@ -12,6 +12,8 @@
 #include "layer_launch.hpp"
 #include "persistent_step.hpp"
 #include "plugin_error.hpp"
+#include "step_paths.hpp"
+#include "tuner.hpp"
 
 namespace bonsai::cuda {
 namespace {
@@ -167,6 +169,8 @@ void attention_mixer(const Context &ctx, const BoundModel &m, int layer, int n,
   residual_matmul(ctx, m, *L.wo, a.attn.get(), a.x.get(), n);
 }
 
+} // namespace
+
 // One decoder layer on the step's n_tokens rows (docs/architecture.md, "The model"): the
 // matmuls over every sequence's tokens at once, attention (or the DeltaNet
 // recurrence) per sequence. Only launches: safe inside a stream capture.
@@ -225,7 +229,12 @@ void capture_decode_graph(const Context &ctx, BoundModel &m) {
   ctx.log.debug(strformat("captured the decode step (%d layers) as a CUDA graph", m.dims.n_layer));
 }
 
-} // namespace
+bool graph_step_applies(const Context &ctx, const BoundModel &m, const StepState &s) {
+  // The captured graph holds slot 0's cache and step_info entry 0 (and would
+  // hold one copy of a recurrent state, which alternates: not for layered models).
+  return !s.persistent && !m.layered && ctx.options.use_graphs && s.n_tokens == 1 &&
+         s.sequences[0].slot == &m.slots.own();
+}
 
 namespace {
 
@@ -258,14 +267,16 @@ void open_step(Context &ctx, const std::vector<SequenceRequest> &requests, const
     s.host_info.push_back(request.n_tokens);
     s.n_tokens += request.n_tokens;
   }
-  s.persistent = persistent_step_applies(m, s);
-  // The captured graph holds slot 0's cache and step_info entry 0 (and would
-  // hold one copy of a recurrent state, which alternates: not for layered models).
-  s.use_graph = !s.persistent && !m.layered && ctx.options.use_graphs && s.n_tokens == 1 &&
-                s.sequences[0].slot == &m.slots.own();
   ctx.device->upload(m.act.token_ids.get(), s.token_ids.data(), sizeof(int32_t) * s.n_tokens);
   ctx.device->upload(m.act.step_info.get(), s.host_info.data(),
                      sizeof(int32_t) * s.host_info.size());
+  // Under decode=auto, a width not seen before is tuned first, on this
+  // step's inputs (tuner.hpp).
+  tune_step_width(ctx, m, s);
+  const DecodeChoice choice = step_decode_choice(ctx, m, s);
+  s.persistent = choice.persistent;
+  s.variant = choice.variant;
+  s.use_graph = graph_step_applies(ctx, m, s);
   if (!s.use_graph)
     launch_get_rows(*ctx.device, *ctx.kernels, *m.token_embd, m.act.token_ids.get(), m.act.x.get(),
                     s.n_tokens);
@@ -303,7 +314,7 @@ void step_encode_layer(Context &ctx, int layer) {
     if (s.persistent) {
       if (layer == 0) { // one launch runs every layer; the later calls only count
         launch_persistent_step(ctx, m, s);
-        s.head_in_launch = m.persistent->head;
+        s.head_in_launch = head_in_launch(*m.persistent, s.variant);
       }
     } else if (!s.use_graph) {
       run_layer(ctx, m, layer, s.n_tokens, s.sequences);

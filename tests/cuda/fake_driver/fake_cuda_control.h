@@ -14,6 +14,7 @@ typedef struct bonsai_fake_cuda_counts_t {
   int pinned_blocks;         // live cuMemAllocHost blocks
   int events;                // created events not yet destroyed
   int programmatic_launches; // launches with programmatic dependent launch, ever
+  int timings;               // cuEventElapsedTime answers given, ever
 } bonsai_fake_cuda_counts_t;
 
 typedef void (*bonsai_fake_cuda_counts_fn)(bonsai_fake_cuda_counts_t *counts);

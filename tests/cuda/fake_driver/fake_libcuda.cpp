@@ -26,8 +26,15 @@
 // "lost_signal=N" drops the N-th counter update of every launch,
 // "no_wait" removes every wait from the instruction list, "early" makes
 // each wait one count short, "no_fence" makes fences publish nothing (the
-// stores then land at the kernel's end). BONSAI_FAKE_CUDA_SEED seeds the
-// order in which the blocks are visited.
+// stores then land at the kernel's end); "KIND@FLAG" breaks only the
+// launches that have FLAG (fake_clock.hpp's flags: head, prefetch, mma,
+// quantize, balanced, stream, fused), so that one variant of the kernel
+// fails while the others run.
+// BONSAI_FAKE_CUDA_SEED seeds the order in which the blocks are visited.
+//
+// Time: BONSAI_FAKE_CUDA_TIMES scripts how long each kernel run takes on a
+// virtual clock that events read (fake_clock.hpp); without it
+// cuEventElapsedTime answers CUDA_ERROR_NOT_SUPPORTED.
 //
 // A copy from pinned host memory (cuMemAllocHost) is asynchronous, as on a
 // GPU: it happens only at the next synchronization, event wait, launch or
@@ -53,6 +60,7 @@
 #include <vector>
 
 #include "cuda_abi_decls.hpp"
+#include "fake_clock.hpp"
 #include "fake_cuda_control.h"
 #include "fiber_emulator.hpp"
 // The plugin's kernels, compiled as C++.
@@ -78,6 +86,8 @@ namespace {
 constexpr CUresult kInvalidValue = 1;
 constexpr CUresult kDeinitialized = 4;
 constexpr CUresult kInvalidImage = 200;
+constexpr CUresult kInvalidHandle = 400;
+constexpr CUresult kNotSupported = 801;
 constexpr CUresult kUnsupportedPtxVersion = 222;
 constexpr CUresult kInvalidContext = 201;
 constexpr CUresult kNotFound = 500;
@@ -133,6 +143,9 @@ struct FakeKernel {
   std::vector<size_t> arg_sizes;
   std::function<void(void **, emu::Dim3, unsigned, size_t)> run;
   bool cooperative = false; // its blocks wait for each other (persistent decode)
+  // The launch's flags for the scripted clock and scoped faults (the
+  // persistent kernel's switches), or none.
+  std::function<std::vector<std::string>(void **)> flags;
 };
 
 template <class... A, size_t... I>
@@ -157,13 +170,18 @@ template <class... A> FakeKernel make_kernel(const char *name, void (*fn)(A...))
 struct PersistentFault {
   std::string kind; // "", "lost_signal", "no_wait", "early", "no_fence"
   long n = 1;
+  std::string flag; // "KIND@FLAG": only launches with this flag
 };
 PersistentFault persistent_fault() {
   PersistentFault fault;
   const char *env = std::getenv("BONSAI_FAKE_CUDA_PERSISTENT_FAULT");
   if (env == nullptr || *env == '\0')
     return fault;
-  const std::string text = env;
+  std::string text = env;
+  if (const size_t at = text.find('@'); at != std::string::npos) {
+    fault.flag = text.substr(at + 1);
+    text = text.substr(0, at);
+  }
   const size_t eq = text.find('=');
   fault.kind = text.substr(0, eq);
   if (eq != std::string::npos)
@@ -177,16 +195,46 @@ PersistentFault persistent_fault() {
   return fault;
 }
 
+// The switches a persistent launch's arguments carry, as flags.
+std::vector<std::string> persistent_flags(const PersistentArgs &args) {
+  std::vector<std::string> flags;
+  if (args.n_vocab > 0)
+    flags.push_back("head");
+  if (args.prefetch != 0)
+    flags.push_back("prefetch");
+  if (args.mma != 0)
+    flags.push_back("mma");
+  if (args.quantize != 0)
+    flags.push_back("quantize");
+  if (args.unit_rows > 0 && args.unit_rows < PK_TILE_ROWS)
+    flags.push_back("balanced");
+  if (args.stream_slots > 1)
+    flags.push_back("stream");
+  if (args.head_ready_base > 0)
+    flags.push_back("fused");
+  return flags;
+}
+
 // A persistent decode kernel: all blocks at once, with the injected fault.
 FakeKernel make_persistent_kernel(const char *name, void (*fn)(PersistentArgs)) {
   FakeKernel k;
   k.name = name;
   k.arg_sizes = {sizeof(PersistentArgs)};
   k.cooperative = true;
+  k.flags = [](void **params) {
+    PersistentArgs args;
+    std::memcpy(&args, params[0], sizeof args);
+    return persistent_flags(args);
+  };
   k.run = [fn](void **params, emu::Dim3 grid, unsigned block, size_t shared) {
     PersistentArgs args;
     std::memcpy(&args, params[0], sizeof args);
-    const PersistentFault fault = persistent_fault();
+    PersistentFault fault = persistent_fault();
+    if (!fault.flag.empty()) {
+      const std::vector<std::string> flags = persistent_flags(args);
+      if (std::find(flags.begin(), flags.end(), fault.flag) == flags.end())
+        fault = PersistentFault{};
+    }
     std::vector<PkInstr> changed;
     if (fault.kind == "no_wait" || fault.kind == "early") {
       changed.assign(args.instrs, args.instrs + args.n_instrs);
@@ -403,6 +451,8 @@ struct State {
   std::map<const void *, size_t> pinned; // cuMemAllocHost blocks
   std::vector<PendingCopy> pending;      // guarded by mutex
   int events = 0;
+  int timings = 0;                 // cuEventElapsedTime answers given
+  double clock_us = 0;             // the scripted device clock (fake_clock.hpp)
   int programmatic_launches = 0;   // cuLaunchKernelEx with programmatic serialization
   std::map<std::string, int> runs; // kernels run, by name
   size_t allocated = 0;
@@ -439,7 +489,13 @@ ComputeCapability compute_capability() {
 
 int fake_context_tag = 0;
 int fake_stream_tag = 0;
-int fake_event_tag = 0;
+
+// An event: when it was last recorded on the scripted clock.
+struct FakeEvent {
+  unsigned flags = 0;
+  bool recorded = false;
+  double at_us = 0;
+};
 
 // Whether [src, src + bytes) lies in pinned memory (state().mutex held).
 bool is_pinned(const void *src, size_t bytes) {
@@ -461,13 +517,16 @@ void flush_pending() {
 }
 
 void run_launch(const RecordedLaunch &launch) {
-  {
-    std::lock_guard<std::mutex> lock(state().mutex);
-    ++state().runs[launch.kernel->name];
-  }
   std::vector<void *> params;
   for (const auto &arg : launch.args)
     params.push_back(const_cast<unsigned char *>(arg.data()));
+  const std::vector<std::string> flags =
+      launch.kernel->flags ? launch.kernel->flags(params.data()) : std::vector<std::string>{};
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    ++state().runs[launch.kernel->name];
+    state().clock_us += fake_clock::cost_us(launch.kernel->name, flags);
+  }
   launch.kernel->run(params.data(), launch.grid, launch.block, launch.shared);
 }
 
@@ -485,6 +544,7 @@ BONSAI_FAKE_API void bonsai_fake_cuda_counts(bonsai_fake_cuda_counts_t *counts) 
   counts->streams = state().streams;
   counts->pinned_blocks = static_cast<int>(state().pinned.size());
   counts->events = state().events;
+  counts->timings = state().timings;
   counts->programmatic_launches = state().programmatic_launches;
 }
 
@@ -724,25 +784,51 @@ BONSAI_FAKE_API CUresult cuMemFreeHost(void *pointer) {
   std::free(pointer);
   return kCudaSuccess;
 }
-BONSAI_FAKE_API CUresult cuEventCreate(CUevent *event, unsigned) {
+BONSAI_FAKE_API CUresult cuEventCreate(CUevent *event, unsigned flags) {
   BONSAI_FAKE_FAULT();
   BONSAI_FAKE_NEEDS_CONTEXT();
   std::lock_guard<std::mutex> lock(state().mutex);
   ++state().events;
-  *event = reinterpret_cast<CUevent>(&fake_event_tag);
+  auto *created = new FakeEvent;
+  created->flags = flags;
+  *event = reinterpret_cast<CUevent>(created);
   return kCudaSuccess;
 }
-BONSAI_FAKE_API CUresult cuEventDestroy_v2(CUevent) {
+BONSAI_FAKE_API CUresult cuEventDestroy_v2(CUevent event) {
   BONSAI_FAKE_FAULT();
   std::lock_guard<std::mutex> lock(state().mutex);
   --state().events;
+  delete reinterpret_cast<FakeEvent *>(event);
   return kCudaSuccess;
 }
-// Recording queues nothing: the copies before it are pending already.
-BONSAI_FAKE_API CUresult cuEventRecord(CUevent, CUstream) {
+// Recording queues nothing: the copies before it are pending already, and
+// the kernels before it have run (the clock has their time).
+BONSAI_FAKE_API CUresult cuEventRecord(CUevent event, CUstream) {
   BONSAI_FAKE_FAULT();
   BONSAI_FAKE_NEEDS_CONTEXT();
-  return state().capturing != nullptr ? kInvalidValue : kCudaSuccess;
+  if (state().capturing != nullptr)
+    return kInvalidValue;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto *e = reinterpret_cast<FakeEvent *>(event);
+  e->recorded = true;
+  e->at_us = state().clock_us;
+  return kCudaSuccess;
+}
+// The scripted clock's milliseconds from `start` to `end`; as the real
+// driver, refused for an event made without timing or never recorded.
+BONSAI_FAKE_API CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  BONSAI_FAKE_FAULT();
+  if (!fake_clock::scripted())
+    return kNotSupported;
+  const auto *a = reinterpret_cast<const FakeEvent *>(start);
+  const auto *b = reinterpret_cast<const FakeEvent *>(end);
+  if (a == nullptr || b == nullptr || !a->recorded || !b->recorded ||
+      ((a->flags | b->flags) & kEventDisableTiming) != 0)
+    return kInvalidHandle;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  ++state().timings;
+  *ms = static_cast<float>((b->at_us - a->at_us) / 1000.0);
+  return kCudaSuccess;
 }
 // Waiting performs every pending copy (at least those before the record).
 BONSAI_FAKE_API CUresult cuEventSynchronize(CUevent) {

@@ -110,6 +110,7 @@ using cuEventCreate_t = CUresult (*)(CUevent *event, unsigned flags);
 using cuEventDestroy_v2_t = CUresult (*)(CUevent event);
 using cuEventRecord_t = CUresult (*)(CUevent event, CUstream stream);
 using cuEventSynchronize_t = CUresult (*)(CUevent event);
+using cuEventElapsedTime_t = CUresult (*)(float *milliseconds, CUevent start, CUevent end);
 using cuModuleLoadData_t = CUresult (*)(CUmodule *module, const void *image);
 using cuModuleUnload_t = CUresult (*)(CUmodule module);
 using cuModuleGetFunction_t = CUresult (*)(CUfunction *function, CUmodule module, const char *name);

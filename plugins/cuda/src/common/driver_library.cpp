@@ -69,6 +69,8 @@ std::string resolve_all(void *handle, DriverApi &api) {
       return name;
   if (!resolve_symbol(handle, "cuLaunchKernelEx", &api.cuLaunchKernelEx))
     api.cuLaunchKernelEx = nullptr;
+  if (!resolve_symbol(handle, "cuEventElapsedTime", &api.cuEventElapsedTime))
+    api.cuEventElapsedTime = nullptr;
   return {};
 }
 

@@ -48,6 +48,9 @@ struct DriverApi {
   // Optional (CUDA 11.8+): NULL where the driver lacks it, and launches with
   // attributes (programmatic dependent launch) are then not offered.
   cuLaunchKernelEx_t cuLaunchKernelEx = nullptr;
+  // Optional: NULL where the driver lacks it, and the decode tuner then
+  // cannot time its candidates (decode=auto keeps its fixed choice).
+  cuEventElapsedTime_t cuEventElapsedTime = nullptr;
   cuStreamBeginCapture_v2_t cuStreamBeginCapture = nullptr;
   cuStreamEndCapture_t cuStreamEndCapture = nullptr;
   cuGraphInstantiateWithFlags_t cuGraphInstantiateWithFlags = nullptr;

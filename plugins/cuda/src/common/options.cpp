@@ -128,6 +128,8 @@ ContextOptions parse_options(const char *options) {
       parsed.programmatic_launch = parse_switch(key, value);
     } else if (key == "upload_chunk_kib") {
       parsed.upload_chunk_bytes = parse_whole(key, value, uint64_t{1} << 20, "KiB") << 10;
+    } else if (parse_tuning_option(key, value, parsed.tuning)) {
+      // tune= and its kin (tuning_options.cpp)
     } else {
       parsed.warnings.push_back("ignoring unknown option '" + key + "'");
     }

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "tuning_options.hpp"
+
 namespace bonsai::cuda {
 
 // Option decode: which steps run on the persistent decode kernel.
@@ -112,6 +114,7 @@ struct ContextOptions {
   // went (averaged over the steps so far) and PATH.csv the last launch's
   // marks. Costs a synchronization and a copy per step: for diagnosis only.
   std::string persistent_trace;
+  TuningOptions tuning;  // tune=, tune_budget_ms= (tuning_options.hpp)
   bool ptx_cache = true; // ptx_cache=off disables the disk cache
   // upload_chunk_kib=N: each of the two pinned buffers weights are staged
   // through on their way to the device (16 MiB by default; less where pinned

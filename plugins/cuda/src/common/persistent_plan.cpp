@@ -7,8 +7,8 @@
 namespace bonsai::cuda {
 namespace {
 
-int tiles(int rows) {
-  return (rows + kPersistentTileRows - 1) / kPersistentTileRows;
+int units(int rows, int unit_rows) {
+  return (rows + unit_rows - 1) / unit_rows;
 }
 
 } // namespace
@@ -29,6 +29,8 @@ const char *persistent_stage_name(int op) {
     return "LM head";
   case PersistentStage::argmax:
     return "argmax";
+  case PersistentStage::qkv_attention:
+    return "Q/K/V and attention";
   }
   return "unknown";
 }
@@ -56,35 +58,53 @@ struct StageBuilder {
                                : persistent_counter(layer, stage);
     return instr;
   }
-  // Tiles [0, n_tiles) in `blocks` contiguous ranges, or, where a range's
+  // Units [0, n_units) in `blocks` contiguous ranges, or, where a range's
   // weights would pass the weight buffer, in as many rounds of `blocks`
-  // ranges as it takes, the tiles spread evenly over all of them: a block
-  // then runs one range a round, none more tiles than another but one a
+  // ranges as it takes, the units spread evenly over all of them: a block
+  // then runs one range a round, none more units than another but one a
   // round. (Ranges of as many tiles as fit, and a short last round, left
   // some blocks two full ranges to run after the others had finished: 8B at
   // 8 tokens, 154 ranges of 5 tiles on 132 blocks, where 256 of 3 take 6
-  // tiles a block at most.)
-  int matmul(PersistentStage stage, int n_tiles, const PersistentShape &shape) {
-    int per_block = (n_tiles + shape.blocks - 1) / shape.blocks;
+  // tiles a block at most.) Unbalanced plans cut their tiles into ranges of
+  // the blocks' even share rounded up, the last range shorter and some
+  // blocks without one; balanced plans into exactly `rounds x blocks`
+  // ranges (fewer only where there are fewer units), the first ones a unit
+  // longer, so that per block the shares differ by a unit a round at most.
+  int matmul(PersistentStage stage, int n_units, const PersistentShape &shape) {
     // At least one tile fits: build_persistent_plan checked the buffer.
     const int fit = shape.weight_buffer_bytes > 0
-                        ? shape.weight_buffer_bytes / persistent_tile_bytes(shape, stage)
-                        : per_block;
-    if (per_block > fit) {
-      const int rounds = (per_block + fit - 1) / fit;
-      per_block = (n_tiles + rounds * shape.blocks - 1) / (rounds * shape.blocks);
+                        ? shape.weight_buffer_bytes / persistent_unit_bytes(shape, stage)
+                        : n_units;
+    int per_block = (n_units + shape.blocks - 1) / shape.blocks;
+    const int rounds = per_block > fit ? (per_block + fit - 1) / fit : 1;
+    if (shape.balanced) {
+      const int ranges = std::min(n_units, rounds * shape.blocks);
+      const int base = n_units / ranges, longer = n_units % ranges;
+      for (int i = 0, begin = 0; i < ranges; ++i) {
+        const int end = begin + base + (i < longer ? 1 : 0);
+        list.push_back(make(stage, begin, end));
+        begin = end;
+      }
+      return ranges;
     }
+    if (rounds > 1)
+      per_block = (n_units + rounds * shape.blocks - 1) / (rounds * shape.blocks);
     int added = 0;
-    for (int begin = 0; begin < n_tiles; begin += per_block, ++added)
-      list.push_back(make(stage, begin, std::min(n_tiles, begin + per_block)));
+    for (int begin = 0; begin < n_units; begin += per_block, ++added)
+      list.push_back(make(stage, begin, std::min(n_units, begin + per_block)));
     return added;
   }
-  int attention(int n_sequences, int n_head_kv, int splits) {
+  // One instruction per (sequence, KV head, key range); fused, each also
+  // computes a share of its head's Q/K/V rows, and signals the attention
+  // counter all the same.
+  int attention(int n_sequences, int n_head_kv, int splits, bool fused = false) {
     for (int s = 0; s < n_sequences; ++s)
       for (int h = 0; h < n_head_kv; ++h)
         for (int part = 0; part < splits; ++part) {
           list.push_back(make(PersistentStage::attention, s, h));
           list.back().part = part;
+          if (fused)
+            list.back().op = static_cast<int32_t>(PersistentStage::qkv_attention);
         }
     return n_sequences * n_head_kv * splits;
   }
@@ -102,6 +122,35 @@ int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage) {
   const int cols = persistent_stage_input_width(shape, stage);
   const int matrices = stage == PersistentStage::ffn_up ? 2 : 1;
   return kPersistentTileRows * (cols / 128) * shape.block_bytes * matrices;
+}
+
+int persistent_unit_bytes(const PersistentShape &shape, PersistentStage stage) {
+  return persistent_tile_bytes(shape, stage) / kPersistentTileRows * shape.unit_rows;
+}
+
+bool persistent_fused_applies(const PersistentShape &shape) {
+  const int shares = shape.n_sequences * shape.n_head_kv * shape.attention_splits;
+  const int group = shape.n_head_kv > 0 ? shape.n_head / shape.n_head_kv : 0;
+  const int unit = shape.unit_rows;
+  if (shares > shape.blocks || shape.head_dim % unit != 0 || group < 1)
+    return false;
+  const int head_units = (group + 2) * shape.head_dim / unit;
+  const int share_units = (head_units + shares - 1) / shares;
+  return shape.weight_buffer_bytes <= 0 ||
+         share_units * persistent_unit_bytes(shape, PersistentStage::qkv) <=
+             shape.weight_buffer_bytes;
+}
+
+int persistent_balanced_unit_rows(const PersistentShape &shape) {
+  const int widths[] = {shape.n_embd, shape.n_head * shape.head_dim, shape.n_ff};
+  for (int rows = 1; rows < kPersistentTileRows; rows *= 2) {
+    bool whole = true;
+    for (int width : widths)
+      whole = whole && rows * (width / 128) % 8 == 0;
+    if (whole)
+      return rows;
+  }
+  return kPersistentTileRows;
 }
 
 int persistent_largest_tile_bytes(const PersistentShape &shape) {
@@ -140,18 +189,22 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
   if (shape.n_layer < 1 || shape.blocks < 1 || shape.n_sequences < 1 ||
       shape.n_sequences > kPersistentMaxSequences || shape.n_head_kv < 1 || shape.head_dim < 1 ||
       shape.n_head % shape.n_head_kv != 0 || shape.attention_splits < 1 ||
-      shape.attention_splits > kPersistentMaxSplits || shape.n_vocab < 0)
+      shape.attention_splits > kPersistentMaxSplits || shape.n_vocab < 0 || shape.unit_rows < 1 ||
+      kPersistentTileRows % shape.unit_rows != 0)
     fail_invalid(strformat("persistent decode plan: bad shape (%d layers, %d blocks, %d sequences, "
                            "%d/%d heads, %d key ranges, %d LM head rows)",
                            shape.n_layer, shape.blocks, shape.n_sequences, shape.n_head,
                            shape.n_head_kv, shape.attention_splits, shape.n_vocab));
+  if (shape.fused_qkv_attention && !persistent_fused_applies(shape))
+    fail_invalid("persistent decode plan: Q/K/V cannot be fused with attention in this shape");
   if (shape.weight_buffer_bytes > 0 &&
       (shape.block_bytes < 1 || persistent_largest_tile_bytes(shape) > shape.weight_buffer_bytes))
     fail_invalid(strformat("persistent decode plan: a %d-byte weight buffer holds no tile of "
                            "%d bytes",
                            shape.weight_buffer_bytes, persistent_largest_tile_bytes(shape)));
-  const int qkv_tiles =
-      tiles(shape.n_head * shape.head_dim) + 2 * tiles(shape.n_head_kv * shape.head_dim);
+  const int u = shape.unit_rows;
+  const int qkv_units =
+      units(shape.n_head * shape.head_dim, u) + 2 * units(shape.n_head_kv * shape.head_dim, u);
   std::vector<PersistentInstr> list;
   int previous_counter = 0, previous_count = 0; // layer 0 waits for nothing
   for (int layer = 0; layer < shape.n_layer; ++layer) {
@@ -160,13 +213,19 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
       stage.wait_counter = persistent_counter(layer, done);
       stage.wait_count = count;
     };
-    next(PersistentStage::qkv, stage.matmul(PersistentStage::qkv, qkv_tiles, shape));
-    next(PersistentStage::attention,
-         stage.attention(shape.n_sequences, shape.n_head_kv, shape.attention_splits));
+    if (shape.fused_qkv_attention) {
+      next(PersistentStage::attention,
+           stage.attention(shape.n_sequences, shape.n_head_kv, shape.attention_splits, true));
+    } else {
+      next(PersistentStage::qkv, stage.matmul(PersistentStage::qkv, qkv_units, shape));
+      next(PersistentStage::attention,
+           stage.attention(shape.n_sequences, shape.n_head_kv, shape.attention_splits));
+    }
     next(PersistentStage::output,
-         stage.matmul(PersistentStage::output, tiles(shape.n_embd), shape));
-    next(PersistentStage::ffn_up, stage.matmul(PersistentStage::ffn_up, tiles(shape.n_ff), shape));
-    previous_count = stage.matmul(PersistentStage::ffn_down, tiles(shape.n_embd), shape);
+         stage.matmul(PersistentStage::output, units(shape.n_embd, u), shape));
+    next(PersistentStage::ffn_up,
+         stage.matmul(PersistentStage::ffn_up, units(shape.n_ff, u), shape));
+    previous_count = stage.matmul(PersistentStage::ffn_down, units(shape.n_embd, u), shape);
     previous_counter = persistent_counter(layer, PersistentStage::ffn_down);
   }
   if (shape.n_vocab > 0) {
@@ -175,7 +234,7 @@ std::vector<PersistentInstr> build_persistent_plan(const PersistentShape &shape)
     // argmax reads every range's best rows.
     StageBuilder head{list, shape.n_layer - 1, previous_counter, previous_count};
     const size_t first = list.size();
-    const int ranges = head.matmul(PersistentStage::head, tiles(shape.n_vocab), shape);
+    const int ranges = head.matmul(PersistentStage::head, units(shape.n_vocab, u), shape);
     for (size_t i = first; i < list.size(); ++i)
       list[i].part = static_cast<int32_t>(i - first);
     head.wait_counter = persistent_head_counter(shape.n_layer, PersistentStage::head);
@@ -209,6 +268,9 @@ std::string describe_persistent_instr(const PersistentInstr &instr) {
   if (instr.op == static_cast<int32_t>(PersistentStage::attention))
     return strformat("layer %d attention (sequence %d, KV head %d, key range %d)", instr.layer,
                      instr.begin, instr.end, instr.part);
+  if (instr.op == static_cast<int32_t>(PersistentStage::qkv_attention))
+    return strformat("layer %d Q/K/V and attention (sequence %d, KV head %d, key range %d)",
+                     instr.layer, instr.begin, instr.end, instr.part);
   return strformat("layer %d %s (tiles %d..%d)", instr.layer, persistent_stage_name(instr.op),
                    instr.begin, instr.end - 1);
 }

@@ -9,7 +9,7 @@
 namespace bonsai::cuda {
 
 // The stages of a layer, in order; each has one counter per layer
-// (PK_QKV ... PK_FFN_DOWN of persistent.cuh).
+// (PK_QKV ... PK_FFN_DOWN of kernels/persistent_args.cuh).
 enum class PersistentStage : int32_t {
   qkv = 0,       // RMSNorm + Q, K, V rows
   attention = 1, // one (sequence, KV head[, key range]): QK-norm, RoPE, KV append, attention
@@ -21,6 +21,11 @@ enum class PersistentStage : int32_t {
   // counters are the ones after the layers' (persistent_head_counter).
   head = 5,   // final RMSNorm + LM head rows: logits, and each range's best row per token
   argmax = 6, // one instruction: every token's best row over the head's ranges
+  // persistent_qkv=fused: a share of one KV head's Q, K and V rows, then,
+  // once every share of that head is written, the attention of one
+  // (sequence, KV head, key range); it signals the attention counter (the
+  // layer has no Q/K/V stage of its own).
+  qkv_attention = 7,
 };
 inline constexpr int kPersistentStages = 5;    // counters per layer (the stages qkv ... ffn_down)
 inline constexpr int kPersistentTileRows = 16; // PK_TILE_ROWS
@@ -31,7 +36,7 @@ inline constexpr int kPersistentMaxGroup = 4;
 inline constexpr int kPersistentMaxSplits = 32;    // PK_MAX_SPLITS
 inline constexpr int kPersistentMaxQ8Groups = 128; // PK_MAX_Q8_GROUPS
 
-// PkInstr of persistent.cuh, byte for byte.
+// PkInstr of kernels/persistent_args.cuh, byte for byte.
 struct PersistentInstr {
   int32_t op = 0; // a PersistentStage
   int32_t layer = 0;
@@ -42,7 +47,7 @@ struct PersistentInstr {
   int32_t signal_counter = 0;
   int32_t part = 0; // attention: its key range (of attention_splits); LM head: its range's number
 };
-static_assert(sizeof(PersistentInstr) == 32, "must match PkInstr in kernels/persistent.cuh");
+static_assert(sizeof(PersistentInstr) == 32, "must match PkInstr in kernels/persistent_args.cuh");
 
 struct PersistentShape {
   int n_layer = 0, n_embd = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
@@ -62,7 +67,31 @@ struct PersistentShape {
   // greedy argmax (its input is n_embd wide, as Q/K/V's); 0: none, the LM
   // head runs apart.
   int n_vocab = 0;
+  // persistent_shares=balanced: each matmul stage's rows are counted in
+  // units of unit_rows (persistent_balanced_unit_rows) and spread over the
+  // blocks so that no block gets more than one unit a round above another;
+  // else in 16-row tiles, ranges of as many as the blocks' even share
+  // rounded up, which leaves a block up to a tile above the mean (4B's
+  // output projection: 160 tiles on 132 blocks, 2 a block at most against
+  // 1.21 on average).
+  bool balanced = false;
+  int unit_rows = kPersistentTileRows; // PersistentInstr::begin, end count these
+  // persistent_qkv=fused, where it applies (persistent_fused_applies): each
+  // layer's Q/K/V and attention as one stage of qkv_attention instructions.
+  bool fused_qkv_attention = false;
 };
+
+// Whether Q/K/V can be fused with attention in `shape`'s plan: every one of
+// its (sequence, KV head, key range) instructions resident at once (no more
+// of them than blocks: a share waits for its head's other shares), a
+// head's rows whole units, and a share's weights within the buffer.
+bool persistent_fused_applies(const PersistentShape &shape);
+
+// The rows of a balanced plan's unit: the fewest, dividing 16, for which
+// every matrix's copy of a unit's rows keeps its scales in whole 16-byte
+// chunks (rows x blocks of 128 of every input a multiple of 8): one for
+// 1.7B and 8B, two for 4B (2,560 wide: 20 blocks).
+int persistent_balanced_unit_rows(const PersistentShape &shape);
 
 // The key ranges that give each block about one attention instruction:
 // blocks / (sequences x KV heads), between 1 and kPersistentMaxSplits.
@@ -87,6 +116,8 @@ int persistent_stage_input_width(const PersistentShape &shape, PersistentStage s
 
 // Bytes of one tile's weights in a matmul stage (gate/up: of both matrices).
 int persistent_tile_bytes(const PersistentShape &shape, PersistentStage stage);
+// Bytes of one unit's (shape.unit_rows rows).
+int persistent_unit_bytes(const PersistentShape &shape, PersistentStage stage);
 // The largest of those: the least weight buffer the plan can be cut for.
 int persistent_largest_tile_bytes(const PersistentShape &shape);
 
@@ -119,14 +150,15 @@ inline int persistent_counter_count(int n_layer) {
 }
 // Whether `op` is a stage the kernel knows.
 inline bool persistent_known_stage(int op) {
-  return op >= 0 && op <= static_cast<int>(PersistentStage::argmax);
+  return (op >= 0 && op <= static_cast<int>(PersistentStage::argmax)) ||
+         op == static_cast<int>(PersistentStage::qkv_attention);
 }
 
 // The list, in dependency order: every instruction waits for the whole
 // stage before it (the previous layer's down projection for a layer's
-// Q/K/V), and each stage's matmul tiles are split into contiguous ranges,
-// `blocks` of them, or more where a range's weights would not fit
-// weight_buffer_bytes. With n_vocab > 0 the LM head's tiles follow as one
+// Q/K/V), and each stage's matmul units (tiles, or balanced units) are
+// split into contiguous ranges, `blocks` of them, or more where a range's
+// weights would not fit weight_buffer_bytes. With n_vocab > 0 the LM head's tiles follow as one
 // more such stage (each range numbered in `part`), then one argmax
 // instruction that waits for them all. Block b of the grid runs entries b,
 // b + blocks, ...
